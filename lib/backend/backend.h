@@ -1,0 +1,78 @@
+#pragma once
+// A backend is a set of kernels that computes ops. The audit pipeline sees only this interface:
+// it hands a backend an op's arguments and gets the output tensor back.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/ops/op_args.h"
+
+namespace nvdet {
+
+struct BackendInfo {
+  std::string name;         // "cpu-reference", "cublas", ...
+  std::string description;  // one line for `nvdet list`
+  bool gpu = false;
+  // What the backend is built to show: true for the invariant kernels (cpu-invariant,
+  // cuda-invariant), false for vendor and variant ones. Informational; the scenario's
+  // expectation decides pass/fail.
+  bool invariant_by_design = false;
+  // Which real kernels a vendor-style policy reproduces, per op ("attention_decode" ->
+  // "FlashDecoding split-KV heuristic ..."). Shown in reports.
+  std::map<std::string, std::string> stands_for;
+};
+
+// Facts about one call that explain its result: the algorithm, tile and split-K count cuBLASLt
+// chose, the number of KV splits, the block size... Key order is kept for reports.
+using RunNotes = std::map<std::string, std::string>;
+
+struct TimingOptions {
+  int warmup = 5;
+  int repetitions = 20;
+};
+
+struct Timing {
+  double median_us = 0.0;
+  double min_us = 0.0;
+  int repetitions = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const BackendInfo& info() const = 0;
+  virtual bool supports(OpKind op, DType dtype) const = 0;
+
+  // Computes the op. `notes`, when given, receives facts about the call (see RunNotes).
+  // Throws Error(kBadInput) for arguments it cannot take, Error(kRuntime) for device failures.
+  virtual HostTensor run(const OpArgs& args, RunNotes* notes) = 0;
+
+  // GPU backends: the median device time of the op with its inputs already resident, measured
+  // with CUDA events after a warm-up. CPU backends return nullopt (nvdet bench is for GPUs).
+  virtual std::optional<Timing> time(const OpArgs& /*args*/, const TimingOptions& /*opts*/) {
+    return std::nullopt;
+  }
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+
+struct BackendRegistration {
+  BackendInfo info;
+  BackendFactory make;  // may throw Error(kRuntime) (e.g. no GPU)
+};
+
+// All backends known to this build, CPU ones first. GPU backends are listed even in a CPU-only
+// build; creating one there throws Error(kRuntime) with a sentence saying so.
+const std::vector<BackendRegistration>& backend_registry();
+const BackendRegistration* find_backend(std::string_view name);
+std::unique_ptr<Backend> make_backend(std::string_view name);  // throws kBadInput if unknown
+
+// Provided by lib/reference and lib/cuda (or the CPU-only stub); collected by backend_registry().
+std::vector<BackendRegistration> cpu_backend_registrations();
+std::vector<BackendRegistration> cuda_backend_registrations();
+
+}  // namespace nvdet

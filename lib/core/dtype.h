@@ -1,0 +1,33 @@
+#pragma once
+// Element types nvdet hashes and compares, with exact host-side conversions. bf16 and fp16 are
+// stored as their raw 16-bit patterns; conversion to float is exact, conversion from float rounds
+// to nearest even (what CUDA's __float2bfloat16_rn / __float2half_rn do), so the CPU backends and
+// the GPU kernels round identically.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace nvdet {
+
+enum class DType : uint8_t { kBF16, kFP16, kFP32 };
+
+std::string_view dtype_name(DType t);  // "bf16", "fp16", "fp32"
+std::optional<DType> parse_dtype(std::string_view name);
+size_t dtype_size(DType t);
+
+float bf16_bits_to_float(uint16_t bits);
+uint16_t float_to_bf16_bits(float v);  // round to nearest even; NaN stays NaN
+float fp16_bits_to_float(uint16_t bits);
+uint16_t float_to_fp16_bits(float v);  // round to nearest even, overflow to inf
+
+// Rounds a float to the precision of `t` and back (identity for fp32).
+float round_to_dtype(float v, DType t);
+
+// Distance in units in the last place between two values of type `t` given as raw bit patterns
+// (bits in the low dtype_size(t)*8 bits). Equal values (including +0/-0) give 0; a NaN on either
+// side gives UINT64_MAX.
+uint64_t ulp_distance(DType t, uint64_t a_bits, uint64_t b_bits);
+
+}  // namespace nvdet

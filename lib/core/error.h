@@ -1,0 +1,37 @@
+#pragma once
+// One error type for everything the user can cause or meet. The CLI catches it at the top, prints
+// its message as one sentence on stderr and exits with its code; nothing else is ever thrown to
+// the user (no stack traces, no aborts).
+#include <stdexcept>
+#include <string>
+
+#include "lib/core/exit_code.h"
+
+namespace nvdet {
+
+// Where in an input file something is: shown as `file:line:column` (1-based). line == 0 means
+// "the file as a whole".
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  int column = 0;
+
+  std::string to_string() const;  // "file:3:7", "file" when line == 0, "" when file is empty
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ExitCode code, std::string message) : std::runtime_error(std::move(message)), code_(code) {}
+  ExitCode code() const { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+// Bad input: exit 2. The message is prefixed with the location when there is one.
+[[noreturn]] void throw_input_error(const SourceLocation& where, const std::string& message);
+[[noreturn]] void throw_input_error(const std::string& message);
+// Runtime failure (device, CUDA, memory): exit 3.
+[[noreturn]] void throw_runtime_error(const std::string& message);
+
+}  // namespace nvdet

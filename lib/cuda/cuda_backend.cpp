@@ -1,0 +1,61 @@
+// The four CUDA backends: one class, parameterised by flavor, that dispatches each op to its
+// op file and runs or times the prepared call.
+#include <memory>
+
+#include "lib/core/error.h"
+#include "lib/cuda/cuda_ops.h"
+
+namespace nvdet::cuda {
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(BackendInfo info, CudaFlavor flavor) : info_(std::move(info)), flavor_(flavor) {}
+
+  const BackendInfo& info() const override { return info_; }
+
+  bool supports(OpKind /*op*/, DType /*dtype*/) const override { return true; }
+
+  HostTensor run(const OpArgs& args, RunNotes* notes) override {
+    validate_op_args(args);
+    PreparedCall call = prepare(args, notes);
+    return run_prepared(ctx_, call);
+  }
+
+  std::optional<Timing> time(const OpArgs& args, const TimingOptions& opts) override {
+    validate_op_args(args);
+    PreparedCall call = prepare(args, nullptr);
+    const EventTiming t = time_prepared(ctx_, call, opts.warmup, opts.repetitions);
+    return Timing{t.median_us, t.min_us, opts.repetitions};
+  }
+
+ private:
+  PreparedCall prepare(const OpArgs& args, RunNotes* notes) {
+    return std::visit(
+        [&](const auto& a) -> PreparedCall {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, GemmArgs>) return prepare_gemm(ctx_, flavor_, a, notes);
+          if constexpr (std::is_same_v<T, RmsNormArgs>)
+            return prepare_rmsnorm(ctx_, flavor_, a, notes);
+          if constexpr (std::is_same_v<T, LogSoftmaxArgs>)
+            return prepare_log_softmax(ctx_, flavor_, a, notes);
+          if constexpr (std::is_same_v<T, AttentionDecodeArgs>)
+            return prepare_attention_decode(ctx_, flavor_, a, notes);
+          if constexpr (std::is_same_v<T, AttentionPrefillArgs>)
+            return prepare_attention_prefill(ctx_, flavor_, a, notes);
+        },
+        args);
+  }
+
+  BackendInfo info_;
+  CudaFlavor flavor_;
+  DeviceContext ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const BackendInfo& info, CudaFlavor flavor) {
+  return std::make_unique<CudaBackend>(info, flavor);
+}
+
+}  // namespace nvdet::cuda

@@ -1,0 +1,28 @@
+#pragma once
+// The per-op halves of the CUDA backends. Each backend is one CudaFlavor; each op file
+// (gemm_ops.cpp, norm_ops.cpp, attention_ops.cpp) turns an op's arguments into a PreparedCall for
+// that flavor.
+#include "lib/backend/backend.h"
+#include "lib/cuda/device_context.h"
+
+namespace nvdet::cuda {
+
+enum class CudaFlavor {
+  kCublas,           // GEMM: cuBLASLt default heuristic (as PyTorch calls it); other ops: vendor policy
+  kCublasLtNoSplit,  // GEMM: cuBLASLt with reduction scheme NONE; other ops: vendor policy
+  kInvariant,        // this project's batch-invariant kernels for every op
+  kVendorPolicy,     // attention/norm kernels whose splits follow the batch; GEMM: as kCublas
+};
+
+PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
+                          RunNotes* notes);
+PreparedCall prepare_rmsnorm(DeviceContext& ctx, CudaFlavor flavor, const RmsNormArgs& args,
+                             RunNotes* notes);
+PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
+                                 const LogSoftmaxArgs& args, RunNotes* notes);
+PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
+                                      const AttentionDecodeArgs& args, RunNotes* notes);
+PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
+                                       const AttentionPrefillArgs& args, RunNotes* notes);
+
+}  // namespace nvdet::cuda

@@ -1,0 +1,187 @@
+#include "lib/cuda/device_context.h"
+
+#include <algorithm>
+#include <string>
+
+#include "lib/core/error.h"
+
+namespace nvdet::cuda {
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky-free error so later calls are not poisoned by it
+  if (status == cudaErrorMemoryAllocation) {
+    throw_runtime_error(std::string("out of device memory during ") + what);
+  }
+  if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
+    throw_runtime_error(std::string("no usable CUDA device (") + cudaGetErrorString(status) +
+                        ") during " + what);
+  }
+  throw_runtime_error(std::string("CUDA error during ") + what + ": " + cudaGetErrorString(status));
+}
+
+void check(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) {
+    throw_runtime_error(std::string("out of device memory during ") + what);
+  }
+  throw_runtime_error(std::string("cuBLAS error during ") + what + ": " +
+                      cublasGetStatusString(status));
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  const cudaError_t st = cudaMalloc(&ptr_, bytes);
+  if (st != cudaSuccess) {
+    ptr_ = nullptr;
+    cudaGetLastError();
+    if (st == cudaErrorMemoryAllocation) {
+      throw_runtime_error("out of device memory allocating " +
+                          std::to_string(bytes >> 20) + " MiB");
+    }
+    check(st, "cudaMalloc");
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceContext::DeviceContext() {
+  int count = 0;
+  const cudaError_t st = cudaGetDeviceCount(&count);
+  if (st != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw_runtime_error("no CUDA device is available (" +
+                        std::string(st == cudaSuccess ? "none found" : cudaGetErrorString(st)) +
+                        "); GPU backends need one");
+  }
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  check(cudaGetDeviceProperties(&props_, device_), "cudaGetDeviceProperties");
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  // Keep at most a quarter of the card's memory in cached copies of inputs.
+  cache_budget_ = props_.totalGlobalMem / 4;
+}
+
+DeviceContext::~DeviceContext() {
+  cache_.clear();
+  workspace_ = DeviceBuffer();
+  if (cublas_) cublasDestroy(cublas_);
+  if (cublas_lt_) cublasLtDestroy(cublas_lt_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+cublasHandle_t DeviceContext::cublas() {
+  if (!cublas_) {
+    check(cublasCreate(&cublas_), "cublasCreate");
+    check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+  }
+  return cublas_;
+}
+
+cublasLtHandle_t DeviceContext::cublas_lt() {
+  if (!cublas_lt_) check(cublasLtCreate(&cublas_lt_), "cublasLtCreate");
+  return cublas_lt_;
+}
+
+void DeviceContext::evict_until(size_t incoming) {
+  while (!cache_.empty() && cache_bytes_ + incoming > cache_budget_) {
+    cache_bytes_ -= cache_.back().buffer.bytes();
+    cache_.pop_back();
+  }
+}
+
+const void* DeviceContext::upload(const HostTensor& t) {
+  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+    if (it->uid == t.uid() && it->buffer.bytes() == t.nbytes()) {
+      cache_.splice(cache_.begin(), cache_, it);
+      return cache_.front().buffer.get();
+    }
+  }
+  evict_until(t.nbytes());
+  DeviceBuffer buf(std::max<size_t>(t.nbytes(), 1));
+  check(cudaMemcpyAsync(buf.get(), t.data(), t.nbytes(), cudaMemcpyHostToDevice, stream_),
+        "copying an input to the device");
+  check(cudaStreamSynchronize(stream_), "copying an input to the device");
+  cache_bytes_ += buf.bytes();
+  cache_.push_front({t.uid(), std::move(buf)});
+  return cache_.front().buffer.get();
+}
+
+DeviceBuffer DeviceContext::upload_array(const void* data, size_t bytes) {
+  DeviceBuffer buf(std::max<size_t>(bytes, 1));
+  if (bytes) {
+    check(cudaMemcpyAsync(buf.get(), data, bytes, cudaMemcpyHostToDevice, stream_),
+          "copying an index array to the device");
+    check(cudaStreamSynchronize(stream_), "copying an index array to the device");
+  }
+  return buf;
+}
+
+void* DeviceContext::workspace(size_t bytes) {
+  if (workspace_.bytes() < bytes) {
+    check(cudaStreamSynchronize(stream_), "growing the workspace");
+    workspace_ = DeviceBuffer();
+    workspace_ = DeviceBuffer(bytes);
+  }
+  return workspace_.get();
+}
+
+HostTensor DeviceContext::download(const void* device_ptr, DType dtype,
+                                   std::vector<int64_t> shape) {
+  HostTensor out(dtype, std::move(shape));
+  check(cudaMemcpyAsync(out.mutable_data(), device_ptr, out.nbytes(), cudaMemcpyDeviceToHost,
+                        stream_),
+        "copying a result to the host");
+  check(cudaStreamSynchronize(stream_), "copying a result to the host");
+  return out;
+}
+
+void DeviceContext::synchronize() { check(cudaStreamSynchronize(stream_), "a kernel"); }
+
+HostTensor run_prepared(DeviceContext& ctx, PreparedCall& call) {
+  check(call.launch(ctx.stream()), "launching the op");
+  check(cudaGetLastError(), "launching the op");
+  ctx.synchronize();
+  return ctx.download(call.output, call.out_dtype, call.out_shape);
+}
+
+EventTiming time_prepared(DeviceContext& ctx, PreparedCall& call, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) check(call.launch(ctx.stream()), "a warm-up launch");
+  ctx.synchronize();
+  std::vector<cudaEvent_t> events(2 * reps);
+  for (auto& e : events) check(cudaEventCreate(&e), "cudaEventCreate");
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(events[2 * i], ctx.stream()), "cudaEventRecord");
+    check(call.launch(ctx.stream()), "a timed launch");
+    check(cudaEventRecord(events[2 * i + 1], ctx.stream()), "cudaEventRecord");
+  }
+  ctx.synchronize();
+  std::vector<double> us(reps);
+  for (int i = 0; i < reps; ++i) {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]), "cudaEventElapsedTime");
+    us[i] = 1000.0 * ms;
+  }
+  for (auto& e : events) cudaEventDestroy(e);
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us.front()};
+}
+
+}  // namespace nvdet::cuda

@@ -1,0 +1,106 @@
+#pragma once
+// Device-side plumbing shared by the CUDA backends: error checks that turn CUDA failures into
+// nvdet errors (exit 3), owning device buffers, a cache of uploaded tensors keyed by
+// HostTensor::uid (weights are uploaded once per sweep), the stream and library handles.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/core/tensor.h"
+
+namespace nvdet::cuda {
+
+// Throws Error(kRuntime) naming `what` when `status` is not success; out-of-memory gets its own
+// sentence.
+void check(cudaError_t status, const char* what);
+void check(cublasStatus_t status, const char* what);
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);  // throws kRuntime on out of memory
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class DeviceContext {
+ public:
+  DeviceContext();  // selects device 0 (CUDA_VISIBLE_DEVICES picks another); throws without one
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas();      // created on first use, bound to stream()
+  cublasLtHandle_t cublas_lt();  // created on first use
+  const cudaDeviceProp& props() const { return props_; }
+  int sm_count() const { return props_.multiProcessorCount; }
+
+  // Device copy of a host tensor, cached by uid (least recently used copies are dropped past
+  // a byte budget). The pointer stays valid until the next call to upload().
+  const void* upload(const HostTensor& t);
+  // Uploads a small host array (page tables, lengths) into a fresh buffer.
+  DeviceBuffer upload_array(const void* data, size_t bytes);
+  // A scratch buffer of at least `bytes`, reused across calls (e.g. split-K partials).
+  void* workspace(size_t bytes);
+
+  HostTensor download(const void* device_ptr, DType dtype, std::vector<int64_t> shape);
+  void synchronize();
+
+ private:
+  struct CachedTensor {
+    uint64_t uid;
+    DeviceBuffer buffer;
+  };
+  void evict_until(size_t incoming_bytes);
+
+  int device_ = 0;
+  cudaDeviceProp props_{};
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;
+  std::list<CachedTensor> cache_;  // front = most recently used
+  size_t cache_bytes_ = 0;
+  size_t cache_budget_ = 0;
+  DeviceBuffer workspace_;
+};
+
+// What a CUDA backend computes for an op, as a closure over resident device buffers, so that the
+// same call can be run once (audit) or timed many times (bench).
+struct PreparedCall {
+  std::function<cudaError_t(cudaStream_t)> launch;  // enqueues all kernels of the op
+  const void* output = nullptr;                     // device pointer written by launch
+  DType out_dtype = DType::kFP32;
+  std::vector<int64_t> out_shape;
+  std::vector<DeviceBuffer> owned;                  // buffers the launch uses (kept alive)
+};
+
+// Runs the call once and returns its output.
+HostTensor run_prepared(DeviceContext& ctx, PreparedCall& call);
+// Median and minimum device time over `reps` launches after `warmup`, with CUDA events.
+struct EventTiming {
+  double median_us, min_us;
+};
+EventTiming time_prepared(DeviceContext& ctx, PreparedCall& call, int warmup, int reps);
+
+}  // namespace nvdet::cuda

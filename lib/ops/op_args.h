@@ -1,0 +1,102 @@
+#pragma once
+// The arguments of one op call, as every backend receives them. Tensors are borrowed (the
+// workload owns them). Conventions shared by all backends:
+//  - row-major, contiguous; the first dimension is the token (row) dimension;
+//  - reductions accumulate in fp32 (cpu-reference: in double);
+//  - outputs are returned as a new HostTensor of `out_dtype`, rounded to nearest even.
+#include <cstdint>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "lib/core/tensor.h"
+
+namespace nvdet {
+
+enum class OpKind { kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill };
+
+std::string_view op_name(OpKind op);  // "gemm", "rmsnorm", "log_softmax", ...
+
+// out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]). `w` is stored as nn.Linear stores weights:
+// [n, k], K contiguous (a "TN" GEMM in BLAS terms). a, w and bias share one dtype.
+struct GemmArgs {
+  const HostTensor* a = nullptr;     // [m, k]
+  const HostTensor* w = nullptr;     // [n, k]
+  const HostTensor* bias = nullptr;  // [n] or null
+  DType out_dtype = DType::kFP32;
+  bool allow_tf32 = false;           // fp32 inputs only: let vendor kernels use TF32
+};
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]
+struct RmsNormArgs {
+  const HostTensor* x = nullptr;       // [rows, d]
+  const HostTensor* weight = nullptr;  // [d], same dtype as x
+  float eps = 1e-6f;
+  DType out_dtype = DType::kFP32;
+};
+
+// out[r, :] = x[r, :] - max - log(sum(exp(x[r, :] - max)))
+struct LogSoftmaxArgs {
+  const HostTensor* x = nullptr;  // [rows, v]
+  DType out_dtype = DType::kFP32;
+};
+
+// A paged KV cache shared by the attention ops. Sequence s's token t lives in page
+// page_table[s * max_pages_per_seq + t / page_size], slot t % page_size.
+struct PagedKv {
+  const HostTensor* k = nullptr;  // [num_pages, page_size, num_kv_heads, head_dim]
+  const HostTensor* v = nullptr;  // same shape and dtype as k
+  std::vector<int32_t> page_table;  // [num_seqs * max_pages_per_seq]
+  int32_t max_pages_per_seq = 0;
+  int32_t page_size = 16;
+  std::vector<int32_t> kv_lens;     // [num_seqs]: tokens in each sequence's cache
+};
+
+// Split settings that a sweep may fix. 0 means "the backend's own choice": invariant backends use
+// a split size fixed by design (256 KV tokens), vendor-style backends their batch-dependent
+// heuristic. A vendor-style backend given num_splits uses it; an invariant backend given
+// split_size uses it (it is still independent of the batch).
+struct AttentionSplits {
+  int32_t split_size = 0;
+  int32_t num_splits = 0;
+};
+
+// One query token per sequence: out[s, h, :] = softmax(q[s, h] · K_s^T * scale) · V_s over the
+// sequence's kv_lens[s] cached tokens, query head h reading KV head h / (num_heads/num_kv_heads).
+struct AttentionDecodeArgs {
+  const HostTensor* q = nullptr;  // [num_seqs, num_heads, head_dim]
+  PagedKv kv;
+  int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  float scale = 0.0f;
+  AttentionSplits splits;
+  DType out_dtype = DType::kFP32;
+};
+
+// A chunk of prompt tokens per sequence, already written into the cache: sequence s has
+// q_len[s] = q_start[s+1] - q_start[s] new tokens, which are the last q_len[s] of its
+// kv_lens[s] cached tokens. New token i of sequence s sits at absolute position
+// p = kv_lens[s] - q_len[s] + i and attends causally to cached tokens [0, p].
+// prefix_len[s] (informational) is how many of the cached tokens came from a prefix cache; the
+// vendor-style policy splits its KV reduction at the prefix and chunk boundaries, as cascade /
+// chunked-prefill kernels do, the invariant one only at fixed positions.
+struct AttentionPrefillArgs {
+  const HostTensor* q = nullptr;  // [total_new_tokens, num_heads, head_dim]
+  std::vector<int32_t> q_start;   // [num_seqs + 1]
+  std::vector<int32_t> prefix_len;  // [num_seqs]
+  PagedKv kv;
+  int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  float scale = 0.0f;
+  AttentionSplits splits;
+  DType out_dtype = DType::kFP32;
+};
+
+using OpArgs =
+    std::variant<GemmArgs, RmsNormArgs, LogSoftmaxArgs, AttentionDecodeArgs, AttentionPrefillArgs>;
+
+OpKind op_kind(const OpArgs& args);
+DType input_dtype(const OpArgs& args);
+
+// Checks shapes and dtypes for consistency; throws Error(kBadInput) with a clear sentence.
+void validate_op_args(const OpArgs& args);
+
+}  // namespace nvdet

@@ -1,0 +1,63 @@
+#include "tests/test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "lib/core/system_info.h"
+
+namespace nvdet::testing {
+
+std::filesystem::path source_dir() { return NVDET_SOURCE_DIR; }
+std::filesystem::path nvdet_binary() { return NVDET_BINARY; }
+
+std::filesystem::path make_temp_dir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("nvdet-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(counter++));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+CommandResult run_nvdet(const std::string& args) {
+  const auto dir = make_temp_dir("cmd");
+  const auto out = dir / "stdout", err = dir / "stderr";
+  const std::string cmd = nvdet_binary().string() + " " + args + " >" + out.string() + " 2>" +
+                          err.string() + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+bool gpu_available() {
+  static const bool available = [] {
+    const SystemInfo s = collect_system_info();
+    return s.cuda_built && !s.gpus.empty();
+  }();
+  return available;
+}
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace nvdet::testing

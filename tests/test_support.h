@@ -1,0 +1,27 @@
+#pragma once
+// Helpers shared by the tests: paths into the source tree, running the nvdet binary, temporary
+// folders, and the GPU-presence check that GPU tests skip on.
+#include <filesystem>
+#include <string>
+
+namespace nvdet::testing {
+
+std::filesystem::path source_dir();         // the repository root
+std::filesystem::path nvdet_binary();       // the built CLI
+std::filesystem::path make_temp_dir(const std::string& tag);  // fresh, under the system temp dir
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs `nvdet ARGS` (arguments joined with spaces; quote them yourself) and captures its output.
+CommandResult run_nvdet(const std::string& args);
+
+// True when a CUDA build sees a device; false otherwise (GPU tests GTEST_SKIP on false).
+bool gpu_available();
+
+void write_file(const std::filesystem::path& p, const std::string& text);
+std::string read_file(const std::filesystem::path& p);
+
+}  // namespace nvdet::testing
