@@ -1,0 +1,162 @@
+#include "lib/report/json_report.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "lib/scenario/scenario.h"
+
+namespace nvdet {
+namespace {
+
+using nlohmann::json;
+
+json string_map(const std::map<std::string, std::string>& m) {
+  json o = json::object();
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
+
+json scenario_json(const ScenarioSummary& s) {
+  json axes = json::array();
+  // An array, not an object: the order of the axes is the order of the sweep (the last varies
+  // fastest), and JSON objects carry no order.
+  for (const auto& [name, values] : s.axes) axes.push_back({{"name", name}, {"values", values}});
+  return {{"name", s.name},
+          {"path", s.path},
+          {"description", s.description},
+          {"op", s.op},
+          {"dtype", s.dtype},
+          {"out_dtype", s.out_dtype},
+          {"seed", s.seed},
+          {"requests", s.requests},
+          {"repeat", s.repeat},
+          {"axes", axes},
+          {"coord_names", s.coord_names}};
+}
+
+json device_json(const SystemInfo& s) {
+  json gpus = json::array();
+  for (const GpuInfo& g : s.gpus) {
+    gpus.push_back({{"index", g.index},
+                    {"name", g.name},
+                    {"sm_count", g.sm_count},
+                    {"compute_capability", g.compute_capability},
+                    {"memory_bytes", static_cast<uint64_t>(g.memory_bytes)},
+                    {"l2_bytes", static_cast<uint64_t>(g.l2_bytes)}});
+  }
+  return {{"nvdet_version", s.nvdet_version},
+          {"host", s.host},
+          {"cuda_built", s.cuda_built},
+          {"compiled_architectures", s.compiled_architectures},
+          {"cuda_fp_flags", s.cuda_fp_flags},
+          {"cxx_fp_flags", s.cxx_fp_flags},
+          {"driver_version", s.driver_version},
+          {"cuda_runtime_version", s.cuda_runtime_version},
+          {"cublas_version", s.cublas_version},
+          {"device_error", s.device_error},
+          {"gpus", gpus}};
+}
+
+json backend_json(const BackendOutcome& b) {
+  return {{"name", b.name},
+          {"description", b.description},
+          {"gpu", b.gpu},
+          {"expect", std::string(expectation_name(b.expect))},
+          {"passed", b.passed},
+          {"contexts_run", b.contexts_run},
+          {"divergent_contexts", b.divergent_contexts},
+          {"run_to_run_divergences", b.run_to_run_divergences},
+          {"max_distinct_results", b.max_distinct_results},
+          {"verdict", b.verdict},
+          {"stands_for", string_map(b.stands_for)}};
+}
+
+json case_json(const CaseRecord& c) {
+  json values = json::object();
+  for (const auto& [k, v] : c.context_values) values[k] = v;
+  json requests = json::array();
+  for (const RequestRecord& r : c.requests) {
+    json tokens = json::array();
+    for (const Hash128& h : r.token_hashes) tokens.push_back(h.hex());
+    json jr = {{"request", r.request}, {"hash", r.hash.hex()}, {"token_hashes", tokens}};
+    if (!r.completion.empty()) jr["completion"] = r.completion;
+    requests.push_back(std::move(jr));
+  }
+  return {{"backend", c.backend},
+          {"context_index", c.context_index},
+          {"context", c.context_id},
+          {"context_values", values},
+          {"repeat", c.repeat},
+          {"seconds", json_number(c.seconds)},
+          {"notes", string_map(c.notes)},
+          {"requests", requests}};
+}
+
+json divergence_json(const Divergence& d) {
+  return {{"backend", d.backend},
+          {"kind", d.kind},
+          {"request", d.request},
+          {"token", d.token},
+          {"baseline_context", d.baseline_context},
+          {"context", d.context},
+          {"repeat", d.repeat},
+          {"first_mismatch", first_mismatch_to_json(d.first_mismatch)},
+          {"max_abs_diff", json_number(d.max_abs_diff)},
+          {"max_rel_diff", json_number(d.max_rel_diff)},
+          {"mismatch_count", d.mismatch_count},
+          {"mismatched_tokens", d.mismatched_tokens},
+          {"tokens", d.tokens},
+          {"baseline_notes", string_map(d.baseline_notes)},
+          {"notes", string_map(d.notes)}};
+}
+
+json summary_json(const AuditSummary& s) {
+  return {{"passed", s.passed},
+          {"backends", s.backends},
+          {"contexts", s.contexts},
+          {"cases", s.cases},
+          {"divergences", s.divergences},
+          {"failed_backends", s.failed_backends},
+          {"seconds", json_number(s.seconds)}};
+}
+
+}  // namespace
+
+json json_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+json first_mismatch_to_json(const FirstMismatch& m) {
+  return {{"flat_index", m.flat_index},
+          {"coords", m.coords},
+          {"a", json_number(m.a)},
+          {"b", json_number(m.b)},
+          {"a_bits", m.a_bits},
+          {"b_bits", m.b_bits},
+          {"ulp", m.ulp == std::numeric_limits<uint64_t>::max() ? json(nullptr) : json(m.ulp)}};
+}
+
+json audit_to_json(const AuditResult& r) {
+  json backends = json::array(), cases = json::array(), divergences = json::array();
+  for (const BackendOutcome& b : r.backends) backends.push_back(backend_json(b));
+  for (const CaseRecord& c : r.cases) cases.push_back(case_json(c));
+  for (const Divergence& d : r.divergences) divergences.push_back(divergence_json(d));
+  return {{"schema_version", r.schema_version},
+          {"scenario", scenario_json(r.scenario)},
+          {"device", device_json(r.system)},
+          {"backends", backends},
+          {"cases", cases},
+          {"divergences", divergences},
+          {"summary", summary_json(r.summary)}};
+}
+
+std::string render_json_report(const AuditResult& result) {
+  // error_handler replace: a stray invalid UTF-8 byte in a name or note must not make the whole
+  // report fail to write.
+  return audit_to_json(result).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace nvdet
