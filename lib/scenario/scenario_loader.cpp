@@ -1,0 +1,1020 @@
+// Reads a scenario file into nvdet::Scenario and validates it completely, so that the runner can
+// trust every field. This is the only file in nvdet that includes yaml-cpp: everything YAML stays
+// here, and every problem leaves as one sentence `file:line:column: ...` (Error, kBadInput, exit 2).
+// No yaml-cpp, std::stoi or other library exception ever escapes.
+//
+// The schema (scenarios/README.md has the same with examples):
+//
+//   name: gemm-batch-sweep        required; letters, digits, '.', '_', '-' (used in report names)
+//   description: "..."            optional string
+//   op: gemm                      required: gemm | rmsnorm | log_softmax | attention_decode |
+//                                 attention_prefill | model
+//   dtype: bf16                   required: bf16 | fp16 | fp32
+//   out_dtype: fp32               optional, default = dtype
+//   shape: {n: 4096, k: 4096}     gemm {n, k}, rmsnorm {d}, log_softmax {v}; required for those
+//                                 ops, all keys required; each 1 .. 2^24
+//   tokens: 1                     gemm/rmsnorm/log_softmax: rows per request (default 1)
+//   bias: false                   gemm only
+//   tf32: false                   gemm only, and only with dtype fp32
+//   eps: 1.0e-6                   rmsnorm only, > 0
+//   attention: {heads, kv_heads, head_dim, page_size, kv_len, filler_kv_len, scale}
+//                                 attention ops, all optional (defaults of AttentionShape);
+//                                 heads % kv_heads == 0; head_dim a multiple of 8, <= 256;
+//                                 filler_kv_len: integer or 'same'; scale > 0 (default
+//                                 1/sqrt(head_dim)); kv_len / filler_kv_len: attention_decode only
+//   prefill: {prompt_len, chunk, prefix_len}
+//                                 attention_prefill only; chunk: integer >= 1 or 'whole' (stored
+//                                 as 0); 0 <= prefix_len < prompt_len
+//   model: {checkpoint, hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, rms_eps,
+//           rope_theta, weight_seed, prompts, prompts_file, prompt_len, num_prompts,
+//           max_new_tokens, prefill_chunk, page_size}
+//                                 op model only; checkpoint / prompts_file are resolved against
+//                                 the scenario's folder; prompts_file is read here into prompts;
+//                                 prompts and prompts_file exclude each other and prompt_len /
+//                                 num_prompts; a checkpoint excludes the architecture keys
+//   seed: 1234                    required, unsigned 64-bit integer
+//   requests: [0, 1, 7]           probed request ids: distinct, >= 0; or a count N = [0 .. N-1];
+//                                 default [0]; for op model each must be < the number of prompts
+//   repeat: 2                     runs per context, 1 .. 1000, default 1
+//   sweep:                        optional map axis -> values, in file order; axes from
+//     batch: [1, 2, 4]            known_axes() valid for the op; values: a non-empty list, a
+//     position: [first, last]     single scalar, or {from, to} / {from, to, step} / {from, to, mul}
+//                                 (inclusive); no duplicates
+//   backends:                     required, non-empty map name -> invariant | variant | report,
+//     cpu-invariant: invariant    or name -> {expect: ...}. Names are not checked against the
+//     cpu-variant: {expect: variant}  registry here (the runner does that).
+//
+// Cross-field checks: every batch must hold all probed requests (with no batch axis the batch is
+// exactly the probed requests); an integer position p needs p + requests <= the smallest batch;
+// prefix_len < prompt_len across both axes; tf32 only with fp32.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/scenario/scenario.h"
+
+namespace nvdet {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 24;      // per-dimension sanity limit
+constexpr int64_t kMaxAxisValues = int64_t{1} << 16;  // values one range may expand to
+constexpr int64_t kMaxRepeat = 1000;
+
+// ---- small text helpers ---------------------------------------------------------------------
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                        std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean 'x'?)" when one candidate is close enough to be a likely typo, else "".
+std::string suggestion(std::string_view word, const std::vector<std::string>& candidates) {
+  size_t best = std::numeric_limits<size_t>::max();
+  std::string best_word;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best) best = d, best_word = c;
+  }
+  const size_t allowed = std::max<size_t>(1, std::min<size_t>(3, best_word.size() / 3));
+  if (best_word.empty() || best > allowed) return "";
+  return " (did you mean '" + best_word + "'?)";
+}
+
+std::string join(const std::vector<std::string>& words, std::string_view sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) out += (i ? std::string(sep) : "") + words[i];
+  return out;
+}
+
+std::string quoted_list(const std::vector<std::string>& words) {
+  std::vector<std::string> q;
+  for (const auto& w : words) q.push_back("'" + w + "'");
+  return join(q);
+}
+
+std::string ordinal(size_t i) {
+  const size_t n = i + 1;
+  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th"
+                       : n % 10 == 1                    ? "st"
+                       : n % 10 == 2                    ? "nd"
+                       : n % 10 == 3                    ? "rd"
+                                                        : "th";
+  return std::to_string(n) + suffix;
+}
+
+const std::vector<std::pair<std::string, ScenarioOp>>& op_names() {
+  static const std::vector<std::pair<std::string, ScenarioOp>> ops = {
+      {"gemm", ScenarioOp::kGemm},
+      {"rmsnorm", ScenarioOp::kRmsNorm},
+      {"log_softmax", ScenarioOp::kLogSoftmax},
+      {"attention_decode", ScenarioOp::kAttentionDecode},
+      {"attention_prefill", ScenarioOp::kAttentionPrefill},
+      {"model", ScenarioOp::kModel},
+  };
+  return ops;
+}
+
+bool is_row_op(ScenarioOp op) {
+  return op == ScenarioOp::kGemm || op == ScenarioOp::kRmsNorm || op == ScenarioOp::kLogSoftmax;
+}
+
+// ---- the parser -------------------------------------------------------------------------------
+
+// One `key: value` pair of a YAML map, with both nodes for locations.
+struct Field {
+  std::string name;
+  YAML::Node key;
+  YAML::Node value;
+};
+
+// Where a value came from, kept for the cross-field checks that run after parsing.
+struct AxisSource {
+  std::vector<SourceLocation> value_where;  // one per value
+};
+
+class ScenarioParser {
+ public:
+  explicit ScenarioParser(std::string path) : path_(std::move(path)) {}
+
+  Scenario parse(const std::string& text);
+
+ private:
+  // -- locations and failure
+  SourceLocation at(const YAML::Node& n) const {
+    const YAML::Mark m = n.Mark();
+    if (m.is_null()) return SourceLocation{path_, 0, 0};
+    return SourceLocation{path_, m.line + 1, m.column + 1};
+  }
+  // An empty value (`key:`) has its mark on the next token; point at the key instead.
+  SourceLocation at(const Field& f) const { return f.value.IsNull() ? at(f.key) : at(f.value); }
+  [[noreturn]] void fail(const SourceLocation& where, const std::string& message) const {
+    throw_input_error(where, message);
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& message) const {
+    fail(at(n), message);
+  }
+  [[noreturn]] void fail(const Field& f, const std::string& message) const {
+    fail(at(f), message);
+  }
+
+  // -- maps
+  std::vector<Field> fields_of(const YAML::Node& map, const SourceLocation& where,
+                               const std::string& what, const std::vector<std::string>& known,
+                               const std::string& known_hint = "");
+  static const Field* find(const std::vector<Field>& fields, std::string_view name) {
+    for (const auto& f : fields)
+      if (f.name == name) return &f;
+    return nullptr;
+  }
+
+  // -- scalars
+  static std::string describe(const YAML::Node& n);
+  std::string text_of(const Field& f) const;
+  bool is_integer_text(const YAML::Node& n) const;
+  int64_t integer(const YAML::Node& n, const SourceLocation& where, const std::string& what) const;
+  int64_t integer_in(const YAML::Node& n, const SourceLocation& where, const std::string& what,
+                     int64_t lo, int64_t hi) const;
+  int64_t integer_in(const Field& f, int64_t lo, int64_t hi) const {
+    return integer_in(f.value, at(f), "'" + f.name + "'", lo, hi);
+  }
+  uint64_t unsigned64(const Field& f) const;
+  double positive_real(const Field& f) const;
+  bool boolean(const Field& f) const;
+  std::string string(const Field& f) const;
+  DType dtype(const Field& f) const;
+
+  // -- sections
+  void parse_op_and_types(const Field& op, const Field& dtype, const Field* out_dtype, Scenario& s);
+  void check_op_scoped_keys(const std::vector<Field>& top, ScenarioOp op);
+  void parse_shape(const Field& f, Scenario& s);
+  void parse_attention(const Field& f, Scenario& s);
+  void parse_prefill(const Field& f, Scenario& s);
+  void parse_model(const Field& f, Scenario& s);
+  void read_prompts_file(const Field& f, ModelSpec& m);
+  void parse_requests(const Field* f, Scenario& s);
+  void parse_sweep(const Field& f, Scenario& s);
+  std::vector<std::pair<YAML::Node, SourceLocation>> axis_value_nodes(const Field& axis,
+                                                                      std::vector<int64_t>& range);
+  AxisValue axis_value(const std::string& axis, const YAML::Node& n,
+                       const SourceLocation& where) const;
+  void parse_backends(const Field& f, Scenario& s);
+  void cross_check(const Scenario& s);
+  std::string resolve(const std::string& relative) const;
+
+  std::string path_;
+  // Locations of values that the cross-field checks point at.
+  std::vector<AxisSource> axis_sources_;  // parallel to Scenario::sweep
+  SourceLocation tf32_where_, prompt_len_where_, prefix_len_where_;
+};
+
+std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const SourceLocation& where,
+                                             const std::string& what,
+                                             const std::vector<std::string>& known,
+                                             const std::string& known_hint) {
+  if (!map.IsMap())
+    fail(where, what + " must be a map of keys (" + join(known) + "), got " + describe(map));
+  std::vector<Field> fields;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const YAML::Node key = it->first;
+    if (!key.IsScalar()) fail(key, "keys of " + what + " must be plain words, got " + describe(key));
+    Field f{key.Scalar(), key, it->second};
+    if (std::find(known.begin(), known.end(), f.name) == known.end()) {
+      std::string hint = suggestion(f.name, known);
+      if (hint.empty()) hint = known_hint.empty() ? " (known keys: " + join(known) + ")" : known_hint;
+      fail(key, "unknown key '" + f.name + "' in " + what + hint);
+    }
+    if (const Field* first = find(fields, f.name))
+      fail(key, "duplicate key '" + f.name + "' in " + what + " (first given at line " +
+                    std::to_string(at(first->key).line) + ")");
+    fields.push_back(std::move(f));
+  }
+  return fields;
+}
+
+std::string ScenarioParser::describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    default: return "an undefined value";
+  }
+}
+
+// A YAML integer is a plain (unquoted) scalar of an optional sign and decimal digits. Quoted
+// numbers are strings in YAML and are rejected, so that "4096" never silently means 4096.
+bool ScenarioParser::is_integer_text(const YAML::Node& n) const {
+  if (!n.IsScalar() || n.Tag() == "!") return false;
+  std::string_view t = n.Scalar();
+  if (!t.empty() && (t[0] == '+' || t[0] == '-')) t.remove_prefix(1);
+  return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+int64_t ScenarioParser::integer(const YAML::Node& n, const SourceLocation& where,
+                                const std::string& what) const {
+  if (!is_integer_text(n)) fail(where, what + " must be an integer, got " + describe(n));
+  std::string_view t = n.Scalar();
+  if (t[0] == '+') t.remove_prefix(1);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size())
+    fail(where, what + " is out of the 64-bit integer range, got " + describe(n));
+  return v;
+}
+
+int64_t ScenarioParser::integer_in(const YAML::Node& n, const SourceLocation& where,
+                                   const std::string& what, int64_t lo, int64_t hi) const {
+  const int64_t v = integer(n, where, what);
+  if (v < lo) {
+    const std::string need = lo == 0   ? "must not be negative"
+                             : lo == 1 ? "must be at least 1"
+                                       : "must be at least " + std::to_string(lo);
+    fail(where, what + " " + need + ", got " + std::to_string(v));
+  }
+  if (v > hi)
+    fail(where, what + " is " + std::to_string(v) + ", more than the limit " + std::to_string(hi));
+  return v;
+}
+
+uint64_t ScenarioParser::unsigned64(const Field& f) const {
+  const std::string what = "'" + f.name + "'";
+  if (!is_integer_text(f.value) || f.value.Scalar()[0] == '-')
+    fail(f, what + " must be an unsigned integer, got " + describe(f.value));
+  std::string_view t = f.value.Scalar();
+  if (t[0] == '+') t.remove_prefix(1);
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size())
+    fail(f, what + " does not fit in 64 bits, got " + describe(f.value));
+  return v;
+}
+
+double ScenarioParser::positive_real(const Field& f) const {
+  const std::string what = "'" + f.name + "'";
+  const YAML::Node& n = f.value;
+  if (!n.IsScalar() || n.Tag() == "!" || n.Scalar().empty())
+    fail(f, what + " must be a number, got " + describe(n));
+  const std::string& t = n.Scalar();
+  // strtod also reads hex floats, "inf" and "nan": allow only decimal notation.
+  const bool decimal = std::all_of(t.begin(), t.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
+  });
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (!decimal || end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v))
+    fail(f, what + " must be a number, got " + describe(n));
+  if (!(v > 0)) fail(f, what + " must be greater than 0, got " + t);
+  if (v > std::numeric_limits<float>::max()) fail(f, what + " is too large for a float, got " + t);
+  return v;
+}
+
+bool ScenarioParser::boolean(const Field& f) const {
+  const YAML::Node& n = f.value;
+  if (n.IsScalar() && n.Tag() != "!") {
+    if (n.Scalar() == "true" || n.Scalar() == "True" || n.Scalar() == "TRUE") return true;
+    if (n.Scalar() == "false" || n.Scalar() == "False" || n.Scalar() == "FALSE") return false;
+  }
+  fail(f, "'" + f.name + "' must be true or false, got " + describe(n));
+}
+
+std::string ScenarioParser::string(const Field& f) const {
+  if (!f.value.IsScalar()) fail(f, "'" + f.name + "' must be a string, got " + describe(f.value));
+  return f.value.Scalar();
+}
+
+std::string ScenarioParser::text_of(const Field& f) const {
+  return f.value.IsScalar() ? f.value.Scalar() : "";
+}
+
+DType ScenarioParser::dtype(const Field& f) const {
+  const std::string word = string(f);
+  if (const auto t = parse_dtype(word)) return *t;
+  fail(f, "unknown " + f.name + " '" + word + "'" + suggestion(word, {"bf16", "fp16", "fp32"}) +
+              "; expected bf16, fp16 or fp32");
+}
+
+// ---- top level ------------------------------------------------------------------------------
+
+const std::vector<std::string>& top_level_keys() {
+  static const std::vector<std::string> keys = {
+      "name", "description", "op",        "dtype",   "out_dtype", "shape",
+      "tokens", "bias",      "tf32",      "eps",     "attention", "prefill",
+      "model",  "seed",      "requests",  "repeat",  "sweep",     "backends"};
+  return keys;
+}
+
+Scenario ScenarioParser::parse(const std::string& text) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    const SourceLocation where = e.mark.is_null()
+                                     ? SourceLocation{path_, 0, 0}
+                                     : SourceLocation{path_, e.mark.line + 1, e.mark.column + 1};
+    fail(where, "YAML syntax error: " + e.msg);
+  }
+  if (docs.empty() || docs[0].IsNull())
+    fail(SourceLocation{path_, 1, 1},
+         "the scenario is empty; it needs at least name, op, dtype, seed and backends");
+  if (docs.size() > 1)
+    fail(at(docs[1]), "the file holds " + std::to_string(docs.size()) +
+                          " YAML documents; a scenario is exactly one");
+  const YAML::Node root = docs[0];
+  if (!root.IsMap())
+    fail(at(root), "a scenario must be a map of keys (name, op, dtype, ...), got " +
+                       describe(root));
+
+  const std::vector<Field> top = fields_of(root, at(root), "the scenario", top_level_keys());
+  const auto require = [&](std::string_view key) -> const Field& {
+    if (const Field* f = find(top, key)) return *f;
+    fail(root, "missing required key '" + std::string(key) + "'");
+  };
+
+  Scenario s;
+  s.path = path_;
+
+  const Field& name = require("name");
+  s.name = string(name);
+  if (s.name.empty() || !std::all_of(s.name.begin(), s.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      }))
+    fail(name, "'name' must be a non-empty word of letters, digits, '.', '_' or '-', got " +
+                   describe(name.value));
+  if (const Field* f = find(top, "description")) s.description = string(*f);
+
+  parse_op_and_types(require("op"), require("dtype"), find(top, "out_dtype"), s);
+  check_op_scoped_keys(top, s.op);
+
+  if (is_row_op(s.op)) {
+    parse_shape(require("shape"), s);
+    if (const Field* f = find(top, "tokens")) s.tokens = static_cast<int32_t>(integer_in(*f, 1, kMaxDim));
+  }
+  if (const Field* f = find(top, "bias")) s.bias = boolean(*f);
+  if (const Field* f = find(top, "tf32")) {
+    s.tf32 = boolean(*f);
+    tf32_where_ = at(*f);
+  }
+  if (const Field* f = find(top, "eps")) s.eps = static_cast<float>(positive_real(*f));
+  if (const Field* f = find(top, "attention")) parse_attention(*f, s);
+  if (const Field* f = find(top, "prefill")) parse_prefill(*f, s);
+  if (s.op == ScenarioOp::kModel) {
+    s.model.where = at(root);
+    if (const Field* f = find(top, "model")) parse_model(*f, s);
+  }
+
+  s.seed = unsigned64(require("seed"));
+  parse_requests(find(top, "requests"), s);
+  if (const Field* f = find(top, "repeat")) s.repeat = static_cast<int32_t>(integer_in(*f, 1, kMaxRepeat));
+  if (const Field* f = find(top, "sweep")) parse_sweep(*f, s);
+  parse_backends(require("backends"), s);
+
+  cross_check(s);
+  return s;
+}
+
+void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const Field* out_dtype,
+                                        Scenario& s) {
+  const std::string word = string(op);
+  std::vector<std::string> names;
+  bool found = false;
+  for (const auto& [n, value] : op_names()) {
+    names.push_back(n);
+    if (n == word) s.op = value, found = true;
+  }
+  if (!found)
+    fail(op, "unknown op '" + word + "'" + suggestion(word, names) + "; expected " + join(names, " | "));
+  s.dtype = dtype(dt);
+  s.out_dtype = out_dtype ? dtype(*out_dtype) : s.dtype;
+}
+
+// Keys that only make sense for some ops are refused elsewhere, so that a scenario never carries
+// settings that silently do nothing.
+void ScenarioParser::check_op_scoped_keys(const std::vector<Field>& top, ScenarioOp op) {
+  using O = ScenarioOp;
+  struct Scope {
+    const char* key;
+    std::vector<O> ops;
+    const char* for_ops;
+  };
+  static const std::vector<Scope> scopes = {
+      {"shape", {O::kGemm, O::kRmsNorm, O::kLogSoftmax}, "gemm, rmsnorm and log_softmax"},
+      {"tokens", {O::kGemm, O::kRmsNorm, O::kLogSoftmax}, "gemm, rmsnorm and log_softmax"},
+      {"bias", {O::kGemm}, "gemm"},
+      {"tf32", {O::kGemm}, "gemm"},
+      {"eps", {O::kRmsNorm}, "rmsnorm"},
+      {"attention", {O::kAttentionDecode, O::kAttentionPrefill},
+       "attention_decode and attention_prefill"},
+      {"prefill", {O::kAttentionPrefill}, "attention_prefill"},
+      {"model", {O::kModel}, "model"},
+  };
+  for (const auto& scope : scopes) {
+    const Field* f = find(top, scope.key);
+    if (f && std::find(scope.ops.begin(), scope.ops.end(), op) == scope.ops.end())
+      fail(f->key, "key '" + f->name + "' does not apply to op '" +
+                       std::string(scenario_op_name(op)) + "' (it is for " + scope.for_ops + ")");
+  }
+}
+
+// ---- sections -------------------------------------------------------------------------------
+
+void ScenarioParser::parse_shape(const Field& f, Scenario& s) {
+  std::vector<std::string> keys;
+  switch (s.op) {
+    case ScenarioOp::kGemm: keys = {"n", "k"}; break;
+    case ScenarioOp::kRmsNorm: keys = {"d"}; break;
+    default: keys = {"v"}; break;
+  }
+  const std::string what = "'shape' for op '" + std::string(scenario_op_name(s.op)) + "'";
+  std::string hint = " (expected " + join(keys) + ")";
+  if (s.op == ScenarioOp::kGemm) hint = " (expected n, k; the row count m is the sweep axis 'batch')";
+  const auto fields = fields_of(f.value, at(f), what, keys, hint);
+  for (const auto& key : keys) {
+    const Field* x = find(fields, key);
+    if (!x) fail(f, what + " is missing '" + key + "'");
+    const int64_t v = integer_in(*x, 1, kMaxDim);
+    if (key == "n") s.n = v;
+    if (key == "k") s.k = v;
+    if (key == "d") s.d = v;
+    if (key == "v") s.v = v;
+  }
+}
+
+void ScenarioParser::parse_attention(const Field& f, Scenario& s) {
+  const auto fields =
+      fields_of(f.value, at(f), "'attention'",
+                {"heads", "kv_heads", "head_dim", "page_size", "kv_len", "filler_kv_len", "scale"});
+  AttentionShape& a = s.attention;
+  for (const auto& x : fields) {
+    if ((x.name == "kv_len" || x.name == "filler_kv_len") && s.op != ScenarioOp::kAttentionDecode)
+      fail(x.key, "'attention." + x.name +
+                      "' applies to attention_decode only; attention_prefill takes its KV length "
+                      "from 'prefill' (prompt_len)");
+    if (x.name == "heads") a.num_heads = static_cast<int32_t>(integer_in(x, 1, 1024));
+    if (x.name == "kv_heads") a.num_kv_heads = static_cast<int32_t>(integer_in(x, 1, 1024));
+    if (x.name == "head_dim") {
+      a.head_dim = static_cast<int32_t>(integer_in(x, 8, 256));
+      if (a.head_dim % 8 != 0) fail(x, "'head_dim' must be a multiple of 8, got " + text_of(x));
+    }
+    if (x.name == "page_size") a.page_size = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "kv_len") a.kv_len = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
+    if (x.name == "filler_kv_len") {
+      if (x.value.IsScalar() && x.value.Scalar() == "same")
+        a.filler_kv_len = -1;
+      else if (is_integer_text(x.value))
+        a.filler_kv_len = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
+      else
+        fail(x, "'filler_kv_len' must be an integer or 'same', got " + describe(x.value));
+    }
+    if (x.name == "scale") a.scale = static_cast<float>(positive_real(x));
+  }
+  if (a.num_heads % a.num_kv_heads != 0) {
+    const Field* where = find(fields, "kv_heads");
+    if (!where) where = find(fields, "heads");
+    fail(where ? at(*where) : at(f), "'heads' (" + std::to_string(a.num_heads) +
+                                         ") must be a multiple of 'kv_heads' (" +
+                                         std::to_string(a.num_kv_heads) + ")");
+  }
+}
+
+void ScenarioParser::parse_prefill(const Field& f, Scenario& s) {
+  const auto fields = fields_of(f.value, at(f), "'prefill'", {"prompt_len", "chunk", "prefix_len"});
+  PrefillShape& p = s.prefill;
+  prompt_len_where_ = prefix_len_where_ = at(f);
+  for (const auto& x : fields) {
+    if (x.name == "prompt_len") {
+      p.prompt_len = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
+      prompt_len_where_ = at(x);
+    }
+    if (x.name == "chunk") {
+      if (x.value.IsScalar() && x.value.Scalar() == "whole")
+        p.chunk = 0;
+      else if (is_integer_text(x.value))
+        p.chunk = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
+      else
+        fail(x, "'chunk' must be an integer or 'whole', got " + describe(x.value));
+    }
+    if (x.name == "prefix_len") {
+      p.prefix_len = static_cast<int32_t>(integer_in(x, 0, kMaxDim));
+      prefix_len_where_ = at(x);
+    }
+  }
+}
+
+std::string ScenarioParser::resolve(const std::string& relative) const {
+  namespace fs = std::filesystem;
+  const fs::path p(relative);
+  if (p.is_absolute()) return relative;
+  return (fs::path(path_).parent_path() / p).lexically_normal().string();
+}
+
+void ScenarioParser::parse_model(const Field& f, Scenario& s) {
+  static const std::vector<std::string> architecture = {
+      "hidden", "layers", "heads", "kv_heads", "head_dim", "intermediate",
+      "vocab", "rms_eps", "rope_theta", "weight_seed"};
+  std::vector<std::string> keys = {"checkpoint", "prompts", "prompts_file", "prompt_len",
+                                   "num_prompts", "max_new_tokens", "prefill_chunk", "page_size"};
+  keys.insert(keys.end(), architecture.begin(), architecture.end());
+  const auto fields = fields_of(f.value, at(f), "'model'", keys);
+  ModelSpec& m = s.model;
+  m.where = at(f);
+
+  const Field* checkpoint = find(fields, "checkpoint");
+  for (const auto& x : fields) {
+    const bool arch = std::find(architecture.begin(), architecture.end(), x.name) != architecture.end();
+    if (checkpoint && arch)
+      fail(x.key, "'model." + x.name +
+                      "' cannot be combined with 'checkpoint': the checkpoint's config.json "
+                      "defines the architecture and its weights");
+    if (x.name == "checkpoint") {
+      const std::string dir = string(x);
+      if (dir.empty()) fail(x, "'checkpoint' must name a folder, got an empty string");
+      m.checkpoint = resolve(dir);
+    }
+    if (x.name == "hidden") m.hidden = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "layers") m.layers = static_cast<int32_t>(integer_in(x, 1, 1024));
+    if (x.name == "heads") m.num_heads = static_cast<int32_t>(integer_in(x, 1, 1024));
+    if (x.name == "kv_heads") m.num_kv_heads = static_cast<int32_t>(integer_in(x, 1, 1024));
+    if (x.name == "head_dim") m.head_dim = static_cast<int32_t>(integer_in(x, 0, 256));
+    if (x.name == "intermediate") m.intermediate = static_cast<int32_t>(integer_in(x, 1, 1 << 18));
+    if (x.name == "vocab") m.vocab = static_cast<int32_t>(integer_in(x, 2, kMaxDim));
+    if (x.name == "rms_eps") m.rms_eps = static_cast<float>(positive_real(x));
+    if (x.name == "rope_theta") m.rope_theta = static_cast<float>(positive_real(x));
+    if (x.name == "weight_seed") m.weight_seed = unsigned64(x);
+    if (x.name == "prompt_len") m.prompt_len = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
+    if (x.name == "num_prompts") m.num_prompts = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "max_new_tokens") m.max_new_tokens = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "page_size") m.page_size = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "prefill_chunk") {
+      if (x.value.IsScalar() && x.value.Scalar() == "whole")
+        m.prefill_chunk = 0;
+      else if (is_integer_text(x.value))
+        m.prefill_chunk = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
+      else
+        fail(x, "'prefill_chunk' must be an integer or 'whole', got " + describe(x.value));
+    }
+  }
+
+  // Architecture consistency (synthetic models; a checkpoint is checked when it is read).
+  if (!checkpoint) {
+    const auto where_of = [&](const char* key) { const Field* x = find(fields, key); return x ? at(*x) : at(f); };
+    if (m.head_dim == 0 && m.hidden % m.num_heads != 0)
+      fail(where_of("heads"), "'hidden' (" + std::to_string(m.hidden) +
+                                  ") must be a multiple of 'heads' (" + std::to_string(m.num_heads) +
+                                  ") when 'head_dim' is not given");
+    const int32_t head_dim = m.head_dim ? m.head_dim : m.hidden / m.num_heads;
+    if (head_dim % 8 != 0 || head_dim > 256)
+      fail(where_of(m.head_dim ? "head_dim" : "heads"),
+           "the model's head dimension is " + std::to_string(head_dim) +
+               "; the attention kernels need a multiple of 8 up to 256");
+    if (m.num_heads % m.num_kv_heads != 0)
+      fail(where_of("kv_heads"), "'heads' (" + std::to_string(m.num_heads) +
+                                     ") must be a multiple of 'kv_heads' (" +
+                                     std::to_string(m.num_kv_heads) + ")");
+  }
+
+  // Prompts: given inline, read from a file, or synthetic (prompt_len x num_prompts).
+  const Field* prompts = find(fields, "prompts");
+  const Field* prompts_file = find(fields, "prompts_file");
+  if (prompts && prompts_file)
+    fail(prompts_file->key, "give either 'prompts' or 'prompts_file', not both");
+  if (prompts || prompts_file)
+    for (const char* synthetic : {"prompt_len", "num_prompts"})
+      if (const Field* x = find(fields, synthetic))
+        fail(x->key, std::string("'") + synthetic + "' sets synthetic prompts and cannot be combined with '" +
+                         (prompts ? "prompts" : "prompts_file") + "'");
+  if (prompts) {
+    if (!prompts->value.IsSequence() || prompts->value.size() == 0)
+      fail(*prompts, "'prompts' must be a non-empty list of token-id lists, got " +
+                         describe(prompts->value));
+    for (const auto& prompt : prompts->value) {
+      if (!prompt.IsSequence() || prompt.size() == 0)
+        fail(prompt, "each prompt must be a non-empty list of token ids, got " + describe(prompt));
+      std::vector<int32_t> ids;
+      for (const auto& id : prompt) {
+        const int64_t hi = checkpoint ? kMaxDim : m.vocab - 1;
+        ids.push_back(static_cast<int32_t>(
+            integer_in(id, at(id), "a token id", 0, hi)));
+      }
+      m.prompts.push_back(std::move(ids));
+    }
+  }
+  if (prompts_file) read_prompts_file(*prompts_file, m);
+}
+
+// prompts_file: one prompt per line, token ids separated by spaces; blank lines and lines
+// starting with '#' are skipped. Read here so that its problems are reported like the scenario's.
+void ScenarioParser::read_prompts_file(const Field& f, ModelSpec& m) {
+  const std::string name = string(f);
+  if (name.empty()) fail(f, "'prompts_file' must name a file, got an empty string");
+  m.prompts_file = resolve(name);
+  std::FILE* file = std::fopen(m.prompts_file.c_str(), "rb");
+  if (!file) fail(f, "cannot read prompts file '" + m.prompts_file + "': " + std::strerror(errno));
+  std::string text;
+  char buffer[4096];
+  size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
+  const bool bad = std::ferror(file);
+  const int err = errno;
+  std::fclose(file);
+  if (bad) fail(f, "cannot read prompts file '" + m.prompts_file + "': " + std::strerror(err));
+
+  std::istringstream lines(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    std::vector<int32_t> ids;
+    size_t i = 0;
+    while (i < line.size()) {
+      if (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == ',') { ++i; continue; }
+      if (ids.empty() && line[i] == '#') break;
+      const size_t start = i;
+      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != ',') ++i;
+      const std::string_view word(line.data() + start, i - start);
+      const SourceLocation where{m.prompts_file, line_no, static_cast<int>(start) + 1};
+      int64_t id = -1;
+      const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
+      if (ec != std::errc() || end != word.data() + word.size() || id < 0)
+        fail(where, "token id '" + std::string(word) + "' is not a non-negative integer");
+      const int64_t hi = m.checkpoint.empty() ? m.vocab - 1 : kMaxDim;
+      if (id > hi)
+        fail(where, "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                        std::to_string(hi) + ")");
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    if (!ids.empty()) m.prompts.push_back(std::move(ids));
+  }
+  if (m.prompts.empty()) fail(f, "prompts file '" + m.prompts_file + "' holds no prompts");
+}
+
+void ScenarioParser::parse_requests(const Field* f, Scenario& s) {
+  if (!f) {
+    s.requests = {0};
+    return;
+  }
+  s.requests_where = at(*f);
+  if (is_integer_text(f->value)) {
+    const int64_t count = integer_in(f->value, at(*f), "'requests' (a count)", 1, 1 << 16);
+    for (int64_t i = 0; i < count; ++i) s.requests.push_back(i);
+    return;
+  }
+  if (!f->value.IsSequence())
+    fail(*f, "'requests' must be a list of request ids or a count, got " + describe(f->value));
+  if (f->value.size() == 0) fail(*f, "'requests' must not be empty");
+  for (const auto& id : f->value) {
+    const int64_t v = integer_in(id, at(id), "a request id", 0, kMaxDim);
+    if (std::find(s.requests.begin(), s.requests.end(), v) != s.requests.end())
+      fail(id, "request " + std::to_string(v) + " is listed twice in 'requests'");
+    s.requests.push_back(v);
+  }
+}
+
+// ---- sweep ----------------------------------------------------------------------------------
+
+// The value nodes of one axis: a list, a single scalar, or a range map (then `range` holds the
+// expanded integers and the returned list is empty).
+std::vector<std::pair<YAML::Node, SourceLocation>> ScenarioParser::axis_value_nodes(
+    const Field& axis, std::vector<int64_t>& range) {
+  std::vector<std::pair<YAML::Node, SourceLocation>> nodes;
+  const YAML::Node& v = axis.value;
+  if (v.IsScalar()) {
+    nodes.emplace_back(v, at(v));
+  } else if (v.IsSequence()) {
+    if (v.size() == 0) fail(axis, "sweep axis '" + axis.name + "' has an empty list of values");
+    for (const auto& x : v) {
+      if (!x.IsScalar())
+        fail(x, "values of sweep axis '" + axis.name + "' must be single values, got " + describe(x));
+      nodes.emplace_back(x, at(x));
+    }
+  } else if (v.IsMap()) {
+    const std::string what = "the range of sweep axis '" + axis.name + "'";
+    const auto fields = fields_of(v, at(axis), what, {"from", "to", "step", "mul"});
+    const Field* from = find(fields, "from");
+    const Field* to = find(fields, "to");
+    const Field* step = find(fields, "step");
+    const Field* mul = find(fields, "mul");
+    if (!from || !to) fail(axis, what + " needs both 'from' and 'to'");
+    if (step && mul) fail(mul->key, what + " takes 'step' or 'mul', not both");
+    const int64_t lo = integer_in(*from, 0, kMaxDim);
+    const int64_t hi = integer_in(*to, 0, kMaxDim);
+    if (hi < lo) fail(*to, "'to' (" + std::to_string(hi) + ") must not be less than 'from' (" +
+                               std::to_string(lo) + ")");
+    if (mul) {
+      const int64_t factor = integer_in(*mul, 2, 1 << 16);
+      if (lo == 0) fail(*from, "'from' must be at least 1 with 'mul'");
+      for (int64_t x = lo; x <= hi; x *= factor) range.push_back(x);
+    } else {
+      const int64_t stride = step ? integer_in(*step, 1, kMaxDim) : 1;
+      if ((hi - lo) / stride + 1 > kMaxAxisValues)
+        fail(axis, what + " expands to more than " + std::to_string(kMaxAxisValues) + " values");
+      for (int64_t x = lo; x <= hi; x += stride) range.push_back(x);
+    }
+  } else {
+    fail(axis, "sweep axis '" + axis.name + "' needs a list of values, got " + describe(v));
+  }
+  return nodes;
+}
+
+// Checks one value against its axis's rules and converts it.
+AxisValue ScenarioParser::axis_value(const std::string& axis, const YAML::Node& n,
+                                     const SourceLocation& where) const {
+  struct Rule {
+    const char* axis;
+    int64_t min;
+    std::vector<std::string> words;  // words allowed besides integers
+  };
+  static const std::vector<Rule> rules = {
+      {"batch", 1, {}},        {"position", 0, {"first", "middle", "last"}},
+      {"tokens", 1, {}},       {"kv_len", 1, {}},
+      {"filler_kv_len", 1, {"same"}}, {"prompt_len", 1, {}},
+      {"prefill_chunk", 1, {"whole"}}, {"prefix_len", 0, {}},
+      {"num_splits", 0, {}},   {"split_size", 0, {}},
+      {"page_size", 1, {}},    {"max_new_tokens", 1, {}},
+  };
+  const auto rule = std::find_if(rules.begin(), rules.end(),
+                                 [&](const Rule& r) { return axis == r.axis; });
+  const int64_t min = rule != rules.end() ? rule->min : 0;
+  const std::vector<std::string> words = rule != rules.end() ? rule->words : std::vector<std::string>{};
+
+  if (n.IsScalar() && !is_integer_text(n)) {
+    const std::string& w = n.Scalar();
+    if (std::find(words.begin(), words.end(), w) != words.end()) return w;
+    if (words.empty()) fail(where, "'" + axis + "' values must be integers, got " + describe(n));
+    fail(where, "'" + axis + "' values must be integers or " + quoted_list(words) + ", got " +
+                    describe(n) + suggestion(w, words));
+  }
+  const std::string what = "'" + axis + "' value";
+  return integer_in(n, where, what, min, kMaxDim);
+}
+
+void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
+  std::vector<std::string> names;
+  for (const auto& a : known_axes()) names.push_back(a.name);
+  if (f.value.IsNull()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
+  std::vector<std::string> valid;
+  for (const auto& a : known_axes())
+    if (std::find(a.ops.begin(), a.ops.end(), s.op) != a.ops.end()) valid.push_back(a.name);
+  const auto axes = fields_of(f.value, at(f), "'sweep'", names,
+                              " (known axes for op '" + std::string(scenario_op_name(s.op)) +
+                                  "': " + join(valid) + ")");
+  if (axes.empty()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
+
+  for (const auto& axis : axes) {
+    if (std::find(valid.begin(), valid.end(), axis.name) == valid.end())
+      fail(axis.key, "axis '" + axis.name + "' does not apply to op '" +
+                         std::string(scenario_op_name(s.op)) + "' (its axes: " + join(valid) + ")");
+    SweepAxis out{axis.name, {}, at(axis.key)};
+    AxisSource source;
+    std::vector<int64_t> range;
+    const auto nodes = axis_value_nodes(axis, range);
+    for (const auto& [node, where] : nodes) {
+      out.values.push_back(axis_value(axis.name, node, where));
+      source.value_where.push_back(where);
+    }
+    for (const int64_t x : range) {
+      const SourceLocation where = at(axis.value);
+      YAML::Node n(std::to_string(x));  // checked by the same rule as a listed value
+      out.values.push_back(axis_value(axis.name, n, where));
+      source.value_where.push_back(where);
+    }
+    for (size_t i = 0; i < out.values.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (out.values[i] == out.values[j])
+          fail(source.value_where[i], "sweep axis '" + axis.name + "' lists " +
+                                          axis_value_string(out.values[i]) + " twice");
+    s.sweep.push_back(std::move(out));
+    axis_sources_.push_back(std::move(source));
+  }
+}
+
+// ---- backends -------------------------------------------------------------------------------
+
+void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
+  if (f.value.IsNull() || (f.value.IsMap() && f.value.size() == 0))
+    fail(f, "'backends' must name at least one backend, e.g. 'cpu-invariant: invariant'");
+  if (!f.value.IsMap())
+    fail(f, "'backends' must be a map of backend name to expectation "
+            "(invariant, variant or report), got " + describe(f.value));
+  // Backend names are free here (the runner checks them against the registry); only the shape of
+  // each entry is checked.
+  std::vector<std::string> seen;
+  for (auto it = f.value.begin(); it != f.value.end(); ++it) {
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!key.IsScalar() || key.Scalar().empty())
+      fail(key, "backend names must be plain words, got " + describe(key));
+    const std::string name = key.Scalar();
+    if (std::find(seen.begin(), seen.end(), name) != seen.end())
+      fail(key, "backend '" + name + "' is listed twice in 'backends'");
+    seen.push_back(name);
+
+    Field expect{"expect", key, value};
+    if (value.IsMap()) {
+      const auto fields = fields_of(value, at(value), "backend '" + name + "'", {"expect"});
+      const Field* e = find(fields, "expect");
+      if (!e) fail(value, "backend '" + name + "' is missing 'expect' (invariant, variant or report)");
+      expect = *e;
+    } else if (!value.IsScalar()) {
+      fail(Field{name, key, value}, "backend '" + name +
+                                        "' needs an expectation (invariant, variant or report), got " +
+                                        describe(value));
+    }
+    const std::string word = expect.value.Scalar();
+    BackendSpec spec{name, Expectation::kReport, at(key)};
+    if (word == "invariant") spec.expect = Expectation::kInvariant;
+    else if (word == "variant") spec.expect = Expectation::kVariant;
+    else if (word == "report") spec.expect = Expectation::kReport;
+    else
+      fail(expect, "unknown expectation '" + word + "' for backend '" + name + "'" +
+                       suggestion(word, {"invariant", "variant", "report"}) +
+                       "; expected invariant, variant or report");
+    s.backends.push_back(std::move(spec));
+  }
+}
+
+// ---- cross-field checks ---------------------------------------------------------------------
+
+void ScenarioParser::cross_check(const Scenario& s) {
+  const auto axis_index = [&](std::string_view name) -> int {
+    for (size_t i = 0; i < s.sweep.size(); ++i)
+      if (s.sweep[i].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  const auto requests_text = [&] {
+    std::vector<std::string> ids;
+    for (const int64_t r : s.requests) ids.push_back(std::to_string(r));
+    return "[" + join(ids) + "]";
+  };
+  const int64_t probed = static_cast<int64_t>(s.requests.size());
+
+  if (s.tf32 && s.dtype != DType::kFP32)
+    fail(tf32_where_, "'tf32' needs dtype fp32 (TF32 is a mode of fp32 GEMMs), but dtype is " +
+                          std::string(dtype_name(s.dtype)));
+
+  // Every batch must hold all probed requests; with no batch axis the batch is exactly them.
+  int64_t smallest_batch = probed;
+  if (const int b = axis_index("batch"); b >= 0) {
+    size_t smallest = 0;
+    for (size_t i = 0; i < s.sweep[b].values.size(); ++i)
+      if (std::get<int64_t>(s.sweep[b].values[i]) < std::get<int64_t>(s.sweep[b].values[smallest]))
+        smallest = i;
+    smallest_batch = std::get<int64_t>(s.sweep[b].values[smallest]);
+    if (smallest_batch < probed)
+      fail(axis_sources_[b].value_where[smallest],
+           "batch " + std::to_string(smallest_batch) + " cannot hold the " + std::to_string(probed) +
+               " probed requests " + requests_text() + ": request " +
+               std::to_string(s.requests[smallest_batch]) + " would fall outside the batch");
+  }
+  if (const int p = axis_index("position"); p >= 0) {
+    for (size_t i = 0; i < s.sweep[p].values.size(); ++i) {
+      const auto* slot = std::get_if<int64_t>(&s.sweep[p].values[i]);
+      if (!slot || *slot + probed <= smallest_batch) continue;
+      const int64_t outside = std::max<int64_t>(0, smallest_batch - *slot);  // first probe that falls out
+      fail(axis_sources_[p].value_where[i],
+           "position " + std::to_string(*slot) + " puts request " +
+               std::to_string(s.requests[outside]) + " (the " + ordinal(outside) +
+               " probed request) at slot " + std::to_string(*slot + outside) +
+               ", outside the smallest batch " + std::to_string(smallest_batch) + " (slots 0.." +
+               std::to_string(smallest_batch - 1) + ")");
+    }
+  }
+
+  if (s.op == ScenarioOp::kAttentionPrefill) {
+    // Smallest prompt and largest prefix over both the fixed fields and the axes.
+    int64_t prompt = s.prefill.prompt_len;
+    SourceLocation prompt_where = prompt_len_where_;
+    if (const int a = axis_index("prompt_len"); a >= 0) {
+      prompt = std::numeric_limits<int64_t>::max();
+      for (size_t i = 0; i < s.sweep[a].values.size(); ++i)
+        if (std::get<int64_t>(s.sweep[a].values[i]) < prompt)
+          prompt = std::get<int64_t>(s.sweep[a].values[i]), prompt_where = axis_sources_[a].value_where[i];
+    }
+    std::vector<std::pair<int64_t, SourceLocation>> prefixes = {{s.prefill.prefix_len, prefix_len_where_}};
+    if (const int a = axis_index("prefix_len"); a >= 0) {
+      prefixes.clear();
+      for (size_t i = 0; i < s.sweep[a].values.size(); ++i)
+        prefixes.emplace_back(std::get<int64_t>(s.sweep[a].values[i]), axis_sources_[a].value_where[i]);
+    }
+    for (const auto& [prefix, where] : prefixes)
+      if (prefix >= prompt)
+        fail(where.line ? where : prompt_where,
+             "prefix_len " + std::to_string(prefix) + " must be smaller than prompt_len " +
+                 std::to_string(prompt) + " (at least one prompt token must be computed)");
+  }
+
+  if (s.op == ScenarioOp::kModel) {
+    const int64_t prompts = s.model.prompts.empty() ? s.model.num_prompts
+                                                    : static_cast<int64_t>(s.model.prompts.size());
+    for (const int64_t r : s.requests)
+      if (r >= prompts)
+        fail(s.requests_where.line ? s.requests_where : s.model.where,
+             "request " + std::to_string(r) + " is outside the model's " + std::to_string(prompts) +
+                 " prompts (ids 0.." + std::to_string(prompts - 1) + ")");
+  }
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) throw_input_error("cannot read scenario '" + path + "': " + std::strerror(errno));
+  std::string text;
+  char buffer[1 << 14];
+  size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
+  const bool bad = std::ferror(file);
+  const int err = errno;
+  std::fclose(file);
+  // Reading a folder fails here (EISDIR), not at fopen.
+  if (bad) throw_input_error("cannot read scenario '" + path + "': " + std::strerror(err));
+  return text;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
+  try {
+    return ScenarioParser(path).parse(yaml_text);
+  } catch (const Error&) {
+    throw;
+  } catch (const YAML::Exception& e) {
+    // Not expected (the parser checks node types before converting), but never let one escape.
+    const SourceLocation where = e.mark.is_null()
+                                     ? SourceLocation{path, 0, 0}
+                                     : SourceLocation{path, e.mark.line + 1, e.mark.column + 1};
+    throw_input_error(where, "cannot read the scenario: " + e.msg);
+  } catch (const std::exception& e) {
+    throw_input_error(SourceLocation{path, 0, 0}, std::string("cannot read the scenario: ") + e.what());
+  }
+}
+
+Scenario load_scenario(const std::string& path) {
+  return parse_scenario(read_whole_file(path), path);
+}
+
+}  // namespace nvdet
