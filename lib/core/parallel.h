@@ -1,0 +1,54 @@
+#pragma once
+// A minimal parallel loop for the CPU kernels. Items [0, n) are cut into one contiguous range
+// per worker (static partition, no work stealing). The CPU kernels rely on one property: an
+// item's computation never depends on which thread runs it or on the partition, so results are
+// bitwise the same with 1 or N workers. Do not nest parallel_for calls.
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace nvdet {
+
+// Number of workers parallel_for uses: the hardware's thread count (at least 1). The
+// NVDET_CPU_THREADS environment variable, when set to a positive number, overrides it.
+int parallel_workers();
+
+// Calls body(begin, end) on disjoint contiguous ranges covering [0, n), one per worker, and
+// returns when all are done. The first exception thrown by a worker is rethrown here.
+template <class Body>
+void parallel_for_ranges(int64_t n, Body&& body) {
+  if (n <= 0) return;
+  const int64_t workers = std::min<int64_t>(parallel_workers(), n);
+  if (workers <= 1) {
+    body(int64_t{0}, n);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
+  auto run_part = [&](int64_t w) {
+    try {
+      body(n * w / workers, n * (w + 1) / workers);
+    } catch (...) {
+      errors[static_cast<size_t>(w)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(workers - 1));
+  for (int64_t w = 1; w < workers; ++w) threads.emplace_back(run_part, w);
+  run_part(0);
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Calls body(i) for every i in [0, n), split as parallel_for_ranges does.
+template <class Body>
+void parallel_for(int64_t n, Body&& body) {
+  parallel_for_ranges(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
+}
+
+}  // namespace nvdet

@@ -1,0 +1,104 @@
+// The three CPU backends and their registrations. They share one Backend class; the flavor picks
+// which kernel set runs. All ops and all three dtypes are supported by every flavor.
+#include <memory>
+
+#include "lib/backend/backend.h"
+#include "lib/reference/cpu_kernels.h"
+
+namespace nvdet {
+namespace {
+
+enum class CpuFlavor { kReference, kInvariant, kVariant };
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(BackendInfo info, CpuFlavor flavor) : info_(std::move(info)), flavor_(flavor) {}
+
+  const BackendInfo& info() const override { return info_; }
+  bool supports(OpKind, DType) const override { return true; }
+
+  HostTensor run(const OpArgs& args, RunNotes* notes) override {
+    validate_op_args(args);
+    return std::visit([&](const auto& a) { return dispatch(a, notes); }, args);
+  }
+
+ private:
+  HostTensor dispatch(const GemmArgs& a, RunNotes* n) const {
+    return pick(cpu::reference_gemm, cpu::invariant_gemm, cpu::variant_gemm)(a, n);
+  }
+  HostTensor dispatch(const RmsNormArgs& a, RunNotes* n) const {
+    return pick(cpu::reference_rmsnorm, cpu::invariant_rmsnorm, cpu::variant_rmsnorm)(a, n);
+  }
+  HostTensor dispatch(const LogSoftmaxArgs& a, RunNotes* n) const {
+    return pick(cpu::reference_log_softmax, cpu::invariant_log_softmax,
+                cpu::variant_log_softmax)(a, n);
+  }
+  HostTensor dispatch(const AttentionDecodeArgs& a, RunNotes* n) const {
+    return pick(cpu::reference_attention_decode, cpu::invariant_attention_decode,
+                cpu::variant_attention_decode)(a, n);
+  }
+  HostTensor dispatch(const AttentionPrefillArgs& a, RunNotes* n) const {
+    return pick(cpu::reference_attention_prefill, cpu::invariant_attention_prefill,
+                cpu::variant_attention_prefill)(a, n);
+  }
+  template <class F>
+  F pick(F reference, F invariant, F variant) const {
+    switch (flavor_) {
+      case CpuFlavor::kReference: return reference;
+      case CpuFlavor::kInvariant: return invariant;
+      case CpuFlavor::kVariant: return variant;
+    }
+    return reference;
+  }
+
+  BackendInfo info_;
+  CpuFlavor flavor_;
+};
+
+BackendRegistration registration(BackendInfo info, CpuFlavor flavor) {
+  BackendRegistration r{info, nullptr};
+  r.make = [info, flavor]() -> std::unique_ptr<Backend> {
+    return std::make_unique<CpuBackend>(info, flavor);
+  };
+  return r;
+}
+
+}  // namespace
+
+std::vector<BackendRegistration> cpu_backend_registrations() {
+  BackendInfo reference{"cpu-reference",
+                        "CPU kernels accumulating in double: the correctness reference",
+                        false,
+                        false,
+                        {}};
+  BackendInfo invariant{
+      "cpu-invariant",
+      "CPU fp32 kernels with one reduction plan fixed by the reduction length (batch-invariant)",
+      false,
+      true,
+      {}};
+  BackendInfo variant{
+      "cpu-variant",
+      "CPU fp32 kernels whose split strategy follows the batch shape, as vendor heuristics do",
+      false,
+      false,
+      {
+          {"gemm", "cuBLASLt's default heuristic choosing split-K for small m (4 splits at "
+                   "m <= 16, 2 at m <= 64, none above)"},
+          {"rmsnorm", "a serving-stack RMSNorm that splits rows across blocks when the batch is "
+                      "small and sizes its blocks from the token count (132-SM H200 assumed)"},
+          {"log_softmax", "a log-softmax that splits each row across blocks for small batches "
+                          "(132-SM H200 assumed)"},
+          {"attention_decode",
+           "FlashDecoding's split-KV heuristic (whether to split, from batch x KV heads and 132 "
+           "SMs) with FlashInfer-style load-balanced split lengths from the batch's total KV"},
+          {"attention_prefill",
+           "chunked-prefill / cascade attention that splits the KV reduction at the prefix and "
+           "chunk boundaries and merges the partial states"},
+      }};
+  return {registration(reference, CpuFlavor::kReference),
+          registration(invariant, CpuFlavor::kInvariant),
+          registration(variant, CpuFlavor::kVariant)};
+}
+
+}  // namespace nvdet

@@ -1,0 +1,72 @@
+#pragma once
+// Pieces shared by the three CPU backends (reference, invariant, variant): exact conversion of
+// inputs to float, output rounding, float copies of one sequence's paged K/V, and the
+// online-softmax state used by the attention kernels. Nothing here reduces in a batch-dependent
+// way; the reduction plans live in the kernel files.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "lib/core/tensor.h"
+#include "lib/ops/op_args.h"
+
+namespace nvdet::cpu {
+
+// Converts `count` elements of `t` starting at flat index `offset` to float (exact).
+void to_float(const HostTensor& t, int64_t offset, int64_t count, float* out);
+// The whole tensor as floats (exact), converted on all cores.
+std::vector<float> to_float(const HostTensor& t);
+
+// A tensor of `dtype` and `shape` from fp32 values, each rounded to nearest even once.
+HostTensor make_output(DType dtype, std::vector<int64_t> shape, std::span<const float> values);
+// Same from double values (cpu-reference): each value is rounded to float, then to `dtype`.
+HostTensor make_output(DType dtype, std::vector<int64_t> shape, std::span<const double> values);
+
+// One sequence's K and V for one KV head, as floats: token t's row at [t * head_dim].
+struct SequenceKv {
+  int64_t len = 0;
+  int32_t head_dim = 0;
+  std::vector<float> k, v;
+  const float* k_row(int64_t t) const { return k.data() + t * head_dim; }
+  const float* v_row(int64_t t) const { return v.data() + t * head_dim; }
+};
+// Reads tokens [0, kv.kv_lens[seq]) of sequence `seq`, KV head `kv_head`, through the page table.
+void gather_sequence_kv(const PagedKv& kv, int64_t seq, int32_t kv_head, int32_t num_kv_heads,
+                        int32_t head_dim, SequenceKv& out);
+
+// Online-softmax state of one query over a set of KV tokens: running max m, running sum of
+// exp(score - m), and the exp-weighted sum of V rows. Empty state: m = -inf, l = 0, acc = 0.
+struct SoftmaxState {
+  float m = -std::numeric_limits<float>::infinity();
+  float l = 0.0f;
+  std::vector<float> acc;
+  explicit SoftmaxState(int32_t head_dim = 0) : acc(static_cast<size_t>(head_dim), 0.0f) {}
+  bool empty() const { return l == 0.0f && std::isinf(m) && m < 0; }
+};
+
+inline constexpr int64_t kAttentionTile = 64;
+
+// Folds KV tokens [begin, end) into `state`, one tile at a time. Tile boundaries are the
+// positions t with (t - tile_origin) % 64 == 0, so the plan is fixed by (begin, end, origin).
+// Per tile, in this order:
+//   s_t = (sum over d, sequentially, of q[d] * k_t[d]) * scale             (fp32)
+//   m_new = max(state.m, max_t s_t); c = exp(state.m - m_new); p_t = exp(s_t - m_new)
+//   state.l   = state.l * c + (sum over t, sequentially from 0, of p_t)
+//   state.acc = state.acc * c + (sum over t, sequentially from 0, of p_t * v_t)
+void attend_tiles(const float* q, const SequenceKv& kv, int64_t begin, int64_t end,
+                  int64_t tile_origin, float scale, SoftmaxState& state);
+
+// Log-sum-exp merge of `b` into `a` (a = a ⊕ b): M = max(a.m, b.m),
+// l = a.l * exp(a.m - M) + b.l * exp(b.m - M), acc likewise. An empty `b` leaves `a` unchanged.
+void merge_state(SoftmaxState& a, const SoftmaxState& b);
+
+// out[d] = acc[d] / l.
+void finish_state(const SoftmaxState& s, float* out);
+
+// Fixed tree over a power-of-two count of values: for w = n/2, n/4, ..., 1:
+// v[i] = v[i] + v[i + w] for i < w. Returns v[0].
+float tree_sum(float* v, int n);
+
+}  // namespace nvdet::cpu

@@ -1,0 +1,29 @@
+#pragma once
+// The CPU kernels behind cpu-reference, cpu-invariant and cpu-variant. Arguments have passed
+// validate_op_args. Each returns the output tensor and may add facts to `notes` (nullable).
+#include "lib/backend/backend.h"
+
+namespace nvdet::cpu {
+
+// cpu-reference: double accumulation everywhere (reference_kernels.cpp).
+HostTensor reference_gemm(const GemmArgs& args, RunNotes* notes);
+HostTensor reference_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
+HostTensor reference_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
+HostTensor reference_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
+HostTensor reference_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
+
+// cpu-invariant: fp32, one reduction plan fixed by the reduction length (invariant_*.cpp).
+HostTensor invariant_gemm(const GemmArgs& args, RunNotes* notes);
+HostTensor invariant_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
+HostTensor invariant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
+HostTensor invariant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
+HostTensor invariant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
+
+// cpu-variant: fp32, reduction plans chosen from the batch like vendor heuristics (variant_*.cpp).
+HostTensor variant_gemm(const GemmArgs& args, RunNotes* notes);
+HostTensor variant_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
+HostTensor variant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
+HostTensor variant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
+HostTensor variant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
+
+}  // namespace nvdet::cpu

@@ -1,0 +1,80 @@
+// cpu-invariant decode and prefill attention.
+//
+// Decode, for query head h of sequence s (KV head h / (num_heads / num_kv_heads)):
+//   S = invariant_attention_split_size(splits) (256 unless the sweep fixes it);
+//   split j covers KV tokens [j*S, min((j+1)*S, kv_len)); each split is folded from an empty
+//   online-softmax state by attend_tiles (64-token tiles aligned to the split start);
+//   the split states are merged with merge_state in split order (j = 0, 1, ...); out = acc / l.
+// Prefill, for new token at absolute position p:
+//   one state folded over KV tokens [0, p] by attend_tiles with tiles aligned to position 0
+//   ([0,64), [64,128), ...), in order; out = acc / l.
+// Invariance: both plans depend only on kv_len (decode) or p (prefill) and fixed settings, never
+// on the batch, the other sequences, the chunk a token arrives in or the prefix-cache length.
+#include "lib/core/parallel.h"
+#include "lib/ops/split_policies.h"
+#include "lib/reference/cpu_common.h"
+#include "lib/reference/cpu_kernels.h"
+
+namespace nvdet::cpu {
+
+HostTensor invariant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes) {
+  const int64_t seqs = args.q->dim(0);
+  const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
+  const int32_t group = H / KH;
+  const int64_t split = invariant_attention_split_size(args.splits);
+  const std::vector<float> q = to_float(*args.q);
+  std::vector<float> out(static_cast<size_t>(seqs * H * D));
+  parallel_for(seqs * KH, [&](int64_t item) {
+    const int64_t s = item / KH;
+    const int32_t kvh = static_cast<int32_t>(item % KH);
+    SequenceKv kv;
+    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
+    for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+      const float* qh = q.data() + (s * H + h) * D;
+      SoftmaxState total(D);
+      for (int64_t b = 0; b < kv.len; b += split) {
+        SoftmaxState part(D);
+        attend_tiles(qh, kv, b, std::min(kv.len, b + split), b, args.scale, part);
+        merge_state(total, part);
+      }
+      finish_state(total, out.data() + (s * H + h) * D);
+    }
+  });
+  if (notes) {
+    (*notes)["split_size"] = std::to_string(split);
+    (*notes)["tile"] = std::to_string(kAttentionTile);
+  }
+  return make_output(args.out_dtype, {seqs, H, D}, std::span<const float>(out));
+}
+
+HostTensor invariant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes) {
+  const int64_t seqs = static_cast<int64_t>(args.q_start.size()) - 1;
+  const int64_t tokens = args.q->dim(0);
+  const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
+  const int32_t group = H / KH;
+  const std::vector<float> q = to_float(*args.q);
+  std::vector<float> out(static_cast<size_t>(tokens * H * D));
+  parallel_for(seqs * KH, [&](int64_t item) {
+    const int64_t s = item / KH;
+    const int32_t kvh = static_cast<int32_t>(item % KH);
+    SequenceKv kv;
+    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
+    const int64_t q0 = args.q_start[s], q_len = args.q_start[s + 1] - q0;
+    for (int64_t i = 0; i < q_len; ++i) {
+      const int64_t pos = kv.len - q_len + i;
+      for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+        const int64_t row = (q0 + i) * H + h;
+        SoftmaxState state(D);
+        attend_tiles(q.data() + row * D, kv, 0, pos + 1, 0, args.scale, state);
+        finish_state(state, out.data() + row * D);
+      }
+    }
+  });
+  if (notes) {
+    (*notes)["tile"] = std::to_string(kAttentionTile);
+    (*notes)["kv_segments"] = std::string("1 (tiles aligned to position 0)");
+  }
+  return make_output(args.out_dtype, {tokens, H, D}, std::span<const float>(out));
+}
+
+}  // namespace nvdet::cpu
