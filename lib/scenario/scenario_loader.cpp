@@ -219,10 +219,10 @@ class ScenarioParser {
   void read_prompts_file(const Field& f, ModelSpec& m);
   void parse_requests(const Field* f, Scenario& s);
   void parse_sweep(const Field& f, Scenario& s);
-  std::vector<std::pair<YAML::Node, SourceLocation>> axis_value_nodes(const Field& axis,
-                                                                      std::vector<int64_t>& range);
-  AxisValue axis_value(const std::string& axis, const YAML::Node& n,
-                       const SourceLocation& where) const;
+  void add_range(const std::string& axis, const YAML::Node& range, SweepAxis& out,
+                 AxisSource& source);
+  int64_t check_axis_integer(const std::string& axis, int64_t v, const SourceLocation& where) const;
+  AxisValue axis_value(const std::string& axis, const YAML::Node& n) const;
   void parse_backends(const Field& f, Scenario& s);
   void cross_check(const Scenario& s);
   std::string resolve(const std::string& relative) const;
@@ -738,80 +738,94 @@ void ScenarioParser::parse_requests(const Field* f, Scenario& s) {
 
 // ---- sweep ----------------------------------------------------------------------------------
 
-// The value nodes of one axis: a list, a single scalar, or a range map (then `range` holds the
-// expanded integers and the returned list is empty).
-std::vector<std::pair<YAML::Node, SourceLocation>> ScenarioParser::axis_value_nodes(
-    const Field& axis, std::vector<int64_t>& range) {
-  std::vector<std::pair<YAML::Node, SourceLocation>> nodes;
-  const YAML::Node& v = axis.value;
-  if (v.IsScalar()) {
-    nodes.emplace_back(v, at(v));
-  } else if (v.IsSequence()) {
-    if (v.size() == 0) fail(axis, "sweep axis '" + axis.name + "' has an empty list of values");
-    for (const auto& x : v) {
-      if (!x.IsScalar())
-        fail(x, "values of sweep axis '" + axis.name + "' must be single values, got " + describe(x));
-      nodes.emplace_back(x, at(x));
-    }
-  } else if (v.IsMap()) {
-    const std::string what = "the range of sweep axis '" + axis.name + "'";
-    const auto fields = fields_of(v, at(axis), what, {"from", "to", "step", "mul"});
-    const Field* from = find(fields, "from");
-    const Field* to = find(fields, "to");
-    const Field* step = find(fields, "step");
-    const Field* mul = find(fields, "mul");
-    if (!from || !to) fail(axis, what + " needs both 'from' and 'to'");
-    if (step && mul) fail(mul->key, what + " takes 'step' or 'mul', not both");
-    const int64_t lo = integer_in(*from, 0, kMaxDim);
-    const int64_t hi = integer_in(*to, 0, kMaxDim);
-    if (hi < lo) fail(*to, "'to' (" + std::to_string(hi) + ") must not be less than 'from' (" +
-                               std::to_string(lo) + ")");
-    if (mul) {
-      const int64_t factor = integer_in(*mul, 2, 1 << 16);
-      if (lo == 0) fail(*from, "'from' must be at least 1 with 'mul'");
-      for (int64_t x = lo; x <= hi; x *= factor) range.push_back(x);
-    } else {
-      const int64_t stride = step ? integer_in(*step, 1, kMaxDim) : 1;
-      if ((hi - lo) / stride + 1 > kMaxAxisValues)
-        fail(axis, what + " expands to more than " + std::to_string(kMaxAxisValues) + " values");
-      for (int64_t x = lo; x <= hi; x += stride) range.push_back(x);
-    }
+// Appends the integers of a range map {from, to} / {from, to, step} / {from, to, mul}, inclusive.
+void ScenarioParser::add_range(const std::string& axis, const YAML::Node& range, SweepAxis& out,
+                               AxisSource& source) {
+  const std::string what = "the range of sweep axis '" + axis + "'";
+  const auto fields = fields_of(range, at(range), what, {"from", "to", "step", "mul"});
+  const Field* from = find(fields, "from");
+  const Field* to = find(fields, "to");
+  const Field* step = find(fields, "step");
+  const Field* mul = find(fields, "mul");
+  if (!from || !to) fail(range, what + " needs both 'from' and 'to'");
+  if (step && mul) fail(mul->key, what + " takes 'step' or 'mul', not both");
+  const int64_t lo = integer_in(*from, 0, kMaxDim);
+  const int64_t hi = integer_in(*to, 0, kMaxDim);
+  if (hi < lo)
+    fail(*to, "'to' (" + std::to_string(hi) + ") must not be less than 'from' (" +
+                  std::to_string(lo) + ")");
+  check_axis_integer(axis, lo, at(*from));  // ranges grow, so only `from` can be too small
+  std::vector<int64_t> values;
+  if (mul) {
+    const int64_t factor = integer_in(*mul, 2, 1 << 16);
+    if (lo == 0) fail(*from, "'from' must be at least 1 with 'mul'");
+    for (int64_t x = lo; x <= hi; x *= factor) values.push_back(x);
   } else {
-    fail(axis, "sweep axis '" + axis.name + "' needs a list of values, got " + describe(v));
+    const int64_t stride = step ? integer_in(*step, 1, kMaxDim) : 1;
+    if ((hi - lo) / stride + 1 > kMaxAxisValues)
+      fail(range, what + " expands to more than " + std::to_string(kMaxAxisValues) + " values");
+    for (int64_t x = lo; x <= hi; x += stride) values.push_back(x);
   }
-  return nodes;
+  for (const int64_t x : values) {
+    out.values.push_back(x);
+    source.value_where.push_back(at(range));
+  }
 }
 
-// Checks one value against its axis's rules and converts it.
-AxisValue ScenarioParser::axis_value(const std::string& axis, const YAML::Node& n,
-                                     const SourceLocation& where) const {
-  struct Rule {
-    const char* axis;
-    int64_t min;
-    std::vector<std::string> words;  // words allowed besides integers
+// What each axis accepts: integers from `min` up to kMaxDim, and a few words.
+struct AxisRule {
+  const char* axis;
+  int64_t min;
+  std::vector<std::string> words;
+};
+const AxisRule& axis_rule(const std::string& axis) {
+  static const std::vector<AxisRule> rules = {
+      {"batch", 1, {}},
+      {"position", 0, {"first", "middle", "last"}},
+      {"tokens", 1, {}},
+      {"kv_len", 1, {}},
+      {"filler_kv_len", 1, {"same"}},
+      {"prompt_len", 1, {}},
+      {"prefill_chunk", 1, {"whole"}},
+      {"prefix_len", 0, {}},
+      {"num_splits", 0, {}},  // 0: the backend's own choice
+      {"split_size", 0, {}},  // 0: the backend's own choice
+      {"page_size", 1, {}},
+      {"max_new_tokens", 1, {}},
   };
-  static const std::vector<Rule> rules = {
-      {"batch", 1, {}},        {"position", 0, {"first", "middle", "last"}},
-      {"tokens", 1, {}},       {"kv_len", 1, {}},
-      {"filler_kv_len", 1, {"same"}}, {"prompt_len", 1, {}},
-      {"prefill_chunk", 1, {"whole"}}, {"prefix_len", 0, {}},
-      {"num_splits", 0, {}},   {"split_size", 0, {}},
-      {"page_size", 1, {}},    {"max_new_tokens", 1, {}},
-  };
-  const auto rule = std::find_if(rules.begin(), rules.end(),
-                                 [&](const Rule& r) { return axis == r.axis; });
-  const int64_t min = rule != rules.end() ? rule->min : 0;
-  const std::vector<std::string> words = rule != rules.end() ? rule->words : std::vector<std::string>{};
+  static const AxisRule any{"", 0, {}};  // an axis added to known_axes() without a rule here
+  for (const auto& r : rules)
+    if (axis == r.axis) return r;
+  return any;
+}
 
-  if (n.IsScalar() && !is_integer_text(n)) {
-    const std::string& w = n.Scalar();
-    if (std::find(words.begin(), words.end(), w) != words.end()) return w;
-    if (words.empty()) fail(where, "'" + axis + "' values must be integers, got " + describe(n));
-    fail(where, "'" + axis + "' values must be integers or " + quoted_list(words) + ", got " +
-                    describe(n) + suggestion(w, words));
-  }
-  const std::string what = "'" + axis + "' value";
-  return integer_in(n, where, what, min, kMaxDim);
+int64_t ScenarioParser::check_axis_integer(const std::string& axis, int64_t v,
+                                           const SourceLocation& where) const {
+  const AxisRule& rule = axis_rule(axis);
+  if (v < rule.min)
+    fail(where, "'" + axis + "' values must be " +
+                    (rule.min == 0 ? std::string("non-negative")
+                                   : "at least " + std::to_string(rule.min)) +
+                    ", got " + std::to_string(v));
+  if (v > kMaxDim)
+    fail(where, "'" + axis + "' value " + std::to_string(v) + " is more than the limit " +
+                    std::to_string(kMaxDim));
+  return v;
+}
+
+// Checks one listed value against its axis's rules and converts it.
+AxisValue ScenarioParser::axis_value(const std::string& axis, const YAML::Node& n) const {
+  const AxisRule& rule = axis_rule(axis);
+  if (!n.IsScalar())
+    fail(n, "values of sweep axis '" + axis + "' must be single values or ranges, got " +
+                describe(n));
+  if (is_integer_text(n))
+    return check_axis_integer(axis, integer(n, at(n), "'" + axis + "' value"), at(n));
+  const std::string& w = n.Scalar();
+  if (std::find(rule.words.begin(), rule.words.end(), w) != rule.words.end()) return w;
+  if (rule.words.empty()) fail(n, "'" + axis + "' values must be integers, got " + describe(n));
+  fail(n, "'" + axis + "' values must be integers or " + quoted_list(rule.words) + ", got " +
+              describe(n) + suggestion(w, rule.words));
 }
 
 void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
@@ -832,23 +846,30 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
                          std::string(scenario_op_name(s.op)) + "' (its axes: " + join(valid) + ")");
     SweepAxis out{axis.name, {}, at(axis.key)};
     AxisSource source;
-    std::vector<int64_t> range;
-    const auto nodes = axis_value_nodes(axis, range);
-    for (const auto& [node, where] : nodes) {
-      out.values.push_back(axis_value(axis.name, node, where));
-      source.value_where.push_back(where);
-    }
-    for (const int64_t x : range) {
-      const SourceLocation where = at(axis.value);
-      YAML::Node n(std::to_string(x));  // checked by the same rule as a listed value
-      out.values.push_back(axis_value(axis.name, n, where));
-      source.value_where.push_back(where);
-    }
+    // Values: a single scalar, a range map, or a list whose items are scalars or range maps.
+    const YAML::Node& v = axis.value;
+    if (v.IsNull() || (v.IsSequence() && v.size() == 0))
+      fail(axis, "sweep axis '" + axis.name + "' has no values");
+    const auto add = [&](const YAML::Node& item) {
+      if (item.IsMap()) {
+        add_range(axis.name, item, out, source);
+      } else {
+        out.values.push_back(axis_value(axis.name, item));
+        source.value_where.push_back(at(item));
+      }
+    };
+    if (v.IsSequence())
+      for (const auto& item : v) add(item);
+    else
+      add(v);
+    if (static_cast<int64_t>(out.values.size()) > kMaxAxisValues)
+      fail(axis.key, "sweep axis '" + axis.name + "' has more than " +
+                         std::to_string(kMaxAxisValues) + " values");
+    std::set<AxisValue> seen;
     for (size_t i = 0; i < out.values.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (out.values[i] == out.values[j])
-          fail(source.value_where[i], "sweep axis '" + axis.name + "' lists " +
-                                          axis_value_string(out.values[i]) + " twice");
+      if (!seen.insert(out.values[i]).second)
+        fail(source.value_where[i], "sweep axis '" + axis.name + "' lists " +
+                                        axis_value_string(out.values[i]) + " twice");
     s.sweep.push_back(std::move(out));
     axis_sources_.push_back(std::move(source));
   }
