@@ -1,0 +1,208 @@
+#pragma once
+// Seeded inputs for the CPU kernel tests: row batches for GEMM / RMSNorm / log-softmax and
+// paged-KV batches for attention. A request's data is a pure function of (seed, its stream), so
+// the same request carries the same bits whatever batch, position or page layout surrounds it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "lib/core/dtype.h"
+#include "lib/core/tensor.h"
+
+namespace nvdet::testing {
+
+inline constexpr uint64_t kSeed = 20261130;
+
+// A [streams.size(), row_len] tensor whose row i is normal data of stream streams[i].
+inline HostTensor seeded_rows(DType dtype, int64_t row_len, const std::vector<uint64_t>& streams,
+                              float stddev = 1.0f) {
+  HostTensor t(dtype, {static_cast<int64_t>(streams.size()), row_len});
+  std::vector<float> row(static_cast<size_t>(row_len));
+  for (size_t i = 0; i < streams.size(); ++i) {
+    fill_normal(std::span<float>(row), kSeed, streams[i], stddev);
+    for (int64_t j = 0; j < row_len; ++j) t.set(static_cast<int64_t>(i) * row_len + j, row[j]);
+  }
+  return t;
+}
+
+// Where the probe sits in a batch of `batch`: 0 = first, 1 = middle, 2 = last.
+inline int64_t probe_index(int64_t batch, int where) {
+  return where == 0 ? 0 : (where == 1 ? batch / 2 : batch - 1);
+}
+
+// Streams for a batch of `batch` requests with the probe (stream `probe`) at `index`; the
+// fillers get streams that depend on their slot and the batch size, so neighbours vary.
+inline std::vector<uint64_t> batch_streams(int64_t batch, int64_t index, uint64_t probe) {
+  std::vector<uint64_t> s(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) s[i] = i == index ? probe : 1000 + 131 * batch + i;
+  return s;
+}
+
+// The raw bits of rows [row, row + count) of `t`.
+inline std::vector<uint64_t> row_bits(const HostTensor& t, int64_t row, int64_t count = 1) {
+  std::vector<uint64_t> out;
+  const int64_t n = t.row_elems();
+  for (int64_t i = row * n; i < (row + count) * n; ++i) out.push_back(t.bits(i));
+  return out;
+}
+
+// One sequence of an attention batch. Its q, K and V rows at absolute position p are functions
+// of (stream, p) only.
+struct SeqSpec {
+  uint64_t stream = 0;
+  int32_t kv_len = 0;
+  int32_t q_len = 1;   // prefill: new tokens (the last q_len of kv_len)
+  int32_t prefix = 0;  // prefill: prefix-cache length
+};
+
+// Owns the tensors an attention call borrows.
+struct AttentionBatch {
+  HostTensor q, k, v;
+  PagedKv kv;
+  std::vector<int32_t> q_start, prefix_len;
+  int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+
+  AttentionDecodeArgs decode(DType out = DType::kFP32) const {
+    AttentionDecodeArgs a;
+    a.q = &q;
+    a.kv = kv;
+    a.kv.k = &k;
+    a.kv.v = &v;
+    a.num_heads = num_heads;
+    a.num_kv_heads = num_kv_heads;
+    a.head_dim = head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    a.out_dtype = out;
+    return a;
+  }
+  AttentionPrefillArgs prefill(DType out = DType::kFP32) const {
+    AttentionPrefillArgs a;
+    a.q = &q;
+    a.q_start = q_start;
+    a.prefix_len = prefix_len;
+    a.kv = kv;
+    a.kv.k = &k;
+    a.kv.v = &v;
+    a.num_heads = num_heads;
+    a.num_kv_heads = num_kv_heads;
+    a.head_dim = head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    a.out_dtype = out;
+    return a;
+  }
+};
+
+// Builds a paged batch. Physical pages are handed out in a shuffled order seeded by `layout_seed`
+// (so a probe's pages move between contexts), with two spare pages at the end.
+inline std::unique_ptr<AttentionBatch> make_attention_batch(DType dtype,
+                                                            const std::vector<SeqSpec>& seqs,
+                                                            int32_t num_heads,
+                                                            int32_t num_kv_heads,
+                                                            int32_t head_dim, bool prefill,
+                                                            uint64_t layout_seed = 1,
+                                                            int32_t page_size = 16) {
+  auto b = std::make_unique<AttentionBatch>();
+  b->num_heads = num_heads;
+  b->num_kv_heads = num_kv_heads;
+  b->head_dim = head_dim;
+  const int64_t row = int64_t{num_heads} * head_dim;
+  const int64_t kv_row = int64_t{num_kv_heads} * head_dim;
+  int32_t max_pages = 1, total_pages = 2;
+  int64_t total_q = 0;
+  for (const SeqSpec& s : seqs) {
+    const int32_t pages = (s.kv_len + page_size - 1) / page_size;
+    max_pages = std::max(max_pages, pages);
+    total_pages += pages;
+    total_q += prefill ? s.q_len : 1;
+  }
+  std::vector<int32_t> order(static_cast<size_t>(total_pages));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(layout_seed);
+  std::shuffle(order.begin(), order.end(), rng);
+
+  b->q = HostTensor(dtype, {total_q, num_heads, head_dim});
+  b->k = HostTensor(dtype, {total_pages, page_size, num_kv_heads, head_dim});
+  b->v = HostTensor(dtype, {total_pages, page_size, num_kv_heads, head_dim});
+  b->kv.page_size = page_size;
+  b->kv.max_pages_per_seq = max_pages;
+  b->kv.page_table.assign(seqs.size() * max_pages, -1);
+  b->q_start.push_back(0);
+  size_t next_page = 0;
+  int64_t q_row = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const SeqSpec& s = seqs[i];
+    b->kv.kv_lens.push_back(s.kv_len);
+    b->prefix_len.push_back(s.prefix);
+    std::vector<float> qs(static_cast<size_t>(s.kv_len * row));
+    std::vector<float> ks(static_cast<size_t>(s.kv_len * kv_row)), vs(ks.size());
+    fill_normal(std::span<float>(qs), kSeed, s.stream * 8 + 1);
+    fill_normal(std::span<float>(ks), kSeed, s.stream * 8 + 2);
+    fill_normal(std::span<float>(vs), kSeed, s.stream * 8 + 3);
+    const int32_t pages = (s.kv_len + page_size - 1) / page_size;
+    for (int32_t p = 0; p < pages; ++p) {
+      b->kv.page_table[i * max_pages + p] = order[next_page++];
+    }
+    for (int64_t t = 0; t < s.kv_len; ++t) {
+      const int64_t page = b->kv.page_table[i * max_pages + t / page_size];
+      const int64_t dst = (page * page_size + t % page_size) * kv_row;
+      for (int64_t j = 0; j < kv_row; ++j) {
+        b->k.set(dst + j, ks[t * kv_row + j]);
+        b->v.set(dst + j, vs[t * kv_row + j]);
+      }
+    }
+    const int32_t q_len = prefill ? s.q_len : 1;
+    for (int64_t t = s.kv_len - q_len; t < s.kv_len; ++t, ++q_row) {
+      for (int64_t j = 0; j < row; ++j) b->q.set(q_row * row + j, qs[t * row + j]);
+    }
+    b->q_start.push_back(static_cast<int32_t>(q_row));
+  }
+  // Unused page-table slots point at a real page, as a serving stack's padding would.
+  for (auto& p : b->kv.page_table) p = p < 0 ? order.back() : p;
+  return b;
+}
+
+// Largest |x| over a tensor.
+inline double max_abs(const HostTensor& t) {
+  double m = 0.0;
+  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::abs(static_cast<double>(t.get(i))));
+  return m;
+}
+
+// Checks `got` against the cpu-reference result `ref`:
+//  - fp32 outputs: max |got - ref| <= rel_tol * max |ref|;
+//  - bf16 / fp16 outputs: every element within `max_ulp` units in the last place of ref.
+inline void expect_close_to_reference(const HostTensor& got, const HostTensor& ref,
+                                      double rel_tol, uint64_t max_ulp, const std::string& what) {
+  ASSERT_EQ(got.shape(), ref.shape()) << what;
+  ASSERT_EQ(got.dtype(), ref.dtype()) << what;
+  if (got.dtype() == DType::kFP32) {
+    const double scale = max_abs(ref);
+    double worst = 0.0;
+    int64_t worst_i = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double d = std::abs(static_cast<double>(got.get(i)) - ref.get(i));
+      if (!(d <= worst)) worst = d, worst_i = i;
+    }
+    EXPECT_LE(worst, rel_tol * scale) << what << ": element " << worst_i << " got "
+                                      << got.get(worst_i) << " want " << ref.get(worst_i);
+  } else {
+    uint64_t worst = 0;
+    int64_t worst_i = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const uint64_t u = ulp_distance(got.dtype(), got.bits(i), ref.bits(i));
+      if (u > worst) worst = u, worst_i = i;
+    }
+    EXPECT_LE(worst, max_ulp) << what << ": element " << worst_i << " got " << got.get(worst_i)
+                              << " want " << ref.get(worst_i);
+  }
+}
+
+}  // namespace nvdet::testing
