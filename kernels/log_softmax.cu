@@ -1,0 +1,183 @@
+// log-softmax over rows as wide as a vocabulary (151936), invariant and vendor-style.
+//
+// Invariance argument (launch_log_softmax_rows with log_softmax_invariant_block_threads(v)):
+// one block per row, block size a function of (v, dtype) only, so a row's bits depend on its
+// own elements and never on how many rows are in the batch.
+//
+// Reduction order for one row, block size B, vector width N (8 for 16-bit, 4 for fp32, 1 when
+// v is not a multiple of it). The max and the sum of exp(x - max) are carried together as a
+// (m, s) state, so the row is read once for them and once more for the output:
+//  1. thread t visits vectors t, t+B, ... in order; for each vector: m' = max(m, max of the
+//     vector); s = s * exp(m - m'); then s += exp(x_e - m') for its elements in order;
+//  2. per warp: xor butterfly of merges (m = max(ma, mb); s = sa*exp(ma-m) + sb*exp(mb-m),
+//     symmetric bit for bit) with offsets 16..1; then warp states merged in warp order;
+//  3. out = (x - m) - log(s), rounded once to the output type.
+//
+// Vendor-style split rows (launch_log_softmax_split_rows), as serving stacks did for small
+// batches: each row is cut into S parts; block (row, part) computes its part's (m, s) as above
+// into the workspace; a second kernel merges the S states in part order and writes the part.
+// S and the block size come from the batch (vendor_norm_row_splits / vendor_norm_block_threads),
+// so a row's bits depend on the batch.
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/dtype_dispatch.cuh"
+#include "kernels/fixed_order_reduce.cuh"
+#include "kernels/log_softmax.cuh"
+#include "kernels/row_slice.cuh"
+
+namespace nvdet::kernels {
+namespace {
+
+constexpr int kChunk = 4;
+
+template <class T, int kN>
+__device__ __forceinline__ MaxSumExp slice_max_sum_exp(const T* row, int64_t lo, int64_t hi,
+                                                       SliceCache<T, kN, kChunk>& cache) {
+  MaxSumExp st{-INFINITY, 0.0f};
+  for_each_owned_vector<T, kN, kChunk>(row, lo, hi, cache, [&](const float (&f)[kN], int64_t) {
+    float vm = f[0];
+#pragma unroll
+    for (int e = 1; e < kN; ++e) vm = fmaxf(vm, f[e]);
+    if (vm > st.m) {
+      st.s = __fmul_rn(st.s, exp_diff(st.m, vm));
+      st.m = vm;
+    }
+    if (st.m != -INFINITY) {
+#pragma unroll
+      for (int e = 0; e < kN; ++e) st.s = __fadd_rn(st.s, exp_diff(f[e], st.m));
+    }
+  });
+  return st;
+}
+
+template <class T, class TO, int kN>
+__device__ __forceinline__ void write_slice(const T* row, TO* out_row, int64_t lo, int64_t hi,
+                                            MaxSumExp st, SliceCache<T, kN, kChunk>& cache,
+                                            bool cached) {
+  const float log_sum = logf(st.s);
+  revisit_owned_vectors<T, kN, kChunk>(row, lo, hi, cache, cached,
+                                       [&](const float (&f)[kN], int64_t i) {
+                                         float y[kN];
+#pragma unroll
+                                         for (int e = 0; e < kN; ++e)
+                                           y[e] = __fsub_rn(__fsub_rn(f[e], st.m), log_sum);
+                                         store_packed<TO, kN>(out_row + i * kN, y);
+                                       });
+}
+
+template <class T, class TO, int kN>
+__global__ void __launch_bounds__(1024)
+    log_softmax_rows_kernel(const T* __restrict__ x, TO* __restrict__ out, int64_t v) {
+  __shared__ float scratch[64];
+  const int64_t nvec = v / kN;
+  const T* row = x + blockIdx.x * v;
+  SliceCache<T, kN, kChunk> cache;
+  const MaxSumExp st = block_merge_fixed(slice_max_sum_exp<T, kN>(row, 0, nvec, cache), scratch);
+  write_slice<T, TO, kN>(row, out + blockIdx.x * v, 0, nvec, st, cache,
+                         slice_fits_cache<kChunk>(0, nvec));
+}
+
+template <class T, int kN>
+__global__ void __launch_bounds__(1024)
+    log_softmax_partial_kernel(const T* __restrict__ x, int64_t v, int splits, int64_t part_vecs,
+                               float* __restrict__ partial) {
+  __shared__ float scratch[64];
+  const int64_t row_index = blockIdx.x / splits;
+  const int part = blockIdx.x % splits;
+  const int64_t nvec = v / kN;
+  const int64_t lo = min(nvec, part * part_vecs), hi = min(nvec, lo + part_vecs);
+  SliceCache<T, kN, kChunk> cache;
+  const MaxSumExp st =
+      block_merge_fixed(slice_max_sum_exp<T, kN>(x + row_index * v, lo, hi, cache), scratch);
+  if (threadIdx.x == 0) {
+    partial[2 * blockIdx.x] = st.m;
+    partial[2 * blockIdx.x + 1] = st.s;
+  }
+}
+
+template <class T, class TO, int kN>
+__global__ void __launch_bounds__(1024)
+    log_softmax_apply_kernel(const T* __restrict__ x, TO* __restrict__ out, int64_t v, int splits,
+                             int64_t part_vecs, const float* __restrict__ partial) {
+  const int64_t row_index = blockIdx.x / splits;
+  const int part = blockIdx.x % splits;
+  const float* p = partial + 2 * row_index * splits;
+  MaxSumExp st{p[0], p[1]};
+  for (int s = 1; s < splits; ++s) st = merge_max_sum_exp(st, {p[2 * s], p[2 * s + 1]});
+  const int64_t nvec = v / kN;
+  const int64_t lo = min(nvec, part * part_vecs), hi = min(nvec, lo + part_vecs);
+  SliceCache<T, kN, kChunk> cache;
+  write_slice<T, TO, kN>(x + row_index * v, out + row_index * v, lo, hi, st, cache, false);
+}
+
+bool valid_block(int threads) { return threads >= 32 && threads <= 1024 && threads % 32 == 0; }
+
+}  // namespace
+
+int log_softmax_invariant_block_threads(int64_t v, DType dtype) {
+  const int64_t n = dtype == DType::kFP32 ? 4 : 8;
+  const int64_t nvec = v % n == 0 ? v / n : v;
+  const int64_t threads = ((nvec + kChunk - 1) / kChunk + 31) / 32 * 32;
+  return static_cast<int>(std::min<int64_t>(1024, std::max<int64_t>(32, threads)));
+}
+
+cudaError_t launch_log_softmax_rows(DType dtype, DType out_dtype, const void* x, void* out,
+                                    int64_t rows, int64_t v, int block_threads,
+                                    cudaStream_t stream) {
+  if (rows <= 0 || v <= 0) return cudaSuccess;
+  if (!valid_block(block_threads) || rows > 0x7fffffff) return cudaErrorInvalidValue;
+  return with_elem_type(dtype, [&](auto in_tag) {
+    using T = typename decltype(in_tag)::type;
+    return with_elem_type(out_dtype, [&](auto out_tag) {
+      using TO = typename decltype(out_tag)::type;
+      const auto* xt = static_cast<const T*>(x);
+      auto* ot = static_cast<TO*>(out);
+      if (v % kVecElems<T> == 0) {
+        log_softmax_rows_kernel<T, TO, kVecElems<T>>
+            <<<static_cast<unsigned>(rows), block_threads, 0, stream>>>(xt, ot, v);
+      } else {
+        log_softmax_rows_kernel<T, TO, 1>
+            <<<static_cast<unsigned>(rows), block_threads, 0, stream>>>(xt, ot, v);
+      }
+      return cudaGetLastError();
+    });
+  });
+}
+
+size_t log_softmax_split_workspace_bytes(int64_t rows, int row_splits) {
+  return static_cast<size_t>(rows) * static_cast<size_t>(row_splits) * 2 * sizeof(float);
+}
+
+cudaError_t launch_log_softmax_split_rows(DType dtype, DType out_dtype, const void* x, void* out,
+                                          int64_t rows, int64_t v, int row_splits,
+                                          int block_threads, float* workspace,
+                                          cudaStream_t stream) {
+  if (rows <= 0 || v <= 0) return cudaSuccess;
+  if (!valid_block(block_threads) || row_splits < 1 || rows * row_splits > 0x7fffffff) {
+    return cudaErrorInvalidValue;
+  }
+  const unsigned blocks = static_cast<unsigned>(rows * row_splits);
+  return with_elem_type(dtype, [&](auto in_tag) {
+    using T = typename decltype(in_tag)::type;
+    return with_elem_type(out_dtype, [&](auto out_tag) {
+      using TO = typename decltype(out_tag)::type;
+      const auto* xt = static_cast<const T*>(x);
+      auto* ot = static_cast<TO*>(out);
+      auto run = [&](auto n_const) {
+        constexpr int kN = decltype(n_const)::value;
+        const int64_t nvec = v / kN;
+        const int64_t part_vecs = (nvec + row_splits - 1) / row_splits;
+        log_softmax_partial_kernel<T, kN>
+            <<<blocks, block_threads, 0, stream>>>(xt, v, row_splits, part_vecs, workspace);
+        log_softmax_apply_kernel<T, TO, kN>
+            <<<blocks, block_threads, 0, stream>>>(xt, ot, v, row_splits, part_vecs, workspace);
+        return cudaGetLastError();
+      };
+      if (v % kVecElems<T> == 0) return run(std::integral_constant<int, kVecElems<T>>{});
+      return run(std::integral_constant<int, 1>{});
+    });
+  });
+}
+
+}  // namespace nvdet::kernels

@@ -1,0 +1,29 @@
+#pragma once
+// log-softmax launchers: out[r, :] = x[r, :] - max - log(sum(exp(x[r, :] - max))).
+// See log_softmax.cu for the invariance argument and the reduction orders.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/core/dtype.h"
+
+namespace nvdet::kernels {
+
+// The invariant kernel's block size: a function of the row length and dtype only.
+int log_softmax_invariant_block_threads(int64_t v, DType dtype);
+
+// One block of `block_threads` threads (a multiple of 32, at most 1024) per row; no workspace.
+cudaError_t launch_log_softmax_rows(DType dtype, DType out_dtype, const void* x, void* out,
+                                    int64_t rows, int64_t v, int block_threads,
+                                    cudaStream_t stream);
+
+// Vendor-style split rows: `row_splits` blocks per row each compute (max, sum exp) of one part
+// into `workspace`; a second kernel merges the parts in part order and writes the output.
+size_t log_softmax_split_workspace_bytes(int64_t rows, int row_splits);
+cudaError_t launch_log_softmax_split_rows(DType dtype, DType out_dtype, const void* x, void* out,
+                                          int64_t rows, int64_t v, int row_splits,
+                                          int block_threads, float* workspace,
+                                          cudaStream_t stream);
+
+}  // namespace nvdet::kernels
