@@ -1,0 +1,140 @@
+// Plan and dispatch of the invariant GEMM (host code). The plan's arithmetic-relevant choices
+// (path, chunk size, k tile) are functions of the device, the compiled code, the types, K and
+// alignment only; M and N may only pick the schedule and the CTA tile's M extent, which the
+// kernels' invariance arguments show do not change any element's operation sequence.
+#include <algorithm>
+
+#include "kernels/gemm_invariant_device.cuh"
+
+namespace nvdet_kernels {
+namespace {
+
+// A split-chunks workspace larger than this is not worth it: such problems fill the GPU anyway.
+constexpr size_t kMaxSplitWorkspace = size_t{512} << 20;
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// 16-byte vector loads (cp.async, TMA) need every row start 16-byte aligned.
+bool rows_16b_aligned(const GemmProblem& p) {
+  const int64_t elems = p.in_type == GemmType::kFP32 ? 4 : 8;
+  return p.k % elems == 0 && p.lda % elems == 0 && p.ldw % elems == 0 && aligned16(p.a) &&
+         aligned16(p.w);
+}
+
+int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+}  // namespace
+
+const char* gemm_path_name(GemmPath path) {
+  switch (path) {
+    case GemmPath::kMmaSync: return "mma.sync-m16n8k16";
+    case GemmPath::kWgmma: return "wgmma-m64n128k16-tma";
+    case GemmPath::kFfma: return "ffma-fp32";
+    case GemmPath::kAuto: break;
+  }
+  return "auto";
+}
+
+const char* gemm_schedule_name(GemmSchedule schedule) {
+  switch (schedule) {
+    case GemmSchedule::kSplitChunks: return "split-chunks";
+    case GemmSchedule::kInCta: return "in-cta";
+    case GemmSchedule::kAuto: break;
+  }
+  return "auto";
+}
+
+int gemm_invariant_chunk_k(GemmType in_type) {
+  // 1024 elements: a multiple of every path's k tile (16, 64), long enough that the per-chunk
+  // partials cost little, short enough that K = 4096 gives 4 chunks to spread over the GPU.
+  (void)in_type;
+  return 1024;
+}
+
+GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
+                             GemmSchedule force_schedule, GemmPath force_path) {
+  GemmPlan plan;
+  plan.chunk_k = gemm_invariant_chunk_k(p.in_type);
+  plan.chunks = ceil_div(p.k, plan.chunk_k);
+
+  if (p.in_type == GemmType::kFP32) {
+    plan.path = GemmPath::kFfma;
+  } else {
+    const bool wgmma_ok = device.cc_major == 9 && rows_16b_aligned(p) && wgmma_available();
+    plan.path = (wgmma_ok && force_path != GemmPath::kMmaSync) ? GemmPath::kWgmma
+                                                               : GemmPath::kMmaSync;
+  }
+
+  int in_cta_tile_m = 128, split_tile_m = 64;
+  switch (plan.path) {
+    case GemmPath::kFfma:
+      in_cta_tile_m = split_tile_m = 64;
+      plan.tile_n = 64;
+      plan.tile_k = 16;
+      break;
+    case GemmPath::kMmaSync:
+      split_tile_m = p.m <= 16 ? 16 : 64;
+      plan.tile_n = 128;
+      plan.tile_k = 64;
+      break;
+    default:  // wgmma: 1 consumer warpgroup (64 rows) split, 2 (128 rows) in CTA
+      plan.tile_n = 128;
+      plan.tile_k = 64;
+      break;
+  }
+
+  const int64_t in_cta_tiles =
+      int64_t{ceil_div(p.m, in_cta_tile_m)} * ceil_div(p.n, plan.tile_n);
+  const size_t split_ws = size_t(plan.chunks) * size_t(p.m) * size_t(p.n) * sizeof(float);
+  bool split = in_cta_tiles < device.sm_count && split_ws <= kMaxSplitWorkspace;
+  if (force_schedule == GemmSchedule::kSplitChunks) split = true;
+  if (force_schedule == GemmSchedule::kInCta) split = false;
+  if (plan.chunks == 0) split = false;  // K == 0: nothing to split, out = bias
+
+  plan.schedule = split ? GemmSchedule::kSplitChunks : GemmSchedule::kInCta;
+  plan.tile_m = split ? split_tile_m : in_cta_tile_m;
+  plan.workspace_bytes = split ? split_ws : 0;
+  return plan;
+}
+
+cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan, void* workspace,
+                                  size_t workspace_bytes, cudaStream_t stream) {
+  if (prob.m < 0 || prob.n < 0 || prob.k < 0) return cudaErrorInvalidValue;
+  if (prob.m == 0 || prob.n == 0) return cudaSuccess;
+  const bool split = plan.schedule == GemmSchedule::kSplitChunks;
+  if (split && (workspace == nullptr || workspace_bytes < plan.workspace_bytes))
+    return cudaErrorInvalidValue;
+  if (plan.tile_k <= 0 || plan.chunk_k % plan.tile_k != 0) return cudaErrorInvalidValue;
+
+  GemmKernelParams kp{};
+  kp.a = prob.a;
+  kp.w = prob.w;
+  kp.bias = prob.bias;
+  kp.out = prob.out;
+  kp.ws = static_cast<float*>(workspace);
+  kp.m = prob.m;
+  kp.n = prob.n;
+  kp.k = prob.k;
+  kp.lda = prob.lda;
+  kp.ldw = prob.ldw;
+  kp.ldo = prob.ldo;
+  kp.in_type = static_cast<int>(prob.in_type);
+  kp.out_type = static_cast<int>(prob.out_type);
+  kp.tile_k = plan.tile_k;
+  kp.tiles_per_chunk = plan.chunk_k / plan.tile_k;
+  kp.k_tiles = ceil_div(prob.k, plan.tile_k);
+  kp.chunks = plan.chunks;
+  kp.vec16 = rows_16b_aligned(prob) ? 1 : 0;
+
+  cudaError_t st = cudaErrorInvalidValue;
+  switch (plan.path) {
+    case GemmPath::kMmaSync: st = launch_mma_sync(kp, split, plan.tile_m, stream); break;
+    case GemmPath::kWgmma: st = launch_wgmma(kp, split, stream); break;
+    case GemmPath::kFfma: st = launch_ffma(kp, split, stream); break;
+    case GemmPath::kAuto: break;
+  }
+  if (st != cudaSuccess || !split) return st;
+  return launch_chunk_reduce(kp, stream);
+}
+
+}  // namespace nvdet_kernels

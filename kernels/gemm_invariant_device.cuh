@@ -1,0 +1,91 @@
+#pragma once
+// Device-side pieces shared by the invariant GEMM paths: the parameter block, the two fixed
+// arithmetic steps every path must share (chunk accumulation and the epilogue), tile ordering,
+// and the per-path launchers the dispatcher (gemm_invariant.cu) calls.
+//
+// The arithmetic that makes the paths invariant lives here on purpose: chunk_accumulate() and
+// finish_element() are the only places where partials meet, so the split-chunks reduction kernel
+// and the in-CTA epilogue cannot drift apart.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/gemm_invariant.cuh"
+
+namespace nvdet_kernels {
+
+struct GemmKernelParams {
+  const void* a;
+  const void* w;
+  const void* bias;
+  void* out;
+  float* ws;  // split-chunks: partials [chunks][m][n]
+  int m, n, k;
+  long long lda, ldw, ldo;
+  int in_type, out_type;
+  int tile_k;           // k elements per pipeline stage
+  int tiles_per_chunk;  // KC / tile_k
+  int k_tiles;          // ceil(K / tile_k): stage tiles over the whole K
+  int chunks;
+  int m_tiles, n_tiles;
+  int vec16;  // rows and bases 16-byte aligned: cp.async 16 B, else element loads
+};
+
+// Running sum over chunks: acc = acc + p, rounded to nearest. __fadd_rn is never contracted
+// or reassociated by the compiler, so both schedules perform exactly this operation.
+__device__ __forceinline__ float chunk_accumulate(float acc, float part) {
+  return __fadd_rn(acc, part);
+}
+
+__device__ __forceinline__ float load_as_float(const void* p, long long i, int type) {
+  if (type == static_cast<int>(GemmType::kBF16))
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  if (type == static_cast<int>(GemmType::kFP16))
+    return __half2float(static_cast<const __half*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
+
+__device__ __forceinline__ void store_from_float(void* p, long long i, float v, int type) {
+  if (type == static_cast<int>(GemmType::kBF16)) {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  } else if (type == static_cast<int>(GemmType::kFP16)) {
+    static_cast<__half*>(p)[i] = __float2half_rn(v);
+  } else {
+    static_cast<float*>(p)[i] = v;
+  }
+}
+
+// The last step of every element, in every path and schedule: + bias (when present), then one
+// rounding to the output type.
+__device__ __forceinline__ void finish_element(const GemmKernelParams& p, int row, int col,
+                                               float acc) {
+  if (p.bias) acc = __fadd_rn(acc, load_as_float(p.bias, col, p.in_type));
+  store_from_float(p.out, static_cast<long long>(row) * p.ldo + col, acc, p.out_type);
+}
+
+// Grouped tile order for the in-CTA schedule: consecutive CTAs walk `group` m tiles for each n
+// tile, so a wave of CTAs shares A and W panels in L2. Only affects which CTA computes a tile.
+__device__ __forceinline__ void grouped_tile(int linear, int m_tiles, int n_tiles, int group,
+                                             int* tm, int* tn) {
+  const int per_group = group * n_tiles;
+  const int first_m = (linear / per_group) * group;
+  const int rows = min(m_tiles - first_m, group);
+  const int in_group = linear % per_group;
+  *tm = first_m + in_group % rows;
+  *tn = in_group / rows;
+}
+
+// Split-chunks second pass: out = finish(((0 + p_0) + p_1) + ...).
+cudaError_t launch_chunk_reduce(const GemmKernelParams& p, cudaStream_t stream);
+
+// Per-path launchers (each for one schedule); `tile_m` picks the CTA tile's M extent.
+cudaError_t launch_mma_sync(const GemmKernelParams& p, bool split, int tile_m,
+                            cudaStream_t stream);
+cudaError_t launch_ffma(const GemmKernelParams& p, bool split, cudaStream_t stream);
+cudaError_t launch_wgmma(const GemmKernelParams& p, bool split, cudaStream_t stream);
+// True when this binary holds sm_90a code for the wgmma kernels and the current device runs it.
+bool wgmma_available();
+
+}  // namespace nvdet_kernels

@@ -1,0 +1,333 @@
+// GEMM for the CUDA backends: out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]).
+//
+// Vendor flavors (cublas, cuda-vendor-policy, cublaslt-nosplit) call cuBLASLt the way PyTorch's
+// linear does: in cuBLAS's column-major terms D[n, m] = op_T(W)[n, k] · A[k, m], with W read as
+// a k x n column-major matrix (the row-major [n, k] weight) and A as k x m (the row-major [m, k]
+// activations); D (n x m column-major) is exactly the row-major [m, n] output. The algorithm is
+// the first result of cublasLtMatmulAlgoGetHeuristic; the nosplit flavor restricts the
+// preference to CUBLASLT_REDUCTION_SCHEME_NONE. What was chosen goes into RunNotes, because that
+// is what explains a divergence.
+//
+// The invariant flavor calls nvdet's own kernels (kernels/gemm_invariant.cuh).
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "kernels/gemm_invariant.cuh"
+#include "lib/core/error.h"
+#include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/gemm_tile_names.h"
+
+namespace nvdet::cuda {
+namespace {
+
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
+
+cudaDataType_t cuda_data_type(DType t) {
+  switch (t) {
+    case DType::kBF16: return CUDA_R_16BF;
+    case DType::kFP16: return CUDA_R_16F;
+    case DType::kFP32: break;
+  }
+  return CUDA_R_32F;
+}
+
+nvdet_kernels::GemmType kernel_type(DType t) {
+  switch (t) {
+    case DType::kBF16: return nvdet_kernels::GemmType::kBF16;
+    case DType::kFP16: return nvdet_kernels::GemmType::kFP16;
+    case DType::kFP32: break;
+  }
+  return nvdet_kernels::GemmType::kFP32;
+}
+
+// Input/output type pairs cuBLASLt writes directly with fp32 compute. Others (e.g. fp32 in,
+// bf16 out) get an fp32 D and one rounding by gemm_convert_output.
+bool lt_writes_directly(DType in, DType out) {
+  return out == in || out == DType::kFP32;
+}
+
+// The three input uploads, with pointers taken after all of them are resident (upload() may
+// evict, so a pointer is only trusted once no further upload follows it).
+struct GemmInputs {
+  const void* a = nullptr;
+  const void* w = nullptr;
+  const void* bias = nullptr;
+};
+
+GemmInputs upload_inputs(DeviceContext& ctx, const GemmArgs& args) {
+  ctx.upload(*args.a);
+  ctx.upload(*args.w);
+  if (args.bias) ctx.upload(*args.bias);
+  GemmInputs in;
+  in.a = ctx.upload(*args.a);
+  in.w = ctx.upload(*args.w);
+  if (args.bias) in.bias = ctx.upload(*args.bias);
+  return in;
+}
+
+// ---- cuBLASLt -----------------------------------------------------------------------------------
+
+struct LtDeleter {
+  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
+  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
+  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const {
+    cublasLtMatmulPreferenceDestroy(p);
+  }
+};
+using LtDesc = std::shared_ptr<cublasLtMatmulDescOpaque_t>;
+using LtLayout = std::shared_ptr<cublasLtMatrixLayoutOpaque_t>;
+using LtPref = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDeleter>;
+
+LtLayout make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
+  cublasLtMatrixLayout_t l = nullptr;
+  check(cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows),
+                                   static_cast<uint64_t>(cols), ld),
+        "cublasLtMatrixLayoutCreate");
+  return LtLayout(l, LtDeleter{});
+}
+
+// The heuristic's answer depends only on the problem description, so it is cached per device,
+// flavor, shape and types: a sweep asks once per shape.
+using HeuristicKey = std::tuple<int, int, int64_t, int64_t, int64_t, int, int, bool, bool>;
+std::mutex heuristic_mutex;
+std::map<HeuristicKey, cublasLtMatmulHeuristicResult_t> heuristic_cache;
+
+template <class T>
+T algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T value{};
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof(value), &written) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return T{};
+  }
+  return value;
+}
+
+std::string reduction_scheme_name(uint32_t scheme) {
+  switch (scheme) {
+    case CUBLASLT_REDUCTION_SCHEME_NONE: return "none";
+    case CUBLASLT_REDUCTION_SCHEME_INPLACE: return "inplace";
+    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return "compute_type";
+    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return "output_type";
+    default: return std::to_string(scheme);
+  }
+}
+
+void describe_algo(const cublasLtMatmulHeuristicResult_t& h, bool tf32, bool direct,
+                   RunNotes* notes) {
+  if (!notes) return;
+  const cublasLtMatmulAlgo_t& algo = h.algo;
+  (*notes)["kernel"] = "cublasLt";
+  (*notes)["algo_id"] = std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID));
+  // cuBLASLt's tile is rows x columns of its column-major D, i.e. n x m of nvdet's output.
+  (*notes)["tile"] =
+      cublaslt_tile_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + " (n x m)";
+  (*notes)["stages"] = std::to_string(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
+  (*notes)["split_k"] =
+      std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  (*notes)["reduction_scheme"] =
+      reduction_scheme_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
+  (*notes)["cta_swizzling"] =
+      std::to_string(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+  (*notes)["workspace_bytes"] = std::to_string(h.workspaceSize);
+  (*notes)["compute_type"] = tf32 ? "32F_FAST_TF32" : "32F";
+  if (!direct) (*notes)["output"] = "fp32 then rounded to out_dtype";
+}
+
+PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
+                              RunNotes* notes) {
+  const DType in = args.a->dtype(), out = args.out_dtype;
+  const int64_t m = args.a->dim(0), k = args.a->dim(1), n = args.w->dim(0);
+  const bool direct = lt_writes_directly(in, out);
+  const DType d_dtype = direct ? out : DType::kFP32;
+  const bool tf32 = in == DType::kFP32 && args.allow_tf32;
+  const bool nosplit = flavor == CudaFlavor::kCublasLtNoSplit;
+
+  const GemmInputs dev = upload_inputs(ctx, args);
+  PreparedCall call;
+  call.out_dtype = out;
+  call.out_shape = {m, n};
+  call.owned.emplace_back(static_cast<size_t>(m * n) * dtype_size(out));
+  void* out_ptr = call.owned.back().get();
+  call.output = out_ptr;
+  void* d_ptr = out_ptr;
+  if (!direct) {
+    call.owned.emplace_back(static_cast<size_t>(m * n) * sizeof(float));
+    d_ptr = call.owned.back().get();
+  }
+
+  // The bias epilogue reads a vector of D's type. D's type is the input type or fp32, so the
+  // conversion below is exact.
+  const void* bias_ptr = nullptr;
+  if (args.bias) {
+    if (d_dtype == in) {
+      bias_ptr = dev.bias;
+    } else {
+      HostTensor b(d_dtype, {n});
+      for (int64_t i = 0; i < n; ++i) b.set(i, args.bias->get(i));
+      call.owned.push_back(ctx.upload_array(b.data(), b.nbytes()));
+      bias_ptr = call.owned.back().get();
+    }
+  }
+
+  cublasLtMatmulDesc_t raw_desc = nullptr;
+  check(cublasLtMatmulDescCreate(&raw_desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                 CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  LtDesc desc(raw_desc, LtDeleter{});
+  const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &op_t,
+                                       sizeof(op_t)),
+        "setting TRANSA");
+  check(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &op_n,
+                                       sizeof(op_n)),
+        "setting TRANSB");
+  if (bias_ptr) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    check(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                         sizeof(epilogue)),
+          "setting the bias epilogue");
+    check(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                         sizeof(bias_ptr)),
+          "setting the bias pointer");
+  }
+
+  const LtLayout w_layout = make_layout(cuda_data_type(in), k, n, k);  // op T -> n x k
+  const LtLayout a_layout = make_layout(cuda_data_type(in), k, m, k);
+  const LtLayout d_layout = make_layout(cuda_data_type(d_dtype), n, m, n);
+
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  const HeuristicKey key{device, static_cast<int>(flavor), m, n, k, static_cast<int>(in),
+                         static_cast<int>(d_dtype), bias_ptr != nullptr, tf32};
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(heuristic_mutex);
+    auto it = heuristic_cache.find(key);
+    if (it != heuristic_cache.end()) {
+      heuristic = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    cublasLtMatmulPreference_t raw_pref = nullptr;
+    check(cublasLtMatmulPreferenceCreate(&raw_pref), "cublasLtMatmulPreferenceCreate");
+    LtPref pref(raw_pref);
+    const uint64_t max_ws = kLtWorkspaceBytes;
+    check(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &max_ws, sizeof(max_ws)),
+          "setting the workspace limit");
+    if (nosplit) {
+      const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE;
+      check(cublasLtMatmulPreferenceSetAttribute(
+                pref.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)),
+            "restricting the reduction scheme");
+    }
+    int found = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt(), desc.get(), w_layout.get(),
+                                         a_layout.get(), d_layout.get(), d_layout.get(),
+                                         pref.get(), 1, &heuristic, &found),
+          "cublasLtMatmulAlgoGetHeuristic");
+    if (found == 0) {
+      throw_runtime_error("cuBLASLt has no algorithm for this GEMM (m=" + std::to_string(m) +
+                          ", n=" + std::to_string(n) + ", k=" + std::to_string(k) + ", " +
+                          std::string(dtype_name(in)) + ")");
+    }
+    std::lock_guard<std::mutex> lock(heuristic_mutex);
+    heuristic_cache[key] = heuristic;
+  }
+  describe_algo(heuristic, tf32, direct, notes);
+
+  void* workspace = ctx.workspace(kLtWorkspaceBytes);
+  cublasLtHandle_t handle = ctx.cublas_lt();
+  const void* a_ptr = dev.a;
+  const void* w_ptr = dev.w;
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n);
+  call.launch = [=](cudaStream_t stream) -> cudaError_t {
+    const float alpha = 1.0f, beta = 0.0f;
+    const cublasStatus_t st = cublasLtMatmul(
+        handle, desc.get(), &alpha, w_ptr, w_layout.get(), a_ptr, a_layout.get(), &beta, d_ptr,
+        d_layout.get(), d_ptr, d_layout.get(), &heuristic.algo, workspace, kLtWorkspaceBytes,
+        stream);
+    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorLaunchFailure;
+    if (direct) return cudaSuccess;
+    return nvdet_kernels::gemm_convert_output(static_cast<const float*>(d_ptr), nullptr,
+                                              nvdet_kernels::GemmType::kFP32, out_ptr,
+                                              kernel_type(out), mi, ni, stream);
+  };
+  return call;
+}
+
+// ---- nvdet's invariant kernels ------------------------------------------------------------------
+
+PreparedCall prepare_invariant(DeviceContext& ctx, const GemmArgs& args, RunNotes* notes) {
+  const DType in = args.a->dtype(), out = args.out_dtype;
+  const int64_t m = args.a->dim(0), k = args.a->dim(1), n = args.w->dim(0);
+  const GemmInputs dev = upload_inputs(ctx, args);
+
+  PreparedCall call;
+  call.out_dtype = out;
+  call.out_shape = {m, n};
+  call.owned.emplace_back(static_cast<size_t>(m * n) * dtype_size(out));
+  call.output = call.owned.back().get();
+
+  nvdet_kernels::GemmProblem prob;
+  prob.a = dev.a;
+  prob.w = dev.w;
+  prob.bias = dev.bias;
+  prob.out = call.owned.back().get();
+  prob.m = static_cast<int>(m);
+  prob.n = static_cast<int>(n);
+  prob.k = static_cast<int>(k);
+  prob.lda = k;
+  prob.ldw = k;
+  prob.ldo = n;
+  prob.in_type = kernel_type(in);
+  prob.out_type = kernel_type(out);
+
+  nvdet_kernels::GemmDevice device;
+  device.cc_major = ctx.props().major;
+  device.cc_minor = ctx.props().minor;
+  device.sm_count = ctx.sm_count();
+  const nvdet_kernels::GemmPlan plan = nvdet_kernels::gemm_invariant_plan(prob, device);
+  void* workspace = plan.workspace_bytes ? ctx.workspace(plan.workspace_bytes) : nullptr;
+
+  if (notes) {
+    (*notes)["kernel"] = nvdet_kernels::gemm_path_name(plan.path);
+    (*notes)["chunk_k"] = std::to_string(plan.chunk_k);
+    (*notes)["chunks"] = std::to_string(plan.chunks);
+    (*notes)["schedule"] = nvdet_kernels::gemm_schedule_name(plan.schedule);
+    (*notes)["tile"] = std::to_string(plan.tile_m) + "x" + std::to_string(plan.tile_n) + "x" +
+                       std::to_string(plan.tile_k) + " (m x n x k)";
+    if (in == DType::kFP32 && args.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
+  }
+
+  call.launch = [prob, plan, workspace](cudaStream_t stream) {
+    return nvdet_kernels::gemm_invariant_launch(prob, plan, workspace, plan.workspace_bytes,
+                                                stream);
+  };
+  return call;
+}
+
+}  // namespace
+
+PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
+                          RunNotes* notes) {
+  if (args.a->dim(0) > INT32_MAX || args.w->dim(0) > INT32_MAX || args.a->dim(1) > INT32_MAX) {
+    throw_input_error("gemm: dimensions beyond 2^31 - 1 are not supported on the GPU");
+  }
+  switch (flavor) {
+    case CudaFlavor::kInvariant: return prepare_invariant(ctx, args, notes);
+    case CudaFlavor::kCublas:
+    case CudaFlavor::kVendorPolicy:
+    case CudaFlavor::kCublasLtNoSplit: break;
+  }
+  return prepare_cublaslt(ctx, flavor, args, notes);
+}
+
+}  // namespace nvdet::cuda
