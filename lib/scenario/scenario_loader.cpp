@@ -76,21 +76,22 @@ constexpr int64_t kMaxRepeat = 1000;
 
 // ---- small text helpers ---------------------------------------------------------------------
 
+// Edits (insert, delete, substitute, swap two neighbours) between two words, ignoring case: the
+// usual typos each cost one.
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
+  const auto eq = [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  };
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
-      diag = up;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (eq(a[i - 1], b[j - 1]) ? 0 : 1)});
+      if (i > 1 && j > 1 && eq(a[i - 1], b[j - 2]) && eq(a[i - 2], b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-  }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 // " (did you mean 'x'?)" when one candidate is close enough to be a likely typo, else "".
@@ -101,7 +102,9 @@ std::string suggestion(std::string_view word, const std::vector<std::string>& ca
     const size_t d = edit_distance(word, c);
     if (d < best) best = d, best_word = c;
   }
-  const size_t allowed = std::max<size_t>(1, std::min<size_t>(3, best_word.size() / 3));
+  // About one edit per three letters; none for one- and two-letter words, where any single edit
+  // reaches another word and the "suggestion" would be noise.
+  const size_t allowed = best_word.size() <= 2 ? 0 : std::min<size_t>(3, (best_word.size() + 1) / 3);
   if (best_word.empty() || best > allowed) return "";
   return " (did you mean '" + best_word + "'?)";
 }
@@ -658,9 +661,12 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
         fail(prompt, "each prompt must be a non-empty list of token ids, got " + describe(prompt));
       std::vector<int32_t> ids;
       for (const auto& id : prompt) {
+        const int64_t v = integer(id, at(id), "a token id");
         const int64_t hi = checkpoint ? kMaxDim : m.vocab - 1;
-        ids.push_back(static_cast<int32_t>(
-            integer_in(id, at(id), "a token id", 0, hi)));
+        if (v < 0 || v > hi)
+          fail(id, "token id " + std::to_string(v) + " is outside the vocabulary (0.." +
+                       std::to_string(hi) + ")");
+        ids.push_back(static_cast<int32_t>(v));
       }
       m.prompts.push_back(std::move(ids));
     }
