@@ -1,0 +1,20 @@
+#pragma once
+// Bitwise hashes of outputs: XXH3-128 over the raw bytes. hash.cpp is the only file that
+// includes xxhash.h.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nvdet {
+
+struct Hash128 {
+  uint64_t high = 0, low = 0;
+  bool operator==(const Hash128&) const = default;
+  auto operator<=>(const Hash128&) const = default;
+  std::string hex() const;  // 32 lowercase hex digits, high word first
+  static bool from_hex(const std::string& s, Hash128& out);
+};
+
+Hash128 hash_bytes(const void* data, size_t size);
+
+}  // namespace nvdet

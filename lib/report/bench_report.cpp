@@ -1,0 +1,55 @@
+#include "lib/report/bench_report.h"
+
+#include <fmt/format.h>
+
+namespace nvdet {
+
+std::string render_bench_markdown(const BenchResult& r) {
+  std::string s = fmt::format("## nvdet bench: {} ({}, {})\n\n", r.scenario, r.op, r.dtype);
+  s += r.system.gpus.empty()
+           ? "Device: CPU only (host wall-clock times)\n\n"
+           : fmt::format("Device: {} ({} SMs), driver {}, CUDA {}, cuBLAS {}. Median of {} timed "
+                         "runs after {} warm-up runs, CUDA events.\n\n",
+                         r.system.gpus[0].name, r.system.gpus[0].sm_count,
+                         r.system.driver_version, r.system.cuda_runtime_version,
+                         r.system.cublas_version, r.timing.repetitions, r.timing.warmup);
+  s += fmt::format(
+      "| context | backend | median us | TFLOP/s | GB/s | time vs {} | throughput vs {} |\n",
+      r.baseline, r.baseline);
+  s += "|---|---|---:|---:|---:|---:|---:|\n";
+  for (const BenchRow& row : r.rows) {
+    s += fmt::format("| {} | {}{} | {:.2f} | {:.1f} | {:.0f} | {:.2f}x | {:.2f}x |\n", row.context,
+                     row.backend, row.device_timed ? "" : " (host)", row.median_us, row.tflops,
+                     row.gbps, row.time_ratio, row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
+  }
+  return s;
+}
+
+nlohmann::json bench_to_json(const BenchResult& r) {
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["scenario"] = r.scenario;
+  j["op"] = r.op;
+  j["dtype"] = r.dtype;
+  j["baseline"] = r.baseline;
+  j["timing"] = {{"warmup", r.timing.warmup}, {"repetitions", r.timing.repetitions}};
+  j["device"] = r.system.gpus.empty() ? nlohmann::json("cpu")
+                                      : nlohmann::json(r.system.gpus[0].name);
+  j["driver_version"] = r.system.driver_version;
+  j["cuda_runtime_version"] = r.system.cuda_runtime_version;
+  j["cublas_version"] = r.system.cublas_version;
+  j["rows"] = nlohmann::json::array();
+  for (const BenchRow& row : r.rows) {
+    j["rows"].push_back({{"context", row.context},
+                         {"backend", row.backend},
+                         {"median_us", row.median_us},
+                         {"min_us", row.min_us},
+                         {"tflops", row.tflops},
+                         {"gbps", row.gbps},
+                         {"time_ratio", row.time_ratio},
+                         {"device_timed", row.device_timed}});
+  }
+  return j;
+}
+
+}  // namespace nvdet

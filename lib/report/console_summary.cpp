@@ -1,0 +1,104 @@
+#include "lib/report/console_summary.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+
+#include "lib/runner/verdict.h"
+
+namespace nvdet {
+namespace {
+
+// "batch=34..64,128" style: the contexts where a backend diverged from its baseline, grouped by
+// consecutive indices so that a long sweep stays one line.
+std::string divergent_contexts_line(const AuditResult& r, const std::string& backend) {
+  std::set<int> idx;
+  std::map<int, std::string> ids;
+  for (const CaseRecord& c : r.cases) ids[c.context_index] = c.context_id;
+  std::map<std::string, int> index_of;
+  for (const auto& [i, id] : ids) index_of[id] = i;
+  for (const Divergence& d : r.divergences) {
+    if (d.backend == backend && d.kind == "context") idx.insert(index_of[d.context]);
+  }
+  std::string out;
+  int shown = 0;
+  for (auto it = idx.begin(); it != idx.end() && shown < 12; ++shown) {
+    auto end = it;
+    while (std::next(end) != idx.end() && *std::next(end) == *end + 1) ++end;
+    out += (out.empty() ? "" : ", ") + ids[*it];
+    if (end != it) out += " .. " + ids[*end];
+    it = std::next(end);
+  }
+  if (shown == 12) out += ", ...";
+  return out;
+}
+
+}  // namespace
+
+std::string render_console_summary(const AuditResult& r) {
+  std::string s;
+  s += fmt::format("scenario {} ({}, {}): {} contexts x {} backends, {} repeat{}\n",
+                   r.scenario.name, r.scenario.op, r.scenario.dtype, r.summary.contexts,
+                   r.summary.backends, r.scenario.repeat, r.scenario.repeat == 1 ? "" : "s");
+  const std::string device = r.system.gpus.empty()
+                                 ? std::string("CPU only")
+                                 : fmt::format("{} ({} SMs, driver {}, CUDA {}, cuBLAS {})",
+                                               r.system.gpus[0].name, r.system.gpus[0].sm_count,
+                                               r.system.driver_version,
+                                               r.system.cuda_runtime_version,
+                                               r.system.cublas_version);
+  s += "device: " + device + "\n";
+  for (const BackendOutcome& o : r.backends) {
+    s += fmt::format("  {} {:<20} expect {:<9} {}\n", o.passed ? "PASS" : "FAIL", o.name,
+                     expectation_name(o.expect), o.verdict);
+    const Divergence* first = nullptr;
+    for (const Divergence& d : r.divergences) {
+      if (d.backend == o.name) {
+        first = &d;
+        break;
+      }
+    }
+    if (!first) continue;
+    s += "       first mismatch: " + describe_first_mismatch(*first, r.scenario.coord_names) + "\n";
+    s += fmt::format("       max |diff| {:.3g}, {} elements in {} of {} tokens differ\n",
+                     first->max_abs_diff, first->mismatch_count, first->mismatched_tokens,
+                     first->tokens);
+    for (const auto& [key, value] : first->notes) {
+      auto it = first->baseline_notes.find(key);
+      if (it != first->baseline_notes.end() && it->second != value) {
+        s += fmt::format("       {}: {} at the baseline, {} here\n", key, it->second, value);
+      }
+    }
+    const std::string where = divergent_contexts_line(r, o.name);
+    if (!where.empty()) s += "       diverging contexts: " + where + "\n";
+  }
+  s += fmt::format("audit {}: {} of {} backends met their expectation ({:.1f} s)\n",
+                   r.summary.passed ? "PASSED" : "FAILED",
+                   r.summary.backends - r.summary.failed_backends, r.summary.backends,
+                   r.summary.seconds);
+  return s;
+}
+
+TerminalProgress::TerminalProgress(std::FILE* stream)
+    : stream_(stream), active_(stream && ::isatty(::fileno(stream))) {}
+
+void TerminalProgress::update(int done, int total, const std::string& backend,
+                              const std::string& context) {
+  if (!active_) return;
+  std::string line = fmt::format("[{:>4}/{}] {} {}", done, total, backend, context);
+  if (line.size() > 110) line = line.substr(0, 107) + "...";
+  fmt::print(stream_, "\r{:<{}}", line, last_width_);
+  last_width_ = line.size();
+  std::fflush(stream_);
+}
+
+void TerminalProgress::finish() {
+  if (!active_ || last_width_ == 0) return;
+  fmt::print(stream_, "\r{:<{}}\r", "", last_width_);
+  std::fflush(stream_);
+  last_width_ = 0;
+}
+
+}  // namespace nvdet

@@ -1,0 +1,247 @@
+#include "lib/runner/audit.h"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "lib/core/error.h"
+#include "lib/runner/verdict.h"
+
+namespace nvdet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+RequestRecord hash_output(const RequestOutput& out) {
+  RequestRecord r;
+  r.request = out.request;
+  r.hash = hash_bytes(out.output.data(), out.output.nbytes());
+  const int64_t tokens = out.output.rank() ? out.output.dim(0) : 1;
+  const size_t row_bytes = tokens ? out.output.nbytes() / tokens : 0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    r.token_hashes.push_back(hash_bytes(out.output.data() + t * row_bytes, row_bytes));
+  }
+  r.completion = out.completion;
+  return r;
+}
+
+ScenarioSummary summarize(const Scenario& s, const Workload& w) {
+  ScenarioSummary m;
+  m.name = s.name;
+  m.path = s.path;
+  m.description = s.description;
+  m.op = std::string(scenario_op_name(s.op));
+  m.dtype = std::string(dtype_name(s.dtype));
+  m.out_dtype = std::string(dtype_name(s.out_dtype));
+  m.seed = s.seed;
+  m.requests = s.requests;
+  m.repeat = s.repeat;
+  for (const SweepAxis& a : s.sweep) {
+    std::vector<std::string> values;
+    for (const AxisValue& v : a.values) values.push_back(axis_value_string(v));
+    m.axes.emplace_back(a.name, std::move(values));
+  }
+  m.coord_names = w.coord_names();
+  return m;
+}
+
+// Compares one request's output with a reference output; nullopt when bitwise identical.
+std::optional<Divergence> compare_request(const HostTensor& reference, const HostTensor& output) {
+  const TensorComparison cmp = compare_tensors(reference, output);
+  if (cmp.identical) return std::nullopt;
+  Divergence d;
+  d.token = cmp.first_mismatch_row;
+  d.first_mismatch = *cmp.first;
+  d.max_abs_diff = cmp.max_abs_diff;
+  d.max_rel_diff = cmp.max_rel_diff;
+  d.mismatch_count = cmp.mismatch_count;
+  d.mismatched_tokens = cmp.mismatched_rows;
+  d.tokens = output.rank() ? output.dim(0) : 1;
+  return d;
+}
+
+// Runs one backend over every context and repeat.
+class BackendAudit {
+ public:
+  BackendAudit(const BackendSpec& spec, Backend& backend, Workload& workload,
+               const std::vector<Context>& contexts, const Scenario& s,
+               const AuditOptions& options, AuditResult& result, AuditProgress& progress)
+      : spec_(spec), backend_(backend), workload_(workload), contexts_(contexts), s_(s),
+        options_(options), result_(result), progress_(progress) {}
+
+  BackendOutcome run() {
+    BackendOutcome o;
+    o.name = spec_.name;
+    o.description = backend_.info().description;
+    o.gpu = backend_.info().gpu;
+    o.expect = spec_.expect;
+    o.stands_for = backend_.info().stands_for;
+    for (const Context& c : contexts_) run_context(c, o);
+    o.contexts_run = static_cast<int>(contexts_.size());
+    for (const auto& [request, hashes] : distinct_) {
+      o.max_distinct_results = std::max(o.max_distinct_results, static_cast<int>(hashes.size()));
+    }
+    decide_verdict(o, first_divergence_);
+    return o;
+  }
+
+ private:
+  void run_context(const Context& c, BackendOutcome& o) {
+    std::map<int64_t, HostTensor> first_repeat;
+    RunNotes first_notes;
+    bool context_diverged = false;
+    for (int rep = 0; rep < s_.repeat; ++rep) {
+      progress_.backend = spec_.name;
+      progress_.context = c.id;
+      CaseRecord rec;
+      rec.backend = spec_.name;
+      rec.context_index = c.index;
+      rec.context_id = c.id;
+      for (const auto& [axis, v] : c.values) rec.context_values.emplace_back(axis, axis_value_string(v));
+      rec.repeat = rep;
+      const auto t0 = Clock::now();
+      std::vector<RequestOutput> outputs = workload_.run(backend_, c, &rec.notes);
+      rec.seconds = seconds_since(t0);
+      for (const RequestOutput& out : outputs) {
+        rec.requests.push_back(hash_output(out));
+        distinct_[out.request].insert(rec.requests.back().hash);
+        const bool baseline_case = &c == &contexts_.front() && rep == 0;
+        if (baseline_case) {
+          baseline_[out.request] = out.output;
+          baseline_notes_ = rec.notes;
+        } else if (rep == 0) {
+          if (auto d = compare_request(baseline_.at(out.request), out.output)) {
+            record(*d, "context", out.request, contexts_.front().id, c.id, 0, baseline_notes_,
+                   rec.notes);
+            context_diverged = true;
+          }
+        } else if (rep > 0) {
+          if (auto d = compare_request(first_repeat.at(out.request), out.output)) {
+            record(*d, "run-to-run", out.request, c.id, c.id, rep, first_notes, rec.notes);
+            ++o.run_to_run_divergences;
+          }
+        }
+        if (rep == 0) first_repeat[out.request] = out.output;
+      }
+      if (rep == 0) first_notes = rec.notes;
+      if (options_.on_outputs) options_.on_outputs(rec, outputs);
+      result_.cases.push_back(std::move(rec));
+      ++progress_.done;
+      if (options_.on_progress) options_.on_progress(progress_);
+    }
+    if (context_diverged) ++o.divergent_contexts;
+  }
+
+  void record(Divergence d, const char* kind, int64_t request, const std::string& base_ctx,
+              const std::string& ctx, int rep, const RunNotes& base_notes, const RunNotes& notes) {
+    d.backend = spec_.name;
+    d.kind = kind;
+    d.request = request;
+    d.baseline_context = base_ctx;
+    d.context = ctx;
+    d.repeat = rep;
+    d.baseline_notes = base_notes;
+    d.notes = notes;
+    if (!first_divergence_) first_divergence_ = d;
+    result_.divergences.push_back(std::move(d));
+  }
+
+  const BackendSpec& spec_;
+  Backend& backend_;
+  Workload& workload_;
+  const std::vector<Context>& contexts_;
+  const Scenario& s_;
+  const AuditOptions& options_;
+  AuditResult& result_;
+  AuditProgress& progress_;
+  std::map<int64_t, HostTensor> baseline_;
+  RunNotes baseline_notes_;
+  std::map<int64_t, std::set<Hash128>> distinct_;
+  std::optional<Divergence> first_divergence_;
+};
+
+// The ops a scenario's workload calls: its own op, or all of them for a model.
+std::vector<OpKind> ops_used_by(ScenarioOp op) {
+  switch (op) {
+    case ScenarioOp::kGemm: return {OpKind::kGemm};
+    case ScenarioOp::kRmsNorm: return {OpKind::kRmsNorm};
+    case ScenarioOp::kLogSoftmax: return {OpKind::kLogSoftmax};
+    case ScenarioOp::kAttentionDecode: return {OpKind::kAttentionDecode};
+    case ScenarioOp::kAttentionPrefill: return {OpKind::kAttentionPrefill};
+    case ScenarioOp::kModel:
+      return {OpKind::kGemm, OpKind::kRmsNorm, OpKind::kAttentionDecode, OpKind::kAttentionPrefill};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names) {
+  std::vector<BackendSpec> chosen;
+  if (names.empty()) {
+    chosen = s.backends;
+  } else {
+    for (const std::string& n : names) {
+      BackendSpec spec{n, Expectation::kReport, {}};
+      for (const BackendSpec& b : s.backends) {
+        if (b.name == n) spec = b;
+      }
+      chosen.push_back(spec);
+    }
+  }
+  for (const BackendSpec& b : chosen) {
+    if (find_backend(b.name)) continue;
+    std::string known;
+    for (const auto& r : backend_registry()) known += (known.empty() ? "" : ", ") + r.info.name;
+    const std::string msg = "unknown backend '" + b.name + "' (known: " + known + ")";
+    if (b.where.file.empty()) throw_input_error(msg);
+    throw_input_error(b.where, msg);
+  }
+  return chosen;
+}
+
+AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
+  const auto t0 = Clock::now();
+  const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  const std::vector<Context> contexts =
+      filter_contexts(expand_contexts(s), options.context_filter);
+  std::unique_ptr<Workload> workload = make_workload(s);
+
+  AuditResult result;
+  result.scenario = summarize(s, *workload);
+  result.system = collect_system_info();
+  AuditProgress progress;
+  progress.total = static_cast<int>(specs.size() * contexts.size()) * s.repeat;
+
+  for (const BackendSpec& spec : specs) {
+    std::unique_ptr<Backend> backend = make_backend(spec.name);
+    for (OpKind op : ops_used_by(s.op)) {
+      if (!backend->supports(op, s.dtype)) {
+        throw_input_error(spec.where, "backend '" + spec.name + "' does not compute " +
+                                          std::string(op_name(op)) + " in " +
+                                          std::string(dtype_name(s.dtype)));
+      }
+    }
+    BackendAudit audit(spec, *backend, *workload, contexts, s, options, result, progress);
+    result.backends.push_back(audit.run());
+  }
+
+  AuditSummary& sum = result.summary;
+  sum.backends = static_cast<int>(result.backends.size());
+  sum.contexts = static_cast<int>(contexts.size());
+  sum.cases = static_cast<int>(result.cases.size());
+  sum.divergences = static_cast<int>(result.divergences.size());
+  for (const BackendOutcome& o : result.backends) {
+    if (!o.passed) ++sum.failed_backends;
+  }
+  sum.passed = sum.failed_backends == 0;
+  sum.seconds = seconds_since(t0);
+  return result;
+}
+
+}  // namespace nvdet

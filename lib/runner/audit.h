@@ -1,0 +1,36 @@
+#pragma once
+// The audit pipeline: scenario -> contexts -> backend runs -> hashes -> comparisons. The result
+// model it returns is all that the writers, the manifest and the console ever see.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/runner/audit_result.h"
+#include "lib/runner/context.h"
+#include "lib/workloads/workload.h"
+
+namespace nvdet {
+
+struct AuditProgress {
+  int done = 0, total = 0;  // cases (backend × context × repeat)
+  std::string backend, context;
+};
+
+struct AuditOptions {
+  // Backends to run (names); empty = the scenario's. A name the scenario does not list is run
+  // with expectation `report`.
+  std::vector<std::string> backends;
+  std::string context_filter;  // --filter REGEX
+  std::function<void(const AuditProgress&)> on_progress;
+  // Called after each case with its outputs (for --dump); the outputs die after the call.
+  std::function<void(const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
+};
+
+// The backends an audit runs, with their expectations, after applying options.backends.
+// Throws kBadInput for names not in the registry (pointing at the scenario line when it is
+// the scenario's).
+std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names);
+
+AuditResult run_audit(const Scenario& s, const AuditOptions& options);
+
+}  // namespace nvdet

@@ -1,0 +1,98 @@
+#pragma once
+// The result model of an audit: everything the report writers, the manifest and the console see.
+// Writers never talk to a backend; they read only this.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "lib/compare/compare.h"
+#include "lib/core/system_info.h"
+#include "lib/hash/hash.h"
+#include "lib/scenario/scenario.h"
+
+namespace nvdet {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct ScenarioSummary {
+  std::string name, path, description, op;
+  std::string dtype, out_dtype;
+  uint64_t seed = 0;
+  std::vector<int64_t> requests;
+  int32_t repeat = 1;
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes;  // name -> values
+  std::vector<std::string> coord_names;  // what each output coordinate means: token, col / head, dim
+};
+
+struct RequestRecord {
+  int64_t request = 0;
+  Hash128 hash;                       // the request's whole output
+  std::vector<Hash128> token_hashes;  // one per token (first dimension)
+  std::vector<int32_t> completion;    // model scenarios: the generated token ids
+};
+
+// One backend run of one context (one repeat).
+struct CaseRecord {
+  std::string backend;
+  int context_index = 0;
+  std::string context_id;
+  std::vector<std::pair<std::string, std::string>> context_values;
+  int repeat = 0;
+  std::vector<RequestRecord> requests;
+  RunNotes notes;
+  double seconds = 0.0;
+};
+
+struct Divergence {
+  std::string backend;
+  std::string kind;  // "context" (vs the baseline context) or "run-to-run" (vs repeat 0)
+  int64_t request = 0;
+  int64_t token = 0;  // first token (row) of the request's output that differs
+  std::string baseline_context, context;
+  int repeat = 0;
+  FirstMismatch first_mismatch;
+  double max_abs_diff = 0.0;
+  double max_rel_diff = 0.0;
+  int64_t mismatch_count = 0;
+  int64_t mismatched_tokens = 0;
+  int64_t tokens = 0;  // tokens in the request's output
+  RunNotes baseline_notes, notes;  // why: the algorithms/splits each side used
+};
+
+struct BackendOutcome {
+  std::string name;
+  std::string description;
+  bool gpu = false;
+  Expectation expect = Expectation::kReport;
+  bool passed = true;
+  int contexts_run = 0;
+  int divergent_contexts = 0;      // contexts where some request differs from the baseline
+  int run_to_run_divergences = 0;
+  int max_distinct_results = 1;    // most distinct outputs of one request over the contexts
+  std::string verdict;             // one sentence for humans
+  std::map<std::string, std::string> stands_for;
+};
+
+struct AuditSummary {
+  bool passed = true;
+  int backends = 0;
+  int contexts = 0;
+  int cases = 0;
+  int divergences = 0;
+  int failed_backends = 0;
+  double seconds = 0.0;
+};
+
+struct AuditResult {
+  int schema_version = kReportSchemaVersion;
+  ScenarioSummary scenario;
+  SystemInfo system;
+  std::vector<BackendOutcome> backends;
+  std::vector<CaseRecord> cases;
+  std::vector<Divergence> divergences;
+  AuditSummary summary;
+};
+
+}  // namespace nvdet

@@ -1,0 +1,92 @@
+#include "lib/runner/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "lib/core/error.h"
+#include "lib/runner/audit.h"
+#include "lib/workloads/workload.h"
+
+namespace nvdet {
+namespace {
+
+// CPU backends have no device timer: median host wall clock of a few runs.
+Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
+  const int reps = std::max(1, std::min(opts.repetitions, 5));
+  b.run(args, nullptr);  // warm-up
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    b.run(args, nullptr);
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us.front(), reps};
+}
+
+std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::string& requested) {
+  if (!requested.empty()) {
+    for (const BackendSpec& s : specs) {
+      if (s.name == requested) return requested;
+    }
+    throw_input_error("--baseline '" + requested + "' is not among the backends being timed");
+  }
+  for (const BackendSpec& s : specs) {
+    if (s.name == "cublas") return s.name;
+  }
+  for (const BackendSpec& s : specs) {
+    const BackendRegistration* r = find_backend(s.name);
+    if (r && !r->info.invariant_by_design && s.name != "cpu-reference") return s.name;
+  }
+  return specs.front().name;
+}
+
+}  // namespace
+
+BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
+  const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  const std::vector<Context> contexts =
+      filter_contexts(expand_contexts(s), options.context_filter);
+  std::unique_ptr<Workload> workload = make_workload(s);
+  BenchResult result;
+  result.scenario = s.name;
+  result.op = std::string(scenario_op_name(s.op));
+  result.dtype = std::string(dtype_name(s.dtype));
+  result.baseline = pick_baseline(specs, options.baseline);
+  result.system = collect_system_info();
+  result.timing = options.timing;
+
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (const BackendSpec& spec : specs) backends.push_back(make_backend(spec.name));
+  const int total = static_cast<int>(contexts.size() * backends.size());
+  int done = 0;
+  for (const Context& c : contexts) {
+    std::unique_ptr<BenchCase> bc = workload->bench_case(c);
+    std::map<std::string, double> median;
+    const size_t first_row = result.rows.size();
+    for (auto& b : backends) {
+      if (options.on_progress) options.on_progress(done, total, b->info().name + " " + c.id);
+      std::optional<Timing> t = b->time(bc->args, options.timing);
+      BenchRow row;
+      row.device_timed = t.has_value();
+      if (!t) t = host_time(*b, bc->args, options.timing);
+      row.context = c.id;
+      row.backend = b->info().name;
+      row.median_us = t->median_us;
+      row.min_us = t->min_us;
+      row.tflops = bc->flops / (t->median_us * 1e-6) / 1e12;
+      row.gbps = bc->bytes / (t->median_us * 1e-6) / 1e9;
+      median[row.backend] = t->median_us;
+      result.rows.push_back(row);
+      ++done;
+    }
+    for (size_t i = first_row; i < result.rows.size(); ++i) {
+      result.rows[i].time_ratio = result.rows[i].median_us / median.at(result.baseline);
+    }
+  }
+  return result;
+}
+
+}  // namespace nvdet

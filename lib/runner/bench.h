@@ -1,0 +1,41 @@
+#pragma once
+// nvdet bench: for each context of a scenario, the median time of one representative op call on
+// each backend, with throughput and the ratio to a vendor baseline measured in the same run.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "lib/core/system_info.h"
+#include "lib/runner/context.h"
+#include "lib/scenario/scenario.h"
+
+namespace nvdet {
+
+struct BenchOptions {
+  std::vector<std::string> backends;  // empty: the scenario's
+  std::string baseline;               // empty: cublas if run, else the first vendor-style backend
+  std::string context_filter;
+  TimingOptions timing;
+  std::function<void(int done, int total, const std::string& what)> on_progress;
+};
+
+struct BenchRow {
+  std::string context;
+  std::string backend;
+  double median_us = 0.0, min_us = 0.0;
+  double tflops = 0.0, gbps = 0.0;
+  double time_ratio = 0.0;        // this backend's time / the baseline's (1.0 for the baseline)
+  bool device_timed = true;       // false: host wall clock (CPU backends)
+};
+
+struct BenchResult {
+  std::string scenario, op, dtype, baseline;
+  SystemInfo system;
+  TimingOptions timing;
+  std::vector<BenchRow> rows;
+};
+
+BenchResult run_bench(const Scenario& s, const BenchOptions& options);
+
+}  // namespace nvdet

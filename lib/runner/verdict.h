@@ -1,0 +1,14 @@
+#pragma once
+// Turns what a backend did into pass/fail under its expectation, and one sentence saying why.
+#include <optional>
+
+#include "lib/runner/audit_result.h"
+
+namespace nvdet {
+
+void decide_verdict(BackendOutcome& outcome, const std::optional<Divergence>& first);
+
+// "request 0, token 0, element (token=0, col=17): 1.25 vs 1.2509766 (bits 0x3fa0 vs 0x3fa1, 1 ulp)"
+std::string describe_first_mismatch(const Divergence& d, const std::vector<std::string>& coord_names);
+
+}  // namespace nvdet

@@ -1,0 +1,61 @@
+#include "lib/scenario/scenario.h"
+
+namespace nvdet {
+
+std::string_view scenario_op_name(ScenarioOp op) {
+  switch (op) {
+    case ScenarioOp::kGemm: return "gemm";
+    case ScenarioOp::kRmsNorm: return "rmsnorm";
+    case ScenarioOp::kLogSoftmax: return "log_softmax";
+    case ScenarioOp::kAttentionDecode: return "attention_decode";
+    case ScenarioOp::kAttentionPrefill: return "attention_prefill";
+    case ScenarioOp::kModel: return "model";
+  }
+  return "?";
+}
+
+std::string_view expectation_name(Expectation e) {
+  switch (e) {
+    case Expectation::kInvariant: return "invariant";
+    case Expectation::kVariant: return "variant";
+    case Expectation::kReport: return "report";
+  }
+  return "?";
+}
+
+std::string axis_value_string(const AxisValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  return std::get<std::string>(v);
+}
+
+const std::vector<AxisDescription>& known_axes() {
+  using O = ScenarioOp;
+  static const std::vector<AxisDescription> axes = {
+      {"batch",
+       {O::kGemm, O::kRmsNorm, O::kLogSoftmax, O::kAttentionDecode, O::kAttentionPrefill,
+        O::kModel},
+       "requests in the batch (probed requests plus seeded fillers)"},
+      {"position",
+       {O::kGemm, O::kRmsNorm, O::kLogSoftmax, O::kAttentionDecode, O::kAttentionPrefill,
+        O::kModel},
+       "where the probed requests sit in the batch: first, middle, last or a slot index"},
+      {"tokens", {O::kGemm, O::kRmsNorm, O::kLogSoftmax}, "rows (tokens) of each request"},
+      {"kv_len", {O::kAttentionDecode}, "KV-cache length of the probed requests"},
+      {"filler_kv_len", {O::kAttentionDecode},
+       "KV-cache length of the co-batched requests (batch composition); 'same' = kv_len"},
+      {"prompt_len", {O::kAttentionPrefill}, "prompt length of the probed requests"},
+      {"prefill_chunk", {O::kAttentionPrefill, O::kModel},
+       "prefill chunk size in tokens, or 'whole'"},
+      {"prefix_len", {O::kAttentionPrefill}, "tokens served from the prefix cache"},
+      {"num_splits", {O::kAttentionDecode, O::kAttentionPrefill},
+       "force a KV split count (vendor-style backends)"},
+      {"split_size", {O::kAttentionDecode, O::kAttentionPrefill},
+       "KV tokens per split (invariant backends)"},
+      {"page_size", {O::kAttentionDecode, O::kAttentionPrefill, O::kModel},
+       "tokens per KV-cache page"},
+      {"max_new_tokens", {O::kModel}, "tokens to decode greedily"},
+  };
+  return axes;
+}
+
+}  // namespace nvdet

@@ -1,0 +1,126 @@
+#pragma once
+// A scenario: what to run (op or model, shapes, dtype, seed), which requests to probe, the sweep
+// axes whose cartesian product makes the contexts, and the backends with their expectations.
+// Loaded from YAML by load_scenario() (scenario_loader.cpp, the only file that includes
+// yaml-cpp), which validates everything and reports problems as `file:line:column: sentence`.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "lib/core/dtype.h"
+#include "lib/core/error.h"
+
+namespace nvdet {
+
+enum class ScenarioOp { kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill, kModel };
+std::string_view scenario_op_name(ScenarioOp op);
+
+enum class Expectation {
+  kInvariant,  // any divergence fails the audit
+  kVariant,    // the audit fails if no divergence is found (a canary: the sweep can see variation)
+  kReport,     // record only
+};
+std::string_view expectation_name(Expectation e);
+
+struct BackendSpec {
+  std::string name;
+  Expectation expect = Expectation::kReport;
+  SourceLocation where;
+};
+
+// A sweep value: an integer (batch sizes, lengths) or a word (position "first", chunk "whole").
+using AxisValue = std::variant<int64_t, std::string>;
+std::string axis_value_string(const AxisValue& v);
+
+struct SweepAxis {
+  std::string name;  // one of known_axes() valid for the op
+  std::vector<AxisValue> values;
+  SourceLocation where;
+};
+
+struct AttentionShape {
+  int32_t num_heads = 32;
+  int32_t num_kv_heads = 8;
+  int32_t head_dim = 128;
+  int32_t page_size = 16;
+  int32_t kv_len = 1000;          // the probed requests' KV length (decode); axis kv_len overrides
+  int32_t filler_kv_len = -1;     // co-batched requests' KV length; -1: same as kv_len
+  std::optional<float> scale;     // default 1/sqrt(head_dim)
+};
+
+struct PrefillShape {
+  int32_t prompt_len = 512;  // tokens of each probed prompt, prefix included
+  int32_t chunk = 0;         // prefill chunk size; 0 = whole prompt in one chunk
+  int32_t prefix_len = 0;    // tokens already in the prefix cache, computed in an earlier pass
+};
+
+// A Llama/Qwen-style decoder (op: model). Weights are seeded synthetic unless `checkpoint` names
+// a Hugging Face style folder (config.json + *.safetensors).
+struct ModelSpec {
+  std::string checkpoint;  // "" = synthetic
+  int32_t hidden = 256;
+  int32_t layers = 2;
+  int32_t num_heads = 8;
+  int32_t num_kv_heads = 2;
+  int32_t head_dim = 0;  // 0 = hidden / num_heads
+  int32_t intermediate = 512;
+  int32_t vocab = 1024;
+  float rms_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  uint64_t weight_seed = 0;  // 0 = scenario seed
+  std::vector<std::vector<int32_t>> prompts;  // token ids; or from prompts_file
+  std::string prompts_file;                   // one prompt per line, ids separated by spaces
+  int32_t prompt_len = 16;   // synthetic prompts of this length when none are given
+  int32_t num_prompts = 4;
+  int32_t max_new_tokens = 16;
+  int32_t prefill_chunk = 0;  // 0 = whole prompt
+  int32_t page_size = 16;
+  SourceLocation where;
+};
+
+struct Scenario {
+  std::string path;  // as given on the command line
+  std::string name;
+  std::string description;
+  ScenarioOp op = ScenarioOp::kGemm;
+  DType dtype = DType::kBF16;
+  DType out_dtype = DType::kBF16;  // default: same as dtype
+
+  // Row ops (gemm, rmsnorm, log_softmax): each request is `tokens` consecutive rows.
+  int64_t n = 0, k = 0;  // gemm: out[m, n] = a[m, k] · w[n, k]^T
+  int64_t d = 0;         // rmsnorm row length
+  int64_t v = 0;         // log_softmax row length (vocabulary)
+  int32_t tokens = 1;
+  bool bias = false;
+  bool tf32 = false;
+  float eps = 1e-6f;
+
+  AttentionShape attention;
+  PrefillShape prefill;
+  ModelSpec model;
+
+  uint64_t seed = 0;
+  std::vector<int64_t> requests;  // ids of the probed requests (their data is seeded by id)
+  SourceLocation requests_where;
+  int32_t repeat = 1;             // runs of each context (>1: run-to-run check)
+  std::vector<SweepAxis> sweep;
+  std::vector<BackendSpec> backends;
+};
+
+// The sweep axes nvdet knows, with the ops each applies to and one line of help (nvdet list).
+struct AxisDescription {
+  std::string name;
+  std::vector<ScenarioOp> ops;
+  std::string help;
+};
+const std::vector<AxisDescription>& known_axes();
+
+// Loads and validates a scenario file. Throws Error(kBadInput) with `file:line:column: sentence`.
+Scenario load_scenario(const std::string& path);
+// Same, from text (tests); `path` is used in messages.
+Scenario parse_scenario(const std::string& yaml_text, const std::string& path);
+
+}  // namespace nvdet

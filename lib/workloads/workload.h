@@ -1,0 +1,52 @@
+#pragma once
+// A workload turns (scenario, context) into op calls on a backend and returns the probed
+// requests' outputs. It owns every input tensor: the probed requests' data is a pure function of
+// (seed, request id), so it is the same in every context; only the neighbours and the batch
+// shape change. Weights are built once and stay the same objects (GPU backends upload them once).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "lib/runner/context.h"
+#include "lib/scenario/scenario.h"
+
+namespace nvdet {
+
+struct RequestOutput {
+  int64_t request = 0;
+  HostTensor output;                // [tokens, ...]: the first dimension is the token
+  std::vector<int32_t> completion;  // model workloads: generated token ids
+};
+
+// One representative op call of a context, for `nvdet bench`: its arguments borrow tensors that
+// the BenchCase owns. flops and bytes (the fewest bytes the op must move) give TFLOP/s and GB/s.
+struct BenchCase {
+  virtual ~BenchCase() = default;
+  OpArgs args;
+  double flops = 0.0;
+  double bytes = 0.0;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // Names of the coordinates of one request's output tensor, e.g. {"token", "col"}.
+  virtual std::vector<std::string> coord_names() const = 0;
+  virtual std::vector<RequestOutput> run(Backend& backend, const Context& context,
+                                         RunNotes* notes) = 0;
+  virtual std::unique_ptr<BenchCase> bench_case(const Context& context) = 0;
+};
+
+// Throws Error(kBadInput) for contexts the op cannot take (found before any backend runs).
+std::unique_ptr<Workload> make_workload(const Scenario& s);
+
+// Per-op factories (one file each).
+std::unique_ptr<Workload> make_gemm_workload(const Scenario& s);
+std::unique_ptr<Workload> make_rmsnorm_workload(const Scenario& s);
+std::unique_ptr<Workload> make_log_softmax_workload(const Scenario& s);
+std::unique_ptr<Workload> make_attention_decode_workload(const Scenario& s);
+std::unique_ptr<Workload> make_attention_prefill_workload(const Scenario& s);
+std::unique_ptr<Workload> make_model_workload(const Scenario& s);
+
+}  // namespace nvdet

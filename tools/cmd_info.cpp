@@ -1,0 +1,38 @@
+// nvdet info: the machine, the GPUs, CUDA, cuBLAS, compiled architectures and backends.
+#include <fmt/format.h>
+
+#include "lib/backend/backend.h"
+#include "lib/core/system_info.h"
+#include "tools/command.h"
+
+namespace nvdet::cli {
+
+Action add_info_command(CLI::App& app) {
+  app.add_subcommand("info", "Show devices, driver, CUDA, cuBLAS, architectures and backends");
+  return [] {
+    const SystemInfo s = collect_system_info();
+    fmt::print("nvdet {}\n", s.nvdet_version);
+    fmt::print("host: {}\n", s.host);
+    fmt::print("host floating-point flags: {}\n", s.cxx_fp_flags);
+    if (!s.cuda_built) {
+      fmt::print("CUDA: not built (CPU backends only)\n");
+    } else {
+      fmt::print("CUDA: built for {} with {}\n", s.compiled_architectures, s.cuda_fp_flags);
+      fmt::print("driver: {}  runtime: {}  cuBLAS: {}\n",
+                 s.driver_version.empty() ? "none" : s.driver_version, s.cuda_runtime_version,
+                 s.cublas_version);
+      for (const GpuInfo& g : s.gpus) {
+        fmt::print("GPU {}: {}, compute capability {}, {} SMs, {:.1f} GiB, L2 {} MiB\n", g.index,
+                   g.name, g.compute_capability, g.sm_count,
+                   static_cast<double>(g.memory_bytes) / (1 << 30), g.l2_bytes >> 20);
+      }
+    }
+    if (s.gpus.empty()) fmt::print("GPUs: none ({})\n", s.device_error);
+    fmt::print("backends:");
+    for (const BackendRegistration& r : backend_registry()) fmt::print(" {}", r.info.name);
+    fmt::print("\n");
+    return 0;
+  };
+}
+
+}  // namespace nvdet::cli

@@ -1,0 +1,52 @@
+// nvdet: does the result of my request depend on what else was in the batch?
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <new>
+#include <string>
+
+#include "lib/core/error.h"
+#include "tools/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"nvdet: audits LLM inference kernels for batch invariance, bit for bit"};
+  app.set_version_flag("--version", std::string("nvdet ") + NVDET_VERSION);
+  app.require_subcommand(1);
+  const std::map<std::string, nvdet::cli::Action> actions = {
+      {"audit", nvdet::cli::add_audit_command(app)},
+      {"diff", nvdet::cli::add_diff_command(app)},
+      {"bisect", nvdet::cli::add_bisect_command(app)},
+      {"bench", nvdet::cli::add_bench_command(app)},
+      {"info", nvdet::cli::add_info_command(app)},
+      {"list", nvdet::cli::add_list_command(app)},
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "nvdet: %s (see nvdet --help)\n", e.what());
+    return static_cast<int>(nvdet::ExitCode::kBadInput);
+  }
+  try {
+    for (CLI::App* sub : app.get_subcommands()) {
+      auto it = actions.find(sub->get_name());
+      if (it != actions.end()) return it->second();
+    }
+    return static_cast<int>(nvdet::ExitCode::kBadInput);
+  } catch (const nvdet::Error& e) {
+    std::fprintf(stderr, "nvdet: %s\n", e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "nvdet: out of host memory\n");
+    return static_cast<int>(nvdet::ExitCode::kRuntime);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nvdet: internal error: %s\n", e.what());
+    return static_cast<int>(nvdet::ExitCode::kRuntime);
+  }
+}
