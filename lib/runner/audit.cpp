@@ -6,6 +6,7 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/runner/completion_compare.h"
 #include "lib/runner/verdict.h"
 
 namespace nvdet {
@@ -51,12 +52,17 @@ ScenarioSummary summarize(const Scenario& s, const Workload& w) {
 }
 
 // Compares one request's output with a reference output; nullopt when bitwise identical.
-std::optional<Divergence> compare_request(const HostTensor& reference, const HostTensor& output) {
+std::optional<Divergence> compare_request(const RequestOutput& reference_out,
+                                          const RequestOutput& output_out) {
+  const HostTensor& reference = reference_out.output;
+  const HostTensor& output = output_out.output;
   const TensorComparison cmp = compare_tensors(reference, output);
-  if (cmp.identical) return std::nullopt;
+  if (cmp.identical && reference_out.completion == output_out.completion) return std::nullopt;
   Divergence d;
   d.token = cmp.first_mismatch_row;
-  d.first_mismatch = *cmp.first;
+  if (cmp.first) d.first_mismatch = *cmp.first;
+  d.completion = compare_completions(reference_out, output_out);
+  d.first_op = first_trace_difference(reference_out, output_out);
   d.max_abs_diff = cmp.max_abs_diff;
   d.max_rel_diff = cmp.max_rel_diff;
   d.mismatch_count = cmp.mismatch_count;
@@ -86,13 +92,17 @@ class BackendAudit {
     for (const auto& [request, hashes] : distinct_) {
       o.max_distinct_results = std::max(o.max_distinct_results, static_cast<int>(hashes.size()));
     }
+    for (const auto& [request, set] : completions_) {
+      o.max_distinct_completions =
+          std::max(o.max_distinct_completions, static_cast<int>(set.size()));
+    }
     decide_verdict(o, first_divergence_);
     return o;
   }
 
  private:
   void run_context(const Context& c, BackendOutcome& o) {
-    std::map<int64_t, HostTensor> first_repeat;
+    std::map<int64_t, RequestOutput> first_repeat;
     RunNotes first_notes;
     bool context_diverged = false;
     for (int rep = 0; rep < s_.repeat; ++rep) {
@@ -110,23 +120,24 @@ class BackendAudit {
       for (const RequestOutput& out : outputs) {
         rec.requests.push_back(hash_output(out));
         distinct_[out.request].insert(rec.requests.back().hash);
+        if (!out.completion.empty()) completions_[out.request].insert(out.completion);
         const bool baseline_case = &c == &contexts_.front() && rep == 0;
         if (baseline_case) {
-          baseline_[out.request] = out.output;
+          baseline_[out.request] = out;
           baseline_notes_ = rec.notes;
         } else if (rep == 0) {
-          if (auto d = compare_request(baseline_.at(out.request), out.output)) {
+          if (auto d = compare_request(baseline_.at(out.request), out)) {
             record(*d, "context", out.request, contexts_.front().id, c.id, 0, baseline_notes_,
                    rec.notes);
             context_diverged = true;
           }
         } else if (rep > 0) {
-          if (auto d = compare_request(first_repeat.at(out.request), out.output)) {
+          if (auto d = compare_request(first_repeat.at(out.request), out)) {
             record(*d, "run-to-run", out.request, c.id, c.id, rep, first_notes, rec.notes);
             ++o.run_to_run_divergences;
           }
         }
-        if (rep == 0) first_repeat[out.request] = out.output;
+        if (rep == 0) first_repeat[out.request] = out;
       }
       if (rep == 0) first_notes = rec.notes;
       if (options_.on_outputs) options_.on_outputs(rec, outputs);
@@ -159,9 +170,10 @@ class BackendAudit {
   const AuditOptions& options_;
   AuditResult& result_;
   AuditProgress& progress_;
-  std::map<int64_t, HostTensor> baseline_;
+  std::map<int64_t, RequestOutput> baseline_;
   RunNotes baseline_notes_;
   std::map<int64_t, std::set<Hash128>> distinct_;
+  std::map<int64_t, std::set<std::vector<int32_t>>> completions_;
   std::optional<Divergence> first_divergence_;
 };
 

@@ -3,6 +3,7 @@
 // Writers never talk to a backend; they read only this.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,22 @@ struct CaseRecord {
   double seconds = 0.0;
 };
 
+// Model scenarios: where two completions part (token ids per decode step; the output tensor
+// holds each step's logits).
+struct CompletionDivergence {
+  int64_t step = 0;                 // first decode step whose token differs
+  int32_t baseline_token = 0, token = 0;
+  double baseline_logit_of_baseline_token = 0.0, baseline_logit_of_token = 0.0;
+  double logit_of_baseline_token = 0.0, logit_of_token = 0.0;
+  double baseline_margin = 0.0;     // baseline's top-1 minus top-2 logit at that step
+};
+
+// Model scenarios: the first intermediate tensor whose bits differ.
+struct OpDivergence {
+  int32_t step = 0, layer = 0;
+  std::string op;
+};
+
 struct Divergence {
   std::string backend;
   std::string kind;  // "context" (vs the baseline context) or "run-to-run" (vs repeat 0)
@@ -59,6 +76,8 @@ struct Divergence {
   int64_t mismatched_tokens = 0;
   int64_t tokens = 0;  // tokens in the request's output
   RunNotes baseline_notes, notes;  // why: the algorithms/splits each side used
+  std::optional<CompletionDivergence> completion;  // model scenarios, when the tokens differ
+  std::optional<OpDivergence> first_op;            // model scenarios
 };
 
 struct BackendOutcome {
@@ -71,6 +90,7 @@ struct BackendOutcome {
   int divergent_contexts = 0;      // contexts where some request differs from the baseline
   int run_to_run_divergences = 0;
   int max_distinct_results = 1;    // most distinct outputs of one request over the contexts
+  int max_distinct_completions = 0;  // model scenarios: most distinct completions of one request
   std::string verdict;             // one sentence for humans
   std::map<std::string, std::string> stands_for;
 };

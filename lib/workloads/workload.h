@@ -8,15 +8,26 @@
 #include <vector>
 
 #include "lib/backend/backend.h"
+#include "lib/hash/hash.h"
 #include "lib/runner/context.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
 
+// The hash of one intermediate tensor of a request (model workloads): which decode step, layer
+// and op produced it. Two contexts' traces show the first op whose bits parted.
+struct TraceEntry {
+  int32_t step = 0;   // 0 = prefill, then one per generated token
+  int32_t layer = 0;  // -1 for ops outside the layers (embedding, final norm, LM head)
+  std::string op;     // "attn_norm", "qkv_proj", "attention", ...
+  Hash128 hash;
+};
+
 struct RequestOutput {
   int64_t request = 0;
   HostTensor output;                // [tokens, ...]: the first dimension is the token
   std::vector<int32_t> completion;  // model workloads: generated token ids
+  std::vector<TraceEntry> trace;    // model workloads: per (step, layer, op) hashes, in order
 };
 
 // One representative op call of a context, for `nvdet bench`: its arguments borrow tensors that

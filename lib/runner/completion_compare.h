@@ -1,0 +1,16 @@
+#pragma once
+// For model scenarios: where two runs' completions part, and which intermediate tensor parted
+// first. The output tensor of a model request is its logits, one row per decode step.
+#include <optional>
+
+#include "lib/runner/audit_result.h"
+#include "lib/workloads/workload.h"
+
+namespace nvdet {
+
+std::optional<CompletionDivergence> compare_completions(const RequestOutput& reference,
+                                                        const RequestOutput& output);
+std::optional<OpDivergence> first_trace_difference(const RequestOutput& reference,
+                                                   const RequestOutput& output);
+
+}  // namespace nvdet
