@@ -1,0 +1,324 @@
+#include "lib/tensorio/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <tuple>
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.h"
+#include "lib/report/atomic_file.h"
+
+namespace nvdet {
+
+// The file, mapped read-only. A zero-length file has no mapping (mmap refuses length 0).
+struct SafetensorsFile::Mapping {
+  const std::byte* data = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (data) ::munmap(const_cast<std::byte*>(data), size);
+  }
+};
+
+namespace {
+
+struct DtypeInfo {
+  const char* name;
+  size_t bytes;
+  std::optional<ElemType> type;
+};
+
+// Every dtype the format defines; the fp8 ones are sized (so their offsets are validated) but
+// not readable.
+const DtypeInfo kDtypes[] = {
+    {"BOOL", 1, ElemType::kBool}, {"U8", 1, ElemType::kU8},     {"I8", 1, ElemType::kI8},
+    {"I16", 2, ElemType::kI16},   {"U16", 2, ElemType::kU16},   {"F16", 2, ElemType::kF16},
+    {"BF16", 2, ElemType::kBF16}, {"I32", 4, ElemType::kI32},   {"U32", 4, ElemType::kU32},
+    {"F32", 4, ElemType::kF32},   {"F64", 8, ElemType::kF64},   {"I64", 8, ElemType::kI64},
+    {"U64", 8, ElemType::kU64},   {"F8_E4M3", 1, std::nullopt}, {"F8_E5M2", 1, std::nullopt},
+};
+
+const DtypeInfo* find_dtype(const std::string& name) {
+  for (const DtypeInfo& d : kDtypes) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void bad(const std::filesystem::path& path, const std::string& message) {
+  throw_input_error(path.string() + ": " + message);
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// A non-negative JSON integer that fits in int64, or nullopt.
+std::optional<int64_t> non_negative(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
+  return std::nullopt;
+}
+
+SafetensorsFile::Entry parse_entry(const std::filesystem::path& path, const std::string& name,
+                                   const nlohmann::json& v, uint64_t buffer_size) {
+  const std::string what = "tensor '" + name + "'";
+  if (!v.is_object()) bad(path, what + " is not a JSON object");
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!v.contains(key)) bad(path, what + " has no \"" + key + "\"");
+  }
+  SafetensorsFile::Entry e;
+  e.name = name;
+  if (!v["dtype"].is_string()) bad(path, what + ": \"dtype\" is not a string");
+  e.dtype = v["dtype"].get<std::string>();
+  const DtypeInfo* info = find_dtype(e.dtype);
+  if (!info) bad(path, what + " has unknown dtype '" + e.dtype + "'");
+  e.type = info->type;
+  e.elem_bytes = info->bytes;
+
+  if (!v["shape"].is_array()) bad(path, what + ": \"shape\" is not a list");
+  for (const nlohmann::json& d : v["shape"]) {
+    const auto dim = non_negative(d);
+    if (!dim) bad(path, what + ": shape " + v["shape"].dump() + " has a dimension that is not a non-negative integer");
+    e.shape.push_back(*dim);
+  }
+  const nlohmann::json& off = v["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !non_negative(off[0]) || !non_negative(off[1])) {
+    bad(path, what + ": \"data_offsets\" must be two non-negative integers, not " + off.dump());
+  }
+  e.begin = static_cast<uint64_t>(*non_negative(off[0]));
+  e.end = static_cast<uint64_t>(*non_negative(off[1]));
+  if (e.end < e.begin) {
+    bad(path, what + " has data_offsets [" + std::to_string(e.begin) + ", " +
+                  std::to_string(e.end) + "] that end before they begin");
+  }
+  if (e.end > buffer_size) {
+    bad(path, what + " has data_offsets [" + std::to_string(e.begin) + ", " +
+                  std::to_string(e.end) + "] beyond the data buffer (" +
+                  std::to_string(buffer_size) + " bytes)");
+  }
+  // numel * size must equal the byte length; guard the multiplication against overflow.
+  uint64_t numel = 1;
+  for (int64_t d : e.shape) {
+    const uint64_t ud = static_cast<uint64_t>(d);
+    if (ud != 0 && numel > std::numeric_limits<uint64_t>::max() / ud / e.elem_bytes) {
+      bad(path, what + ": shape " + shape_text(e.shape) + " is too large");
+    }
+    numel *= ud;
+  }
+  if (numel * e.elem_bytes != e.end - e.begin) {
+    bad(path, what + " has data_offsets [" + std::to_string(e.begin) + ", " +
+                  std::to_string(e.end) + "] (" + std::to_string(e.end - e.begin) +
+                  " bytes) but shape " + shape_text(e.shape) + " of " + e.dtype + " needs " +
+                  std::to_string(numel * e.elem_bytes) + " bytes");
+  }
+  return e;
+}
+
+}  // namespace
+
+std::optional<ElemType> safetensors_elem_type(const std::string& dtype) {
+  const DtypeInfo* d = find_dtype(dtype);
+  return d ? d->type : std::nullopt;
+}
+
+std::string safetensors_dtype_name(ElemType t) {
+  for (const DtypeInfo& d : kDtypes) {
+    if (d.type == t) return d.name;
+  }
+  return "?";
+}
+
+SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) bad(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    bad(path, "is not a regular file");
+  }
+  auto map = std::make_shared<Mapping>();
+  map->size = static_cast<size_t>(st.st_size);
+  if (map->size > 0) {
+    void* p = ::mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      bad(path, std::string("cannot map the file: ") + std::strerror(err));
+    }
+    map->data = static_cast<const std::byte*>(p);
+  }
+  ::close(fd);  // the mapping stays valid
+
+  if (map->size < 8) {
+    bad(path, "file is " + std::to_string(map->size) +
+                  " bytes, too short for a safetensors header (8-byte length first)");
+  }
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, map->data, 8);  // little-endian on disk and host
+  if (header_len > map->size - 8) {
+    bad(path, "header length " + std::to_string(header_len) + " exceeds the file size (" +
+                  std::to_string(map->size) + " bytes)");
+  }
+  if (header_len == 0) bad(path, "header length is 0 (no JSON header)");
+  const std::string_view header_text(reinterpret_cast<const char*>(map->data) + 8, header_len);
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(header_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    bad(path, "the header is not valid JSON (byte " + std::to_string(e.byte) +
+                  " of the header); the file is truncated or not a safetensors file");
+  }
+  if (!header.is_object()) bad(path, "the header is not a JSON object");
+
+  SafetensorsFile f;
+  f.path_ = path;
+  f.data_start_ = 8 + header_len;
+  const uint64_t buffer_size = map->size - 8 - header_len;
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      if (!value.is_object()) bad(path, "\"__metadata__\" is not a JSON object");
+      for (const auto& [mk, mv] : value.items()) {
+        if (!mv.is_string()) bad(path, "\"__metadata__\" value of '" + mk + "' is not a string");
+        f.metadata_[mk] = mv.get<std::string>();
+      }
+      continue;
+    }
+    f.entries_.push_back(parse_entry(path, key, value, buffer_size));
+  }
+  std::sort(f.entries_.begin(), f.entries_.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  const Entry* prev = nullptr;  // the last non-empty tensor
+  for (const Entry& e : f.entries_) {
+    if (e.begin == e.end) continue;  // empty tensors occupy no bytes
+    if (prev && e.begin < prev->end) {
+      bad(path, "tensors '" + prev->name + "' [" + std::to_string(prev->begin) + ", " +
+                    std::to_string(prev->end) + "] and '" + e.name + "' [" +
+                    std::to_string(e.begin) + ", " + std::to_string(e.end) + "] overlap");
+    }
+    prev = &e;
+  }
+  for (size_t i = 0; i < f.entries_.size(); ++i) f.index_[f.entries_[i].name] = i;
+  f.map_ = std::move(map);
+  return f;
+}
+
+std::vector<std::string> SafetensorsFile::names() const {
+  std::vector<std::string> out;
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_) out.push_back(e.name);
+  return out;
+}
+
+bool SafetensorsFile::contains(const std::string& name) const { return index_.count(name) != 0; }
+
+const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) {
+    std::string known;
+    for (size_t i = 0; i < entries_.size() && i < 5; ++i) {
+      known += (i ? ", " : "") + entries_[i].name;
+    }
+    if (entries_.size() > 5) known += ", ...";
+    bad(path_, "no tensor named '" + name + "'" +
+                   (known.empty() ? std::string(" (the file holds none)") : " (it holds " + known + ")"));
+  }
+  return entries_[it->second];
+}
+
+std::vector<int64_t> SafetensorsFile::shape(const std::string& name) const {
+  return entry(name).shape;
+}
+
+std::string SafetensorsFile::dtype(const std::string& name) const { return entry(name).dtype; }
+
+AnyTensor SafetensorsFile::read_any(const std::string& name) const {
+  const Entry& e = entry(name);
+  if (!e.type) bad(path_, "tensor '" + name + "' has dtype " + e.dtype + ", which nvdet cannot read");
+  AnyTensor t;
+  t.type = *e.type;
+  t.shape = e.shape;
+  const size_t n = static_cast<size_t>(e.end - e.begin);
+  t.bytes.resize(n);
+  if (n > 0) std::memcpy(t.bytes.data(), map_->data + data_start_ + e.begin, n);
+  return t;
+}
+
+HostTensor SafetensorsFile::read(const std::string& name) const {
+  const Entry& e = entry(name);
+  if (!e.type || !to_dtype(*e.type)) {
+    bad(path_, "tensor '" + name + "' has dtype " + e.dtype +
+                   "; only BF16, F16 and F32 can be loaded as an nvdet tensor");
+  }
+  return to_host(read_any(name), path_.string() + ": tensor '" + name + "'");
+}
+
+const std::map<std::string, std::string>& SafetensorsFile::metadata() const { return metadata_; }
+const std::filesystem::path& SafetensorsFile::path() const { return path_; }
+
+namespace {
+
+void write_entries(const std::filesystem::path& path,
+                   const std::vector<std::tuple<std::string, ElemType, std::vector<int64_t>,
+                                                const std::byte*, size_t>>& items,
+                   const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, type, shape, data, size] : items) {
+    if (name == "__metadata__") throw_input_error(path.string() + ": '__metadata__' is reserved and cannot name a tensor");
+    if (header.contains(name)) throw_input_error(path.string() + ": tensor name '" + name + "' appears twice");
+    header[name] = {{"dtype", safetensors_dtype_name(type)},
+                    {"shape", shape},
+                    {"data_offsets", {offset, offset + size}}};
+    offset += size;
+  }
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8 != 0) text += ' ';  // data starts 8-byte aligned
+  std::string content;
+  content.reserve(8 + text.size() + offset);
+  const uint64_t n = text.size();
+  content.append(reinterpret_cast<const char*>(&n), 8);
+  content += text;
+  for (const auto& item : items) {
+    content.append(reinterpret_cast<const char*>(std::get<3>(item)), std::get<4>(item));
+  }
+  write_file_atomic(path, content, "safetensors file");
+}
+
+}  // namespace
+
+void write_safetensors(const std::filesystem::path& path,
+                       const std::vector<std::pair<std::string, const HostTensor*>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<std::tuple<std::string, ElemType, std::vector<int64_t>, const std::byte*, size_t>> items;
+  for (const auto& [name, t] : tensors) {
+    items.emplace_back(name, from_dtype(t->dtype()), t->shape(), t->data(), t->nbytes());
+  }
+  write_entries(path, items, metadata);
+}
+
+void write_safetensors_any(const std::filesystem::path& path,
+                           const std::vector<std::pair<std::string, const AnyTensor*>>& tensors,
+                           const std::map<std::string, std::string>& metadata) {
+  std::vector<std::tuple<std::string, ElemType, std::vector<int64_t>, const std::byte*, size_t>> items;
+  for (const auto& [name, t] : tensors) {
+    items.emplace_back(name, t->type, t->shape, t->bytes.data(), t->bytes.size());
+  }
+  write_entries(path, items, metadata);
+}
+
+}  // namespace nvdet
