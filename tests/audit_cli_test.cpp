@@ -1,0 +1,138 @@
+// The CLI end to end on the CPU backends: the quickstart passes with a divergent canary and a
+// holding invariant backend; a wrong expectation fails with the first mismatch in every report;
+// bad input and missing GPUs give their documented exit codes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+
+namespace nvdet::testing {
+namespace {
+
+std::string scenario(const std::string& name) { return (source_dir() / "scenarios" / name).string(); }
+
+TEST(AuditCli, QuickstartPassesAndReportsAreConsistent) {
+  const auto dir = make_temp_dir("quickstart");
+  const CommandResult r = run_nvdet("audit " + scenario("quickstart.yaml") + " --report-dir " +
+                                    dir.string() + " --format md,json,junit");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASS cpu-variant"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first mismatch: request"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("audit PASSED"), std::string::npos) << r.out;
+
+  const auto j = nlohmann::json::parse(read_file(dir / "quickstart.json"));
+  EXPECT_EQ(j.at("schema_version"), 1);
+  EXPECT_EQ(j.at("scenario").at("name"), "quickstart");
+  EXPECT_TRUE(j.at("summary").at("passed").get<bool>());
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& b : j.at("backends")) by_name[b.at("name")] = b;
+  ASSERT_EQ(by_name.size(), 3u);
+  EXPECT_EQ(by_name["cpu-invariant"].at("divergent_contexts"), 0);
+  EXPECT_EQ(by_name["cpu-invariant"].at("max_distinct_results"), 1);
+  EXPECT_GT(by_name["cpu-variant"].at("divergent_contexts").get<int>(), 0);
+  EXPECT_GT(by_name["cpu-variant"].at("max_distinct_results").get<int>(), 1);
+
+  // Every divergence belongs to the variant backend and names a real first mismatch whose two
+  // bit patterns differ; the cases' hashes agree with it.
+  ASSERT_FALSE(j.at("divergences").empty());
+  for (const auto& d : j.at("divergences")) {
+    EXPECT_EQ(d.at("backend"), "cpu-variant");
+    const auto& f = d.at("first_mismatch");
+    EXPECT_NE(f.at("a_bits"), f.at("b_bits"));
+    EXPECT_GE(d.at("mismatch_count").get<int>(), 1);
+  }
+  const auto& d0 = j.at("divergences")[0];
+  std::string base_hash, ctx_hash;
+  for (const auto& c : j.at("cases")) {
+    if (c.at("backend") != "cpu-variant" || c.at("repeat") != 0) continue;
+    for (const auto& req : c.at("requests")) {
+      if (req.at("request") != d0.at("request")) continue;
+      if (c.at("context") == d0.at("baseline_context")) base_hash = req.at("hash");
+      if (c.at("context") == d0.at("context")) ctx_hash = req.at("hash");
+    }
+  }
+  ASSERT_EQ(base_hash.size(), 32u);
+  ASSERT_EQ(ctx_hash.size(), 32u);
+  EXPECT_NE(base_hash, ctx_hash);
+  EXPECT_TRUE(std::filesystem::exists(dir / "quickstart.md"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "quickstart.junit.xml"));
+}
+
+TEST(AuditCli, WrongExpectationFailsWithFirstMismatch) {
+  const auto dir = make_temp_dir("fail");
+  const CommandResult r = run_nvdet("audit " + scenario("fail-expect-invariant.yaml") +
+                                    " --report-dir " + dir.string() + " --format md,json");
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL cpu-variant"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("audit FAILED"), std::string::npos);
+  const auto j = nlohmann::json::parse(read_file(dir / "fail-expect-invariant.json"));
+  EXPECT_FALSE(j.at("summary").at("passed").get<bool>());
+  const auto& d = j.at("divergences").at(0);
+  EXPECT_TRUE(d.contains("token"));
+  EXPECT_TRUE(d.at("first_mismatch").contains("coords"));
+  const std::string md = read_file(dir / "fail-expect-invariant.md");
+  EXPECT_NE(md.find(d.at("first_mismatch").at("a_bits").get<std::string>()), std::string::npos);
+}
+
+TEST(AuditCli, FilterAndBackendSelection) {
+  const CommandResult r = run_nvdet("audit " + scenario("quickstart.yaml") +
+                                    " --backends cpu-invariant --filter 'batch=64,'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 contexts x 1 backends"), std::string::npos) << r.out;
+}
+
+TEST(AuditCli, BadInputExitsTwoWithOneSentence) {
+  const auto dir = make_temp_dir("bad");
+  write_file(dir / "s.yaml", "name: x\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
+                             "backends:\n  cpu-nonexistent: invariant\n");
+  CommandResult r = run_nvdet("audit " + (dir / "s.yaml").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("s.yaml:7:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown backend 'cpu-nonexistent'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  r = run_nvdet("audit " + (dir / "missing.yaml").string());
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_nvdet("audit " + scenario("quickstart.yaml") + " --filter '('");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_nvdet("audit " + scenario("quickstart.yaml") + " --format pdf");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_nvdet("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(AuditCli, GpuBackendWithoutGpuExitsThree) {
+  if (gpu_available()) GTEST_SKIP() << "a GPU is present";
+  const CommandResult r = run_nvdet("audit " + scenario("quickstart.yaml") + " --backends cublas");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("GPU"), std::string::npos) << r.err;
+}
+
+TEST(InfoAndList, Work) {
+  CommandResult r = run_nvdet("list");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* word : {"gemm", "attention_decode", "cpu-invariant", "cuda-invariant", "kv_len",
+                           "prefill_chunk"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  }
+  r = run_nvdet("info");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("host:"), std::string::npos);
+}
+
+TEST(BenchCli, CpuBenchPrintsRatios) {
+  const auto dir = make_temp_dir("bench");
+  const CommandResult r = run_nvdet("bench " + scenario("quickstart.yaml") +
+                                    " --filter 'batch=64,position=first' --reps 2 --report-dir " +
+                                    dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("time vs cpu-variant"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(read_file(dir / "bench-quickstart.json"));
+  EXPECT_EQ(j.at("baseline"), "cpu-variant");
+  ASSERT_EQ(j.at("rows").size(), 6u);  // the baseline context (always kept) and the match, x 3 backends
+  for (const auto& row : j.at("rows")) EXPECT_GT(row.at("median_us").get<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace nvdet::testing
