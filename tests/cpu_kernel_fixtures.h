@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lib/backend/backend.h"
@@ -22,14 +25,57 @@ namespace nvdet::testing {
 
 inline constexpr uint64_t kSeed = 20261130;
 
+// The first `count` normal(0, 1) values of `stream` (fill_normal with kSeed). Memoised: the sweeps
+// ask for the same requests in many contexts, and generating normals dominates their cost.
+// Element i is the same whatever `count` is, so a longer request extends a shorter one.
+inline const float* stream_values(uint64_t stream, int64_t count) {
+  static std::map<uint64_t, std::vector<float>> cache;
+  std::vector<float>& v = cache[stream];
+  if (static_cast<int64_t>(v.size()) < count) {  // grow geometrically: regrowth regenerates all
+    v.resize(std::max(static_cast<size_t>(count), 2 * v.size()));
+    fill_normal(std::span<float>(v), kSeed, stream);
+  }
+  return v.data();
+}
+
+// The first `count` values of `stream` times `stddev`, rounded to `dtype`, as raw bytes.
+// Memoised like stream_values.
+inline const std::byte* stream_bytes(uint64_t stream, int64_t count, DType dtype, float stddev) {
+  static std::map<std::tuple<uint64_t, DType, float>, std::vector<std::byte>> cache;
+  std::vector<std::byte>& bytes = cache[{stream, dtype, stddev}];
+  const size_t size = dtype_size(dtype);
+  const int64_t have = static_cast<int64_t>(bytes.size() / size);
+  if (have < count) {
+    const int64_t want = std::max(count, 2 * have);
+    const float* src = stream_values(stream, want);
+    bytes.resize(static_cast<size_t>(want) * size);
+    for (int64_t i = have; i < want; ++i) {
+      const float x = src[i] * stddev;
+      if (dtype == DType::kFP32) {
+        std::memcpy(bytes.data() + i * size, &x, size);
+      } else {
+        const uint16_t h = dtype == DType::kBF16 ? float_to_bf16_bits(x) : float_to_fp16_bits(x);
+        std::memcpy(bytes.data() + i * size, &h, size);
+      }
+    }
+  }
+  return bytes.data();
+}
+
+// Copies elements [first, first + n) of stream_bytes(stream, ...) into `t` at element `offset`.
+inline void store_stream(HostTensor& t, int64_t offset, uint64_t stream, int64_t first, int64_t n,
+                         float stddev = 1.0f) {
+  const size_t size = dtype_size(t.dtype());
+  const std::byte* src = stream_bytes(stream, first + n, t.dtype(), stddev);
+  std::memcpy(t.mutable_data() + offset * size, src + first * size, static_cast<size_t>(n) * size);
+}
+
 // A [streams.size(), row_len] tensor whose row i is normal data of stream streams[i].
 inline HostTensor seeded_rows(DType dtype, int64_t row_len, const std::vector<uint64_t>& streams,
                               float stddev = 1.0f) {
   HostTensor t(dtype, {static_cast<int64_t>(streams.size()), row_len});
-  std::vector<float> row(static_cast<size_t>(row_len));
   for (size_t i = 0; i < streams.size(); ++i) {
-    fill_normal(std::span<float>(row), kSeed, streams[i], stddev);
-    for (int64_t j = 0; j < row_len; ++j) t.set(static_cast<int64_t>(i) * row_len + j, row[j]);
+    store_stream(t, static_cast<int64_t>(i) * row_len, streams[i], 0, row_len, stddev);
   }
   return t;
 }
@@ -37,9 +83,7 @@ inline HostTensor seeded_rows(DType dtype, int64_t row_len, const std::vector<ui
 // A rank-1 tensor of `n` normal values of `stream` (weights, biases).
 inline HostTensor seeded_vector(DType dtype, int64_t n, uint64_t stream, float stddev = 1.0f) {
   HostTensor t(dtype, {n});
-  std::vector<float> v(static_cast<size_t>(n));
-  fill_normal(std::span<float>(v), kSeed, stream, stddev);
-  for (int64_t i = 0; i < n; ++i) t.set(i, v[i]);
+  store_stream(t, 0, stream, 0, n, stddev);
   return t;
 }
 
@@ -48,11 +92,12 @@ inline int64_t probe_index(int64_t batch, int where) {
   return where == 0 ? 0 : (where == 1 ? batch / 2 : batch - 1);
 }
 
-// Streams for a batch of `batch` requests with the probe (stream `probe`) at `index`; the
-// fillers get streams that depend on their slot and the batch size, so neighbours vary.
+// Streams for a batch of `batch` requests with the probe (stream `probe`) at `index` (-1: no
+// probe); filler slot i gets stream 1000 + i, so the neighbours change with the batch size and
+// the probe's position.
 inline std::vector<uint64_t> batch_streams(int64_t batch, int64_t index, uint64_t probe) {
   std::vector<uint64_t> s(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < batch; ++i) s[i] = i == index ? probe : 1000 + 131 * batch + i;
+  for (int64_t i = 0; i < batch; ++i) s[i] = i == index ? probe : 1000 + i;
   return s;
 }
 
@@ -151,11 +196,6 @@ inline std::unique_ptr<AttentionBatch> make_attention_batch(DType dtype,
     const SeqSpec& s = seqs[i];
     b->kv.kv_lens.push_back(s.kv_len);
     b->prefix_len.push_back(s.prefix);
-    std::vector<float> qs(static_cast<size_t>(s.kv_len * row));
-    std::vector<float> ks(static_cast<size_t>(s.kv_len * kv_row)), vs(ks.size());
-    fill_normal(std::span<float>(qs), kSeed, s.stream * 8 + 1);
-    fill_normal(std::span<float>(ks), kSeed, s.stream * 8 + 2);
-    fill_normal(std::span<float>(vs), kSeed, s.stream * 8 + 3);
     const int32_t pages = (s.kv_len + page_size - 1) / page_size;
     for (int32_t p = 0; p < pages; ++p) {
       b->kv.page_table[i * max_pages + p] = order[next_page++];
@@ -163,14 +203,12 @@ inline std::unique_ptr<AttentionBatch> make_attention_batch(DType dtype,
     for (int64_t t = 0; t < s.kv_len; ++t) {
       const int64_t page = b->kv.page_table[i * max_pages + t / page_size];
       const int64_t dst = (page * page_size + t % page_size) * kv_row;
-      for (int64_t j = 0; j < kv_row; ++j) {
-        b->k.set(dst + j, ks[t * kv_row + j]);
-        b->v.set(dst + j, vs[t * kv_row + j]);
-      }
+      store_stream(b->k, dst, s.stream * 8 + 2, t * kv_row, kv_row);
+      store_stream(b->v, dst, s.stream * 8 + 3, t * kv_row, kv_row);
     }
     const int32_t q_len = prefill ? s.q_len : 1;
     for (int64_t t = s.kv_len - q_len; t < s.kv_len; ++t, ++q_row) {
-      for (int64_t j = 0; j < row; ++j) b->q.set(q_row * row + j, qs[t * row + j]);
+      store_stream(b->q, q_row * row, s.stream * 8 + 1, t * row, row);
     }
     b->q_start.push_back(static_cast<int32_t>(q_row));
   }
@@ -211,5 +249,49 @@ inline void expect_close_to_reference(const HostTensor& got, const HostTensor& r
                     << (first_bad >= 0 ? got.get(first_bad) : 0.0f) << " want "
                     << (first_bad >= 0 ? ref.get(first_bad) : 0.0f);
 }
+
+// One point of a batch sweep: the batch size and where the probe sits (see probe_index).
+struct SweepPoint {
+  int64_t batch = 1;
+  int where = 0;
+  std::string label() const {
+    static const char* names[] = {"first", "middle", "last"};
+    return "batch " + std::to_string(batch) + ", " + names[where];
+  }
+};
+
+// Batch sizes 1..64 plus `extra`, each with the probe first, in the middle and last (positions
+// that coincide for tiny batches are visited once).
+inline std::vector<SweepPoint> batch_sweep(std::vector<int64_t> extra = {}, bool all_positions = true) {
+  std::vector<int64_t> sizes;
+  for (int64_t b = 1; b <= 64; ++b) sizes.push_back(b);
+  sizes.insert(sizes.end(), extra.begin(), extra.end());
+  std::vector<SweepPoint> points;
+  for (int64_t b : sizes) {
+    for (int where = 0; where < (all_positions ? 3 : 1); ++where) {
+      if (where > 0 && probe_index(b, where) == probe_index(b, where - 1)) continue;
+      points.push_back({b, where});
+    }
+  }
+  return points;
+}
+
+// The distinct results a probe takes over labelled contexts, in first-seen order, each with the
+// first context that produced it.
+struct DistinctResults {
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> results;
+  void add(const std::string& context, std::vector<uint64_t> bits) {
+    for (const auto& r : results) {
+      if (r.second == bits) return;
+    }
+    results.emplace_back(context, std::move(bits));
+  }
+  size_t count() const { return results.size(); }
+  std::string contexts() const {
+    std::string s;
+    for (const auto& r : results) s += (s.empty() ? "" : "; ") + r.first;
+    return s;
+  }
+};
 
 }  // namespace nvdet::testing
