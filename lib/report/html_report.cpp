@@ -1,7 +1,404 @@
 #include "lib/report/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "lib/report/report_text.h"
+#include "lib/scenario/scenario.h"
+
 namespace nvdet {
-std::string render_html_report(const AuditResult& result) {
-  return "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>nvdet</title></head><body>" +
-         std::string(result.summary.passed ? "PASS" : "FAIL") + "</body></html>\n";
+namespace {
+
+using namespace report_text;
+
+constexpr size_t kMaxDivergenceRows = 500;
+// Hash classes beyond the palette reuse its colours; the hover title always names the class.
+constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+constexpr size_t kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
+constexpr const char* kNotRunColour = "#eeeeee";
+
+std::string esc(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
 }
+
+// An id fragment made of safe characters (backend names are already tame; this keeps it so).
+std::string id_fragment(const std::string& s) {
+  std::string out;
+  for (const char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  return out;
+}
+
+constexpr const char* kStyle = R"(
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1 .pass{color:#1b7f3b}h1 .fail{color:#b3261e}
+table{border-collapse:collapse;margin:8px 0 16px}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}h1 code,h3 code{font-size:inherit}
+.ok{color:#1b7f3b;font-weight:bold}.bad{color:#b3261e;font-weight:bold}
+.muted{color:#666;font-size:13px}td.num,td code{white-space:nowrap}.heatmap{overflow-x:auto;margin-bottom:12px}
+.legend span{display:inline-block;margin-right:14px;font-size:13px}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle;border:1px solid #999}
+section{margin-bottom:28px}
+)";
+
+// Filters the divergences table by backend. No network, no libraries.
+constexpr const char* kScript = R"(
+(function(){
+  var select=document.getElementById('divergence-filter');
+  if(!select)return;
+  select.addEventListener('change',function(){
+    var rows=document.querySelectorAll('#divergence-table tbody tr');
+    for(var i=0;i<rows.length;i++){
+      var show=select.value===''||rows[i].getAttribute('data-backend')===select.value;
+      rows[i].style.display=show?'':'none';
+    }
+  });
+})();
+)";
+
+std::optional<std::string> value_of(const std::vector<std::pair<std::string, std::string>>& values,
+                                    const std::string& axis) {
+  for (const auto& [k, v] : values) {
+    if (k == axis) return v;
+  }
+  return std::nullopt;
+}
+
+void write_summary(std::ostringstream& o, const AuditResult& r) {
+  const ScenarioSummary& s = r.scenario;
+  const AuditSummary& sum = r.summary;
+  o << "<section id=\"summary\">\n<h1>nvdet audit <code>" << esc(s.name) << "</code>: "
+    << (sum.passed ? "<span class=\"pass\">PASS</span>" : "<span class=\"fail\">FAIL</span>")
+    << "</h1>\n";
+  if (!s.description.empty()) o << "<p>" << esc(s.description) << "</p>\n";
+  std::vector<std::string> requests;
+  for (const int64_t q : s.requests) requests.push_back(std::to_string(q));
+  o << "<table>\n";
+  o << "<tr><th>Scenario</th><td><code>" << esc(s.name) << "</code> " << esc(s.path) << "</td></tr>\n";
+  o << "<tr><th>Op</th><td>" << esc(s.op) << ", " << esc(s.dtype);
+  if (!s.out_dtype.empty() && s.out_dtype != s.dtype) o << " &rarr; " << esc(s.out_dtype);
+  o << ", seed " << s.seed << ", repeat " << s.repeat << "</td></tr>\n";
+  o << "<tr><th>Requests</th><td>" << esc(join(requests, ", ")) << "</td></tr>\n";
+  for (const auto& [name, values] : s.axes) {
+    o << "<tr><th>Axis <code>" << esc(name) << "</code></th><td>" << esc(join(values, ", "))
+      << "</td></tr>\n";
+  }
+  o << "<tr><th>Device</th><td>" << esc(device_line(r.system)) << "</td></tr>\n";
+  o << "<tr><th>Software</th><td>nvdet " << esc(r.system.nvdet_version);
+  if (r.system.cuda_built) {
+    o << ", CUDA architectures " << esc(r.system.compiled_architectures) << ", nvcc flags <code>"
+      << esc(r.system.cuda_fp_flags) << "</code>";
+  } else {
+    o << ", built without CUDA";
+  }
+  o << ", host flags <code>" << esc(r.system.cxx_fp_flags) << "</code></td></tr>\n";
+  o << "<tr><th>Totals</th><td>" << esc(plural(sum.backends, "backend", "backends")) << ", "
+    << esc(plural(sum.contexts, "context", "contexts")) << ", "
+    << esc(plural(sum.cases, "case", "cases")) << ", "
+    << esc(plural(sum.divergences, "divergence", "divergences")) << ", "
+    << esc(plural(sum.failed_backends, "failed backend", "failed backends")) << ", "
+    << esc(short_number(sum.seconds)) << " s</td></tr>\n";
+  o << "</table>\n</section>\n";
+}
+
+void write_backends(std::ostringstream& o, const AuditResult& r) {
+  o << "<section id=\"backends\">\n<h2>Backends</h2>\n<table>\n<thead><tr><th>Backend</th>"
+       "<th>Expectation</th><th>Contexts</th><th>Divergent contexts</th><th>Run-to-run</th>"
+       "<th>Distinct results</th><th>Verdict</th><th>Stands for</th></tr></thead>\n<tbody>\n";
+  for (const BackendOutcome& b : r.backends) {
+    std::vector<std::string> stands;
+    for (const auto& [op, what] : b.stands_for) stands.push_back(op + ": " + what);
+    o << "<tr><td><code>" << esc(b.name) << "</code>" << (b.gpu ? " (GPU)" : "")
+      << "<br><span class=\"muted\">" << esc(b.description) << "</span></td><td>"
+      << expectation_name(b.expect) << "</td><td class=\"num\">" << b.contexts_run
+      << "</td><td class=\"num\">" << b.divergent_contexts << "</td><td class=\"num\">"
+      << b.run_to_run_divergences << "</td><td class=\"num\">" << b.max_distinct_results
+      << "</td><td>" << (b.passed ? "<span class=\"ok\">&#10003;</span> " : "<span class=\"bad\">&#10007;</span> ")
+      << esc(b.verdict) << "</td><td>" << esc(join(stands, "; ")) << "</td></tr>\n";
+  }
+  o << "</tbody>\n</table>\n</section>\n";
+}
+
+// One backend's heatmap: the hash of one request in every context (repeat 0), classed by first
+// appearance (class 0 is the baseline's result), laid out over the first two varying axes.
+void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOutcome& b) {
+  std::vector<const CaseRecord*> cases;
+  for (const CaseRecord& c : r.cases) {
+    if (c.backend == b.name && c.repeat == 0) cases.push_back(&c);
+  }
+  std::stable_sort(cases.begin(), cases.end(), [](const CaseRecord* x, const CaseRecord* y) {
+    return x->context_index < y->context_index;
+  });
+  const std::string hid = "heatmap-" + id_fragment(b.name);
+  o << "<div class=\"heatmap\" id=\"" << hid << "\">\n<h3><code>" << esc(b.name) << "</code></h3>\n";
+  if (cases.empty()) {
+    o << "<p class=\"muted\">No cases were recorded for this backend.</p>\n</div>\n";
+    return;
+  }
+  // The request shown: the first probed request that diverged between contexts, else the first
+  // probed request.
+  std::vector<int64_t> requests = r.scenario.requests;
+  if (requests.empty()) {
+    for (const RequestRecord& q : cases.front()->requests) requests.push_back(q.request);
+  }
+  if (requests.empty()) {
+    o << "<p class=\"muted\">No requests were recorded.</p>\n</div>\n";
+    return;
+  }
+  int64_t request = requests.front();
+  for (const int64_t q : requests) {
+    const bool diverged = std::any_of(r.divergences.begin(), r.divergences.end(), [&](const Divergence& d) {
+      return d.backend == b.name && d.request == q && d.kind != "run-to-run";
+    });
+    if (diverged) {
+      request = q;
+      break;
+    }
+  }
+
+  // Classes of the request's hash, in sweep order.
+  std::vector<Hash128> classes;
+  std::vector<int> class_count;
+  struct Point {
+    const CaseRecord* c;
+    int cls;
+  };
+  std::vector<Point> points;
+  for (const CaseRecord* c : cases) {
+    for (const RequestRecord& q : c->requests) {
+      if (q.request != request) continue;
+      auto it = std::find(classes.begin(), classes.end(), q.hash);
+      if (it == classes.end()) {
+        classes.push_back(q.hash);
+        class_count.push_back(0);
+        it = classes.end() - 1;
+      }
+      const int cls = static_cast<int>(it - classes.begin());
+      ++class_count[cls];
+      points.push_back({c, cls});
+    }
+  }
+  o << "<p>Request " << request << ": " << esc(plural(static_cast<int64_t>(classes.size()),
+                                                       "distinct result", "distinct results"))
+    << " over " << esc(plural(static_cast<int64_t>(points.size()), "context", "contexts"))
+    << ".</p>\n";
+
+  // Layout: x = first varying axis, y = second (a strip when there is one; one cell when none).
+  const auto axes = varying_axes(r);
+  std::string x_name, y_name;
+  std::vector<std::string> x_values{""}, y_values{""};
+  if (!axes.empty()) {
+    x_name = axes[0].first;
+    x_values = axes[0].second;
+  }
+  if (axes.size() > 1) {
+    y_name = axes[1].first;
+    y_values = axes[1].second;
+  }
+  // Each cell collects the classes of the contexts that fall in it; with more than two varying
+  // axes several contexts share a cell, and a cell whose contexts disagree is drawn as mixed.
+  std::map<std::pair<size_t, size_t>, std::vector<const Point*>> cells;
+  for (const Point& p : points) {
+    size_t xi = 0, yi = 0;
+    if (!x_name.empty()) {
+      const auto v = value_of(p.c->context_values, x_name);
+      const auto it = v ? std::find(x_values.begin(), x_values.end(), *v) : x_values.end();
+      if (it == x_values.end()) continue;
+      xi = static_cast<size_t>(it - x_values.begin());
+    }
+    if (!y_name.empty()) {
+      const auto v = value_of(p.c->context_values, y_name);
+      const auto it = v ? std::find(y_values.begin(), y_values.end(), *v) : y_values.end();
+      if (it == y_values.end()) continue;
+      yi = static_cast<size_t>(it - y_values.begin());
+    }
+    cells[{xi, yi}].push_back(&p);
+  }
+
+  const size_t nx = x_values.size(), ny = y_values.size();
+  const int cell = nx <= 32 ? 22 : nx <= 48 ? 18 : std::max(5, static_cast<int>(960 / nx));
+  size_t longest_y = 0;
+  for (const std::string& v : y_values) longest_y = std::max(longest_y, v.size());
+  size_t longest_x = 0;
+  for (const std::string& v : x_values) longest_x = std::max(longest_x, v.size());
+  const int left = 12 + static_cast<int>(std::min<size_t>(longest_y, 24) * 7) + (y_name.empty() ? 0 : 16);
+  const int top = 8;
+  const int bottom = 20 + static_cast<int>(std::min<size_t>(longest_x, 16) * 7);
+  const int width = left + static_cast<int>(nx) * cell + 10;
+  const int height = top + static_cast<int>(ny) * cell + bottom;
+  // Rotated x labels need about 12 px each; skip labels rather than overlap them.
+  const size_t x_label_step = static_cast<size_t>((12 + cell - 1) / cell);
+
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" role=\"img\" aria-label=\"results of request " << request << " over the sweep\">\n";
+  o << "<defs><pattern id=\"mixed-" << id_fragment(b.name)
+    << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" "
+       "fill=\"#ffffff\"/><path d=\"M0,6 L6,0\" stroke=\"#333\" stroke-width=\"1.5\"/></pattern></defs>\n";
+  for (size_t yi = 0; yi < ny; ++yi) {
+    for (size_t xi = 0; xi < nx; ++xi) {
+      const int x = left + static_cast<int>(xi) * cell, y = top + static_cast<int>(yi) * cell;
+      std::string title;
+      if (!x_name.empty()) title += x_name + "=" + x_values[xi];
+      if (!y_name.empty()) title += ", " + y_name + "=" + y_values[yi];
+      std::string fill = kNotRunColour, cls_attr = "none";
+      const auto it = cells.find({xi, yi});
+      if (it == cells.end()) {
+        title += (title.empty() ? "" : ": ") + std::string("not run");
+      } else {
+        std::set<int> seen;
+        for (const Point* p : it->second) seen.insert(p->cls);
+        if (seen.size() == 1) {
+          const int cls = *seen.begin();
+          fill = kPalette[static_cast<size_t>(cls) % kPaletteSize];
+          cls_attr = std::to_string(cls);
+          title += std::string(title.empty() ? "" : ": ") +
+                   (cls == 0 ? "same as baseline" : "result #" + std::to_string(cls + 1)) + " (" +
+                   classes[cls].hex().substr(0, 12) + ")";
+        } else {
+          fill = "url(#mixed-" + id_fragment(b.name) + ")";
+          cls_attr = "mixed";
+          title += std::string(title.empty() ? "" : ": ") + "mixed:";
+        }
+        if (seen.size() > 1 || it->second.size() > 1) {
+          for (const Point* p : it->second) {
+            title += "\n" + context_label(r, p->c->context_id) + " -> " +
+                     (p->cls == 0 ? "same as baseline" : "result #" + std::to_string(p->cls + 1));
+          }
+        }
+      }
+      o << "<rect class=\"cell\" data-class=\"" << cls_attr << "\" x=\"" << x << "\" y=\"" << y
+        << "\" width=\"" << cell - 1 << "\" height=\"" << cell - 1 << "\" fill=\"" << esc(fill)
+        << "\"><title>" << esc(title) << "</title></rect>\n";
+    }
+  }
+  // Axis labels: y on the left, x rotated under the columns (thinned out when columns are narrow).
+  for (size_t yi = 0; yi < ny && !y_name.empty(); ++yi) {
+    o << "<text x=\"" << left - 4 << "\" y=\"" << top + static_cast<int>(yi) * cell + cell / 2 + 4
+      << "\" font-size=\"11\" text-anchor=\"end\">" << esc(y_values[yi].substr(0, 24)) << "</text>\n";
+  }
+  for (size_t xi = 0; xi < nx && !x_name.empty(); xi += x_label_step) {
+    const int x = left + static_cast<int>(xi) * cell + cell / 2 + 4;
+    const int y = top + static_cast<int>(ny) * cell + 4;
+    o << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"11\" text-anchor=\"end\" "
+      << "transform=\"rotate(-90 " << x << " " << y << ")\">" << esc(x_values[xi].substr(0, 16))
+      << "</text>\n";
+  }
+  o << "</svg>\n";
+  o << "<p class=\"muted\">" << (x_name.empty() ? "One context." : "Columns: " + esc(x_name) + ".");
+  if (!y_name.empty()) o << " Rows: " << esc(y_name) << ".";
+  if (axes.size() > 2) {
+    o << " Other varying axes are folded into each cell; a hatched cell holds contexts with "
+         "different results (hover for the list).";
+  }
+  o << "</p>\n";
+  o << "<div class=\"legend\">";
+  for (size_t c = 0; c < classes.size(); ++c) {
+    o << "<span><i style=\"background:" << kPalette[c % kPaletteSize] << "\"></i>"
+      << (c == 0 ? std::string("same as baseline") : "result #" + std::to_string(c + 1)) << " <code>"
+      << classes[c].hex().substr(0, 12) << "</code> (" << class_count[c] << ")</span>";
+  }
+  if (axes.size() > 2) {
+    o << "<span><i style=\"background:repeating-linear-gradient(45deg,#fff 0 3px,#333 3px 4px)\"></i>mixed</span>";
+  }
+  o << "<span><i style=\"background:" << kNotRunColour << "\"></i>not run</span></div>\n</div>\n";
+}
+
+void write_heatmaps(std::ostringstream& o, const AuditResult& r) {
+  o << "<section id=\"heatmaps\">\n<h2>Results over the sweep</h2>\n"
+       "<p class=\"muted\">Each cell is one context; its colour is the class of the request's "
+       "output hash, numbered in sweep order (the first is the baseline's result). Hover a cell for its context.</p>\n";
+  for (const BackendOutcome& b : r.backends) write_heatmap(o, r, b);
+  o << "</section>\n";
+}
+
+void write_divergences(std::ostringstream& o, const AuditResult& r) {
+  o << "<section id=\"divergences\">\n<h2>Divergences</h2>\n";
+  if (r.divergences.empty()) {
+    o << "<p>No divergences: every request gave the same bits in every context.</p>\n</section>\n";
+    return;
+  }
+  o << "<p><label>Backend <select id=\"divergence-filter\"><option value=\"\">all</option>";
+  std::set<std::string> names;
+  for (const Divergence& d : r.divergences) names.insert(d.backend);
+  for (const std::string& n : names) o << "<option value=\"" << esc(n) << "\">" << esc(n) << "</option>";
+  o << "</select></label></p>\n";
+  o << "<table id=\"divergence-table\">\n<thead><tr><th>Backend</th><th>Kind</th><th>Request</th>"
+       "<th>Token</th><th>Baseline</th><th>Context</th><th>Element</th><th>a</th><th>b</th>"
+       "<th>a bits</th><th>b bits</th><th>ULP</th><th>max |&Delta;|</th><th>max rel</th>"
+       "<th>Mismatching</th><th>Notes that differ</th></tr></thead>\n<tbody>\n";
+  for (size_t i = 0; i < r.divergences.size() && i < kMaxDivergenceRows; ++i) {
+    const Divergence& d = r.divergences[i];
+    const FirstMismatch& m = d.first_mismatch;
+    const auto notes = notes_that_differ(d.baseline_notes, d.notes);
+    std::string context = context_label(r, d.context);
+    if (d.kind == "run-to-run") context += " (repeat " + std::to_string(d.repeat) + ")";
+    o << "<tr data-backend=\"" << esc(d.backend) << "\"><td><code>" << esc(d.backend)
+      << "</code></td><td>" << esc(d.kind) << "</td><td class=\"num\">" << d.request
+      << "</td><td class=\"num\">" << d.token << "</td><td>" << esc(context_label(r, d.baseline_context))
+      << "</td><td>" << esc(context) << "</td><td>"
+      << esc(named_coords(m.coords, r.scenario.coord_names)) << " <span class=\"muted\">(#"
+      << m.flat_index << ")</span></td><td class=\"num\">" << esc(exact_number(m.a))
+      << "</td><td class=\"num\">" << esc(exact_number(m.b)) << "</td><td><code>" << esc(m.a_bits)
+      << "</code></td><td><code>" << esc(m.b_bits) << "</code></td><td class=\"num\">"
+      << esc(ulp_text(m.ulp)) << "</td><td class=\"num\">" << esc(short_number(d.max_abs_diff))
+      << "</td><td class=\"num\">" << esc(short_number(d.max_rel_diff)) << "</td><td>"
+      << esc(plural(d.mismatch_count, "element", "elements")) << ", " << d.mismatched_tokens << "/"
+      << d.tokens << " tokens</td><td>" << esc(notes.empty() ? "none" : join(notes, "; "))
+      << "</td></tr>\n";
+  }
+  o << "</tbody>\n</table>\n";
+  if (r.divergences.size() > kMaxDivergenceRows) {
+    o << "<p class=\"muted\">" << r.divergences.size() - kMaxDivergenceRows
+      << " more divergences are in the JSON report.</p>\n";
+  }
+  o << "</section>\n";
+}
+
+void write_bisect(std::ostringstream& o) {
+  // The audit result carries no bisection; this section only points to the command that makes one.
+  o << "<section id=\"bisect\">\n<h2>Bisect</h2>\n<p class=\"muted\">This audit ran no bisection. "
+       "<code>nvdet bisect SCENARIO --request R --context KEY=V</code> finds the first token, "
+       "layer and op that diverge.</p>\n</section>\n";
+}
+
+}  // namespace
+
+std::string render_html_report(const AuditResult& r) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+       // Nothing may be fetched: the report must open the same offline and in a CI artifact viewer.
+       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+       "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>nvdet audit "
+    << esc(r.scenario.name) << ": " << (r.summary.passed ? "PASS" : "FAIL") << "</title>\n<style>"
+    << kStyle << "</style>\n</head>\n<body>\n";
+  write_summary(o, r);
+  write_backends(o, r);
+  write_heatmaps(o, r);
+  write_divergences(o, r);
+  write_bisect(o);
+  o << "<script>" << kScript << "</script>\n</body>\n</html>\n";
+  return o.str();
+}
+
 }  // namespace nvdet

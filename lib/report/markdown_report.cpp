@@ -1,6 +1,187 @@
 #include "lib/report/markdown_report.h"
+
+#include <set>
+#include <sstream>
+
+#include "lib/report/report_text.h"
+#include "lib/scenario/scenario.h"
+
 namespace nvdet {
-std::string render_markdown_report(const AuditResult& result) {
-  return "# nvdet audit: " + result.scenario.name + (result.summary.passed ? " PASS\n" : " FAIL\n");
+namespace {
+
+using namespace report_text;
+
+constexpr size_t kMaxDivergenceRows = 20;
+
+// Free text (descriptions, verdicts, notes): '<' and '>' as entities so that nothing in a name
+// or note is taken for HTML by a Markdown renderer (GitHub renders raw HTML in job summaries).
+std::string text(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
+
+// Table cells: a '|' would split the cell (even inside a code span) and a newline would end the
+// table.
+std::string table_safe(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string cell(const std::string& raw) { return table_safe(text(raw)); }
+
+std::string code(const std::string& s) { return "`" + s + "`"; }
+
+std::string scenario_line(const AuditResult& r) {
+  const ScenarioSummary& s = r.scenario;
+  std::ostringstream o;
+  o << "**Scenario** " << code(s.name);
+  if (!s.path.empty()) o << " (" << code(s.path) << ")";
+  o << ": op " << code(s.op) << ", " << s.dtype;
+  if (!s.out_dtype.empty() && s.out_dtype != s.dtype) o << " \u2192 " << s.out_dtype;
+  o << ", seed " << s.seed;
+  std::vector<std::string> requests;
+  for (const int64_t q : s.requests) requests.push_back(std::to_string(q));
+  if (!requests.empty()) o << ", requests " << join(requests, ", ");
+  o << ", repeat " << s.repeat;
+  std::vector<std::string> axes;
+  for (const auto& [name, values] : s.axes) {
+    if (values.size() <= 6) {
+      axes.push_back(name + " (" + join(values, ", ") + ")");
+    } else {
+      axes.push_back(name + " (" + std::to_string(values.size()) + " values: " + values.front() +
+                     " \u2026 " + values.back() + ")");
+    }
+  }
+  if (!axes.empty()) o << ". Sweep: " << join(axes, " \u00d7 ");
+  o << ".";
+  return o.str();
+}
+
+void write_backend_table(std::ostringstream& o, const AuditResult& r) {
+  o << "| Backend | Expectation | Contexts | Divergent contexts | Run-to-run | Distinct results "
+       "| Verdict |\n";
+  o << "|---|---|---:|---:|---:|---:|---|\n";
+  for (const BackendOutcome& b : r.backends) {
+    o << "| " << table_safe(code(b.name)) << " | " << expectation_name(b.expect) << " | "
+      << b.contexts_run << " | " << b.divergent_contexts << " | " << b.run_to_run_divergences
+      << " | " << b.max_distinct_results << " | " << (b.passed ? "\u2713 " : "\u2717 ")
+      << cell(b.verdict) << " |\n";
+  }
+}
+
+void write_divergence_table(std::ostringstream& o, const AuditResult& r,
+                            const std::vector<const Divergence*>& divs) {
+  o << "| Request | Token | Context | Element | a | b | Bits a \u2192 b | ULP | max \\|\u0394\\| "
+       "| Mismatching | Notes that differ |\n";
+  o << "|---:|---:|---|---|---:|---:|---|---:|---:|---|---|\n";
+  for (size_t i = 0; i < divs.size() && i < kMaxDivergenceRows; ++i) {
+    const Divergence& d = *divs[i];
+    const FirstMismatch& m = d.first_mismatch;
+    std::string context = context_label(r, d.context);
+    if (d.kind == "run-to-run") context += " (repeat " + std::to_string(d.repeat) + " vs 0)";
+    const std::string mismatching =
+        plural(d.mismatch_count, "element", "elements") + ", " +
+        std::to_string(d.mismatched_tokens) + "/" + std::to_string(d.tokens) + " tokens";
+    const auto notes = notes_that_differ(d.baseline_notes, d.notes);
+    o << "| " << d.request << " | " << d.token << " | " << cell(context) << " | "
+      << cell(named_coords(m.coords, r.scenario.coord_names)) << " | " << exact_number(m.a)
+      << " | " << exact_number(m.b) << " | " << code(m.a_bits) << " \u2192 " << code(m.b_bits)
+      << " | " << ulp_text(m.ulp) << " | " << short_number(d.max_abs_diff) << " | "
+      << cell(mismatching) << " | " << cell(notes.empty() ? "none" : join(notes, "; ")) << " |\n";
+  }
+  if (divs.size() > kMaxDivergenceRows) {
+    o << "\n" << divs.size() - kMaxDivergenceRows
+      << " more divergences of this backend are in the JSON report.\n";
+  }
+}
+
+void write_backend_details(std::ostringstream& o, const AuditResult& r, const BackendOutcome& b) {
+  std::vector<const Divergence*> divs;
+  std::set<std::string> changed_contexts;
+  std::set<int64_t> requests;
+  std::string baseline;
+  int run_to_run = 0;
+  for (const Divergence& d : r.divergences) {
+    if (d.backend != b.name) continue;
+    divs.push_back(&d);
+    requests.insert(d.request);
+    if (d.kind == "run-to-run") {
+      ++run_to_run;
+    } else {
+      changed_contexts.insert(d.context);
+      if (baseline.empty()) baseline = d.baseline_context;
+    }
+  }
+  if (divs.empty()) return;
+
+  o << "\n### " << code(b.name) << "\n\n";
+  std::vector<std::string> request_list;
+  for (const int64_t q : requests) request_list.push_back(std::to_string(q));
+  o << plural(static_cast<int64_t>(divs.size()), "divergence", "divergences") << " in "
+    << plural(static_cast<int64_t>(requests.size()), "request", "requests") << " ("
+    << join(request_list, ", ") << ").";
+  if (run_to_run > 0) {
+    o << " Run-to-run: " << run_to_run
+      << " (the same context gave different bits on a repeat).";
+  }
+  o << "\n";
+  if (!changed_contexts.empty()) {
+    const auto lines = describe_context_set(r, changed_contexts);
+    o << "\nDiffers from " << code(context_label(r, baseline)) << " at";
+    if (lines.size() == 1) {
+      o << " " << text(lines.front()) << ".\n";
+    } else {
+      o << ":\n\n";
+      for (const std::string& line : lines) o << "- " << text(line) << "\n";
+    }
+  }
+  if (!b.stands_for.empty()) {
+    o << "\nStands for ";
+    std::vector<std::string> parts;
+    for (const auto& [op, what] : b.stands_for) parts.push_back(op + ": " + what);
+    o << text(join(parts, "; ")) << ".\n";
+  }
+  o << "\n";
+  write_divergence_table(o, r, divs);
+}
+
+}  // namespace
+
+std::string render_markdown_report(const AuditResult& r) {
+  std::ostringstream o;
+  const AuditSummary& s = r.summary;
+  o << "# " << (s.passed ? "\u2713 PASS" : "\u2717 FAIL") << ": nvdet audit "
+    << code(r.scenario.name) << "\n\n";
+  if (!r.scenario.description.empty()) o << text(r.scenario.description) << "\n\n";
+  o << scenario_line(r) << "\n\n";
+  o << "**Device** " << device_line(r.system) << ".\n\n";
+  o << plural(s.backends, "backend", "backends") << ", " << plural(s.contexts, "context", "contexts")
+    << ", " << plural(s.cases, "case", "cases") << ", "
+    << plural(s.divergences, "divergence", "divergences") << "; "
+    << plural(s.failed_backends, "backend failed its expectation",
+              "backends failed their expectation")
+    << "; " << short_number(s.seconds) << " s.\n\n";
+  write_backend_table(o, r);
+  for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
+  return o.str();
+}
+
 }  // namespace nvdet

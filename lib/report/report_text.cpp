@@ -1,0 +1,217 @@
+#include "lib/report/report_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace nvdet::report_text {
+namespace {
+
+std::optional<int64_t> as_integer(const std::string& s) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// Folds the values (already in sweep order) into "a..b" runs where they are consecutive integers.
+std::string fold_runs(const std::vector<std::string>& values) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < values.size()) {
+    size_t j = i;
+    const auto first = as_integer(values[i]);
+    if (first) {
+      while (j + 1 < values.size()) {
+        const auto next = as_integer(values[j + 1]);
+        const auto cur = as_integer(values[j]);
+        if (!next || *next != *cur + 1) break;
+        ++j;
+      }
+    }
+    if (j - i >= 2) {
+      parts.push_back(values[i] + ".." + values[j]);
+    } else {
+      for (size_t k = i; k <= j; ++k) parts.push_back(values[k]);
+    }
+    i = j + 1;
+  }
+  return join(parts, ", ");
+}
+
+}  // namespace
+
+std::string exact_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
+std::string short_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.4g}", v);
+}
+
+std::string ulp_text(uint64_t ulp) {
+  return ulp == std::numeric_limits<uint64_t>::max() ? "n/a" : std::to_string(ulp);
+}
+
+std::string named_coords(const std::vector<int64_t>& coords, const std::vector<std::string>& names) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < coords.size(); ++i) {
+    const std::string name = i < names.size() && !names[i].empty() ? names[i] : "dim" + std::to_string(i);
+    parts.push_back(name + "=" + std::to_string(coords[i]));
+  }
+  return join(parts, ", ");
+}
+
+std::vector<std::string> notes_that_differ(const RunNotes& baseline, const RunNotes& other) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : baseline) keys.insert(k);
+  for (const auto& [k, v] : other) keys.insert(k);
+  std::vector<std::string> out;
+  for (const std::string& k : keys) {
+    const auto a = baseline.find(k), b = other.find(k);
+    const std::string av = a == baseline.end() ? "-" : a->second;
+    const std::string bv = b == other.end() ? "-" : b->second;
+    if (av != bv) out.push_back(k + " " + av + " \u2192 " + bv);
+  }
+  return out;
+}
+
+std::string device_line(const SystemInfo& s) {
+  if (s.gpus.empty()) {
+    std::string line = "CPU only";
+    if (!s.device_error.empty()) line += " (" + s.device_error + ")";
+    if (!s.host.empty()) line += "; host " + s.host;
+    return line;
+  }
+  const GpuInfo& g = s.gpus.front();
+  std::string line = g.name + " (" + std::to_string(g.sm_count) + " SMs, compute " +
+                     g.compute_capability + ")";
+  if (s.gpus.size() > 1) line += " + " + std::to_string(s.gpus.size() - 1) + " more";
+  line += ", driver " + (s.driver_version.empty() ? std::string("?") : s.driver_version);
+  line += ", CUDA runtime " + (s.cuda_runtime_version.empty() ? std::string("?") : s.cuda_runtime_version);
+  line += ", cuBLAS " + (s.cublas_version.empty() ? std::string("?") : s.cublas_version);
+  return line;
+}
+
+std::map<std::string, std::vector<std::pair<std::string, std::string>>> context_values_by_id(
+    const AuditResult& r) {
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> out;
+  for (const CaseRecord& c : r.cases) out.emplace(c.context_id, c.context_values);
+  return out;
+}
+
+std::string context_label(const AuditResult& r, const std::string& context_id) {
+  for (const CaseRecord& c : r.cases) {
+    if (c.context_id != context_id || c.context_values.empty()) continue;
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : c.context_values) parts.push_back(k + "=" + v);
+    return join(parts, ", ");
+  }
+  return context_id;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const AuditResult& r) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& axis : r.scenario.axes) {
+    if (axis.second.size() > 1) out.push_back(axis);
+  }
+  return out;
+}
+
+std::vector<std::string> describe_context_set(const AuditResult& r,
+                                              const std::set<std::string>& context_ids,
+                                              size_t max_lines) {
+  std::vector<std::string> lines;
+  if (context_ids.empty()) return lines;
+  const auto values_by_id = context_values_by_id(r);
+  const auto axes = varying_axes(r);
+
+  auto value_of = [](const std::vector<std::pair<std::string, std::string>>& values,
+                     const std::string& axis) -> std::optional<std::string> {
+    for (const auto& [k, v] : values) {
+      if (k == axis) return v;
+    }
+    return std::nullopt;
+  };
+
+  // Group by the other varying axes; remember the order in which groups first appear in the
+  // sweep (context_index order) so the lines follow the sweep.
+  bool groupable = !axes.empty();
+  struct Group {
+    int first_index = std::numeric_limits<int>::max();
+    std::set<size_t> positions;  // indices into the first axis's values
+  };
+  std::map<std::string, Group> groups;
+  std::map<std::string, int> index_of_id;
+  for (const CaseRecord& c : r.cases) index_of_id.emplace(c.context_id, c.context_index);
+  if (groupable) {
+    const auto& [first_axis, first_values] = axes.front();
+    for (const std::string& id : context_ids) {
+      const auto it = values_by_id.find(id);
+      if (it == values_by_id.end()) { groupable = false; break; }
+      const auto v = value_of(it->second, first_axis);
+      const auto pos = v ? std::find(first_values.begin(), first_values.end(), *v) : first_values.end();
+      if (pos == first_values.end()) { groupable = false; break; }
+      std::vector<std::string> key_parts;
+      for (size_t a = 1; a < axes.size(); ++a) {
+        const auto w = value_of(it->second, axes[a].first);
+        key_parts.push_back(axes[a].first + "=" + (w ? *w : "?"));
+      }
+      Group& g = groups[join(key_parts, ", ")];
+      g.positions.insert(static_cast<size_t>(pos - first_values.begin()));
+      const auto idx = index_of_id.find(id);
+      if (idx != index_of_id.end()) g.first_index = std::min(g.first_index, idx->second);
+    }
+  }
+
+  if (!groupable) {
+    std::vector<std::string> labels;
+    for (const std::string& id : context_ids) labels.push_back(context_label(r, id));
+    for (size_t i = 0; i < labels.size() && i < max_lines; ++i) lines.push_back(labels[i]);
+    if (labels.size() > max_lines) {
+      lines.push_back("... and " + std::to_string(labels.size() - max_lines) + " more");
+    }
+    return lines;
+  }
+
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [key, g] : groups) order.emplace_back(g.first_index, key);
+  std::sort(order.begin(), order.end());
+  const auto& [first_axis, first_values] = axes.front();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == max_lines) {
+      lines.push_back("... and " + std::to_string(order.size() - max_lines) + " more groups");
+      break;
+    }
+    const Group& g = groups.at(order[i].second);
+    std::vector<std::string> values;
+    for (const size_t p : g.positions) values.push_back(first_values[p]);
+    std::string line = first_axis + " = " + fold_runs(values);
+    if (!order[i].second.empty()) line = order[i].second + ": " + line;
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string plural(int64_t n, const std::string& singular, const std::string& plural_form) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural_form);
+}
+
+}  // namespace nvdet::report_text

@@ -1,0 +1,58 @@
+#pragma once
+// Phrasing shared by the human-readable writers (Markdown, HTML, JUnit messages): numbers,
+// element coordinates, the run notes that changed, and a compact description of where in the
+// sweep a backend's results change. Works on the result model only.
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/runner/audit_result.h"
+
+namespace nvdet::report_text {
+
+// Shortest text that reads back to the same double; "nan", "inf", "-inf" otherwise.
+std::string exact_number(double v);
+// Four significant digits, for differences and times ("3.052e-05", "0.125").
+std::string short_number(double v);
+// The ULP distance, or "n/a" when undefined (a NaN on either side).
+std::string ulp_text(uint64_t ulp);
+
+// "token=0, col=17": coordinates named with the scenario's coord_names ("dim2" past their end).
+std::string named_coords(const std::vector<int64_t>& coords, const std::vector<std::string>& names);
+
+// The notes whose values differ between two runs, "split_k 1 → 4" ("-" for a missing side),
+// in key order.
+std::vector<std::string> notes_that_differ(const RunNotes& baseline, const RunNotes& other);
+
+// "NVIDIA H200 (132 SMs, compute 9.0), driver 580.82, CUDA runtime 13.1, cuBLAS 13.1" or
+// "CPU only (no CUDA device: ...)".
+std::string device_line(const SystemInfo& s);
+
+// The text of a context for people: "batch=8, position=last" from its recorded values, or its id
+// when no case records them.
+std::string context_label(const AuditResult& r, const std::string& context_id);
+
+// The recorded axis values of each context id (from the cases; the first case wins).
+std::map<std::string, std::vector<std::pair<std::string, std::string>>> context_values_by_id(
+    const AuditResult& r);
+
+// The axes that take more than one value, in sweep order.
+std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const AuditResult& r);
+
+// Where a set of contexts lies in the sweep, compactly: the contexts are grouped by the values of
+// every varying axis but the first, and within a group the first axis's values are listed with
+// runs of consecutive integers folded: {"batch = 34..64, 128"} with one varying axis, or
+// {"position=last: batch = 2..5, 9", ...} with more. Falls back to the context labels when the
+// contexts carry no axis values. At most `max_lines` lines; a last line says how many were left.
+std::vector<std::string> describe_context_set(const AuditResult& r,
+                                              const std::set<std::string>& context_ids,
+                                              size_t max_lines = 20);
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator);
+
+// "1 divergence" / "3 divergences".
+std::string plural(int64_t n, const std::string& singular, const std::string& plural_form);
+
+}  // namespace nvdet::report_text

@@ -1,0 +1,523 @@
+// The report writers against a hand-built audit result (tests/report_sample_result.h): every
+// JSON contract key with its value, the Markdown summary's verdicts, grouped contexts and first
+// mismatch, well-formed JUnit with failures exactly where expectations failed, the HTML sections
+// and heatmap cells, and atomic writes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sys/stat.h>
+
+#include "lib/core/error.h"
+#include "lib/report/atomic_file.h"
+#include "lib/report/html_report.h"
+#include "lib/report/json_report.h"
+#include "lib/report/junit_report.h"
+#include "lib/report/markdown_report.h"
+#include "lib/report/report_writers.h"
+#include "tests/report_sample_result.h"
+#include "tests/test_support.h"
+
+namespace nvdet {
+namespace {
+
+using nlohmann::json;
+using testing::make_sample_audit_result;
+using testing::sample_context_id;
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// ---------------------------------------------------------------- formats
+
+TEST(ReportFormats, ParsesNamesAndAliases) {
+  const auto all = parse_report_formats("md,json,junit,html");
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0], ReportFormat::kMarkdown);
+  EXPECT_EQ(all[1], ReportFormat::kJson);
+  EXPECT_EQ(all[2], ReportFormat::kJunit);
+  EXPECT_EQ(all[3], ReportFormat::kHtml);
+  const auto some = parse_report_formats(" JSON , markdown,json,");
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_EQ(some[0], ReportFormat::kJson);
+  EXPECT_EQ(some[1], ReportFormat::kMarkdown);
+}
+
+TEST(ReportFormats, RejectsUnknownAndEmpty) {
+  try {
+    parse_report_formats("md,pdf");
+    FAIL() << "pdf accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("unknown report format 'pdf'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("md, json, junit, html"), std::string::npos) << e.what();
+  }
+  try {
+    parse_report_formats(" , ");
+    FAIL() << "empty list accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+  }
+}
+
+TEST(ReportFormats, BaseNameIsSafe) {
+  AuditResult r;
+  r.scenario.name = "my scenario/../x";
+  EXPECT_EQ(report_base_name(r), "my-scenario-..-x");
+  r.scenario.name = "..";
+  EXPECT_EQ(report_base_name(r), "audit");
+  r.scenario.name = "";
+  EXPECT_EQ(report_base_name(r), "audit");
+}
+
+// ---------------------------------------------------------------- JSON
+
+TEST(JsonReport, HasEveryContractKeyWithItsValue) {
+  const AuditResult r = make_sample_audit_result();
+  const json j = json::parse(render_json_report(r));  // throws (fails the test) if invalid
+
+  EXPECT_EQ(j.at("schema_version"), kReportSchemaVersion);
+
+  const json& s = j.at("scenario");
+  EXPECT_EQ(s.at("name"), "gemm-batch-sweep");
+  EXPECT_EQ(s.at("path"), "scenarios/gemm.yaml");
+  EXPECT_EQ(s.at("description"), r.scenario.description);
+  EXPECT_EQ(s.at("op"), "gemm");
+  EXPECT_EQ(s.at("dtype"), "bf16");
+  EXPECT_EQ(s.at("out_dtype"), "bf16");
+  EXPECT_EQ(s.at("seed"), 1234);
+  EXPECT_EQ(s.at("requests"), json::array({0, 7}));
+  EXPECT_EQ(s.at("repeat"), 2);
+  ASSERT_EQ(s.at("axes").size(), 2u);
+  EXPECT_EQ(s.at("axes")[0].at("name"), "batch");
+  EXPECT_EQ(s.at("axes")[0].at("values").size(), 10u);
+  EXPECT_EQ(s.at("axes")[0].at("values")[8], "16");
+  EXPECT_EQ(s.at("axes")[1].at("name"), "position");
+  EXPECT_EQ(s.at("coord_names"), json::array({"token", "col"}));
+
+  const json& d = j.at("device");
+  for (const char* key : {"nvdet_version", "host", "cuda_built", "compiled_architectures",
+                          "cuda_fp_flags", "cxx_fp_flags", "driver_version",
+                          "cuda_runtime_version", "cublas_version", "device_error", "gpus"}) {
+    EXPECT_TRUE(d.contains(key)) << key;
+  }
+  EXPECT_EQ(d.at("cuda_built"), true);
+  EXPECT_EQ(d.at("driver_version"), "580.82");
+  EXPECT_EQ(d.at("cublas_version"), "13.1.0");
+  ASSERT_EQ(d.at("gpus").size(), 1u);
+  const json& g = d.at("gpus")[0];
+  EXPECT_EQ(g.at("index"), 0);
+  EXPECT_EQ(g.at("name"), "NVIDIA H200");
+  EXPECT_EQ(g.at("sm_count"), 132);
+  EXPECT_EQ(g.at("compute_capability"), "9.0");
+  EXPECT_EQ(g.at("memory_bytes").get<uint64_t>(), uint64_t{150} << 30);
+  EXPECT_EQ(g.at("l2_bytes").get<uint64_t>(), uint64_t{60} << 20);
+
+  ASSERT_EQ(j.at("backends").size(), 4u);
+  const json& b0 = j.at("backends")[0];
+  EXPECT_EQ(b0.at("name"), "cpu-variant");
+  EXPECT_EQ(b0.at("description"), "test backend cpu-variant");
+  EXPECT_EQ(b0.at("gpu"), false);
+  EXPECT_EQ(b0.at("expect"), "variant");
+  EXPECT_EQ(b0.at("passed"), true);
+  EXPECT_EQ(b0.at("contexts_run"), 20);
+  EXPECT_EQ(b0.at("divergent_contexts"), 7);
+  EXPECT_EQ(b0.at("run_to_run_divergences"), 0);
+  EXPECT_EQ(b0.at("max_distinct_results"), 3);
+  EXPECT_EQ(b0.at("verdict"), "varies as expected: 7 of 20 contexts differ");
+  EXPECT_EQ(b0.at("stands_for").at("gemm"), "cuBLAS split-K heuristic");
+  EXPECT_EQ(j.at("backends")[1].at("expect"), "invariant");
+  EXPECT_EQ(j.at("backends")[1].at("passed"), false);
+  EXPECT_EQ(j.at("backends")[3].at("expect"), "report");
+
+  ASSERT_EQ(j.at("cases").size(), r.cases.size());
+  // cases[0]: cpu-variant, baseline context, repeat 0.
+  const json& c0 = j.at("cases")[0];
+  EXPECT_EQ(c0.at("backend"), "cpu-variant");
+  EXPECT_EQ(c0.at("context_index"), 0);
+  EXPECT_EQ(c0.at("context"), sample_context_id("1", "first"));
+  EXPECT_EQ(c0.at("context_values").at("batch"), "1");
+  EXPECT_EQ(c0.at("context_values").at("position"), "first");
+  EXPECT_EQ(c0.at("repeat"), 0);
+  EXPECT_DOUBLE_EQ(c0.at("seconds").get<double>(), 0.25);
+  EXPECT_EQ(c0.at("notes").at("split_k"), "1");
+  ASSERT_EQ(c0.at("requests").size(), 2u);
+  const json& q0 = c0.at("requests")[0];
+  EXPECT_EQ(q0.at("request"), 0);
+  EXPECT_EQ(q0.at("hash"), "11111111111111110000000000000000");
+  EXPECT_EQ(q0.at("token_hashes").size(), 2u);
+  EXPECT_EQ(q0.at("token_hashes")[1], "11111111111111110000000000000064");
+  EXPECT_FALSE(q0.contains("completion"));  // only when non-empty
+  // A cpu-reference case carries a completion for request 7.
+  bool saw_completion = false;
+  for (const json& c : j.at("cases")) {
+    if (c.at("backend") != "cpu-reference") continue;
+    EXPECT_EQ(c.at("requests")[1].at("completion"), json::array({11, 12, 13}));
+    saw_completion = true;
+  }
+  EXPECT_TRUE(saw_completion);
+
+  ASSERT_EQ(j.at("divergences").size(), 9u);
+  const json& v0 = j.at("divergences")[0];
+  EXPECT_EQ(v0.at("backend"), "cpu-variant");
+  EXPECT_EQ(v0.at("kind"), "context");
+  EXPECT_EQ(v0.at("request"), 0);
+  EXPECT_EQ(v0.at("token"), 0);
+  EXPECT_EQ(v0.at("baseline_context"), sample_context_id("1", "first"));
+  EXPECT_EQ(v0.at("context"), sample_context_id("2", "last"));
+  EXPECT_EQ(v0.at("repeat"), 0);
+  const json& m0 = v0.at("first_mismatch");
+  EXPECT_EQ(m0.at("flat_index"), 17);
+  EXPECT_EQ(m0.at("coords"), json::array({0, 17}));
+  EXPECT_EQ(m0.at("a"), 1.5);
+  EXPECT_EQ(m0.at("b"), 1.5078125);
+  EXPECT_EQ(m0.at("a_bits"), "0x3fc0");
+  EXPECT_EQ(m0.at("b_bits"), "0x3fc1");
+  EXPECT_EQ(m0.at("ulp"), 1);
+  EXPECT_EQ(v0.at("max_abs_diff"), 0.0078125);
+  EXPECT_EQ(v0.at("max_rel_diff"), 0.005);
+  EXPECT_EQ(v0.at("mismatch_count"), 12);
+  EXPECT_EQ(v0.at("mismatched_tokens"), 1);
+  EXPECT_EQ(v0.at("tokens"), 2);
+  EXPECT_EQ(v0.at("baseline_notes").at("split_k"), "1");
+  EXPECT_EQ(v0.at("notes").at("split_k"), "2");
+
+  // Non-finite values: strings, and ulp null when a NaN is involved.
+  const json& v7 = j.at("divergences")[7];
+  EXPECT_EQ(v7.at("backend"), "cpu-invariant");
+  EXPECT_EQ(v7.at("first_mismatch").at("a"), "inf");
+  EXPECT_EQ(v7.at("first_mismatch").at("b"), "nan");
+  EXPECT_TRUE(v7.at("first_mismatch").at("ulp").is_null());
+  EXPECT_EQ(v7.at("max_abs_diff"), "nan");
+  EXPECT_EQ(v7.at("max_rel_diff"), "inf");
+  EXPECT_EQ(j.at("divergences")[8].at("kind"), "run-to-run");
+  EXPECT_EQ(j.at("divergences")[8].at("repeat"), 1);
+
+  const json& sum = j.at("summary");
+  EXPECT_EQ(sum.at("passed"), false);
+  EXPECT_EQ(sum.at("backends"), 4);
+  EXPECT_EQ(sum.at("contexts"), 20);
+  EXPECT_EQ(sum.at("cases"), 160);
+  EXPECT_EQ(sum.at("divergences"), 9);
+  EXPECT_EQ(sum.at("failed_backends"), 2);
+  EXPECT_EQ(sum.at("seconds"), 40.0);
+}
+
+TEST(JsonReport, NumbersRoundTripExactly) {
+  FirstMismatch m;
+  m.a = 0.1;
+  m.b = -3.0517578125e-05;
+  m.ulp = 123456789012345ull;
+  const json j = json::parse(first_mismatch_to_json(m).dump());
+  EXPECT_EQ(j.at("a").get<double>(), 0.1);
+  EXPECT_EQ(j.at("b").get<double>(), -3.0517578125e-05);
+  EXPECT_EQ(j.at("ulp").get<uint64_t>(), 123456789012345ull);
+  EXPECT_EQ(json_number(-std::numeric_limits<double>::infinity()), "-inf");
+}
+
+// ---------------------------------------------------------------- Markdown
+
+TEST(MarkdownReport, SaysVerdictsGroupedContextsAndFirstMismatch) {
+  const std::string md = render_markdown_report(make_sample_audit_result());
+  EXPECT_EQ(md.rfind("# \u2717 FAIL", 0), 0u) << md.substr(0, 80);
+  EXPECT_NE(md.find("NVIDIA H200 (132 SMs, compute 9.0), driver 580.82, CUDA runtime 13.0, cuBLAS 13.1.0"),
+            std::string::npos);
+  // One table row per backend with its verdict mark.
+  EXPECT_NE(md.find("| `cpu-variant` | variant | 20 | 7 | 0 | 3 | \u2713 varies as expected"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| `cpu-invariant` | invariant | 20 | 1 | 0 | 2 | \u2717 "), std::string::npos);
+  EXPECT_NE(md.find("| `cpu-canary` | variant | 20 | 0 | 0 | 1 | \u2717 "), std::string::npos);
+  // Where cpu-variant changes, grouped by position with consecutive batches folded.
+  EXPECT_NE(md.find("Differs from `batch=1, position=first` at:"), std::string::npos) << md;
+  EXPECT_NE(md.find("- position=last: batch = 2, 32\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- position=first: batch = 5..8, 16\n"), std::string::npos) << md;
+  // The first mismatch: named coordinates, values, bits, ULP, the notes that changed.
+  EXPECT_NE(md.find("| 0 | 0 | batch=2, position=last | token=0, col=17 | 1.5 | 1.5078125 | "
+                    "`0x3fc0` \u2192 `0x3fc1` | 1 | 0.007812 | 12 elements, 1/2 tokens | "
+                    "split_k 1 \u2192 2 |"),
+            std::string::npos) << md;
+  // The inf/NaN mismatch of cpu-invariant.
+  EXPECT_NE(md.find("| 7 | 1 | batch=3, position=last | token=1, col=5 | inf | nan | `0x7f80` \u2192 "
+                    "`0x7fc0` | n/a | nan |"),
+            std::string::npos) << md;
+  // Run-to-run is named as such.
+  EXPECT_NE(md.find("batch=4, position=first (repeat 1 vs 0)"), std::string::npos);
+  // A backend without divergences gets no section.
+  EXPECT_EQ(md.find("### `cpu-canary`"), std::string::npos);
+  // Markup in free text stays text.
+  EXPECT_EQ(md.find("<script>"), std::string::npos);
+  EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt; & friends"), std::string::npos);
+  EXPECT_NE(md.find("(a &lt; b & \"quoted\")"), std::string::npos);
+  EXPECT_NE(md.find("### `cpu-invariant`"), std::string::npos);
+}
+
+TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {
+  AuditResult r = make_sample_audit_result();
+  // Keep only position=first: the sweep has one varying axis.
+  r.scenario.axes = {{"batch", testing::sample_batches()}};
+  std::erase_if(r.cases, [](const CaseRecord& c) { return c.context_values[1].second != "first"; });
+  for (CaseRecord& c : r.cases) c.context_values.resize(1);
+  std::erase_if(r.divergences, [](const Divergence& d) {
+    return d.context.find("position=last") != std::string::npos;
+  });
+  r.system.gpus.clear();
+  r.system.device_error = "no CUDA device";
+  const std::string md = render_markdown_report(r);
+  EXPECT_NE(md.find("Differs from `batch=1` at batch = 5..8, 16.\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("**Device** CPU only (no CUDA device)"), std::string::npos) << md;
+}
+
+// ---------------------------------------------------------------- JUnit
+
+// A minimal well-formedness check: tags balance, attribute values and text hold no raw '<' and
+// every '&' starts an entity.
+::testing::AssertionResult well_formed_xml(const std::string& xml) {
+  std::vector<std::string> stack;
+  size_t i = 0;
+  if (xml.rfind("<?xml ", 0) == 0) i = xml.find("?>") + 2;
+  static const std::regex entity("^&(amp|lt|gt|quot|apos|#[0-9]+);");
+  while (i < xml.size()) {
+    const char c = xml[i];
+    if (c == '&') {
+      if (!std::regex_search(xml.substr(i, 8), entity))
+        return ::testing::AssertionFailure() << "bare & at " << i;
+      ++i;
+      continue;
+    }
+    if (c != '<') {
+      if (c == '>') return ::testing::AssertionFailure() << "bare > at " << i;
+      ++i;
+      continue;
+    }
+    // Find the tag end, skipping quoted attribute values.
+    size_t j = i + 1;
+    char quote = 0;
+    for (; j < xml.size(); ++j) {
+      if (quote) {
+        if (xml[j] == quote) quote = 0;
+        else if (xml[j] == '<') return ::testing::AssertionFailure() << "< in attribute at " << j;
+      } else if (xml[j] == '"' || xml[j] == '\'') {
+        quote = xml[j];
+      } else if (xml[j] == '>') {
+        break;
+      }
+    }
+    if (j >= xml.size()) return ::testing::AssertionFailure() << "unterminated tag at " << i;
+    const std::string tag = xml.substr(i + 1, j - i - 1);
+    const bool closing = tag[0] == '/';
+    const bool self_closing = tag.back() == '/';
+    const std::string name = tag.substr(closing ? 1 : 0, tag.find_first_of(" />", 1) - (closing ? 1 : 0));
+    if (closing) {
+      if (stack.empty() || stack.back() != name)
+        return ::testing::AssertionFailure() << "</" << name << "> does not close "
+                                             << (stack.empty() ? "anything" : stack.back());
+      stack.pop_back();
+    } else if (!self_closing) {
+      stack.push_back(name);
+    }
+    i = j + 1;
+  }
+  if (!stack.empty()) return ::testing::AssertionFailure() << "<" << stack.back() << "> left open";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
+  const std::string xml = render_junit_report(make_sample_audit_result());
+  EXPECT_TRUE(well_formed_xml(xml)) << xml;
+  EXPECT_EQ(count_of(xml, "<testsuite "), 4u);
+  EXPECT_EQ(count_of(xml, "<testcase "), 8u);
+  EXPECT_NE(xml.find("<testsuites name=\"nvdet audit gemm-batch-sweep\" tests=\"8\" failures=\"3\""),
+            std::string::npos) << xml;
+  for (const char* name : {"cpu-variant/request-0", "cpu-variant/request-7", "cpu-invariant/request-0",
+                           "cpu-invariant/request-7", "cpu-canary/request-0", "cpu-canary/request-7",
+                           "cpu-reference/request-0", "cpu-reference/request-7"}) {
+    EXPECT_NE(xml.find("<testcase name=\"" + std::string(name) + "\" classname=\"gemm-batch-sweep\""),
+              std::string::npos) << name;
+  }
+  // Failures: the invariant backend's request 7 and both of the canary's requests; the variant
+  // backend that varied and the report-only backend (with a run-to-run divergence) pass.
+  auto has_failure = [&](const std::string& name) {
+    const size_t at = xml.find("<testcase name=\"" + name + "\"");
+    if (at == std::string::npos) return false;
+    const size_t end = xml.find("<testcase ", at + 1);
+    return xml.substr(at, end - at).find("<failure ") != std::string::npos;
+  };
+  EXPECT_TRUE(has_failure("cpu-invariant/request-7"));
+  EXPECT_TRUE(has_failure("cpu-canary/request-0"));
+  EXPECT_TRUE(has_failure("cpu-canary/request-7"));
+  EXPECT_FALSE(has_failure("cpu-invariant/request-0"));
+  EXPECT_FALSE(has_failure("cpu-variant/request-0"));
+  EXPECT_FALSE(has_failure("cpu-variant/request-7"));
+  EXPECT_FALSE(has_failure("cpu-reference/request-0"));
+  EXPECT_FALSE(has_failure("cpu-reference/request-7"));
+  EXPECT_EQ(count_of(xml, "<failure "), 3u);
+  // The first mismatch is in the failure message.
+  EXPECT_NE(xml.find("message=\"expected invariant, but request 7 differs at batch=3, position=last "
+                     "from batch=1, position=first: first at token 1 (token=1, col=5): inf vs nan "
+                     "(0x7f80 vs 0x7fc0, n/a ulp)"),
+            std::string::npos) << xml;
+  // Escaping of the verdict's < & ".
+  EXPECT_NE(xml.find("(a &lt; b &amp; &quot;quoted&quot;)"), std::string::npos);
+}
+
+TEST(JunitReport, EscapesAndDropsControlCharacters) {
+  EXPECT_EQ(xml_escape("a<b>&\"'\x01z\n"), "a&lt;b&gt;&amp;&quot;&apos;z&#10;");
+  AuditResult r = make_sample_audit_result();
+  r.scenario.name = "we<ird> & \"name\"\x02";
+  EXPECT_TRUE(well_formed_xml(render_junit_report(r)));
+}
+
+TEST(JunitReport, FailedBackendWithoutDivergencesStillFails) {
+  AuditResult r = make_sample_audit_result();
+  r.backends[3].passed = false;  // say, a manifest mismatch: no divergence explains it
+  r.backends[3].verdict = "manifest mismatch";
+  const std::string xml = render_junit_report(r);
+  EXPECT_TRUE(well_formed_xml(xml));
+  EXPECT_NE(xml.find("<testcase name=\"cpu-reference/expectation\""), std::string::npos);
+  EXPECT_EQ(count_of(xml, "<failure "), 4u);
+}
+
+// ---------------------------------------------------------------- HTML
+
+TEST(HtmlReport, HasSectionsHeatmapCellsAndEscapes) {
+  const std::string html = render_html_report(make_sample_audit_result());
+  for (const char* id : {"summary", "backends", "heatmaps", "divergences", "bisect",
+                         "heatmap-cpu-variant", "heatmap-cpu-invariant", "heatmap-cpu-canary",
+                         "heatmap-cpu-reference", "divergence-table"}) {
+    EXPECT_NE(html.find("id=\"" + std::string(id) + "\""), std::string::npos) << id;
+  }
+  // 10 batches × 2 positions per backend.
+  EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 80u);
+  // cpu-variant's three results for request 0: the baseline's and two others.
+  const size_t variant = html.find("id=\"heatmap-cpu-variant\"");
+  const size_t invariant = html.find("id=\"heatmap-cpu-invariant\"");
+  const std::string variant_map = html.substr(variant, invariant - variant);
+  EXPECT_EQ(count_of(variant_map, "data-class=\"0\""), 13u);
+  EXPECT_EQ(count_of(variant_map, "data-class=\"1\""), 2u);  // position=last, batch 2 and 32
+  EXPECT_EQ(count_of(variant_map, "data-class=\"2\""), 5u);  // position=first, batch 5..8, 16
+  EXPECT_NE(variant_map.find("<title>batch=5, position=first: result #3"), std::string::npos);
+  EXPECT_NE(variant_map.find("3 distinct results over 20 contexts"), std::string::npos);
+  // cpu-invariant's map shows request 7 (the request that diverged).
+  const std::string invariant_map = html.substr(invariant, html.find("id=\"heatmap-cpu-canary\"") - invariant);
+  EXPECT_NE(invariant_map.find("Request 7: 2 distinct results"), std::string::npos);
+  // Divergence table rows, and the inf/nan mismatch.
+  EXPECT_EQ(count_of(html, "<tr data-backend="), 9u);
+  EXPECT_NE(html.find("<td class=\"num\">inf</td><td class=\"num\">nan</td>"), std::string::npos);
+  // Escaping: the description's markup is text.
+  EXPECT_EQ(html.find("<script>alert(1)"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; friends"), std::string::npos);
+  // Self-contained: nothing fetched.
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+}
+
+TEST(HtmlReport, ThreeVaryingAxesFoldIntoMixedCells) {
+  AuditResult r = make_sample_audit_result();
+  r.scenario.axes.push_back({"chunk", {"64", "128"}});
+  // Duplicate every cpu-variant case with chunk=128 and a different hash for batch=1.
+  std::vector<CaseRecord> extra;
+  for (CaseRecord c : r.cases) {
+    c.context_values.push_back({"chunk", "128"});
+    c.context_id += "+chunk128";
+    if (c.backend == "cpu-variant" && c.context_values[0].second == "1" &&
+        c.context_values[1].second == "first")
+      c.requests[0].hash = Hash128{0xabcdefull, 0x1ull};
+    extra.push_back(c);
+  }
+  for (CaseRecord& c : r.cases) c.context_values.push_back({"chunk", "64"});
+  r.cases.insert(r.cases.end(), extra.begin(), extra.end());
+  const std::string html = render_html_report(r);
+  EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 80u);  // still 10 × 2 per backend
+  EXPECT_EQ(count_of(html, "data-class=\"mixed\""), 1u);
+  EXPECT_NE(html.find("url(#mixed-cpu-variant)"), std::string::npos);
+}
+
+TEST(HtmlReport, NoSweepDrawsOneCell) {
+  AuditResult r = make_sample_audit_result();
+  r.scenario.axes.clear();
+  r.divergences.clear();
+  std::erase_if(r.cases, [](const CaseRecord& c) { return c.context_index != 0; });
+  const std::string html = render_html_report(r);
+  EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 4u);
+  EXPECT_NE(html.find("No divergences"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"divergence-table\""), std::string::npos);
+}
+
+// ---------------------------------------------------------------- writing
+
+TEST(WriteReports, WritesAllFourAtomically) {
+  const AuditResult r = make_sample_audit_result();
+  const auto root = testing::make_temp_dir("reports");
+  const auto dir = root / "nested" / "reports";
+  // A previous report is replaced, not appended to.
+  std::filesystem::create_directories(dir);
+  testing::write_file(dir / "gemm-batch-sweep.md", "old");
+  const auto written = write_reports(r, dir, parse_report_formats("md,json,junit,html"));
+  ASSERT_EQ(written.size(), 4u);
+  EXPECT_EQ(written[0], dir / "gemm-batch-sweep.md");
+  EXPECT_EQ(written[1], dir / "gemm-batch-sweep.json");
+  EXPECT_EQ(written[2], dir / "gemm-batch-sweep.junit.xml");
+  EXPECT_EQ(written[3], dir / "gemm-batch-sweep.html");
+  EXPECT_EQ(testing::read_file(written[0]), render_markdown_report(r));
+  EXPECT_EQ(testing::read_file(written[1]), render_json_report(r));
+  EXPECT_EQ(testing::read_file(written[2]), render_junit_report(r));
+  EXPECT_EQ(testing::read_file(written[3]), render_html_report(r));
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"gemm-batch-sweep.md", "gemm-batch-sweep.json",
+                                          "gemm-batch-sweep.junit.xml", "gemm-batch-sweep.html"}));
+  std::filesystem::remove_all(root);
+}
+
+TEST(WriteReports, RejectsUnwritableDirectoryAsBadInput) {
+  const AuditResult r = make_sample_audit_result();
+  const auto root = testing::make_temp_dir("reports-bad");
+  testing::write_file(root / "file", "x");
+  // A folder below a regular file cannot exist, even for root.
+  try {
+    write_reports(r, root / "file" / "sub", {ReportFormat::kJson});
+    FAIL() << "wrote below a regular file";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("cannot write report '"), std::string::npos) << e.what();
+  }
+  // The destination is a folder: the rename fails and the temporary file is cleaned up.
+  std::filesystem::create_directories(root / "gemm-batch-sweep.json");
+  try {
+    write_reports(r, root, {ReportFormat::kJson});
+    FAIL() << "replaced a folder";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("cannot write report '"), std::string::npos) << e.what();
+  }
+  for (const auto& e : std::filesystem::directory_iterator(root)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  }
+  std::filesystem::remove_all(root);
+}
+
+TEST(AtomicFile, WritesExactBytesAndNamesTheFileOnFailure) {
+  const auto root = testing::make_temp_dir("atomic");
+  const std::string bytes("a\0b\nc", 5);
+  write_file_atomic(root / "x.bin", bytes);
+  EXPECT_EQ(testing::read_file(root / "x.bin"), bytes);
+  write_file_atomic(root / "x.bin", "second");
+  EXPECT_EQ(testing::read_file(root / "x.bin"), "second");
+  try {
+    write_file_atomic(root / "missing" / "m.json", "{}", "manifest");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("cannot write manifest '"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace nvdet
