@@ -1,0 +1,128 @@
+// Decode and prefill attention for the CUDA backends: builds the work-item plan
+// (lib/cuda/attention_plans.h), uploads it with the paged KV cache, and launches the split-KV
+// kernels (kernels/split_kv_attention.cuh). cuda-invariant uses the invariant plans; the
+// vendor-policy flavors (cuda-vendor-policy, cublas, cublaslt-nosplit) the batch-dependent ones,
+// with the device's real SM count.
+#include <string>
+
+#include "kernels/split_kv_attention.cuh"
+#include "lib/core/error.h"
+#include "lib/cuda/attention_plans.h"
+#include "lib/cuda/cuda_ops.h"
+#include "lib/ops/split_policies.h"
+
+namespace nvdet::cuda {
+namespace {
+
+void check_supported(const char* op, DType dtype, int32_t num_heads, int32_t num_kv_heads,
+                     int32_t head_dim) {
+  const int group = num_kv_heads > 0 ? num_heads / num_kv_heads : 0;
+  if (!kernels::split_kv_attention_supported(dtype, head_dim, group)) {
+    throw_input_error(std::string(op) + " on the GPU takes bf16 or fp16 inputs, head_dim 64, 128 "
+                      "or 256 and 1 to 8 query heads per KV head; got " +
+                      std::string(dtype_name(dtype)) + ", head_dim " + std::to_string(head_dim) +
+                      " and " + std::to_string(group) + " query heads per KV head");
+  }
+}
+
+// Uploads q, k, v, the page table and the plan; fills the kernel parameters. The plan and the
+// output are owned by the call.
+kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall& call,
+                                               const HostTensor& q, const PagedKv& kv,
+                                               int32_t num_heads, int32_t num_kv_heads,
+                                               int32_t head_dim, float scale, DType out_dtype,
+                                               const AttentionPlan& plan) {
+  ctx.upload(q);
+  ctx.upload(*kv.k);
+  ctx.upload(*kv.v);
+  kernels::SplitKvAttentionParams p;
+  p.q = ctx.upload(q);
+  p.k = ctx.upload(*kv.k);
+  p.v = ctx.upload(*kv.v);
+  p.dtype = q.dtype();
+  p.out_dtype = out_dtype;
+  p.max_pages_per_seq = kv.max_pages_per_seq;
+  p.page_size = kv.page_size;
+  p.num_heads = num_heads;
+  p.num_kv_heads = num_kv_heads;
+  p.head_dim = head_dim;
+  p.scale = scale;
+  p.num_items = static_cast<int32_t>(plan.items.size());
+  p.num_rows = static_cast<int32_t>(plan.row_item_begin.size()) - 1;
+
+  call.owned.push_back(
+      ctx.upload_array(kv.page_table.data(), kv.page_table.size() * sizeof(int32_t)));
+  p.page_table = call.owned.back().as<int32_t>();
+  call.owned.push_back(ctx.upload_array(plan.items.data(),
+                                        plan.items.size() * sizeof(kernels::AttentionWorkItem)));
+  p.items = call.owned.back().as<kernels::AttentionWorkItem>();
+  call.owned.push_back(ctx.upload_array(plan.row_item_begin.data(),
+                                        plan.row_item_begin.size() * sizeof(int32_t)));
+  p.row_item_begin = call.owned.back().as<int32_t>();
+
+  call.out_dtype = out_dtype;
+  call.out_shape = {p.num_rows, num_heads, head_dim};
+  call.owned.emplace_back(static_cast<size_t>(p.num_rows) * num_heads * head_dim *
+                          dtype_size(out_dtype));
+  p.out = call.owned.back().get();
+  call.output = p.out;
+  p.workspace = static_cast<float*>(ctx.workspace(
+      kernels::split_kv_attention_workspace_bytes(p.num_items, num_heads, head_dim)));
+  return p;
+}
+
+}  // namespace
+
+PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
+                                      const AttentionDecodeArgs& args, RunNotes* notes) {
+  check_supported("attention_decode", args.q->dtype(), args.num_heads, args.num_kv_heads,
+                  args.head_dim);
+  const bool invariant = flavor == CudaFlavor::kInvariant;
+  const AttentionPlan plan =
+      invariant ? invariant_decode_plan(args.kv.kv_lens, invariant_attention_split_size(args.splits))
+                : vendor_decode_plan(args.kv.kv_lens, args.num_kv_heads, ctx.sm_count(),
+                                     args.splits);
+  PreparedCall call;
+  const kernels::SplitKvAttentionParams p =
+      prepare_params(ctx, call, *args.q, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
+                     args.scale, args.out_dtype, plan);
+  call.launch = [p](cudaStream_t s) { return kernels::launch_attention_decode(p, s); };
+  if (notes) {
+    (*notes)["kernel"] = invariant ? "split_kv_decode_invariant" : "split_kv_decode_vendor_policy";
+    if (invariant) {
+      (*notes)["split_size"] = std::to_string(plan.split_size);
+    } else {
+      if (plan.flashdecoding_num_splits > 0) {
+        (*notes)["flashdecoding_num_splits"] = std::to_string(plan.flashdecoding_num_splits);
+      }
+      (*notes)["split_len"] = std::to_string(plan.vendor_split_len);
+    }
+    (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
+  }
+  return call;
+}
+
+PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
+                                       const AttentionPrefillArgs& args, RunNotes* notes) {
+  check_supported("attention_prefill", args.q->dtype(), args.num_heads, args.num_kv_heads,
+                  args.head_dim);
+  const bool invariant = flavor == CudaFlavor::kInvariant;
+  const AttentionPlan plan =
+      invariant ? invariant_prefill_plan(args.q_start, args.kv.kv_lens)
+                : vendor_prefill_plan(args.q_start, args.prefix_len, args.kv.kv_lens);
+  PreparedCall call;
+  const kernels::SplitKvAttentionParams p =
+      prepare_params(ctx, call, *args.q, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
+                     args.scale, args.out_dtype, plan);
+  call.launch = [p](cudaStream_t s) { return kernels::launch_attention_prefill(p, s); };
+  if (notes) {
+    (*notes)["kernel"] =
+        invariant ? "split_kv_prefill_invariant" : "split_kv_prefill_vendor_policy";
+    (*notes)["tile"] = "64";
+    (*notes)["kv_segments"] = invariant ? "[0, p] in 64-token tiles from position 0"
+                                        : "[0, prefix) | [prefix, chunk start) | [chunk start, p]";
+  }
+  return call;
+}
+
+}  // namespace nvdet::cuda

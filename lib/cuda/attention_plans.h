@@ -1,0 +1,45 @@
+#pragma once
+// Work-item plans of the split-KV attention kernels (kernels/split_kv_attention.cuh): which KV
+// ranges each query row is cut into. Plain host code, so the plans can be checked without a GPU.
+// The invariant plans depend only on each sequence's own lengths and fixed settings; the
+// vendor-style plans follow the batch through lib/ops/split_policies.h, exactly as the CPU
+// variant backend does.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/split_kv_attention.cuh"
+#include "lib/ops/op_args.h"
+
+namespace nvdet::cuda {
+
+struct AttentionPlan {
+  std::vector<kernels::AttentionWorkItem> items;  // a row's items consecutive, rows ascending
+  std::vector<int32_t> row_item_begin;            // [rows + 1]
+  // For run notes.
+  int split_size = 0;               // invariant decode: KV tokens per split
+  int flashdecoding_num_splits = 0; // vendor decode, when the heuristic ran
+  int vendor_split_len = 0;         // vendor decode: split length of sequence 0
+  int num_splits_seq0 = 0;          // splits of sequence 0
+};
+
+// Decode, invariant: sequence s is cut into [0, S), [S, 2S), ..., S = split_size.
+AttentionPlan invariant_decode_plan(std::span<const int32_t> kv_lens, int split_size);
+
+// Decode, vendor policy (as lib/reference/variant_attention.cpp): splits.num_splits when set;
+// else FlashDecoding's split count for the batch, and when it asks for splits, the
+// FlashInfer-style split length from the whole batch's KV lengths.
+AttentionPlan vendor_decode_plan(std::span<const int32_t> kv_lens, int num_kv_heads, int num_sms,
+                                 const AttentionSplits& splits);
+
+// Prefill, invariant: one item per new token, [0, p + 1).
+AttentionPlan invariant_prefill_plan(std::span<const int32_t> q_start,
+                                     std::span<const int32_t> kv_lens);
+
+// Prefill, vendor policy: each new token's [0, p] cut at the prefix length and the chunk start
+// into up to three segments, empty ones left out.
+AttentionPlan vendor_prefill_plan(std::span<const int32_t> q_start,
+                                  std::span<const int32_t> prefix_len,
+                                  std::span<const int32_t> kv_lens);
+
+}  // namespace nvdet::cuda
