@@ -140,7 +140,9 @@ TEST(ScenarioLoaderTest, QuickstartReadsAsDocumented) {
   EXPECT_EQ(s.sweep[0].name, "batch");
   // cpu-variant changes its K split at m = 16 and m = 64: the sweep must cross both.
   const auto batches = ints(s.sweep[0]);
-  const auto has = [&](int64_t m) { return std::find(batches.begin(), batches.end(), m) != batches.end(); };
+  const auto has = [&](int64_t m) {
+    return std::find(batches.begin(), batches.end(), m) != batches.end();
+  };
   EXPECT_TRUE(has(16) && has(17) && has(64) && has(65));
   EXPECT_EQ(s.sweep[1].name, "position");
   EXPECT_EQ(s.sweep[1].values, (std::vector<AxisValue>{"first", "last"}));
@@ -397,9 +399,11 @@ backends: {cpu-invariant: invariant}
   EXPECT_CONTAINS(message, (dir / "prompts.txt").string() + ":2:3: token id 'x5'");
   // Only one prompt in the file, but request 1 is probed.
   testing::write_file(dir / "prompts.txt", "1 2 3\n");
-  EXPECT_CONTAINS(input_error_of([&] { load_scenario((dir / "m.yaml").string()); }), "request 1 is outside the model's 1 prompts");
+  EXPECT_CONTAINS(input_error_of([&] { load_scenario((dir / "m.yaml").string()); }),
+                  "request 1 is outside the model's 1 prompts");
   fs::remove(dir / "prompts.txt");
-  EXPECT_CONTAINS(input_error_of([&] { load_scenario((dir / "m.yaml").string()); }), "m.yaml:4:23: cannot read prompts file");
+  EXPECT_CONTAINS(input_error_of([&] { load_scenario((dir / "m.yaml").string()); }),
+                  "m.yaml:4:23: cannot read prompts file");
   fs::remove_all(dir);
 }
 
@@ -457,7 +461,8 @@ backends: {cpu-invariant: invariant}
 
 // Builds a valid scenario for `op` with one axis; used to check the loader against known_axes().
 std::string scenario_with_axis(ScenarioOp op, const std::string& axis) {
-  std::string text = "name: x\nop: " + std::string(scenario_op_name(op)) + "\ndtype: bf16\nseed: 1\n";
+  std::string text =
+      "name: x\nop: " + std::string(scenario_op_name(op)) + "\ndtype: bf16\nseed: 1\n";
   if (op == ScenarioOp::kGemm) text += "shape: {n: 8, k: 8}\n";
   if (op == ScenarioOp::kRmsNorm) text += "shape: {d: 8}\n";
   if (op == ScenarioOp::kLogSoftmax) text += "shape: {v: 8}\n";
@@ -466,9 +471,12 @@ std::string scenario_with_axis(ScenarioOp op, const std::string& axis) {
 }
 
 TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {
-  const ScenarioOp all_ops[] = {ScenarioOp::kGemm,          ScenarioOp::kRmsNorm,
-                                ScenarioOp::kLogSoftmax,    ScenarioOp::kAttentionDecode,
-                                ScenarioOp::kAttentionPrefill, ScenarioOp::kModel};
+  const ScenarioOp all_ops[] = {ScenarioOp::kGemm,
+                                ScenarioOp::kRmsNorm,
+                                ScenarioOp::kLogSoftmax,
+                                ScenarioOp::kAttentionDecode,
+                                ScenarioOp::kAttentionPrefill,
+                                ScenarioOp::kModel};
   for (const auto& axis : known_axes()) {
     for (const ScenarioOp op : all_ops) {
       SCOPED_TRACE(axis.name + " / " + std::string(scenario_op_name(op)));
@@ -487,15 +495,20 @@ TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {
 
 TEST(ScenarioLoaderTest, RequestsMustFitTheSmallestBatch) {
   const std::string base = std::string(kMinimalGemm) + "requests: [0, 1, 7]\n";
-  EXPECT_NO_THROW(parse_scenario(base + "sweep:\n  batch: [3, 8]\n  position: [0, first, last]\n", "s.yaml"));
+  EXPECT_NO_THROW(
+      parse_scenario(base + "sweep:\n  batch: [3, 8]\n  position: [0, first, last]\n", "s.yaml"));
   // No batch axis: the batch is exactly the probed requests.
-  EXPECT_NO_THROW(parse_scenario(base + "sweep:\n  position: [first, middle, last, 0]\n", "s.yaml"));
-  EXPECT_CONTAINS(parse_error(base + "sweep:\n  position: [1]\n"), "s.yaml:10:14: position 1 puts request 7 (the 3rd probed request) at slot 3, "
-                      "outside the smallest batch 3");
-  EXPECT_CONTAINS(parse_error(base + "sweep:\n  batch: [8, 2, 4]\n"), "s.yaml:10:14: batch 2 cannot hold the 3 probed requests [0, 1, 7]: "
-                      "request 7 would fall outside the batch");
+  EXPECT_NO_THROW(
+      parse_scenario(base + "sweep:\n  position: [first, middle, last, 0]\n", "s.yaml"));
+  EXPECT_CONTAINS(parse_error(base + "sweep:\n  position: [1]\n"),
+                  "s.yaml:10:14: position 1 puts request 7 (the 3rd probed request) at slot 3, "
+                  "outside the smallest batch 3");
+  EXPECT_CONTAINS(parse_error(base + "sweep:\n  batch: [8, 2, 4]\n"),
+                  "s.yaml:10:14: batch 2 cannot hold the 3 probed requests [0, 1, 7]: "
+                  "request 7 would fall outside the batch");
   // A range is pointed at as a whole.
-  EXPECT_CONTAINS(parse_error(base + "sweep:\n  batch: {from: 1, to: 8}\n"), "s.yaml:10:10: batch 1");
+  EXPECT_CONTAINS(parse_error(base + "sweep:\n  batch: {from: 1, to: 8}\n"),
+                  "s.yaml:10:10: batch 1");
 }
 
 TEST(ScenarioLoaderTest, PrefixMustBeShorterThanEveryPrompt) {
@@ -505,9 +518,13 @@ dtype: bf16
 seed: 3
 backends: {cpu-invariant: invariant}
 )";
-  EXPECT_CONTAINS(parse_error(base + "prefill: {prompt_len: 10, prefix_len: 10}\n"), "s.yaml:6:39: prefix_len 10 must be smaller than prompt_len 10");
-  EXPECT_CONTAINS(parse_error(base + "prefill: {prefix_len: 100}\nsweep:\n  prompt_len: [300, 100]\n"), "prefix_len 100 must be smaller than prompt_len 100");
-  EXPECT_NO_THROW(parse_scenario(base + "sweep:\n  prompt_len: [300, 101]\n  prefix_len: [0, 100]\n", "s.yaml"));
+  EXPECT_CONTAINS(parse_error(base + "prefill: {prompt_len: 10, prefix_len: 10}\n"),
+                  "s.yaml:6:39: prefix_len 10 must be smaller than prompt_len 10");
+  EXPECT_CONTAINS(
+      parse_error(base + "prefill: {prefix_len: 100}\nsweep:\n  prompt_len: [300, 100]\n"),
+      "prefix_len 100 must be smaller than prompt_len 100");
+  EXPECT_NO_THROW(parse_scenario(
+      base + "sweep:\n  prompt_len: [300, 101]\n  prefix_len: [0, 100]\n", "s.yaml"));
 }
 
 // ---- errors that are not about one node -------------------------------------------------------
@@ -522,7 +539,8 @@ TEST(ScenarioLoaderTest, UnreadableFilesAreInputErrorsWithoutALine) {
 }
 
 TEST(ScenarioLoaderTest, YamlSyntaxErrorsCarryYamlCppsWordsAndLocation) {
-  EXPECT_EQ(parse_error("name: x\nop: [gemm\n"), "s.yaml:3:1: YAML syntax error: end of sequence flow not found");
+  EXPECT_EQ(parse_error("name: x\nop: [gemm\n"),
+            "s.yaml:3:1: YAML syntax error: end of sequence flow not found");
 }
 
 // Whatever the bytes, the loader either returns a scenario or throws Error(kBadInput): never a

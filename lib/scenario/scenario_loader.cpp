@@ -1,7 +1,7 @@
 // Reads a scenario file into nvdet::Scenario and validates it completely, so that the runner can
 // trust every field. This is the only file in nvdet that includes yaml-cpp: everything YAML stays
-// here, and every problem leaves as one sentence `file:line:column: ...` (Error, kBadInput, exit 2).
-// No yaml-cpp, std::stoi or other library exception ever escapes.
+// here, and every problem leaves as one sentence `file:line:column: ...` (Error, kBadInput, exit
+// 2). No yaml-cpp, std::stoi or other library exception ever escapes.
 //
 // The schema (scenarios/README.md has the same with examples):
 //
@@ -65,49 +65,18 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/scenario/prompts_file.h"
 #include "lib/scenario/scenario.h"
+#include "lib/scenario/typo_hint.h"
 
 namespace nvdet {
 namespace {
 
-constexpr int64_t kMaxDim = int64_t{1} << 24;      // per-dimension sanity limit
+constexpr int64_t kMaxDim = int64_t{1} << 24;         // per-dimension sanity limit
 constexpr int64_t kMaxAxisValues = int64_t{1} << 16;  // values one range may expand to
 constexpr int64_t kMaxRepeat = 1000;
 
 // ---- small text helpers ---------------------------------------------------------------------
-
-// Edits (insert, delete, substitute, swap two neighbours) between two words, ignoring case: the
-// usual typos each cost one.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  const auto eq = [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  };
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (eq(a[i - 1], b[j - 1]) ? 0 : 1)});
-      if (i > 1 && j > 1 && eq(a[i - 1], b[j - 2]) && eq(a[i - 2], b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
-// " (did you mean 'x'?)" when one candidate is close enough to be a likely typo, else "".
-std::string suggestion(std::string_view word, const std::vector<std::string>& candidates) {
-  size_t best = std::numeric_limits<size_t>::max();
-  std::string best_word;
-  for (const auto& c : candidates) {
-    const size_t d = edit_distance(word, c);
-    if (d < best) best = d, best_word = c;
-  }
-  // About one edit per three letters; none for one- and two-letter words, where any single edit
-  // reaches another word and the "suggestion" would be noise.
-  const size_t allowed = best_word.size() <= 2 ? 0 : std::min<size_t>(3, (best_word.size() + 1) / 3);
-  if (best_word.empty() || best > allowed) return "";
-  return " (did you mean '" + best_word + "'?)";
-}
 
 std::string join(const std::vector<std::string>& words, std::string_view sep = ", ") {
   std::string out;
@@ -182,9 +151,7 @@ class ScenarioParser {
   [[noreturn]] void fail(const YAML::Node& n, const std::string& message) const {
     fail(at(n), message);
   }
-  [[noreturn]] void fail(const Field& f, const std::string& message) const {
-    fail(at(f), message);
-  }
+  [[noreturn]] void fail(const Field& f, const std::string& message) const { fail(at(f), message); }
 
   // -- maps
   std::vector<Field> fields_of(const YAML::Node& map, const SourceLocation& where,
@@ -245,11 +212,13 @@ std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const Source
   std::vector<Field> fields;
   for (auto it = map.begin(); it != map.end(); ++it) {
     const YAML::Node key = it->first;
-    if (!key.IsScalar()) fail(key, "keys of " + what + " must be plain words, got " + describe(key));
+    if (!key.IsScalar())
+      fail(key, "keys of " + what + " must be plain words, got " + describe(key));
     Field f{key.Scalar(), key, it->second};
     if (std::find(known.begin(), known.end(), f.name) == known.end()) {
-      std::string hint = suggestion(f.name, known);
-      if (hint.empty()) hint = known_hint.empty() ? " (known keys: " + join(known) + ")" : known_hint;
+      std::string hint = typo_hint(f.name, known);
+      if (hint.empty())
+        hint = known_hint.empty() ? " (known keys: " + join(known) + ")" : known_hint;
       fail(key, "unknown key '" + f.name + "' in " + what + hint);
     }
     if (const Field* first = find(fields, f.name))
@@ -262,11 +231,16 @@ std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const Source
 
 std::string ScenarioParser::describe(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
-    default: return "an undefined value";
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      return "'" + n.Scalar() + "'";
+    default:
+      return "an undefined value";
   }
 }
 
@@ -359,7 +333,7 @@ std::string ScenarioParser::text_of(const Field& f) const {
 DType ScenarioParser::dtype(const Field& f) const {
   const std::string word = string(f);
   if (const auto t = parse_dtype(word)) return *t;
-  fail(f, "unknown " + f.name + " '" + word + "'" + suggestion(word, {"bf16", "fp16", "fp32"}) +
+  fail(f, "unknown " + f.name + " '" + word + "'" + typo_hint(word, {"bf16", "fp16", "fp32"}) +
               "; expected bf16, fp16 or fp32");
 }
 
@@ -367,9 +341,9 @@ DType ScenarioParser::dtype(const Field& f) const {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
-      "name", "description", "op",        "dtype",   "out_dtype", "shape",
-      "tokens", "bias",      "tf32",      "eps",     "attention", "prefill",
-      "model",  "seed",      "requests",  "repeat",  "sweep",     "backends"};
+      "name",   "description", "op",       "dtype",  "out_dtype", "shape",
+      "tokens", "bias",        "tf32",     "eps",    "attention", "prefill",
+      "model",  "seed",        "requests", "repeat", "sweep",     "backends"};
   return keys;
 }
 
@@ -391,8 +365,8 @@ Scenario ScenarioParser::parse(const std::string& text) {
                           " YAML documents; a scenario is exactly one");
   const YAML::Node root = docs[0];
   if (!root.IsMap())
-    fail(at(root), "a scenario must be a map of keys (name, op, dtype, ...), got " +
-                       describe(root));
+    fail(at(root),
+         "a scenario must be a map of keys (name, op, dtype, ...), got " + describe(root));
 
   const std::vector<Field> top = fields_of(root, at(root), "the scenario", top_level_keys());
   const auto require = [&](std::string_view key) -> const Field& {
@@ -417,7 +391,8 @@ Scenario ScenarioParser::parse(const std::string& text) {
 
   if (is_row_op(s.op)) {
     parse_shape(require("shape"), s);
-    if (const Field* f = find(top, "tokens")) s.tokens = static_cast<int32_t>(integer_in(*f, 1, kMaxDim));
+    if (const Field* f = find(top, "tokens"))
+      s.tokens = static_cast<int32_t>(integer_in(*f, 1, kMaxDim));
   }
   if (const Field* f = find(top, "bias")) s.bias = boolean(*f);
   if (const Field* f = find(top, "tf32")) {
@@ -434,7 +409,8 @@ Scenario ScenarioParser::parse(const std::string& text) {
 
   s.seed = unsigned64(require("seed"));
   parse_requests(find(top, "requests"), s);
-  if (const Field* f = find(top, "repeat")) s.repeat = static_cast<int32_t>(integer_in(*f, 1, kMaxRepeat));
+  if (const Field* f = find(top, "repeat"))
+    s.repeat = static_cast<int32_t>(integer_in(*f, 1, kMaxRepeat));
   if (const Field* f = find(top, "sweep")) parse_sweep(*f, s);
   parse_backends(require("backends"), s);
 
@@ -452,7 +428,8 @@ void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const 
     if (n == word) s.op = value, found = true;
   }
   if (!found)
-    fail(op, "unknown op '" + word + "'" + suggestion(word, names) + "; expected " + join(names, " | "));
+    fail(op,
+         "unknown op '" + word + "'" + typo_hint(word, names) + "; expected " + join(names, " | "));
   s.dtype = dtype(dt);
   s.out_dtype = out_dtype ? dtype(*out_dtype) : s.dtype;
 }
@@ -472,7 +449,8 @@ void ScenarioParser::check_op_scoped_keys(const std::vector<Field>& top, Scenari
       {"bias", {O::kGemm}, "gemm"},
       {"tf32", {O::kGemm}, "gemm"},
       {"eps", {O::kRmsNorm}, "rmsnorm"},
-      {"attention", {O::kAttentionDecode, O::kAttentionPrefill},
+      {"attention",
+       {O::kAttentionDecode, O::kAttentionPrefill},
        "attention_decode and attention_prefill"},
       {"prefill", {O::kAttentionPrefill}, "attention_prefill"},
       {"model", {O::kModel}, "model"},
@@ -490,13 +468,20 @@ void ScenarioParser::check_op_scoped_keys(const std::vector<Field>& top, Scenari
 void ScenarioParser::parse_shape(const Field& f, Scenario& s) {
   std::vector<std::string> keys;
   switch (s.op) {
-    case ScenarioOp::kGemm: keys = {"n", "k"}; break;
-    case ScenarioOp::kRmsNorm: keys = {"d"}; break;
-    default: keys = {"v"}; break;
+    case ScenarioOp::kGemm:
+      keys = {"n", "k"};
+      break;
+    case ScenarioOp::kRmsNorm:
+      keys = {"d"};
+      break;
+    default:
+      keys = {"v"};
+      break;
   }
   const std::string what = "'shape' for op '" + std::string(scenario_op_name(s.op)) + "'";
   std::string hint = " (expected " + join(keys) + ")";
-  if (s.op == ScenarioOp::kGemm) hint = " (expected n, k; the row count m is the sweep axis 'batch')";
+  if (s.op == ScenarioOp::kGemm)
+    hint = " (expected n, k; the row count m is the sweep axis 'batch')";
   const auto fields = fields_of(f.value, at(f), what, keys, hint);
   for (const auto& key : keys) {
     const Field* x = find(fields, key);
@@ -579,9 +564,9 @@ std::string ScenarioParser::resolve(const std::string& relative) const {
 
 void ScenarioParser::parse_model(const Field& f, Scenario& s) {
   static const std::vector<std::string> architecture = {
-      "hidden", "layers", "heads", "kv_heads", "head_dim", "intermediate",
-      "vocab", "rms_eps", "rope_theta", "weight_seed"};
-  std::vector<std::string> keys = {"checkpoint", "prompts", "prompts_file", "prompt_len",
+      "hidden",       "layers", "heads",   "kv_heads",   "head_dim",
+      "intermediate", "vocab",  "rms_eps", "rope_theta", "weight_seed"};
+  std::vector<std::string> keys = {"checkpoint",  "prompts",        "prompts_file",  "prompt_len",
                                    "num_prompts", "max_new_tokens", "prefill_chunk", "page_size"};
   keys.insert(keys.end(), architecture.begin(), architecture.end());
   const auto fields = fields_of(f.value, at(f), "'model'", keys);
@@ -590,7 +575,8 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
 
   const Field* checkpoint = find(fields, "checkpoint");
   for (const auto& x : fields) {
-    const bool arch = std::find(architecture.begin(), architecture.end(), x.name) != architecture.end();
+    const bool arch =
+        std::find(architecture.begin(), architecture.end(), x.name) != architecture.end();
     if (checkpoint && arch)
       fail(x.key, "'model." + x.name +
                       "' cannot be combined with 'checkpoint': the checkpoint's config.json "
@@ -612,7 +598,8 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
     if (x.name == "weight_seed") m.weight_seed = unsigned64(x);
     if (x.name == "prompt_len") m.prompt_len = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
     if (x.name == "num_prompts") m.num_prompts = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
-    if (x.name == "max_new_tokens") m.max_new_tokens = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "max_new_tokens")
+      m.max_new_tokens = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
     if (x.name == "page_size") m.page_size = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
     if (x.name == "prefill_chunk") {
       if (x.value.IsScalar() && x.value.Scalar() == "whole")
@@ -626,11 +613,14 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
 
   // Architecture consistency (synthetic models; a checkpoint is checked when it is read).
   if (!checkpoint) {
-    const auto where_of = [&](const char* key) { const Field* x = find(fields, key); return x ? at(*x) : at(f); };
+    const auto where_of = [&](const char* key) {
+      const Field* x = find(fields, key);
+      return x ? at(*x) : at(f);
+    };
     if (m.head_dim == 0 && m.hidden % m.num_heads != 0)
       fail(where_of("heads"), "'hidden' (" + std::to_string(m.hidden) +
-                                  ") must be a multiple of 'heads' (" + std::to_string(m.num_heads) +
-                                  ") when 'head_dim' is not given");
+                                  ") must be a multiple of 'heads' (" +
+                                  std::to_string(m.num_heads) + ") when 'head_dim' is not given");
     const int32_t head_dim = m.head_dim ? m.head_dim : m.hidden / m.num_heads;
     if (head_dim % 8 != 0 || head_dim > 256)
       fail(where_of(m.head_dim ? "head_dim" : "heads"),
@@ -650,12 +640,13 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
   if (prompts || prompts_file)
     for (const char* synthetic : {"prompt_len", "num_prompts"})
       if (const Field* x = find(fields, synthetic))
-        fail(x->key, std::string("'") + synthetic + "' sets synthetic prompts and cannot be combined with '" +
+        fail(x->key, std::string("'") + synthetic +
+                         "' sets synthetic prompts and cannot be combined with '" +
                          (prompts ? "prompts" : "prompts_file") + "'");
   if (prompts) {
     if (!prompts->value.IsSequence() || prompts->value.size() == 0)
-      fail(*prompts, "'prompts' must be a non-empty list of token-id lists, got " +
-                         describe(prompts->value));
+      fail(*prompts,
+           "'prompts' must be a non-empty list of token-id lists, got " + describe(prompts->value));
     for (const auto& prompt : prompts->value) {
       if (!prompt.IsSequence() || prompt.size() == 0)
         fail(prompt, "each prompt must be a non-empty list of token ids, got " + describe(prompt));
@@ -674,50 +665,18 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
   if (prompts_file) read_prompts_file(*prompts_file, m);
 }
 
-// prompts_file: one prompt per line, token ids separated by spaces; blank lines and lines
-// starting with '#' are skipped. Read here so that its problems are reported like the scenario's.
+// The prompts file is read here, so that a missing file is reported at the key that names it.
 void ScenarioParser::read_prompts_file(const Field& f, ModelSpec& m) {
   const std::string name = string(f);
   if (name.empty()) fail(f, "'prompts_file' must name a file, got an empty string");
   m.prompts_file = resolve(name);
-  std::FILE* file = std::fopen(m.prompts_file.c_str(), "rb");
-  if (!file) fail(f, "cannot read prompts file '" + m.prompts_file + "': " + std::strerror(errno));
-  std::string text;
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
-  const bool bad = std::ferror(file);
-  const int err = errno;
-  std::fclose(file);
-  if (bad) fail(f, "cannot read prompts file '" + m.prompts_file + "': " + std::strerror(err));
-
-  std::istringstream lines(text);
-  std::string line;
-  int line_no = 0;
-  while (std::getline(lines, line)) {
-    ++line_no;
-    std::vector<int32_t> ids;
-    size_t i = 0;
-    while (i < line.size()) {
-      if (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == ',') { ++i; continue; }
-      if (ids.empty() && line[i] == '#') break;
-      const size_t start = i;
-      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r' && line[i] != ',') ++i;
-      const std::string_view word(line.data() + start, i - start);
-      const SourceLocation where{m.prompts_file, line_no, static_cast<int>(start) + 1};
-      int64_t id = -1;
-      const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
-      if (ec != std::errc() || end != word.data() + word.size() || id < 0)
-        fail(where, "token id '" + std::string(word) + "' is not a non-negative integer");
-      const int64_t hi = m.checkpoint.empty() ? m.vocab - 1 : kMaxDim;
-      if (id > hi)
-        fail(where, "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                        std::to_string(hi) + ")");
-      ids.push_back(static_cast<int32_t>(id));
-    }
-    if (!ids.empty()) m.prompts.push_back(std::move(ids));
-  }
-  if (m.prompts.empty()) fail(f, "prompts file '" + m.prompts_file + "' holds no prompts");
+  std::error_code ec;
+  if (!std::filesystem::exists(m.prompts_file, ec) ||
+      std::filesystem::is_directory(m.prompts_file, ec))
+    fail(f, "cannot read prompts file '" + m.prompts_file + "': " +
+                std::strerror(std::filesystem::is_directory(m.prompts_file, ec) ? EISDIR : ENOENT));
+  m.prompts =
+      nvdet::read_prompts_file(m.prompts_file, m.checkpoint.empty() ? m.vocab - 1 : kMaxDim);
 }
 
 void ScenarioParser::parse_requests(const Field* f, Scenario& s) {
@@ -823,15 +782,15 @@ int64_t ScenarioParser::check_axis_integer(const std::string& axis, int64_t v,
 AxisValue ScenarioParser::axis_value(const std::string& axis, const YAML::Node& n) const {
   const AxisRule& rule = axis_rule(axis);
   if (!n.IsScalar())
-    fail(n, "values of sweep axis '" + axis + "' must be single values or ranges, got " +
-                describe(n));
+    fail(n,
+         "values of sweep axis '" + axis + "' must be single values or ranges, got " + describe(n));
   if (is_integer_text(n))
     return check_axis_integer(axis, integer(n, at(n), "'" + axis + "' value"), at(n));
   const std::string& w = n.Scalar();
   if (std::find(rule.words.begin(), rule.words.end(), w) != rule.words.end()) return w;
   if (rule.words.empty()) fail(n, "'" + axis + "' values must be integers, got " + describe(n));
   fail(n, "'" + axis + "' values must be integers or " + quoted_list(rule.words) + ", got " +
-              describe(n) + suggestion(w, rule.words));
+              describe(n) + typo_hint(w, rule.words));
 }
 
 void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
@@ -841,9 +800,9 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
   std::vector<std::string> valid;
   for (const auto& a : known_axes())
     if (std::find(a.ops.begin(), a.ops.end(), s.op) != a.ops.end()) valid.push_back(a.name);
-  const auto axes = fields_of(f.value, at(f), "'sweep'", names,
-                              " (known axes for op '" + std::string(scenario_op_name(s.op)) +
-                                  "': " + join(valid) + ")");
+  const auto axes = fields_of(
+      f.value, at(f), "'sweep'", names,
+      " (known axes for op '" + std::string(scenario_op_name(s.op)) + "': " + join(valid) + ")");
   if (axes.empty()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
 
   for (const auto& axis : axes) {
@@ -874,8 +833,8 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
     std::set<AxisValue> seen;
     for (size_t i = 0; i < out.values.size(); ++i)
       if (!seen.insert(out.values[i]).second)
-        fail(source.value_where[i], "sweep axis '" + axis.name + "' lists " +
-                                        axis_value_string(out.values[i]) + " twice");
+        fail(source.value_where[i],
+             "sweep axis '" + axis.name + "' lists " + axis_value_string(out.values[i]) + " twice");
     s.sweep.push_back(std::move(out));
     axis_sources_.push_back(std::move(source));
   }
@@ -887,8 +846,10 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
   if (f.value.IsNull() || (f.value.IsMap() && f.value.size() == 0))
     fail(f, "'backends' must name at least one backend, e.g. 'cpu-invariant: invariant'");
   if (!f.value.IsMap())
-    fail(f, "'backends' must be a map of backend name to expectation "
-            "(invariant, variant or report), got " + describe(f.value));
+    fail(f,
+         "'backends' must be a map of backend name to expectation "
+         "(invariant, variant or report), got " +
+             describe(f.value));
   // Backend names are free here (the runner checks them against the registry); only the shape of
   // each entry is checked.
   std::vector<std::string> seen;
@@ -906,21 +867,25 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
     if (value.IsMap()) {
       const auto fields = fields_of(value, at(value), "backend '" + name + "'", {"expect"});
       const Field* e = find(fields, "expect");
-      if (!e) fail(value, "backend '" + name + "' is missing 'expect' (invariant, variant or report)");
+      if (!e)
+        fail(value, "backend '" + name + "' is missing 'expect' (invariant, variant or report)");
       expect = *e;
     } else if (!value.IsScalar()) {
-      fail(Field{name, key, value}, "backend '" + name +
-                                        "' needs an expectation (invariant, variant or report), got " +
-                                        describe(value));
+      fail(Field{name, key, value},
+           "backend '" + name + "' needs an expectation (invariant, variant or report), got " +
+               describe(value));
     }
     const std::string word = expect.value.Scalar();
     BackendSpec spec{name, Expectation::kReport, at(key)};
-    if (word == "invariant") spec.expect = Expectation::kInvariant;
-    else if (word == "variant") spec.expect = Expectation::kVariant;
-    else if (word == "report") spec.expect = Expectation::kReport;
+    if (word == "invariant")
+      spec.expect = Expectation::kInvariant;
+    else if (word == "variant")
+      spec.expect = Expectation::kVariant;
+    else if (word == "report")
+      spec.expect = Expectation::kReport;
     else
       fail(expect, "unknown expectation '" + word + "' for backend '" + name + "'" +
-                       suggestion(word, {"invariant", "variant", "report"}) +
+                       typo_hint(word, {"invariant", "variant", "report"}) +
                        "; expected invariant, variant or report");
     s.backends.push_back(std::move(spec));
   }
@@ -955,15 +920,16 @@ void ScenarioParser::cross_check(const Scenario& s) {
     smallest_batch = std::get<int64_t>(s.sweep[b].values[smallest]);
     if (smallest_batch < probed)
       fail(axis_sources_[b].value_where[smallest],
-           "batch " + std::to_string(smallest_batch) + " cannot hold the " + std::to_string(probed) +
-               " probed requests " + requests_text() + ": request " +
+           "batch " + std::to_string(smallest_batch) + " cannot hold the " +
+               std::to_string(probed) + " probed requests " + requests_text() + ": request " +
                std::to_string(s.requests[smallest_batch]) + " would fall outside the batch");
   }
   if (const int p = axis_index("position"); p >= 0) {
     for (size_t i = 0; i < s.sweep[p].values.size(); ++i) {
       const auto* slot = std::get_if<int64_t>(&s.sweep[p].values[i]);
       if (!slot || *slot + probed <= smallest_batch) continue;
-      const int64_t outside = std::max<int64_t>(0, smallest_batch - *slot);  // first probe that falls out
+      const int64_t outside =
+          std::max<int64_t>(0, smallest_batch - *slot);  // first probe that falls out
       fail(axis_sources_[p].value_where[i],
            "position " + std::to_string(*slot) + " puts request " +
                std::to_string(s.requests[outside]) + " (the " + ordinal(outside) +
@@ -981,13 +947,16 @@ void ScenarioParser::cross_check(const Scenario& s) {
       prompt = std::numeric_limits<int64_t>::max();
       for (size_t i = 0; i < s.sweep[a].values.size(); ++i)
         if (std::get<int64_t>(s.sweep[a].values[i]) < prompt)
-          prompt = std::get<int64_t>(s.sweep[a].values[i]), prompt_where = axis_sources_[a].value_where[i];
+          prompt = std::get<int64_t>(s.sweep[a].values[i]),
+          prompt_where = axis_sources_[a].value_where[i];
     }
-    std::vector<std::pair<int64_t, SourceLocation>> prefixes = {{s.prefill.prefix_len, prefix_len_where_}};
+    std::vector<std::pair<int64_t, SourceLocation>> prefixes = {
+        {s.prefill.prefix_len, prefix_len_where_}};
     if (const int a = axis_index("prefix_len"); a >= 0) {
       prefixes.clear();
       for (size_t i = 0; i < s.sweep[a].values.size(); ++i)
-        prefixes.emplace_back(std::get<int64_t>(s.sweep[a].values[i]), axis_sources_[a].value_where[i]);
+        prefixes.emplace_back(std::get<int64_t>(s.sweep[a].values[i]),
+                              axis_sources_[a].value_where[i]);
     }
     for (const auto& [prefix, where] : prefixes)
       if (prefix >= prompt)
@@ -1036,7 +1005,8 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
                                      : SourceLocation{path, e.mark.line + 1, e.mark.column + 1};
     throw_input_error(where, "cannot read the scenario: " + e.msg);
   } catch (const std::exception& e) {
-    throw_input_error(SourceLocation{path, 0, 0}, std::string("cannot read the scenario: ") + e.what());
+    throw_input_error(SourceLocation{path, 0, 0},
+                      std::string("cannot read the scenario: ") + e.what());
   }
 }
 

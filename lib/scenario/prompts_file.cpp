@@ -1,0 +1,66 @@
+#include "lib/scenario/prompts_file.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string_view>
+
+#include "lib/core/error.h"
+
+namespace nvdet {
+namespace {
+
+bool is_separator(char c) { return c == ' ' || c == '\t' || c == '\r' || c == ','; }
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, int64_t max_token_id) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) throw_input_error("cannot read prompts file '" + path + "': " + std::strerror(errno));
+  std::string text;
+  char buffer[4096];
+  size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
+  const bool bad = std::ferror(file);
+  const int err = errno;
+  std::fclose(file);
+  if (bad) throw_input_error("cannot read prompts file '" + path + "': " + std::strerror(err));
+
+  std::vector<std::vector<int32_t>> prompts;
+  std::istringstream lines(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    std::vector<int32_t> ids;
+    size_t i = 0;
+    while (i < line.size()) {
+      if (is_separator(line[i])) {
+        ++i;
+        continue;
+      }
+      if (ids.empty() && line[i] == '#') break;
+      const size_t start = i;
+      while (i < line.size() && !is_separator(line[i])) ++i;
+      const std::string_view word(line.data() + start, i - start);
+      const SourceLocation where{path, line_no, static_cast<int>(start) + 1};
+      int64_t id = -1;
+      const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
+      if (ec != std::errc() || end != word.data() + word.size() || id < 0)
+        throw_input_error(where,
+                          "token id '" + std::string(word) + "' is not a non-negative integer");
+      if (id > max_token_id)
+        throw_input_error(where, "token id " + std::to_string(id) +
+                                     " is outside the vocabulary (0.." +
+                                     std::to_string(max_token_id) + ")");
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    if (!ids.empty()) prompts.push_back(std::move(ids));
+  }
+  if (prompts.empty()) throw_input_error("prompts file '" + path + "' holds no prompts");
+  return prompts;
+}
+
+}  // namespace nvdet
