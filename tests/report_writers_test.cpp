@@ -271,6 +271,34 @@ TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {
   EXPECT_NE(md.find("**Device** CPU only (no CUDA device)"), std::string::npos) << md;
 }
 
+TEST(MarkdownReport, MergesGroupsThatChangeAtTheSameValues) {
+  AuditResult r = make_sample_audit_result();
+  // cpu-variant now changes at batch 5..8, 16 in both positions.
+  std::vector<Divergence> moved;
+  for (Divergence d : r.divergences) {
+    if (d.backend != "cpu-variant" || d.context.find("position=first") == std::string::npos) continue;
+    d.context.replace(d.context.find("first"), 5, "last");
+    moved.push_back(d);
+  }
+  std::erase_if(r.divergences, [](const Divergence& d) {
+    return d.backend == "cpu-variant" && d.context.find("position=last") != std::string::npos;
+  });
+  r.divergences.insert(r.divergences.end(), moved.begin(), moved.end());
+  const std::string md = render_markdown_report(r);
+  EXPECT_NE(md.find("Differs from `batch=1, position=first` at batch = 5..8, 16 (every position).\n"),
+            std::string::npos) << md;
+}
+
+TEST(MarkdownReport, ValuesPrintAsShortestExactText) {
+  AuditResult r = make_sample_audit_result();
+  r.divergences[0].first_mismatch.a = static_cast<double>(0.18616834f);  // fp32 value
+  r.divergences[0].first_mismatch.b = 0.1;                                // not a float: full double
+  const std::string md = render_markdown_report(r);
+  EXPECT_NE(md.find("| 0.18616834 | 0.1 |"), std::string::npos) << md;
+  r.divergences[0].first_mismatch.b = 0.30000000000000004;
+  EXPECT_NE(render_markdown_report(r).find("| 0.18616834 | 0.30000000000000004 |"), std::string::npos);
+}
+
 // ---------------------------------------------------------------- JUnit
 
 // A minimal well-formedness check: tags balance, attribute values and text hold no raw '<' and

@@ -126,8 +126,7 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
        "<th>Expectation</th><th>Contexts</th><th>Divergent contexts</th><th>Run-to-run</th>"
        "<th>Distinct results</th><th>Verdict</th><th>Stands for</th></tr></thead>\n<tbody>\n";
   for (const BackendOutcome& b : r.backends) {
-    std::vector<std::string> stands;
-    for (const auto& [op, what] : b.stands_for) stands.push_back(op + ": " + what);
+    const std::vector<std::string> stands = stands_for_lines(b, r.scenario.op);
     o << "<tr><td><code>" << esc(b.name) << "</code>" << (b.gpu ? " (GPU)" : "")
       << "<br><span class=\"muted\">" << esc(b.description) << "</span></td><td>"
       << expectation_name(b.expect) << "</td><td class=\"num\">" << b.contexts_run

@@ -155,9 +155,7 @@ void write_backend_details(std::ostringstream& o, const AuditResult& r, const Ba
   }
   if (!b.stands_for.empty()) {
     o << "\nStands for ";
-    std::vector<std::string> parts;
-    for (const auto& [op, what] : b.stands_for) parts.push_back(op + ": " + what);
-    o << text(join(parts, "; ")) << ".\n";
+    o << text(join(stands_for_lines(b, r.scenario.op), "; ")) << ".\n";
   }
   o << "\n";
   write_divergence_table(o, r, divs);

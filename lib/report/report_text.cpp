@@ -48,6 +48,10 @@ std::string fold_runs(const std::vector<std::string>& values) {
 std::string exact_number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // Tensor values are bf16/fp16/fp32, all exact as float: the shortest float text ("0.18616834")
+  // names the same value as the long double text ("0.1861683428287506") and reads better.
+  const auto f = static_cast<float>(v);
+  if (static_cast<double>(f) == v) return fmt::format("{}", f);
   return fmt::format("{}", v);
 }
 
@@ -182,23 +186,61 @@ std::vector<std::string> describe_context_set(const AuditResult& r,
     return lines;
   }
 
+  // Groups with the same first-axis values are merged ("position=first or position=last"), and
+  // when one merged group covers every combination of the other axes the prefix is dropped.
+  struct Merged {
+    int first_index;
+    std::vector<std::string> keys;
+    std::set<size_t> positions;
+  };
   std::vector<std::pair<int, std::string>> order;
   for (const auto& [key, g] : groups) order.emplace_back(g.first_index, key);
   std::sort(order.begin(), order.end());
+  std::vector<Merged> merged;
+  for (const auto& [first_index, key] : order) {
+    const Group& g = groups.at(key);
+    auto same = std::find_if(merged.begin(), merged.end(),
+                             [&](const Merged& m) { return m.positions == g.positions; });
+    if (same == merged.end()) {
+      merged.push_back({first_index, {key}, g.positions});
+    } else {
+      same->keys.push_back(key);
+    }
+  }
+  size_t combinations = 1;
+  std::vector<std::string> other_names;
+  for (size_t a = 1; a < axes.size(); ++a) {
+    combinations *= axes[a].second.size();
+    other_names.push_back(axes[a].first);
+  }
   const auto& [first_axis, first_values] = axes.front();
-  for (size_t i = 0; i < order.size(); ++i) {
+  for (size_t i = 0; i < merged.size(); ++i) {
     if (i == max_lines) {
-      lines.push_back("... and " + std::to_string(order.size() - max_lines) + " more groups");
+      lines.push_back("... and " + std::to_string(merged.size() - max_lines) + " more groups");
       break;
     }
-    const Group& g = groups.at(order[i].second);
+    const Merged& m = merged[i];
     std::vector<std::string> values;
-    for (const size_t p : g.positions) values.push_back(first_values[p]);
+    for (const size_t p : m.positions) values.push_back(first_values[p]);
     std::string line = first_axis + " = " + fold_runs(values);
-    if (!order[i].second.empty()) line = order[i].second + ": " + line;
+    if (axes.size() > 1) {
+      if (m.keys.size() == combinations) {
+        line += " (every " + join(other_names, " \u00d7 ") + ")";
+      } else {
+        line = join(m.keys, " or ") + ": " + line;
+      }
+    }
     lines.push_back(line);
   }
   return lines;
+}
+
+std::vector<std::string> stands_for_lines(const BackendOutcome& b, const std::string& op) {
+  const auto it = b.stands_for.find(op);
+  if (it != b.stands_for.end()) return {it->first + ": " + it->second};
+  std::vector<std::string> out;
+  for (const auto& [name, what] : b.stands_for) out.push_back(name + ": " + what);
+  return out;
 }
 
 std::string join(const std::vector<std::string>& parts, const std::string& separator) {

@@ -44,11 +44,17 @@ std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const
 // Where a set of contexts lies in the sweep, compactly: the contexts are grouped by the values of
 // every varying axis but the first, and within a group the first axis's values are listed with
 // runs of consecutive integers folded: {"batch = 34..64, 128"} with one varying axis, or
-// {"position=last: batch = 2..5, 9", ...} with more. Falls back to the context labels when the
+// {"position=last: batch = 2..5, 9", ...} with more. Groups with the same values merge
+// ("position=first or position=last: ..."), and a group covering every combination of the other
+// axes says so ("batch = 5, 8 (every position)"). Falls back to the context labels when the
 // contexts carry no axis values. At most `max_lines` lines; a last line says how many were left.
 std::vector<std::string> describe_context_set(const AuditResult& r,
                                               const std::set<std::string>& context_ids,
                                               size_t max_lines = 20);
+
+// What a backend stands for, for the scenario's op only when the backend names it ("gemm:
+// cuBLASLt's default heuristic ..."), else for every op it lists.
+std::vector<std::string> stands_for_lines(const BackendOutcome& b, const std::string& op);
 
 std::string join(const std::vector<std::string>& parts, const std::string& separator);
 
