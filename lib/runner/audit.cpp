@@ -80,14 +80,17 @@ class BackendAudit {
       : spec_(spec), backend_(backend), workload_(workload), contexts_(contexts), s_(s),
         options_(options), result_(result), progress_(progress) {}
 
-  BackendOutcome run() {
-    BackendOutcome o;
+  // Runs every repeat of one context.
+  void run_context(const Context& c) { run_context(c, outcome_); }
+
+  // The backend's outcome once every context has run.
+  BackendOutcome finish() {
+    BackendOutcome& o = outcome_;
     o.name = spec_.name;
     o.description = backend_.info().description;
     o.gpu = backend_.info().gpu;
     o.expect = spec_.expect;
     o.stands_for = backend_.info().stands_for;
-    for (const Context& c : contexts_) run_context(c, o);
     o.contexts_run = static_cast<int>(contexts_.size());
     for (const auto& [request, hashes] : distinct_) {
       o.max_distinct_results = std::max(o.max_distinct_results, static_cast<int>(hashes.size()));
@@ -101,6 +104,7 @@ class BackendAudit {
   }
 
  private:
+  BackendOutcome outcome_;
   void run_context(const Context& c, BackendOutcome& o) {
     std::map<int64_t, RequestOutput> first_repeat;
     RunNotes first_notes;
@@ -119,16 +123,17 @@ class BackendAudit {
       rec.seconds = seconds_since(t0);
       for (const RequestOutput& out : outputs) {
         rec.requests.push_back(hash_output(out));
-        distinct_[out.request].insert(rec.requests.back().hash);
-        if (!out.completion.empty()) completions_[out.request].insert(out.completion);
-        const bool baseline_case = &c == &contexts_.front() && rep == 0;
+        distinct_[{c.group, out.request}].insert(rec.requests.back().hash);
+        if (!out.completion.empty()) completions_[{c.group, out.request}].insert(out.completion);
+        Baseline& base = baselines_[c.group];
+        const bool baseline_case = rep == 0 && (base.context.empty() || base.context == c.id);
         if (baseline_case) {
-          baseline_[out.request] = out;
-          baseline_notes_ = rec.notes;
+          base.context = c.id;
+          base.outputs[out.request] = out;
+          base.notes = rec.notes;
         } else if (rep == 0) {
-          if (auto d = compare_request(baseline_.at(out.request), out)) {
-            record(*d, "context", out.request, contexts_.front().id, c.id, 0, baseline_notes_,
-                   rec.notes);
+          if (auto d = compare_request(base.outputs.at(out.request), out)) {
+            record(*d, "context", out.request, base.context, c.id, 0, base.notes, rec.notes);
             context_diverged = true;
           }
         } else if (rep > 0) {
@@ -170,10 +175,17 @@ class BackendAudit {
   const AuditOptions& options_;
   AuditResult& result_;
   AuditProgress& progress_;
-  std::map<int64_t, RequestOutput> baseline_;
-  RunNotes baseline_notes_;
-  std::map<int64_t, std::set<Hash128>> distinct_;
-  std::map<int64_t, std::set<std::vector<int32_t>>> completions_;
+  // Each group of contexts (one value of the request-defining axes) has its own baseline: its
+  // first context.
+  struct Baseline {
+    std::string context;
+    std::map<int64_t, RequestOutput> outputs;
+    RunNotes notes;
+  };
+  std::map<std::string, Baseline> baselines_;
+  // Distinct outputs and completions per (group, request).
+  std::map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;
+  std::map<std::pair<std::string, int64_t>, std::set<std::vector<int32_t>>> completions_;
   std::optional<Divergence> first_divergence_;
 };
 
@@ -230,18 +242,26 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
   AuditProgress progress;
   progress.total = static_cast<int>(specs.size() * contexts.size()) * s.repeat;
 
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<std::unique_ptr<BackendAudit>> audits;
   for (const BackendSpec& spec : specs) {
-    std::unique_ptr<Backend> backend = make_backend(spec.name);
+    backends.push_back(make_backend(spec.name));
     for (OpKind op : ops_used_by(s.op)) {
-      if (!backend->supports(op, s.dtype)) {
+      if (!backends.back()->supports(op, s.dtype)) {
         throw_input_error(spec.where, "backend '" + spec.name + "' does not compute " +
                                           std::string(op_name(op)) + " in " +
                                           std::string(dtype_name(s.dtype)));
       }
     }
-    BackendAudit audit(spec, *backend, *workload, contexts, s, options, result, progress);
-    result.backends.push_back(audit.run());
+    audits.push_back(std::make_unique<BackendAudit>(spec, *backends.back(), *workload, contexts,
+                                                    s, options, result, progress));
   }
+  // Context-major: a context's inputs (a multi-gigabyte KV cache, say) are built once and
+  // serve every backend and repeat before the next context is built.
+  for (const Context& c : contexts) {
+    for (auto& audit : audits) audit->run_context(c);
+  }
+  for (auto& audit : audits) result.backends.push_back(audit->finish());
 
   AuditSummary& sum = result.summary;
   sum.backends = static_cast<int>(result.backends.size());

@@ -1,5 +1,7 @@
 #include "lib/runner/context.h"
 
+#include <map>
+
 #include "lib/core/error.h"
 
 namespace nvdet {
@@ -28,6 +30,15 @@ std::string Context::get_string(const std::string& axis, const std::string& fall
   return fallback;
 }
 
+namespace {
+bool axis_defines_request(const std::string& name) {
+  for (const AxisDescription& a : known_axes()) {
+    if (a.name == name) return a.defines_request;
+  }
+  return false;
+}
+}  // namespace
+
 std::vector<Context> expand_contexts(const Scenario& s) {
   std::vector<Context> out;
   std::vector<size_t> digit(s.sweep.size(), 0);
@@ -38,7 +49,9 @@ std::vector<Context> expand_contexts(const Scenario& s) {
     for (size_t a = 0; a < s.sweep.size(); ++a) {
       const AxisValue& v = s.sweep[a].values[digit[a]];
       c.values.emplace_back(s.sweep[a].name, v);
-      c.id += (a ? "," : "") + s.sweep[a].name + "=" + axis_value_string(v);
+      const std::string item = s.sweep[a].name + "=" + axis_value_string(v);
+      c.id += (a ? "," : "") + item;
+      if (axis_defines_request(s.sweep[a].name)) c.group += (c.group.empty() ? "" : ",") + item;
     }
     c.id += ")";
     out.push_back(std::move(c));
@@ -63,13 +76,24 @@ std::vector<Context> filter_contexts(std::vector<Context> contexts, const std::s
     throw_input_error("--filter '" + filter + "' is not a valid regular expression (" + e.what() +
                       ")");
   }
+  std::vector<bool> matched(contexts.size()), keep(contexts.size());
+  std::map<std::string, size_t> group_first;
+  bool any = false;
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    group_first.try_emplace(contexts[i].group, i);
+    matched[i] = std::regex_search(contexts[i].id, re);
+    any = any || matched[i];
+  }
+  if (!any) {
+    throw_input_error("--filter '" + filter + "' matches no context (ids look like '" +
+                      contexts.back().id + "')");
+  }
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    if (matched[i]) keep[i] = keep[group_first.at(contexts[i].group)] = true;
+  }
   std::vector<Context> kept;
   for (size_t i = 0; i < contexts.size(); ++i) {
-    if (i == 0 || std::regex_search(contexts[i].id, re)) kept.push_back(std::move(contexts[i]));
-  }
-  if (kept.size() == 1 && contexts.size() > 1 && !std::regex_search(kept[0].id, re)) {
-    throw_input_error("--filter '" + filter + "' matches no context (ids look like '" +
-                      contexts[1].id + "')");
+    if (keep[i]) kept.push_back(std::move(contexts[i]));
   }
   return kept;
 }

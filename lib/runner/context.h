@@ -14,6 +14,9 @@ struct Context {
   int index = 0;   // position in the full (unfiltered) expansion
   std::string id;  // "gemm(batch=8,position=last)"
   std::vector<std::pair<std::string, AxisValue>> values;
+  // The values of the axes that define the request ("kv_len=255"; "" when none): contexts of
+  // one group compute the same requests and are compared with the group's first context.
+  std::string group;
 
   bool has(const std::string& axis) const;
   // The axis value, or `fallback` when the scenario does not sweep that axis.
@@ -24,9 +27,9 @@ struct Context {
 // All contexts of a scenario (a scenario with no sweep has one context, named after its op).
 std::vector<Context> expand_contexts(const Scenario& s);
 
-// Keeps the contexts whose id matches `filter` (ECMAScript regex, searched anywhere in the id).
-// The baseline (first) context is always kept, so every kept context has something to compare
-// with. Throws kBadInput for an invalid regex or when nothing but the baseline matches.
+// Keeps the contexts whose id matches `filter` (ECMAScript regex, searched anywhere in the id),
+// and the baseline (first context) of each group that has a match, so that every kept context
+// has something to compare with. Throws kBadInput for an invalid regex or when nothing matches.
 std::vector<Context> filter_contexts(std::vector<Context> contexts, const std::string& filter);
 
 }  // namespace nvdet

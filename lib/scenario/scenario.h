@@ -115,6 +115,11 @@ struct AxisDescription {
   std::string name;
   std::vector<ScenarioOp> ops;
   std::string help;
+  // True when the axis changes the request itself (its KV length, prompt, token count, the
+  // invariant plan's split size): contexts that differ in such an axis are different
+  // computations and are never compared with each other. The other axes (batch, position,
+  // neighbours, chunking, pages, forced vendor splits) must not change a request's bits.
+  bool defines_request = false;
 };
 const std::vector<AxisDescription>& known_axes();
 

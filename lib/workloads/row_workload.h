@@ -30,6 +30,8 @@ class RowWorkload : public Workload {
  private:
   Scenario scenario_;
   RowSource source_;
+  HostTensor cached_x_;  // the last context's batch
+  std::string cached_id_;
 };
 
 }  // namespace nvdet
