@@ -59,6 +59,7 @@ struct GemmPlan {
   int chunk_k = 0;  // KC
   int chunks = 0;   // ceil(K / KC)
   int tile_m = 0, tile_n = 0, tile_k = 0;
+  int stages = 0;  // pipeline depth (prefetch only; never changes the arithmetic)
   size_t workspace_bytes = 0;  // needed by split-chunks (fp32 partials), 0 for in-cta
 };
 

@@ -84,7 +84,7 @@ cudaError_t launch_chunk_reduce(const GemmKernelParams& p, cudaStream_t stream);
 cudaError_t launch_mma_sync(const GemmKernelParams& p, bool split, int tile_m,
                             cudaStream_t stream);
 cudaError_t launch_ffma(const GemmKernelParams& p, bool split, cudaStream_t stream);
-cudaError_t launch_wgmma(const GemmKernelParams& p, bool split, cudaStream_t stream);
+cudaError_t launch_wgmma(const GemmKernelParams& p, bool split, int stages, cudaStream_t stream);
 // True when this binary holds sm_90a code for the wgmma kernels and the current device runs it.
 bool wgmma_available();
 

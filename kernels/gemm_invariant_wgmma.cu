@@ -30,12 +30,12 @@ constexpr int kTileN = 128;
 constexpr int kTileK = 64;  // 128 bytes: one swizzle atom row
 constexpr int kWBytes = kTileN * kTileK * 2;
 
-template <int CONSUMERS>
+template <int CONSUMERS, int STAGES>
 struct WgmmaShape {
   static constexpr int kTileM = 64 * CONSUMERS;
   static constexpr int kABytes = kTileM * kTileK * 2;
   static constexpr int kStageBytes = kABytes + kWBytes;
-  static constexpr int kStages = CONSUMERS == 2 ? 5 : 7;
+  static constexpr int kStages = STAGES;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   // Tiles, then the barriers; +1024 so the tiles can be aligned to the 128B-swizzle atom.
   static constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
@@ -145,12 +145,12 @@ __device__ __forceinline__ void wgmma_m64n128k16<__half>(float (&d)[64], uint64_
 
 #endif  // NVDET_WGMMA_DEVICE
 
-template <int CONSUMERS, bool SPLIT, class T>
-__global__ void __launch_bounds__(WgmmaShape<CONSUMERS>::kThreads, 1)
+template <int CONSUMERS, int STAGES, bool SPLIT, class T>
+__global__ void __launch_bounds__(WgmmaShape<CONSUMERS, STAGES>::kThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w, const GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
-  using S = WgmmaShape<CONSUMERS>;
+  using S = WgmmaShape<CONSUMERS, STAGES>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
@@ -293,11 +293,11 @@ bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int CONSUMERS, bool SPLIT, class T>
+template <int CONSUMERS, int STAGES, bool SPLIT, class T>
 cudaError_t launch_config(const GemmKernelParams& p, CUtensorMapDataType type,
                           cudaStream_t stream) {
-  using S = WgmmaShape<CONSUMERS>;
-  auto kernel = wgmma_gemm_kernel<CONSUMERS, SPLIT, T>;
+  using S = WgmmaShape<CONSUMERS, STAGES>;
+  auto kernel = wgmma_gemm_kernel<CONSUMERS, STAGES, SPLIT, T>;
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -314,11 +314,15 @@ cudaError_t launch_config(const GemmKernelParams& p, CUtensorMapDataType type,
   return cudaGetLastError();
 }
 
+// Split-chunks: one consumer warpgroup, 4 stages (two CTAs per SM). In CTA: two consumer
+// warpgroups, 5 stages. (On the H200, 7 split stages and 4 or 6 in-CTA stages measured within
+// noise of these.) The stage count only changes prefetch depth, never the instruction sequence.
 template <class T>
-cudaError_t launch_typed(const GemmKernelParams& p, bool split, CUtensorMapDataType type,
-                         cudaStream_t stream) {
-  if (split) return launch_config<1, true, T>(p, type, stream);
-  return launch_config<2, false, T>(p, type, stream);
+cudaError_t launch_typed(const GemmKernelParams& p, bool split, int stages,
+                         CUtensorMapDataType type, cudaStream_t stream) {
+  if (split && stages == 4) return launch_config<1, 4, true, T>(p, type, stream);
+  if (!split && stages == 5) return launch_config<2, 5, false, T>(p, type, stream);
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
@@ -326,7 +330,7 @@ cudaError_t launch_typed(const GemmKernelParams& p, bool split, CUtensorMapDataT
 bool wgmma_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, false, __nv_bfloat16>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 5, false, __nv_bfloat16>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
@@ -335,12 +339,12 @@ bool wgmma_available() {
   return available;
 }
 
-cudaError_t launch_wgmma(const GemmKernelParams& p, bool split, cudaStream_t stream) {
+cudaError_t launch_wgmma(const GemmKernelParams& p, bool split, int stages, cudaStream_t stream) {
   if (p.tile_k != kTileK || !p.vec16) return cudaErrorInvalidValue;
   if (p.in_type == static_cast<int>(GemmType::kBF16))
-    return launch_typed<__nv_bfloat16>(p, split, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, stream);
+    return launch_typed<__nv_bfloat16>(p, split, stages, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, stream);
   if (p.in_type == static_cast<int>(GemmType::kFP16))
-    return launch_typed<__half>(p, split, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, stream);
+    return launch_typed<__half>(p, split, stages, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, stream);
   return cudaErrorInvalidValue;
 }
 

@@ -126,7 +126,8 @@ void describe_algo(const cublasLtMatmulHeuristicResult_t& h, bool tf32, bool dir
   // cuBLASLt's tile is rows x columns of its column-major D, i.e. n x m of nvdet's output.
   (*notes)["tile"] =
       cublaslt_tile_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + " (n x m)";
-  (*notes)["stages"] = std::to_string(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
+  (*notes)["stages"] =
+      cublaslt_stages_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
   (*notes)["split_k"] =
       std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
   (*notes)["reduction_scheme"] =
@@ -254,7 +255,10 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
         handle, desc.get(), &alpha, w_ptr, w_layout.get(), a_ptr, a_layout.get(), &beta, d_ptr,
         d_layout.get(), d_ptr, d_layout.get(), &heuristic.algo, workspace, kLtWorkspaceBytes,
         stream);
-    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorLaunchFailure;
+    // PreparedCall speaks cudaError_t; the closest codes keep the failure's nature visible.
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) return cudaErrorNotSupported;
+    if (st == CUBLAS_STATUS_ALLOC_FAILED) return cudaErrorMemoryAllocation;
+    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
     if (direct) return cudaSuccess;
     return nvdet_kernels::gemm_convert_output(static_cast<const float*>(d_ptr), nullptr,
                                               nvdet_kernels::GemmType::kFP32, out_ptr,
@@ -304,6 +308,7 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmArgs& args, RunNote
     (*notes)["schedule"] = nvdet_kernels::gemm_schedule_name(plan.schedule);
     (*notes)["tile"] = std::to_string(plan.tile_m) + "x" + std::to_string(plan.tile_n) + "x" +
                        std::to_string(plan.tile_k) + " (m x n x k)";
+    (*notes)["stages"] = std::to_string(plan.stages);
     if (in == DType::kFP32 && args.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
   }
 

@@ -1,8 +1,9 @@
-// Readable names of cuBLASLt's tile ids (cublasLtMatmulTile_t), so that RunNotes can say
-// "128x64" instead of a number. The list follows the enum's order in cublasLt.h (CUDA 13.0),
+// Readable names of cuBLASLt's tile and stage ids (cublasLtMatmulTile_t, cublasLtMatmulStages_t),
+// so that RunNotes can say "128x64" instead of a number. The list follows the enum's order in cublasLt.h (CUDA 13.0),
 // where the ids are consecutive from 0; ids past the end (newer libraries) are shown as numbers.
 #include "lib/cuda/gemm_tile_names.h"
 
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -78,6 +79,22 @@ std::string cublaslt_tile_name(uint32_t tile_id) {
   const auto& names = tile_names();
   if (tile_id < names.size()) return names[tile_id];
   return "tile#" + std::to_string(tile_id);
+}
+
+std::string cublaslt_stages_name(uint32_t stages_id) {
+  // cublasLtMatmulStages_t: "64x4" is 4 stages of 64 k elements; "64xAUTO" lets the kernel pick.
+  static const std::map<uint32_t, std::string> names = {
+      {0, "UNDEFINED"}, {1, "16x1"}, {2, "16x2"}, {3, "16x3"}, {4, "16x4"}, {5, "16x5"},
+      {6, "16x6"}, {7, "32x1"}, {8, "32x2"}, {9, "32x3"}, {10, "32x4"}, {11, "32x5"},
+      {12, "32x6"}, {13, "64x1"}, {14, "64x2"}, {15, "64x3"}, {16, "64x4"}, {17, "64x5"},
+      {18, "64x6"}, {19, "128x1"}, {20, "128x2"}, {21, "128x3"}, {22, "128x4"}, {23, "128x5"},
+      {24, "128x6"}, {25, "32x10"}, {26, "8x4"}, {27, "16x10"}, {28, "8x5"}, {31, "8x3"},
+      {32, "8xAUTO"}, {33, "16xAUTO"}, {34, "32xAUTO"}, {35, "64xAUTO"}, {36, "128xAUTO"},
+      {37, "256xAUTO"}, {38, "768xAUTO"},
+  };
+  const auto it = names.find(stages_id);
+  if (it != names.end()) return it->second;
+  return "stages#" + std::to_string(stages_id);
 }
 
 }  // namespace nvdet::cuda

@@ -1,0 +1,484 @@
+// GPU GEMM backends: every one against the CPU reference with a stated tolerance, and the
+// cuda-invariant backend bitwise batch-invariant: a probe row placed first, in the middle or last
+// of batches of every size 1..512 and powers of two up to 8192, over repeats, for bf16, fp16 and
+// fp32, odd shapes, bias and every output type, and with heavy cuBLAS work running concurrently.
+// The invariant kernels' schedules (split-chunks, in-CTA) and the portable mma.sync path are also
+// forced through the kernel API and compared bitwise.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "tests/test_support.h"
+
+#ifdef NVDET_WITH_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "kernels/gemm_invariant.cuh"
+#endif
+
+namespace nvdet {
+namespace {
+
+#define REQUIRE_GPU() \
+  if (!nvdet::testing::gpu_available()) GTEST_SKIP() << "no GPU"
+
+constexpr uint64_t kSeed = 20261130;
+
+// Seeded rows: row i of the result is stream first_stream + i, so a row's data depends only on
+// its stream, never on the batch it is put in.
+HostTensor seeded_rows(DType t, int64_t rows, int64_t cols, uint64_t first_stream,
+                       float stddev = 1.0f) {
+  HostTensor out(t, {rows, cols});
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    fill_normal(row, kSeed, first_stream + static_cast<uint64_t>(r), stddev);
+    for (int64_t c = 0; c < cols; ++c) out.set(r * cols + c, row[static_cast<size_t>(c)]);
+  }
+  return out;
+}
+
+HostTensor seeded_vector(DType t, int64_t n, uint64_t stream) {
+  HostTensor out(t, {n});
+  fill_normal(out, kSeed, stream);
+  return out;
+}
+
+std::vector<uint8_t> row_bits(const HostTensor& t, int64_t row) {
+  const size_t bytes = static_cast<size_t>(t.row_elems()) * dtype_size(t.dtype());
+  const auto* p = reinterpret_cast<const uint8_t*>(t.data()) + static_cast<size_t>(row) * bytes;
+  return {p, p + bytes};
+}
+
+// The weights of one shape, reused across a sweep (same object: uploaded once).
+struct GemmShape {
+  DType dtype;
+  int64_t n, k;
+  HostTensor w, bias;
+  GemmShape(DType t, int64_t n_, int64_t k_) : dtype(t), n(n_), k(k_) {
+    w = seeded_rows(t, n, k, 1u << 20, 0.05f);
+    bias = seeded_vector(t, n, 1u << 21);
+  }
+};
+
+// Tolerance against the double-accumulating CPU reference, per element:
+//   |gpu - ref| <= 2^(1-p) |ref| + 2e-5 * sum_k |a_k w_k| + 1e-30
+// where p is the output type's significand precision (8 bf16, 11 fp16, 24 fp32). The first term
+// is one unit in the last place of the output: the exact sum and the GPU's fp32 sum may fall on
+// either side of a rounding boundary, so the two outputs may be neighbours (seen on the H200 for
+// every backend, cuBLAS included). The second bounds fp32 accumulation over K <= 16384. A wrong
+// tile, layout or chunk would miss by O(|ref|), far outside both.
+void expect_close_to_reference(const HostTensor& got, const HostTensor& ref, const HostTensor& a,
+                               const HostTensor& w, const HostTensor* bias,
+                               const std::string& what) {
+  ASSERT_EQ(got.shape(), ref.shape()) << what;
+  const int64_t m = a.dim(0), k = a.dim(1), n = w.dim(0);
+  const double rel = got.dtype() == DType::kBF16   ? std::ldexp(1.0, -7)
+                     : got.dtype() == DType::kFP16 ? std::ldexp(1.0, -10)
+                                                   : std::ldexp(1.0, -23);
+  int bad = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double mag = bias ? std::fabs(bias->get(j)) : 0.0;
+      for (int64_t q = 0; q < k; ++q) mag += std::fabs(double(a.get(i * k + q)) * w.get(j * k + q));
+      const double r = ref.get(i * n + j), g = got.get(i * n + j);
+      const double tol = rel * std::fabs(r) + 2e-5 * mag + 1e-30;
+      if (!(std::fabs(g - r) <= tol) && ++bad <= 3) {
+        ADD_FAILURE() << what << ": element [" << i << ", " << j << "] is " << g
+                      << ", reference " << r << " (tolerance " << tol << ")";
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": elements outside the tolerance";
+}
+
+std::string describe(DType in, DType out, int64_t m, int64_t n, int64_t k, bool bias) {
+  return std::string(dtype_name(in)) + "->" + std::string(dtype_name(out)) + " m=" +
+         std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+         (bias ? " +bias" : "");
+}
+
+// ---- correctness -------------------------------------------------------------------------------
+
+struct Case {
+  DType in, out;
+  int64_t m, n, k;
+  bool bias;
+};
+
+TEST(GpuGemm, EveryBackendMatchesTheCpuReference) {
+  REQUIRE_GPU();
+  const std::vector<Case> cases = {
+      {DType::kBF16, DType::kBF16, 8, 4096, 4096, true},
+      {DType::kBF16, DType::kFP32, 7, 4095, 4100, false},
+      {DType::kBF16, DType::kFP16, 33, 4097, 1000, true},
+      {DType::kFP16, DType::kFP16, 5, 1000, 1001, true},
+      {DType::kFP16, DType::kFP32, 16, 512, 2048, false},
+      {DType::kFP16, DType::kBF16, 3, 256, 3000, true},
+      {DType::kFP32, DType::kFP32, 9, 1000, 1500, true},
+      {DType::kFP32, DType::kBF16, 3, 300, 700, true},
+  };
+  auto reference = make_backend("cpu-reference");
+  const std::vector<std::string> gpu_backends = {"cublas", "cublaslt-nosplit",
+                                                 "cuda-vendor-policy", "cuda-invariant"};
+  std::map<std::string, std::unique_ptr<Backend>> backends;
+  for (const auto& name : gpu_backends) backends[name] = make_backend(name);
+  for (const Case& c : cases) {
+    const HostTensor a = seeded_rows(c.in, c.m, c.k, 0);
+    const HostTensor w = seeded_rows(c.in, c.n, c.k, 1u << 20, 0.05f);
+    const HostTensor bias = seeded_vector(c.in, c.n, 1u << 21);
+    const GemmArgs args{&a, &w, c.bias ? &bias : nullptr, c.out, false};
+    const HostTensor ref = reference->run(args, nullptr);
+    for (const auto& name : gpu_backends) {
+      const HostTensor got = backends[name]->run(args, nullptr);
+      expect_close_to_reference(got, ref, a, w, c.bias ? &bias : nullptr,
+                                name + " " + describe(c.in, c.out, c.m, c.n, c.k, c.bias));
+    }
+  }
+}
+
+TEST(GpuGemm, VendorNotesNameTheChosenAlgorithm) {
+  REQUIRE_GPU();
+  const HostTensor a = seeded_rows(DType::kBF16, 4, 4096, 0);
+  const HostTensor w = seeded_rows(DType::kBF16, 4096, 4096, 1u << 20, 0.05f);
+  for (const std::string name : {"cublas", "cublaslt-nosplit"}) {
+    RunNotes notes;
+    make_backend(name)->run(GemmArgs{&a, &w, nullptr, DType::kBF16, false}, &notes);
+    for (const char* key :
+         {"kernel", "algo_id", "tile", "stages", "split_k", "reduction_scheme", "cta_swizzling"}) {
+      EXPECT_TRUE(notes.count(key)) << name << " notes lack " << key;
+    }
+    EXPECT_EQ(notes["kernel"], "cublasLt");
+    if (name == "cublaslt-nosplit") EXPECT_EQ(notes["reduction_scheme"], "none");
+  }
+}
+
+TEST(GpuGemm, InvariantNotesDescribeThePlan) {
+  REQUIRE_GPU();
+  const HostTensor a = seeded_rows(DType::kBF16, 3, 4100, 0);
+  const HostTensor w = seeded_rows(DType::kBF16, 64, 4100, 1u << 20, 0.05f);
+  RunNotes notes;
+  make_backend("cuda-invariant")->run(GemmArgs{&a, &w, nullptr, DType::kFP32, false}, &notes);
+  for (const char* key : {"kernel", "chunk_k", "chunks", "schedule", "tile"}) {
+    EXPECT_TRUE(notes.count(key)) << "notes lack " << key;
+  }
+  const int64_t chunk = std::stoll(notes["chunk_k"]);
+  ASSERT_GT(chunk, 0);
+  EXPECT_EQ(std::stoll(notes["chunks"]), (4100 + chunk - 1) / chunk);
+}
+
+// ---- invariance --------------------------------------------------------------------------------
+
+// Runs the probe row (its own stream) at positions first, middle and last of batches of each
+// size, the other rows being seeded fillers; returns the distinct probe results with the first
+// batch that produced each.
+class ProbeSweep {
+ public:
+  ProbeSweep(Backend& backend, const GemmShape& shape, DType out, bool with_bias, int64_t max_m)
+      : backend_(backend), shape_(shape), out_(out), with_bias_(with_bias) {
+    fillers_ = seeded_rows(shape.dtype, max_m, shape.k, 1);
+    probe_ = seeded_rows(shape.dtype, 1, shape.k, 1u << 30);
+  }
+
+  void run(int64_t m, int repeats = 1) {
+    const std::set<int64_t> positions = {0, m / 2, m - 1};
+    for (int64_t pos : positions) {
+      HostTensor a = fillers_.slice_rows(0, m);
+      copy_rows(probe_, a, pos);
+      const GemmArgs args{&a, &shape_.w, with_bias_ ? &shape_.bias : nullptr, out_, false};
+      for (int r = 0; r < repeats; ++r) {
+        const HostTensor out = backend_.run(args, nullptr);
+        const auto bits = row_bits(out, pos);
+        if (!results_.count(bits)) {
+          results_[bits] = "m=" + std::to_string(m) + " position=" + std::to_string(pos);
+        }
+        ++runs_;
+      }
+    }
+  }
+
+  size_t distinct() const { return results_.size(); }
+  int runs() const { return runs_; }
+  std::string contexts() const {
+    std::string s;
+    for (const auto& [bits, where] : results_) s += where + "; ";
+    return s;
+  }
+
+ private:
+  Backend& backend_;
+  const GemmShape& shape_;
+  DType out_;
+  bool with_bias_;
+  HostTensor fillers_, probe_;
+  std::map<std::vector<uint8_t>, std::string> results_;
+  int runs_ = 0;
+};
+
+TEST(GpuGemmInvariant, Bf16ProbeRowIsIdenticalForEveryBatchFrom1To512AndPowersOfTwo) {
+  REQUIRE_GPU();
+  auto backend = make_backend("cuda-invariant");
+  const GemmShape shape(DType::kBF16, 4096, 4096);
+  ProbeSweep sweep(*backend, shape, DType::kBF16, true, 8192);
+  for (int64_t m = 1; m <= 512; ++m) sweep.run(m, (m == 1 || m == 64 || m == 512) ? 2 : 1);
+  for (int64_t m = 1024; m <= 8192; m *= 2) sweep.run(m, m == 8192 ? 2 : 1);
+  EXPECT_EQ(sweep.distinct(), 1u) << "distinct results first seen at: " << sweep.contexts();
+  EXPECT_GT(sweep.runs(), 1500);
+}
+
+TEST(GpuGemmInvariant, Bf16LongReductionIsBatchInvariant) {
+  REQUIRE_GPU();
+  auto backend = make_backend("cuda-invariant");
+  const GemmShape shape(DType::kBF16, 4096, 14336);
+  ProbeSweep sweep(*backend, shape, DType::kFP32, false, 1024);
+  for (int64_t m : {1, 2, 5, 16, 17, 32, 33, 64, 65, 100, 128, 255, 256, 512, 1024}) sweep.run(m);
+  EXPECT_EQ(sweep.distinct(), 1u) << "distinct results first seen at: " << sweep.contexts();
+}
+
+TEST(GpuGemmInvariant, Fp16AndFp32AreBatchInvariant) {
+  REQUIRE_GPU();
+  auto backend = make_backend("cuda-invariant");
+  {
+    const GemmShape shape(DType::kFP16, 4096, 4096);
+    ProbeSweep sweep(*backend, shape, DType::kFP16, true, 2048);
+    for (int64_t m : {1, 2, 3, 7, 16, 17, 33, 64, 65, 128, 129, 256, 512, 1024, 2048}) sweep.run(m);
+    EXPECT_EQ(sweep.distinct(), 1u) << "fp16: " << sweep.contexts();
+  }
+  {
+    const GemmShape shape(DType::kFP32, 1024, 3000);
+    ProbeSweep sweep(*backend, shape, DType::kFP32, true, 1024);
+    for (int64_t m : {1, 5, 17, 64, 65, 200, 512, 1024}) sweep.run(m, 2);
+    EXPECT_EQ(sweep.distinct(), 1u) << "fp32: " << sweep.contexts();
+  }
+}
+
+TEST(GpuGemmInvariant, OddShapesAreBatchInvariant) {
+  REQUIRE_GPU();
+  auto backend = make_backend("cuda-invariant");
+  struct Odd {
+    int64_t n, k;
+  };
+  for (const Odd o : {Odd{4095, 4100}, Odd{4097, 1000}, Odd{300, 1001}, Odd{130, 72}}) {
+    const GemmShape shape(DType::kBF16, o.n, o.k);
+    ProbeSweep sweep(*backend, shape, DType::kBF16, true, 1024);
+    for (int64_t m : {1, 3, 16, 17, 64, 100, 333, 512, 1024}) sweep.run(m);
+    EXPECT_EQ(sweep.distinct(), 1u)
+        << "n=" << o.n << " k=" << o.k << ": distinct results at: " << sweep.contexts();
+  }
+}
+
+TEST(GpuGemmInvariant, EveryOutputTypeWithAndWithoutBias) {
+  REQUIRE_GPU();
+  auto backend = make_backend("cuda-invariant");
+  auto reference = make_backend("cpu-reference");
+  for (DType in : {DType::kBF16, DType::kFP16, DType::kFP32}) {
+    const GemmShape shape(in, 200, 1536);
+    for (DType out : {DType::kBF16, DType::kFP16, DType::kFP32}) {
+      for (bool bias : {false, true}) {
+        ProbeSweep sweep(*backend, shape, out, bias, 300);
+        for (int64_t m : {1, 37, 300}) sweep.run(m);
+        EXPECT_EQ(sweep.distinct(), 1u) << describe(in, out, 0, shape.n, shape.k, bias);
+        const HostTensor a = seeded_rows(in, 5, shape.k, 7);
+        const GemmArgs args{&a, &shape.w, bias ? &shape.bias : nullptr, out, false};
+        expect_close_to_reference(backend->run(args, nullptr), reference->run(args, nullptr), a,
+                                  shape.w, bias ? &shape.bias : nullptr,
+                                  "cuda-invariant " + describe(in, out, 5, shape.n, shape.k, bias));
+      }
+    }
+  }
+}
+
+#ifdef NVDET_WITH_CUDA
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
+
+TEST(GpuGemmInvariant, ConcurrentCublasWorkOnAnotherStreamChangesNothing) {
+  REQUIRE_GPU();
+  auto backend = make_backend("cuda-invariant");
+  const GemmShape shape(DType::kBF16, 4096, 4096);
+  const HostTensor a = seeded_rows(DType::kBF16, 300, 4096, 1);
+  const std::vector<int64_t> batches = {1, 17, 64, 300};
+  auto run_one = [&](int64_t m) {
+    const HostTensor am = a.slice_rows(0, m);
+    return backend->run(GemmArgs{&am, &shape.w, &shape.bias, DType::kBF16}, nullptr);
+  };
+  std::vector<HostTensor> quiet;
+  for (int64_t m : batches) quiet.push_back(run_one(m));
+
+  // Heavy bf16 GEMMs on a stream of their own, enqueued before each probe so that the probe's
+  // kernels share the GPU with them (a run ends with a device-wide cudaFree, which waits for
+  // the background work; hence a fresh batch of it per probe).
+  const int dim = 8192;
+  void *x = nullptr, *y = nullptr, *z = nullptr;
+  CUDA_OK(cudaMalloc(&x, size_t(dim) * dim * 2));
+  CUDA_OK(cudaMalloc(&y, size_t(dim) * dim * 2));
+  CUDA_OK(cudaMalloc(&z, size_t(dim) * dim * 4));
+  CUDA_OK(cudaMemset(x, 0x3c, size_t(dim) * dim * 2));
+  CUDA_OK(cudaMemset(y, 0x3c, size_t(dim) * dim * 2));
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetStream(handle, stream), CUBLAS_STATUS_SUCCESS);
+  CUDA_OK(cudaDeviceSynchronize());
+  const float alpha = 1.0f, beta = 0.0f;
+  std::vector<HostTensor> busy;
+  for (int64_t m : batches) {
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, dim, dim, dim, &alpha, x,
+                             CUDA_R_16BF, dim, y, CUDA_R_16BF, dim, &beta, z, CUDA_R_32F, dim,
+                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                CUBLAS_STATUS_SUCCESS);
+    }
+    busy.push_back(run_one(m));
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  cublasDestroy(handle);
+  cudaStreamDestroy(stream);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(z);
+
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_EQ(std::memcmp(quiet[i].data(), busy[i].data(), quiet[i].nbytes()), 0)
+        << "m=" << batches[i] << " changed under concurrent cuBLAS work";
+  }
+}
+
+// Kernel-level checks: every schedule and the portable path, forced, on this device.
+class InvariantKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!nvdet::testing::gpu_available()) GTEST_SKIP() << "no GPU";
+    cudaDeviceProp props{};
+    ASSERT_EQ(cudaGetDeviceProperties(&props, 0), cudaSuccess);
+    device_ = {props.major, props.minor, props.multiProcessorCount};
+  }
+  void TearDown() override {
+    for (void* p : buffers_) cudaFree(p);
+  }
+  void* upload(const HostTensor& t) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(t.nbytes(), 16)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    buffers_.push_back(p);
+    return p;
+  }
+  void* scratch(size_t bytes) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
+    buffers_.push_back(p);
+    return p;
+  }
+  // Output rows of a[first : first + m] · w^T under the given forcing, as bytes.
+  std::vector<uint8_t> run(const void* a, const void* w, const void* bias, int first, int m,
+                           int n, int k, nvdet_kernels::GemmSchedule schedule,
+                           nvdet_kernels::GemmPath path, nvdet_kernels::GemmPlan* plan_out) {
+    nvdet_kernels::GemmProblem p;
+    p.a = static_cast<const uint16_t*>(a) + size_t(first) * k;
+    p.w = w;
+    p.bias = bias;
+    p.m = m, p.n = n, p.k = k, p.lda = k, p.ldw = k, p.ldo = n;
+    p.in_type = nvdet_kernels::GemmType::kBF16;
+    p.out_type = nvdet_kernels::GemmType::kFP32;
+    void* out = scratch(size_t(m) * n * 4);
+    p.out = out;
+    const nvdet_kernels::GemmPlan plan =
+        nvdet_kernels::gemm_invariant_plan(p, device_, schedule, path);
+    if (plan_out) *plan_out = plan;
+    void* ws = plan.workspace_bytes ? scratch(plan.workspace_bytes) : nullptr;
+    EXPECT_EQ(nvdet_kernels::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, nullptr),
+              cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<uint8_t> bytes(size_t(m) * n * 4);
+    EXPECT_EQ(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return bytes;
+  }
+  nvdet_kernels::GemmDevice device_;
+  std::vector<void*> buffers_;
+};
+
+TEST_F(InvariantKernels, ForcedSchedulesGiveIdenticalBitsOnEveryPath) {
+  const int n = 1000, k = 3136, rows = 1100;
+  const HostTensor a = seeded_rows(DType::kBF16, rows, k, 1);
+  const HostTensor w = seeded_rows(DType::kBF16, n, k, 1u << 20, 0.05f);
+  const HostTensor bias = seeded_vector(DType::kBF16, n, 1u << 21);
+  void* da = upload(a);
+  void* dw = upload(w);
+  void* db = upload(bias);
+  using nvdet_kernels::GemmPath;
+  using nvdet_kernels::GemmSchedule;
+  for (GemmPath path : {GemmPath::kAuto, GemmPath::kMmaSync}) {
+    std::set<std::string> schedules_seen;
+    for (int m : {1, 16, 17, 64, 200, 1000}) {
+      std::vector<uint8_t> first;
+      for (GemmSchedule s : {GemmSchedule::kAuto, GemmSchedule::kSplitChunks, GemmSchedule::kInCta}) {
+        nvdet_kernels::GemmPlan plan;
+        const auto bits = run(da, dw, db, 0, m, n, k, s, path, &plan);
+        schedules_seen.insert(std::string(nvdet_kernels::gemm_schedule_name(plan.schedule)) + "/" +
+                              std::to_string(plan.tile_m));
+        if (first.empty()) {
+          first = bits;
+        } else {
+          EXPECT_TRUE(bits == first) << nvdet_kernels::gemm_path_name(plan.path) << " m=" << m
+                                     << ": schedule "
+                                     << nvdet_kernels::gemm_schedule_name(plan.schedule)
+                                     << " differs from the automatic one";
+        }
+      }
+    }
+    EXPECT_GE(schedules_seen.size(), 2u);
+  }
+}
+
+TEST_F(InvariantKernels, PortablePathIsBatchInvariantOnThisDevice) {
+  // On sm_90 the automatic path is wgmma; the mma.sync path must be invariant here too.
+  const int n = 2048, k = 4096, rows = 1024;
+  const HostTensor a = seeded_rows(DType::kBF16, rows + 1, k, 1);
+  const HostTensor w = seeded_rows(DType::kBF16, n, k, 1u << 20, 0.05f);
+  void* da = upload(a);
+  void* dw = upload(w);
+  const int probe = rows;  // the last row of `a`; each batch is a window that ends or starts at it
+  std::vector<uint8_t> ref;
+  for (int m : {1, 2, 15, 16, 17, 63, 64, 65, 128, 300, 512, 1024}) {
+    for (int pos : {0, m - 1}) {
+      if (probe - pos + m > rows + 1) continue;
+      const auto bits = run(da, dw, nullptr, probe - pos, m, n, k,
+                            nvdet_kernels::GemmSchedule::kAuto,
+                            nvdet_kernels::GemmPath::kMmaSync, nullptr);
+      const std::vector<uint8_t> row(bits.begin() + size_t(pos) * n * 4,
+                                     bits.begin() + size_t(pos + 1) * n * 4);
+      if (ref.empty()) ref = row;
+      EXPECT_TRUE(row == ref) << "mma.sync path: m=" << m << " position " << pos;
+    }
+  }
+}
+
+TEST_F(InvariantKernels, OnlyTheScheduleDependsOnM) {
+  nvdet_kernels::GemmProblem p;
+  p.a = p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // aligned; never dereferenced
+  p.n = 4096, p.k = 14336, p.lda = p.ldw = p.k, p.ldo = p.n;
+  p.in_type = nvdet_kernels::GemmType::kBF16;
+  std::set<std::string> arithmetic;
+  for (int m = 1; m <= 8192; m = m < 64 ? m + 1 : m * 2) {
+    p.m = m;
+    const auto plan = nvdet_kernels::gemm_invariant_plan(p, device_);
+    arithmetic.insert(std::string(nvdet_kernels::gemm_path_name(plan.path)) + " kc=" +
+                      std::to_string(plan.chunk_k) + " chunks=" + std::to_string(plan.chunks) +
+                      " tk=" + std::to_string(plan.tile_k) + " tn=" + std::to_string(plan.tile_n));
+  }
+  EXPECT_EQ(arithmetic.size(), 1u);
+}
+
+#endif  // NVDET_WITH_CUDA
+
+}  // namespace
+}  // namespace nvdet
