@@ -8,10 +8,11 @@
 // v is not a multiple of it). The max and the sum of exp(x - max) are carried together as a
 // (m, s) state, so the row is read once for them and once more for the output:
 //  1. thread t visits vectors t, t+B, ... in order; for each vector: m' = max(m, max of the
-//     vector); s = s * exp(m - m'); then s += exp(x_e - m') for its elements in order;
+//     vector); s = s * exp(m - m'); then s += exp2(fma(x_e, log2 e, -m'*log2 e)) for its
+//     elements in order;
 //  2. per warp: xor butterfly of merges (m = max(ma, mb); s = sa*exp(ma-m) + sb*exp(mb-m),
 //     symmetric bit for bit) with offsets 16..1; then warp states merged in warp order;
-//  3. out = (x - m) - log(s), rounded once to the output type.
+//  3. lse = m + log(s); out = x - lse, rounded once to the output type.
 //
 // Vendor-style split rows (launch_log_softmax_split_rows), as serving stacks did for small
 // batches: each row is cut into S parts; block (row, part) computes its part's (m, s) as above
@@ -29,7 +30,17 @@
 namespace nvdet::kernels {
 namespace {
 
+// Vectors per thread loaded together (more would spill under the 64-register cap of 1024-thread
+// blocks), and the largest invariant block: two 512-thread blocks fit on an SM, so a 256-row
+// batch of vocabulary rows runs in one wave on 132 SMs.
 constexpr int kChunk = 4;
+constexpr int kMaxThreads = 512;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// exp(x - m) as exp2(x*log2(e) - m*log2(e)): one FMA and one exp2 per element. ml = m*log2(e).
+__device__ __forceinline__ float exp_shifted(float x, float ml) {
+  return exp2f(fmaf(x, kLog2e, -ml));
+}
 
 template <class T, int kN>
 __device__ __forceinline__ MaxSumExp slice_max_sum_exp(const T* row, int64_t lo, int64_t hi,
@@ -44,8 +55,9 @@ __device__ __forceinline__ MaxSumExp slice_max_sum_exp(const T* row, int64_t lo,
       st.m = vm;
     }
     if (st.m != -INFINITY) {
+      const float ml = __fmul_rn(st.m, kLog2e);
 #pragma unroll
-      for (int e = 0; e < kN; ++e) st.s = __fadd_rn(st.s, exp_diff(f[e], st.m));
+      for (int e = 0; e < kN; ++e) st.s = __fadd_rn(st.s, exp_shifted(f[e], ml));
     }
   });
   return st;
@@ -55,13 +67,12 @@ template <class T, class TO, int kN>
 __device__ __forceinline__ void write_slice(const T* row, TO* out_row, int64_t lo, int64_t hi,
                                             MaxSumExp st, SliceCache<T, kN, kChunk>& cache,
                                             bool cached) {
-  const float log_sum = logf(st.s);
+  const float lse = __fadd_rn(st.m, logf(st.s));
   revisit_owned_vectors<T, kN, kChunk>(row, lo, hi, cache, cached,
                                        [&](const float (&f)[kN], int64_t i) {
                                          float y[kN];
 #pragma unroll
-                                         for (int e = 0; e < kN; ++e)
-                                           y[e] = __fsub_rn(__fsub_rn(f[e], st.m), log_sum);
+                                         for (int e = 0; e < kN; ++e) y[e] = __fsub_rn(f[e], lse);
                                          store_packed<TO, kN>(out_row + i * kN, y);
                                        });
 }
@@ -119,7 +130,7 @@ int log_softmax_invariant_block_threads(int64_t v, DType dtype) {
   const int64_t n = dtype == DType::kFP32 ? 4 : 8;
   const int64_t nvec = v % n == 0 ? v / n : v;
   const int64_t threads = ((nvec + kChunk - 1) / kChunk + 31) / 32 * 32;
-  return static_cast<int>(std::min<int64_t>(1024, std::max<int64_t>(32, threads)));
+  return static_cast<int>(std::min<int64_t>(kMaxThreads, std::max<int64_t>(32, threads)));
 }
 
 cudaError_t launch_log_softmax_rows(DType dtype, DType out_dtype, const void* x, void* out,

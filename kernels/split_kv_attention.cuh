@@ -47,7 +47,7 @@ size_t split_kv_attention_workspace_bytes(int64_t num_items, int num_heads, int 
 // KV head (1..8).
 bool split_kv_attention_supported(DType dtype, int head_dim, int group);
 
-// Decode: KV tiles of 256 keys inside each item (attention_decode.cu).
+// Decode: KV tiles of 128 keys inside each item (attention_decode.cu).
 cudaError_t launch_attention_decode(const SplitKvAttentionParams& p, cudaStream_t stream);
 // Prefill: KV tiles of 64 keys inside each item (attention_prefill.cu).
 cudaError_t launch_attention_prefill(const SplitKvAttentionParams& p, cudaStream_t stream);

@@ -1,10 +1,11 @@
 #pragma once
 // Device code of the split-KV attention partial kernel (included by attention_decode.cu and
-// attention_prefill.cu, which fix the tile size).
+// attention_prefill.cu, which fix the tile size: 128 keys for decode, 64 for prefill).
 //
 // One CTA computes one work item (a query row over KV positions [kv_start, kv_end)) for one KV
 // head and ALL the query heads that share it (GQA group), so each K and V vector is read once.
 // The item's range is walked in tiles of kTile keys aligned to kv_start; per tile:
+//  0. the tile's page-table lookups go to shared memory (no arithmetic, only addresses);
 //  1. scores: warp w owns keys [w*kTile/W, (w+1)*kTile/W) of the tile; a key's head vector is
 //     spread over kLpk = head_dim/8 lanes, 8 elements (one 16-byte load) per lane. Each lane
 //     forms its 8-term partial dot product in element order (fma from 0), the kLpk lanes are
@@ -32,8 +33,9 @@
 namespace nvdet::kernels {
 namespace split_kv {
 
+// Up to 4 query heads per KV head: registers capped so that 4 CTAs of 4 warps share an SM.
 template <class T, int kHD, int kG, int kTile, int kWarps, int kUnroll>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, (kG <= 4 && kWarps == 4) ? 4 : 1)
     partial_kernel(const SplitKvAttentionParams a) {
   constexpr int kN = kVecElems<T>;          // elements per 16-byte load
   constexpr int kLpk = kHD / kN;            // lanes per key
@@ -87,16 +89,19 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int page_size = a.page_size;
   const bool pow2 = (page_size & (page_size - 1)) == 0;
   const int shift = __ffs(page_size) - 1;
-  auto kv_offset = [&](int t) -> int64_t {
-    const int page_index = pow2 ? (t >> shift) : (t / page_size);
-    const int slot = pow2 ? (t & (page_size - 1)) : (t - page_index * page_size);
-    return (static_cast<int64_t>(pages[page_index]) * page_size + slot) * token_stride + head_off;
-  };
-  __syncthreads();
+  __shared__ int64_t s_row[kTile];  // element offset of each key of the tile (head 0, dim 0)
 
   const float scale = a.scale;
   for (int t0 = item.kv_start; t0 < item.kv_end; t0 += kTile) {
     const int n = min(kTile, item.kv_end - t0);
+    // 0. the tile's page-table lookups, once, so the K and V loads below depend on nothing else
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const int t = t0 + i;
+      const int page_index = pow2 ? (t >> shift) : (t / page_size);
+      const int slot = pow2 ? (t & (page_size - 1)) : (t - page_index * page_size);
+      s_row[i] = (static_cast<int64_t>(pages[page_index]) * page_size + slot) * token_stride;
+    }
+    __syncthreads();
     // 1. scores
     for (int s0 = 0; s0 < kSteps; s0 += kU) {
       if (warp * kKeysPerWarp + s0 * kKps >= n) break;  // warp-uniform
@@ -104,7 +109,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const int key = warp * kKeysPerWarp + (s0 + u) * kKps + sub;
-        raw[u] = key < n ? load_raw16_stream(k + kv_offset(t0 + key)) : make_uint4(0, 0, 0, 0);
+        raw[u] = key < n ? load_raw16_stream(k + s_row[key] + head_off) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
@@ -120,6 +125,13 @@ __global__ void __launch_bounds__(kWarps * 32)
           if (dl == 0 && key < n) s_p[g][key] = __fmul_rn(d, scale);
         }
       }
+    }
+    // The first V loads go out now, so they are in flight during the softmax step.
+    uint4 vraw[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int key = warp * kKeysPerWarp + u * kKps + sub;
+      vraw[u] = key < n ? load_raw16_stream(v + s_row[key] + head_off) : make_uint4(0, 0, 0, 0);
     }
     __syncthreads();
     // 2. softmax statistics per head
@@ -154,18 +166,19 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     for (int s0 = 0; s0 < kSteps; s0 += kU) {
       if (warp * kKeysPerWarp + s0 * kKps >= n) break;
-      uint4 raw[kU];
+      if (s0 > 0) {
 #pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int key = warp * kKeysPerWarp + (s0 + u) * kKps + sub;
-        raw[u] = key < n ? load_raw16_stream(v + kv_offset(t0 + key)) : make_uint4(0, 0, 0, 0);
+        for (int u = 0; u < kU; ++u) {
+          const int key = warp * kKeysPerWarp + (s0 + u) * kKps + sub;
+          vraw[u] = key < n ? load_raw16_stream(v + s_row[key] + head_off) : make_uint4(0, 0, 0, 0);
+        }
       }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const int key = warp * kKeysPerWarp + (s0 + u) * kKps + sub;
         if (key < n) {
           float vf[kN];
-          unpack16<T>(raw[u], vf);
+          unpack16<T>(vraw[u], vf);
 #pragma unroll
           for (int g = 0; g < kG; ++g) {
             const float p = s_p[g][key];
