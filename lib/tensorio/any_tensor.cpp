@@ -164,4 +164,16 @@ HostTensor to_host(const AnyTensor& t, const std::string& what) {
   return h;
 }
 
+AnyTensor reinterpret_as(AnyTensor t, ElemType as, const std::string& what) {
+  if (t.type == as) return t;
+  const bool two_byte_int = t.type == ElemType::kU16 || t.type == ElemType::kI16;
+  if (two_byte_int && (as == ElemType::kBF16 || as == ElemType::kF16)) {
+    t.type = as;
+    return t;
+  }
+  throw_input_error(what + " holds " + std::string(elem_type_name(t.type)) +
+                    " data, which cannot be read as " + std::string(elem_type_name(as)) +
+                    " (only 2-byte integers can be taken as bf16 or fp16)");
+}
+
 }  // namespace nvdet

@@ -52,3 +52,12 @@ AnyTensor to_any(const HostTensor& t);
 HostTensor to_host(const AnyTensor& t, const std::string& what);
 
 }  // namespace nvdet
+
+namespace nvdet {
+
+// The tensor's bits taken as type `as` (`nvdet diff --dtype`): a no-op when it already is; 2-byte
+// integers become bf16 or fp16 (numpy cannot name bf16, so such data is saved as u2/i2). Any
+// other request throws kBadInput naming `what`: converting values would not be a bitwise diff.
+AnyTensor reinterpret_as(AnyTensor t, ElemType as, const std::string& what);
+
+}  // namespace nvdet

@@ -1,0 +1,563 @@
+#include "lib/manifest/manifest.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <system_error>
+#include <tuple>
+
+#include "lib/compare/any_compare.h"
+#include "lib/core/error.h"
+#include "lib/report/atomic_file.h"
+#include "lib/report/json_report.h"
+#include "lib/tensorio/nvdet_dump.h"
+#include "lib/tensorio/safetensors.h"
+
+namespace nvdet {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// ---- writing --------------------------------------------------------------------------------
+
+ojson system_json(const SystemInfo& s) {
+  ojson gpus = ojson::array();
+  for (const GpuInfo& g : s.gpus) {
+    gpus.push_back({{"index", g.index},
+                    {"name", g.name},
+                    {"sm_count", g.sm_count},
+                    {"compute_capability", g.compute_capability},
+                    {"memory_bytes", static_cast<uint64_t>(g.memory_bytes)},
+                    {"l2_bytes", static_cast<uint64_t>(g.l2_bytes)}});
+  }
+  return {{"nvdet_version", s.nvdet_version},
+          {"host", s.host},
+          {"cuda_built", s.cuda_built},
+          {"compiled_architectures", s.compiled_architectures},
+          {"cuda_fp_flags", s.cuda_fp_flags},
+          {"cxx_fp_flags", s.cxx_fp_flags},
+          {"driver_version", s.driver_version},
+          {"cuda_runtime_version", s.cuda_runtime_version},
+          {"cublas_version", s.cublas_version},
+          {"device_error", s.device_error},
+          {"gpus", gpus}};
+}
+
+ojson entry_json(const ManifestEntry& e) {
+  ojson tokens = ojson::array();
+  for (const Hash128& h : e.token_hashes) tokens.push_back(h.hex());
+  ojson j = {{"hash", e.hash.hex()}, {"token_hashes", tokens}};
+  if (!e.completion.empty()) j["completion"] = e.completion;
+  return j;
+}
+
+// ---- reading: every access checked, so a corrupt file is one sentence, not an exception -----
+
+class Reader {
+ public:
+  explicit Reader(std::string what) : what_(std::move(what)) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& why) const {
+    throw_input_error(what_ + " is corrupt: " + where + " " + why);
+  }
+  const json& field(const json& obj, const std::string& key, const std::string& where) const {
+    if (!obj.is_object()) fail(where, "is not an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(where, "has no \"" + key + "\"");
+    return *it;
+  }
+  const json& object(const json& obj, const std::string& key, const std::string& where) const {
+    const json& v = field(obj, key, where);
+    if (!v.is_object()) fail(where + "." + key, "is not an object");
+    return v;
+  }
+  std::string str(const json& obj, const std::string& key, const std::string& where) const {
+    const json& v = field(obj, key, where);
+    if (!v.is_string()) fail(where + "." + key, "is not a string");
+    return v.get<std::string>();
+  }
+  std::string str_or(const json& obj, const std::string& key, const std::string& fallback) const {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+  }
+  int64_t integer(const json& v, const std::string& where) const {
+    if (!v.is_number_integer()) fail(where, "is not an integer");
+    return v.get<int64_t>();
+  }
+  int64_t integer(const json& obj, const std::string& key, const std::string& where) const {
+    return integer(field(obj, key, where), where + "." + key);
+  }
+  int64_t key_integer(const std::string& key, const std::string& where) const {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(key, &used);
+      if (used == key.size()) return v;
+    } catch (const std::exception&) {
+    }
+    fail(where, "has the key '" + key + "', which is not an integer");
+  }
+  Hash128 hash(const json& v, const std::string& where) const {
+    Hash128 h;
+    if (!v.is_string() || !Hash128::from_hex(v.get<std::string>(), h)) {
+      fail(where, "is not a hash (32 hex digits)");
+    }
+    return h;
+  }
+
+ private:
+  std::string what_;
+};
+
+SystemInfo system_from_json(const json& j, const Reader& r) {
+  SystemInfo s;
+  if (!j.is_object()) r.fail("system", "is not an object");
+  s.nvdet_version = r.str_or(j, "nvdet_version", "");
+  s.host = r.str_or(j, "host", "");
+  s.cuda_built = j.value("cuda_built", false);
+  s.compiled_architectures = r.str_or(j, "compiled_architectures", "");
+  s.cuda_fp_flags = r.str_or(j, "cuda_fp_flags", "");
+  s.cxx_fp_flags = r.str_or(j, "cxx_fp_flags", "");
+  s.driver_version = r.str_or(j, "driver_version", "");
+  s.cuda_runtime_version = r.str_or(j, "cuda_runtime_version", "");
+  s.cublas_version = r.str_or(j, "cublas_version", "");
+  s.device_error = r.str_or(j, "device_error", "");
+  if (auto it = j.find("gpus"); it != j.end() && it->is_array()) {
+    for (const json& g : *it) {
+      if (!g.is_object()) r.fail("system.gpus", "holds something that is not an object");
+      GpuInfo gi;
+      gi.index = g.value("index", 0);
+      gi.name = r.str_or(g, "name", "");
+      gi.sm_count = g.value("sm_count", 0);
+      gi.compute_capability = r.str_or(g, "compute_capability", "");
+      gi.memory_bytes = g.value("memory_bytes", uint64_t{0});
+      gi.l2_bytes = g.value("l2_bytes", uint64_t{0});
+      s.gpus.push_back(gi);
+    }
+  }
+  return s;
+}
+
+std::string first_gpu(const SystemInfo& s) { return s.gpus.empty() ? "none" : s.gpus[0].name; }
+
+std::string or_none(const std::string& s) { return s.empty() ? "none" : s; }
+
+std::filesystem::path resolve_dump_dir(const std::string& recorded, const std::string& manifest_path) {
+  const std::filesystem::path p(recorded);
+  if (p.is_absolute()) return p;
+  return std::filesystem::path(manifest_path).parent_path() / p;
+}
+
+// The request's tensor from a dump file, or nullopt with the reason in `note`.
+std::optional<AnyTensor> load_dumped(const std::filesystem::path& file, int64_t request,
+                                     std::string& note) {
+  if (!std::filesystem::exists(file)) {
+    note = "no dump at " + file.string();
+    return std::nullopt;
+  }
+  try {
+    const SafetensorsFile f = SafetensorsFile::open(file);
+    return f.read_any(dump_tensor_name(request));
+  } catch (const Error& e) {
+    note = e.what();
+    return std::nullopt;
+  }
+}
+
+std::string ref_text(const ManifestEntryRef& r) {
+  return fmt::format("{} {} repeat {} request {}", r.backend, r.context, r.repeat, r.request);
+}
+
+}  // namespace
+
+// ---- Manifest ---------------------------------------------------------------------------------
+
+void Manifest::add(const AuditResult& r) {
+  if (scenarios.empty()) system = r.system;
+  ManifestScenario s;
+  s.name = r.scenario.name;
+  s.path = r.scenario.path;
+  s.op = r.scenario.op;
+  s.dtype = r.scenario.dtype;
+  s.out_dtype = r.scenario.out_dtype;
+  s.seed = r.scenario.seed;
+  s.requests = r.scenario.requests;
+  s.repeat = r.scenario.repeat;
+  for (const BackendOutcome& b : r.backends) s.backends[b.name] = expectation_name(b.expect);
+  for (const CaseRecord& c : r.cases) {
+    s.contexts[c.context_id] = c.context_index;
+    ManifestContext& mc = s.entries[c.backend][c.context_id];
+    mc.index = c.context_index;
+    for (const RequestRecord& rr : c.requests) {
+      mc.repeats[c.repeat][rr.request] = {rr.hash, rr.token_hashes, rr.completion};
+    }
+  }
+  scenarios[s.name] = std::move(s);
+}
+
+ojson manifest_to_json(const Manifest& m) {
+  ojson j = {{"nvdet_manifest", m.version}, {"system", system_json(m.system)}};
+  if (!m.dump_dir.empty()) j["dump_dir"] = m.dump_dir;
+  ojson scenarios = ojson::object();
+  for (const auto& [name, s] : m.scenarios) {
+    ojson backends = ojson::object();
+    for (const auto& [b, e] : s.backends) backends[b] = e;
+    // Contexts in sweep order (the baseline first), which is how people read them.
+    std::vector<std::pair<int, std::string>> order;
+    for (const auto& [id, index] : s.contexts) order.emplace_back(index, id);
+    std::sort(order.begin(), order.end());
+    ojson contexts = ojson::object();
+    for (const auto& [index, id] : order) contexts[id] = index;
+    ojson entries = ojson::object();
+    for (const auto& [backend, by_context] : s.entries) {
+      ojson bj = ojson::object();
+      for (const auto& [index, id] : order) {
+        auto it = by_context.find(id);
+        if (it == by_context.end()) continue;
+        ojson cj = ojson::object();
+        for (const auto& [repeat, by_request] : it->second.repeats) {
+          ojson rj = ojson::object();
+          for (const auto& [request, e] : by_request) rj[std::to_string(request)] = entry_json(e);
+          cj[std::to_string(repeat)] = rj;
+        }
+        bj[id] = cj;
+      }
+      entries[backend] = bj;
+    }
+    scenarios[name] = {{"path", s.path},       {"op", s.op},
+                       {"dtype", s.dtype},     {"out_dtype", s.out_dtype},
+                       {"seed", s.seed},       {"requests", s.requests},
+                       {"repeat", s.repeat},   {"backends", backends},
+                       {"contexts", contexts}, {"entries", entries}};
+  }
+  j["scenarios"] = scenarios;
+  return j;
+}
+
+Manifest manifest_from_json(const json& j, const std::string& what) {
+  if (!j.is_object() || !j.contains("nvdet_manifest")) {
+    throw_input_error(what + " is not an nvdet manifest (it has no \"nvdet_manifest\" key)");
+  }
+  const json& version = j["nvdet_manifest"];
+  if (!version.is_number_integer() || version.get<int64_t>() != kManifestVersion) {
+    throw_input_error(what + " is an nvdet manifest of version " + version.dump() +
+                      "; this nvdet reads version " + std::to_string(kManifestVersion));
+  }
+  const Reader r(what);
+  Manifest m;
+  m.system = system_from_json(r.field(j, "system", "the manifest"), r);
+  m.dump_dir = r.str_or(j, "dump_dir", "");
+  for (const auto& [name, sj] : r.object(j, "scenarios", "the manifest").items()) {
+    const std::string where = "scenario '" + name + "'";
+    ManifestScenario s;
+    s.name = name;
+    s.path = r.str_or(sj, "path", "");
+    s.op = r.str(sj, "op", where);
+    s.dtype = r.str(sj, "dtype", where);
+    s.out_dtype = r.str_or(sj, "out_dtype", s.dtype);
+    const json& seed = r.field(sj, "seed", where);
+    if (!seed.is_number_unsigned() && !seed.is_number_integer()) r.fail(where + ".seed", "is not an integer");
+    s.seed = seed.get<uint64_t>();
+    if (auto it = sj.find("repeat"); it != sj.end()) s.repeat = static_cast<int32_t>(r.integer(*it, where + ".repeat"));
+    if (auto it = sj.find("requests"); it != sj.end() && it->is_array()) {
+      for (const json& q : *it) s.requests.push_back(r.integer(q, where + ".requests"));
+    }
+    for (const auto& [b, e] : r.object(sj, "backends", where).items()) {
+      if (!e.is_string()) r.fail(where + ".backends." + b, "is not a string");
+      s.backends[b] = e.get<std::string>();
+    }
+    for (const auto& [id, index] : r.object(sj, "contexts", where).items()) {
+      s.contexts[id] = static_cast<int>(r.integer(index, where + ".contexts." + id));
+    }
+    for (const auto& [backend, bj] : r.object(sj, "entries", where).items()) {
+      const std::string bwhere = where + ".entries." + backend;
+      if (!bj.is_object()) r.fail(bwhere, "is not an object");
+      for (const auto& [ctx, cj] : bj.items()) {
+        const std::string cwhere = bwhere + "." + ctx;
+        if (!cj.is_object()) r.fail(cwhere, "is not an object");
+        auto idx = s.contexts.find(ctx);
+        if (idx == s.contexts.end()) r.fail(cwhere, "names a context missing from \"contexts\"");
+        ManifestContext& mc = s.entries[backend][ctx];
+        mc.index = idx->second;
+        for (const auto& [rep, rj] : cj.items()) {
+          const int repeat = static_cast<int>(r.key_integer(rep, cwhere));
+          if (!rj.is_object()) r.fail(cwhere + "." + rep, "is not an object");
+          for (const auto& [req, ej] : rj.items()) {
+            const std::string ewhere = cwhere + "." + rep + "." + req;
+            ManifestEntry e;
+            e.hash = r.hash(r.field(ej, "hash", ewhere), ewhere + ".hash");
+            const json& tokens = r.field(ej, "token_hashes", ewhere);
+            if (!tokens.is_array()) r.fail(ewhere + ".token_hashes", "is not a list");
+            for (const json& t : tokens) e.token_hashes.push_back(r.hash(t, ewhere + ".token_hashes"));
+            if (auto it = ej.find("completion"); it != ej.end() && it->is_array()) {
+              for (const json& t : *it) e.completion.push_back(static_cast<int32_t>(r.integer(t, ewhere + ".completion")));
+            }
+            mc.repeats[repeat][r.key_integer(req, cwhere + "." + rep)] = std::move(e);
+          }
+        }
+      }
+    }
+    m.scenarios[name] = std::move(s);
+  }
+  return m;
+}
+
+void write_manifest(const std::filesystem::path& path, Manifest m, const std::string& dump_dir) {
+  if (!dump_dir.empty()) {
+    // Relative to the manifest, so that a CI job that keeps both as artifacts can move them.
+    std::error_code ec;
+    const auto base = std::filesystem::absolute(path, ec).parent_path();
+    const auto dump = std::filesystem::absolute(dump_dir, ec);
+    const auto rel = std::filesystem::relative(dump, base, ec);
+    m.dump_dir = ec || rel.empty() ? dump.string() : rel.string();
+  }
+  write_file_atomic(path, manifest_to_json(m).dump(1) + "\n", "manifest");
+}
+
+Manifest read_manifest(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw_input_error("cannot read manifest '" + path.string() + "': " + std::strerror(errno));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw_input_error("manifest '" + path.string() + "' is not valid JSON (truncated or corrupt at byte " +
+                      std::to_string(e.byte) + " of " + std::to_string(text.size()) + ")");
+  }
+  return manifest_from_json(j, "manifest '" + path.string() + "'");
+}
+
+// ---- verification -----------------------------------------------------------------------------
+
+std::vector<std::string> environment_changes(const SystemInfo& a, const SystemInfo& b) {
+  std::vector<std::string> out;
+  auto diff = [&](const std::string& label, const std::string& x, const std::string& y) {
+    if (x != y) out.push_back(label + " " + or_none(x) + " → " + or_none(y));
+  };
+  diff("GPU", first_gpu(a), first_gpu(b));
+  if (!a.gpus.empty() && !b.gpus.empty()) {
+    diff("SM count", std::to_string(a.gpus[0].sm_count), std::to_string(b.gpus[0].sm_count));
+    diff("compute capability", a.gpus[0].compute_capability, b.gpus[0].compute_capability);
+  }
+  diff("driver", a.driver_version, b.driver_version);
+  diff("CUDA runtime", a.cuda_runtime_version, b.cuda_runtime_version);
+  diff("cuBLAS", a.cublas_version, b.cublas_version);
+  diff("nvdet", a.nvdet_version, b.nvdet_version);
+  diff("compiled architectures", a.compiled_architectures, b.compiled_architectures);
+  diff("CUDA fp flags", a.cuda_fp_flags, b.cuda_fp_flags);
+  diff("host fp flags", a.cxx_fp_flags, b.cxx_fp_flags);
+  diff("host", a.host, b.host);
+  return out;
+}
+
+const ManifestScenario& manifest_scenario(const Manifest& m, const std::string& manifest_path,
+                                          const std::string& name) {
+  auto found = m.scenarios.find(name);
+  if (found == m.scenarios.end()) {
+    std::string held;
+    for (const auto& [n, s] : m.scenarios) held += (held.empty() ? "'" : ", '") + n + "'";
+    throw_input_error("manifest '" + manifest_path + "' has no scenario '" + name + "' (it holds " +
+                      (held.empty() ? std::string("none") : held) + ")");
+  }
+  return found->second;
+}
+
+VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path,
+                             const AuditResult& result, const VerifyOptions& options) {
+  const ScenarioSummary& now = result.scenario;
+  const ManifestScenario& rec = manifest_scenario(m, manifest_path, now.name);
+  if (rec.op != now.op || rec.dtype != now.dtype || rec.out_dtype != now.out_dtype ||
+      rec.seed != now.seed) {
+    throw_input_error(fmt::format(
+        "manifest '{}' recorded another scenario named '{}' (op {}, dtype {}, output {}, seed {}; "
+        "this one: op {}, dtype {}, output {}, seed {})",
+        manifest_path, now.name, rec.op, rec.dtype, rec.out_dtype, rec.seed, now.op, now.dtype,
+        now.out_dtype, now.seed));
+  }
+
+  VerifyResult v;
+  v.manifest = manifest_path;
+  v.scenario = now.name;
+  v.environment = environment_changes(m.system, result.system);
+  std::map<std::string, std::string> expect;
+  for (const BackendOutcome& b : result.backends) expect[b.name] = expectation_name(b.expect);
+  const bool dumps = !options.dump_dir.empty() && !m.dump_dir.empty();
+
+  // What this run produced, to find recorded entries that it did not.
+  std::map<std::tuple<std::string, std::string, int, int64_t>, bool> seen;
+  for (const CaseRecord& c : result.cases) {
+    for (const RequestRecord& rr : c.requests) {
+      seen[{c.backend, c.context_id, c.repeat, rr.request}] = true;
+      const ManifestEntry* e = nullptr;
+      if (auto b = rec.entries.find(c.backend); b != rec.entries.end()) {
+        if (auto cx = b->second.find(c.context_id); cx != b->second.end()) {
+          if (auto rp = cx->second.repeats.find(c.repeat); rp != cx->second.repeats.end()) {
+            if (auto q = rp->second.find(rr.request); q != rp->second.end()) e = &q->second;
+          }
+        }
+      }
+      if (!e) {
+        v.added.push_back({c.backend, c.context_id, c.repeat, rr.request});
+        continue;
+      }
+      ++v.compared;
+      if (e->hash == rr.hash) continue;
+      ManifestChange ch;
+      ch.backend = c.backend;
+      ch.expectation = expect[c.backend];
+      ch.context = c.context_id;
+      ch.context_index = c.context_index;
+      ch.repeat = c.repeat;
+      ch.request = rr.request;
+      ch.recorded = e->hash;
+      ch.now = rr.hash;
+      ch.tokens_recorded = static_cast<int64_t>(e->token_hashes.size());
+      ch.tokens_now = static_cast<int64_t>(rr.token_hashes.size());
+      const size_t common = std::min(e->token_hashes.size(), rr.token_hashes.size());
+      for (size_t t = 0; t < common; ++t) {
+        if (e->token_hashes[t] == rr.token_hashes[t]) continue;
+        if (ch.first_token < 0) ch.first_token = static_cast<int64_t>(t);
+        ++ch.changed_tokens;
+      }
+      if (ch.first_token < 0 && ch.tokens_recorded != ch.tokens_now) ch.first_token = static_cast<int64_t>(common);
+      ch.fails = options.strict || ch.expectation == "invariant";
+      if (dumps) {
+        const auto old_file = dump_file_path(resolve_dump_dir(m.dump_dir, manifest_path), now.name,
+                                             c.backend, c.context_index, c.context_id, c.repeat);
+        const auto new_file = dump_file_path(options.dump_dir, now.name, c.backend,
+                                             c.context_index, c.context_id, c.repeat);
+        std::string note;
+        const auto a = load_dumped(old_file, rr.request, note);
+        const auto b = a ? load_dumped(new_file, rr.request, note) : std::nullopt;
+        if (a && b) {
+          try {
+            ch.elementwise = compare_any(*a, *b, old_file.string(), new_file.string());
+          } catch (const Error& err) {
+            note = err.what();
+          }
+        }
+        ch.dump_note = note;
+      }
+      v.changes.push_back(std::move(ch));
+    }
+  }
+  for (const auto& [backend, by_context] : rec.entries) {
+    for (const auto& [ctx, mc] : by_context) {
+      for (const auto& [repeat, by_request] : mc.repeats) {
+        for (const auto& [request, e] : by_request) {
+          if (!seen.count({backend, ctx, repeat, request})) v.missing.push_back({backend, ctx, repeat, request});
+        }
+      }
+    }
+  }
+
+  int failing = 0;
+  for (const ManifestChange& ch : v.changes) failing += ch.fails ? 1 : 0;
+  const bool strict_extra = options.strict && (!v.missing.empty() || !v.added.empty());
+  v.passed = failing == 0 && !strict_extra;
+  if (v.changes.empty() && v.missing.empty() && v.added.empty()) {
+    v.verdict = fmt::format("all {} recorded hashes reproduced bit for bit", v.compared);
+  } else {
+    v.verdict = fmt::format("{} of {} hashes changed ({} on backends that must not change), {} recorded "
+                            "entries not run, {} new entries",
+                            v.changes.size(), v.compared, failing, v.missing.size(), v.added.size());
+  }
+  return v;
+}
+
+std::string render_verify_text(const VerifyResult& v) {
+  std::string s = fmt::format("verify {} against {}\n", v.scenario, v.manifest);
+  if (v.environment.empty()) {
+    s += "  environment: unchanged\n";
+  } else {
+    for (const std::string& e : v.environment) s += "  environment: " + e + "\n";
+  }
+  constexpr size_t kShown = 10;
+  for (size_t i = 0; i < v.changes.size() && i < kShown; ++i) {
+    const ManifestChange& c = v.changes[i];
+    s += fmt::format("  {} {} {} repeat {} request {}: {} → {}", c.fails ? "CHANGED" : "changed", c.backend,
+                     c.context, c.repeat, c.request, c.recorded.hex().substr(0, 12),
+                     c.now.hex().substr(0, 12));
+    if (c.first_token >= 0) {
+      s += fmt::format(", first at token {} ({} of {} tokens differ)", c.first_token, c.changed_tokens,
+                       std::min(c.tokens_recorded, c.tokens_now));
+    }
+    if (c.tokens_recorded != c.tokens_now) {
+      s += fmt::format(", {} tokens recorded, {} now", c.tokens_recorded, c.tokens_now);
+    }
+    s += fmt::format(" [{}]\n", c.expectation.empty() ? "not in this run's backends" : c.expectation);
+    if (c.elementwise && c.elementwise->first) {
+      const FirstMismatch& f = *c.elementwise->first;
+      std::string coords;
+      for (size_t k = 0; k < f.coords.size(); ++k) coords += (k ? ", " : "") + std::to_string(f.coords[k]);
+      const std::string ulp = f.ulp == std::numeric_limits<uint64_t>::max() ? std::string("NaN involved")
+                                                                           : fmt::format("{} ulp", f.ulp);
+      s += fmt::format("      first mismatch: element ({}): {:.9g} vs {:.9g} (bits {} vs {}, {}); "
+                       "max |diff| {:.3g}, {} elements differ\n",
+                       coords, f.a, f.b, f.a_bits, f.b_bits, ulp, c.elementwise->max_abs_diff,
+                       c.elementwise->mismatch_count);
+    } else if (c.elementwise) {
+      s += "      the two dumps are identical element by element (the recorded dump does not match "
+           "the recorded hash)\n";
+    } else if (!c.dump_note.empty()) {
+      s += "      no element-wise detail: " + c.dump_note + "\n";
+    }
+  }
+  if (v.changes.size() > kShown) s += fmt::format("  ... and {} more changes\n", v.changes.size() - kShown);
+  for (size_t i = 0; i < v.missing.size() && i < kShown; ++i) {
+    s += "  missing (recorded, not run): " + ref_text(v.missing[i]) + "\n";
+  }
+  if (v.missing.size() > kShown) s += fmt::format("  ... and {} more missing\n", v.missing.size() - kShown);
+  for (size_t i = 0; i < v.added.size() && i < kShown; ++i) {
+    s += "  new (run, not recorded): " + ref_text(v.added[i]) + "\n";
+  }
+  if (v.added.size() > kShown) s += fmt::format("  ... and {} more new\n", v.added.size() - kShown);
+  s += fmt::format("verify {}: {}\n", v.passed ? "PASSED" : "FAILED", v.verdict);
+  return s;
+}
+
+ojson verify_to_json(const VerifyResult& v) {
+  ojson changes = ojson::array();
+  for (const ManifestChange& c : v.changes) {
+    ojson j = {{"backend", c.backend},
+               {"expectation", c.expectation},
+               {"context", c.context},
+               {"repeat", c.repeat},
+               {"request", c.request},
+               {"recorded_hash", c.recorded.hex()},
+               {"hash", c.now.hex()},
+               {"first_token", c.first_token < 0 ? ojson(nullptr) : ojson(c.first_token)},
+               {"changed_tokens", c.changed_tokens},
+               {"tokens_recorded", c.tokens_recorded},
+               {"tokens", c.tokens_now},
+               {"fails", c.fails}};
+    if (c.elementwise && c.elementwise->first) {
+      j["first_mismatch"] = first_mismatch_to_json(*c.elementwise->first);
+      j["max_abs_diff"] = json_number(c.elementwise->max_abs_diff);
+      j["max_rel_diff"] = json_number(c.elementwise->max_rel_diff);
+      j["mismatch_count"] = c.elementwise->mismatch_count;
+    }
+    changes.push_back(j);
+  }
+  auto refs = [](const std::vector<ManifestEntryRef>& rs) {
+    ojson a = ojson::array();
+    for (const auto& r : rs) {
+      a.push_back({{"backend", r.backend}, {"context", r.context}, {"repeat", r.repeat}, {"request", r.request}});
+    }
+    return a;
+  };
+  return {{"manifest", v.manifest},   {"scenario", v.scenario},     {"passed", v.passed},
+          {"verdict", v.verdict},     {"compared", v.compared},     {"environment", v.environment},
+          {"changes", changes},       {"missing", refs(v.missing)}, {"new", refs(v.added)}};
+}
+
+}  // namespace nvdet

@@ -1,0 +1,140 @@
+#pragma once
+// Golden manifests: the bitwise hashes of an audit (per scenario, backend, context, repeat and
+// request, with one hash per token), and the device and software they came from. Recorded on
+// one GPU (`nvdet audit --record FILE`), verified on another or after an upgrade
+// (`nvdet audit --verify FILE`): a request whose hash moved is named with its first differing
+// token, beside what changed in the environment ("driver 580.95 → 580.159").
+//
+// File format (JSON, written atomically; no timestamps, so re-recording an unchanged run gives an
+// identical file that diffs cleanly in version control):
+//   {"nvdet_manifest": 1,
+//    "system": {same fields as the JSON report's "device"},
+//    "dump_dir": "dumps",            // only when recorded with --dump; relative to the manifest
+//    "scenarios": {"<name>": {"path", "op", "dtype", "out_dtype", "seed", "requests", "repeat",
+//        "backends": {"<backend>": "invariant" | "variant" | "report"},
+//        "contexts": {"<context id>": <index>},
+//        "entries": {"<backend>": {"<context id>": {"<repeat>": {"<request>":
+//                     {"hash": "<32 hex>", "token_hashes": ["<32 hex>", ...],
+//                      "completion": [ids]  // model scenarios only
+//        }}}}}}}}
+//
+// Verification rule: a changed hash fails (exit 1) only for a backend whose expectation in the
+// current run is `invariant` — its promise is bits that do not depend on the batch, and a golden
+// manifest extends that promise across machines. Changes of `variant` and `report` backends
+// (vendor libraries are free to change their kernels between versions) are reported, not
+// failing. `strict` fails on any change and on missing or new entries too.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/compare/compare.h"
+#include "lib/core/system_info.h"
+#include "lib/hash/hash.h"
+#include "lib/runner/audit_result.h"
+
+namespace nvdet {
+
+inline constexpr int kManifestVersion = 1;
+
+struct ManifestEntry {
+  Hash128 hash;
+  std::vector<Hash128> token_hashes;
+  std::vector<int32_t> completion;
+};
+
+struct ManifestContext {
+  int index = 0;
+  // repeat -> request -> entry
+  std::map<int, std::map<int64_t, ManifestEntry>> repeats;
+};
+
+struct ManifestScenario {
+  std::string name, path, op, dtype, out_dtype;
+  uint64_t seed = 0;
+  std::vector<int64_t> requests;
+  int32_t repeat = 1;
+  std::map<std::string, std::string> backends;  // name -> expectation
+  std::map<std::string, int> contexts;          // context id -> index
+  // backend -> context id -> ...
+  std::map<std::string, std::map<std::string, ManifestContext>> entries;
+};
+
+struct Manifest {
+  int version = kManifestVersion;
+  SystemInfo system;
+  std::string dump_dir;  // as recorded (relative to the manifest's folder when it could be)
+  std::map<std::string, ManifestScenario> scenarios;
+
+  // Adds (or replaces) one audited scenario; the first result's system becomes the manifest's.
+  void add(const AuditResult& result);
+};
+
+nlohmann::ordered_json manifest_to_json(const Manifest& m);
+// `what` names the file in messages. Throws Error(kBadInput): "golden.json is not an nvdet
+// manifest (it has no \"nvdet_manifest\" key)", "... version 2 ...", "... corrupt: ...".
+Manifest manifest_from_json(const nlohmann::json& j, const std::string& what);
+
+// Writes atomically. `dump_dir`, when not empty, is recorded relative to the manifest's folder.
+void write_manifest(const std::filesystem::path& path, Manifest m, const std::string& dump_dir = "");
+// Throws kBadInput for a missing, truncated, corrupt or foreign file, naming it.
+Manifest read_manifest(const std::filesystem::path& path);
+
+struct VerifyOptions {
+  bool strict = false;
+  std::string dump_dir;  // this run's --dump folder ("" = none): enables element-wise detail
+};
+
+struct ManifestChange {
+  std::string backend, expectation, context;
+  int context_index = 0;
+  int repeat = 0;
+  int64_t request = 0;
+  Hash128 recorded, now;
+  int64_t first_token = -1;       // first token whose hash differs (-1: token hashes unavailable)
+  int64_t tokens_recorded = 0, tokens_now = 0;
+  int64_t changed_tokens = 0;     // over the tokens both have
+  bool fails = false;             // counts against the verdict (invariant backend, or strict)
+  std::optional<TensorComparison> elementwise;  // from the two dumps, when both exist
+  std::string dump_note;          // why there is no element-wise detail ("" when there is)
+};
+
+struct ManifestEntryRef {
+  std::string backend, context;
+  int repeat = 0;
+  int64_t request = 0;
+};
+
+struct VerifyResult {
+  std::string manifest;  // the file, as given
+  std::string scenario;
+  std::vector<std::string> environment;  // "driver 580.95 → 580.159", in a fixed order
+  std::vector<ManifestChange> changes;
+  std::vector<ManifestEntryRef> missing;  // recorded but not run now
+  std::vector<ManifestEntryRef> added;    // run now but not recorded
+  int compared = 0;
+  bool passed = true;
+  std::string verdict;  // one sentence
+};
+
+// The manifest's record of scenario `name`; throws kBadInput naming the file and the scenarios it
+// holds when there is none (checked before an audit runs, so a wrong manifest fails fast).
+const ManifestScenario& manifest_scenario(const Manifest& m, const std::string& manifest_path,
+                                          const std::string& name);
+
+// Compares one audit with its scenario in the manifest. Throws kBadInput when the manifest holds
+// no such scenario or holds it with another op, dtype or seed (another scenario under that name).
+VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path,
+                             const AuditResult& result, const VerifyOptions& options = {});
+
+// "driver 580.95 → 580.159", "GPU NVIDIA H100 → NVIDIA H200", ...: the facts that differ.
+std::vector<std::string> environment_changes(const SystemInfo& recorded, const SystemInfo& now);
+
+std::string render_verify_text(const VerifyResult& v);
+nlohmann::ordered_json verify_to_json(const VerifyResult& v);
+
+}  // namespace nvdet
