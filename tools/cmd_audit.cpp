@@ -2,11 +2,16 @@
 // probed requests' outputs bit for bit, and exit 0 only if every expectation held.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 
+#include "lib/manifest/manifest.h"
 #include "lib/report/console_summary.h"
+#include "lib/report/atomic_file.h"
 #include "lib/report/report_writers.h"
 #include "lib/runner/audit.h"
+#include "lib/tensorio/nvdet_dump.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
@@ -19,14 +24,26 @@ struct AuditFlags {
   std::string formats = "md,json";
   std::string filter;
   bool quiet = false;
+  std::string record, verify, dump_dir;  // --record, --verify, --dump (lib/manifest/manifest.h)
+  bool strict = false;
 };
 
 int run(const AuditFlags& f) {
   const std::vector<ReportFormat> formats = parse_report_formats(f.formats);
   bool all_passed = true;
+  // A bad manifest is bad input: read it before any backend runs.
+  std::optional<Manifest> golden;
+  if (!f.verify.empty()) golden = read_manifest(f.verify);
+  Manifest recording;
   for (const std::string& path : f.scenarios) {
     const Scenario s = load_scenario(path);
+    if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
     AuditOptions opts;
+    if (!f.dump_dir.empty()) {
+      opts.on_outputs = [&](const CaseRecord& c, const std::vector<RequestOutput>& outputs) {
+        write_case_dump(f.dump_dir, s.name, c, outputs);
+      };
+    }
     opts.backends = f.backends;
     opts.context_filter = f.filter;
     TerminalProgress progress(stderr);
@@ -48,6 +65,26 @@ int run(const AuditFlags& f) {
       }
     }
     all_passed = all_passed && result.summary.passed;
+    if (golden) {
+      const VerifyResult v = verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir});
+      if (f.quiet) {
+        fmt::print("{}: verify {}\n", s.name, v.passed ? "PASSED" : "FAILED");
+      } else {
+        fmt::print("{}", render_verify_text(v));
+      }
+      if (!f.report_dir.empty() &&
+          std::find(formats.begin(), formats.end(), ReportFormat::kJson) != formats.end()) {
+        const auto file = std::filesystem::path(f.report_dir) / (report_base_name(result) + ".verify.json");
+        write_file_atomic(file, verify_to_json(v).dump(2) + "\n", "report");
+        if (!f.quiet) fmt::print("report: {}\n", file.string());
+      }
+      all_passed = all_passed && v.passed;
+    }
+    if (!f.record.empty()) recording.add(result);
+  }
+  if (!f.record.empty()) {
+    write_manifest(f.record, recording, f.dump_dir);
+    if (!f.quiet) fmt::print("manifest: {}\n", f.record);
   }
   return static_cast<int>(all_passed ? ExitCode::kOk : ExitCode::kExpectationFailed);
 }
@@ -66,6 +103,13 @@ Action add_audit_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--filter", flags->filter, "Run only contexts whose id matches this regex");
   cmd->add_flag("--quiet", flags->quiet, "Print one line per scenario");
+  cmd->add_option("--record", flags->record, "Write a golden manifest of every hash to this file");
+  cmd->add_option("--verify", flags->verify,
+                  "Compare hashes with this manifest (exit 1 if an invariant backend's changed)");
+  cmd->add_flag("--strict", flags->strict,
+                "With --verify: fail on any changed, missing or new hash, whatever the backend");
+  cmd->add_option("--dump", flags->dump_dir,
+                  "Write the probed requests' outputs as safetensors files under this folder");
   return [flags] { return run(*flags); };
 }
 
