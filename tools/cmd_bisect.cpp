@@ -1,12 +1,72 @@
-// nvdet bisect SCENARIO: first step, layer and op whose bits differ between two contexts.
+// nvdet bisect SCENARIO: the first step, layer and op whose bits differ between two contexts of a
+// model scenario, the first argmax flip, and how the difference grew (lib/model/bisect.h).
+// Exit 0: a divergence was found and reported; 1: the two contexts are identical; 2: bad input.
+#include <fmt/format.h>
+
 #include "lib/core/error.h"
+#include "lib/model/bisect.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
+namespace {
+
+struct BisectFlags {
+  std::string scenario;
+  int64_t request = -1;
+  std::vector<std::string> context, against;
+  std::string backend;
+  std::string format = "text";
+};
+
+std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<std::string>& items,
+                                                             const std::string& flag) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      throw_input_error(flag + " '" + item + "' must look like KEY=VALUE (e.g. batch=8)");
+    }
+    out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+  }
+  return out;
+}
+
+int run(const BisectFlags& f) {
+  if (f.format != "text" && f.format != "json") {
+    throw_input_error("--format must be text or json, got '" + f.format + "'");
+  }
+  const Scenario s = load_scenario(f.scenario);
+  BisectOptions o;
+  o.request = f.request;
+  o.context = parse_pairs(f.context, "--context");
+  o.against = parse_pairs(f.against, "--against");
+  o.backend = f.backend;
+  const BisectResult r = run_bisect(s, o);
+  if (f.format == "json") {
+    fmt::print("{}\n", bisect_to_json(r).dump(2));
+  } else {
+    fmt::print("{}", render_bisect_text(r));
+  }
+  return static_cast<int>(r.diverged ? ExitCode::kOk : ExitCode::kExpectationFailed);
+}
+
+}  // namespace
 
 Action add_bisect_command(CLI::App& app) {
-  app.add_subcommand("bisect", "Find the first token, layer and op that diverge (model scenarios)");
-  return []() -> int { throw_input_error("nvdet bisect is not available in this build"); };
+  auto flags = std::make_shared<BisectFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "bisect", "Find the first step, layer and op that diverge between two contexts (model scenarios)");
+  cmd->add_option("scenario", flags->scenario, "A model scenario (op: model)")->required();
+  cmd->add_option("--request", flags->request, "Probed request to follow (default: the first)");
+  cmd->add_option("--context", flags->context,
+                  "Context A: the baseline with these axis values (KEY=V, repeatable)");
+  cmd->add_option("--against", flags->against,
+                  "Context B: the baseline with these axis values (default: the first context "
+                  "whose completion differs from A's)");
+  cmd->add_option("--backend", flags->backend,
+                  "Backend (default: the scenario's first one not expected to be invariant)");
+  cmd->add_option("--format", flags->format, "text or json")->capture_default_str();
+  return [flags] { return run(*flags); };
 }
 
 }  // namespace nvdet::cli

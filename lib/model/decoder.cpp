@@ -1,0 +1,373 @@
+#include "lib/model/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "lib/core/error.h"
+#include "lib/model/host_ops.h"
+#include "lib/model/kv_cache.h"
+
+namespace nvdet {
+namespace {
+
+// Host memory the batch's KV caches (all layers) may take.
+constexpr double kMaxKvBytes = 16.0 * (1 << 30);
+
+// One forward pass over some rows of some sequences: a prefill chunk or a decode step.
+struct Pass {
+  bool prefill = false;
+  int32_t step = 0;
+  std::vector<size_t> seqs;        // the sequences in this pass, in batch order
+  std::vector<int32_t> row_start;  // [seqs + 1]: each sequence's rows in the pass
+  std::vector<int32_t> tokens;     // per row
+  std::vector<int32_t> positions;  // per row: absolute position in its sequence
+  std::vector<int32_t> kv_lens;    // per sequence: cached tokens once this pass has written
+  std::vector<size_t> head_seqs;   // sequences whose next-token logits this pass produces
+  std::vector<int64_t> head_rows;  // their rows (each one's last row in the pass)
+};
+
+HostTensor gather_rows(const HostTensor& t, const std::vector<int64_t>& rows) {
+  std::vector<int64_t> shape = t.shape();
+  shape[0] = static_cast<int64_t>(rows.size());
+  HostTensor out(t.dtype(), shape);
+  const size_t row_bytes = static_cast<size_t>(t.row_elems()) * dtype_size(t.dtype());
+  std::byte* dst = out.mutable_data();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(dst + i * row_bytes, t.data() + rows[i] * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+// The Q columns of qkv as the attention ops take them: [rows, heads, head_dim].
+HostTensor query_of(const HostTensor& qkv, const ModelConfig& c) {
+  const int64_t rows = qkv.dim(0);
+  HostTensor q(qkv.dtype(), {rows, c.num_heads, c.head_dim});
+  const size_t elem = dtype_size(qkv.dtype());
+  const size_t q_bytes = static_cast<size_t>(c.q_dim()) * elem;
+  std::byte* dst = q.mutable_data();
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + r * q_bytes, qkv.data() + r * qkv.dim(1) * elem, q_bytes);
+  }
+  return q;
+}
+
+HostTensor concat_rows(const std::vector<HostTensor>& pieces) {
+  if (pieces.size() == 1) return pieces.front();
+  std::vector<int64_t> shape = pieces.front().shape();
+  shape[0] = 0;
+  for (const HostTensor& p : pieces) shape[0] += p.dim(0);
+  HostTensor out(pieces.front().dtype(), shape);
+  int64_t row = 0;
+  for (const HostTensor& p : pieces) {
+    copy_rows(p, out, row);
+    row += p.dim(0);
+  }
+  return out;
+}
+
+class BatchDecoder {
+ public:
+  BatchDecoder(Backend& backend, const ModelWeights& w,
+               const std::vector<std::vector<int32_t>>& prompts, const std::vector<size_t>& watched,
+               const DecodeOptions& options, TensorObserver* observer, RunNotes* notes)
+      : backend_(backend), w_(w), c_(w.config), prompts_(prompts), watched_(watched),
+        options_(options), observer_(observer), notes_(notes), rope_(w.config) {}
+
+  std::vector<SequenceResult> run() {
+    check_inputs();
+    make_caches();
+    watch_index_.assign(prompts_.size(), -1);
+    for (size_t i = 0; i < watched_.size(); ++i) watch_index_.at(watched_[i]) = static_cast<int>(i);
+    results_.resize(watched_.size());
+    for (SequenceResult& r : results_) {
+      r.logits = HostTensor(DType::kFP32, {options_.max_new_tokens, c_.vocab});
+    }
+    pending_.resize(watched_.size());
+    last_token_.assign(prompts_.size(), 0);
+
+    prefill();
+    for (int32_t step = 1; step < options_.max_new_tokens; ++step) decode(step);
+    if (notes_) (*notes_)["batch"] = std::to_string(prompts_.size());
+    return std::move(results_);
+  }
+
+ private:
+  void check_inputs() const {
+    if (prompts_.empty()) throw_input_error("the model's batch holds no prompts");
+    if (options_.page_size < 1) throw_input_error("page_size must be at least 1");
+    if (options_.max_new_tokens < 1) throw_input_error("max_new_tokens must be at least 1");
+    if (options_.prefill_chunk < 0) throw_input_error("prefill_chunk must be at least 1");
+    for (const auto& p : prompts_) {
+      if (p.empty()) throw_input_error("a prompt of the batch holds no tokens");
+      for (int32_t id : p) {
+        if (id < 0 || id >= c_.vocab) {
+          throw_input_error("token id " + std::to_string(id) + " is outside the model's vocabulary (0.." +
+                            std::to_string(c_.vocab - 1) + ")");
+        }
+      }
+    }
+  }
+
+  void make_caches() {
+    std::vector<int32_t> capacity;
+    for (const auto& p : prompts_) {
+      capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
+    }
+    const double bytes = c_.layers * PagedKvCache::bytes_for(capacity, options_.page_size,
+                                                              c_.num_kv_heads, c_.head_dim, w_.dtype);
+    if (bytes > kMaxKvBytes) {
+      throw_input_error("the batch's KV cache would take " +
+                        std::to_string(static_cast<int64_t>(bytes / (1 << 20))) +
+                        " MiB of host memory (limit " +
+                        std::to_string(static_cast<int64_t>(kMaxKvBytes / (1 << 20))) +
+                        " MiB); lower batch, prompt length or max_new_tokens");
+    }
+    for (int32_t l = 0; l < c_.layers; ++l) {
+      caches_.push_back(std::make_unique<PagedKvCache>(capacity, options_.page_size,
+                                                       c_.num_kv_heads, c_.head_dim, w_.dtype));
+    }
+  }
+
+  void prefill() {
+    size_t longest = 0;
+    for (const auto& p : prompts_) longest = std::max(longest, p.size());
+    const int32_t chunk =
+        options_.prefill_chunk > 0 ? options_.prefill_chunk : static_cast<int32_t>(longest);
+    int passes = 0;
+    for (int32_t start = 0; start < static_cast<int32_t>(longest); start += chunk, ++passes) {
+      Pass p;
+      p.prefill = true;
+      p.row_start.push_back(0);
+      for (size_t s = 0; s < prompts_.size(); ++s) {
+        const int32_t len = static_cast<int32_t>(prompts_[s].size());
+        if (len <= start) continue;
+        const int32_t n = std::min(chunk, len - start);
+        p.seqs.push_back(s);
+        for (int32_t i = 0; i < n; ++i) {
+          p.tokens.push_back(prompts_[s][start + i]);
+          p.positions.push_back(start + i);
+        }
+        p.row_start.push_back(static_cast<int32_t>(p.tokens.size()));
+        p.kv_lens.push_back(start + n);
+        if (start + n == len) {
+          p.head_seqs.push_back(s);
+          p.head_rows.push_back(p.row_start.back() - 1);
+        }
+      }
+      const HostTensor logits = forward(p, passes == 0 ? "prefill" : nullptr);
+      take_tokens(p, logits);
+    }
+    if (notes_) (*notes_)["prefill_passes"] = std::to_string(passes);
+    // Step 0's tensors of the watched sequences, whole prompts, in trace order.
+    for (size_t w = 0; observer_ && w < pending_.size(); ++w) {
+      for (Pending& e : pending_[w]) {
+        observer_->observe(w, 0, e.layer, e.op, concat_rows(e.pieces));
+      }
+      pending_[w].clear();
+    }
+  }
+
+  void decode(int32_t step) {
+    Pass p;
+    p.step = step;
+    p.row_start.push_back(0);
+    for (size_t s = 0; s < prompts_.size(); ++s) {
+      const int32_t len = static_cast<int32_t>(prompts_[s].size());
+      p.seqs.push_back(s);
+      p.tokens.push_back(last_token_[s]);
+      p.positions.push_back(len + step - 1);
+      p.row_start.push_back(static_cast<int32_t>(s + 1));
+      p.kv_lens.push_back(len + step);
+      p.head_seqs.push_back(s);
+      p.head_rows.push_back(static_cast<int64_t>(s));
+    }
+    const HostTensor logits = forward(p, step == 1 ? "decode" : nullptr);
+    take_tokens(p, logits);
+  }
+
+  // Greedy choice for every sequence the pass produced logits for.
+  void take_tokens(const Pass& p, const HostTensor& logits) {
+    const size_t row_bytes = static_cast<size_t>(c_.vocab) * sizeof(float);
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      const size_t s = p.head_seqs[i];
+      last_token_[s] = argmax_row(logits, static_cast<int64_t>(i));
+      if (const int w = watch_index_[s]; w >= 0) {
+        std::memcpy(results_[w].logits.mutable_data() + p.step * row_bytes,
+                    logits.data() + i * row_bytes, row_bytes);
+        results_[w].completion.push_back(last_token_[s]);
+      }
+    }
+  }
+
+  HostTensor forward(const Pass& p, const char* notes_tag) {
+    HostTensor x = embed_tokens(w_.embed, p.tokens);
+    emit(p, -1, "embed", x);
+    for (int32_t l = 0; l < c_.layers; ++l) {
+      const LayerWeights& L = w_.layers[l];
+      const char* tag = l == 0 ? notes_tag : nullptr;
+      const HostTensor h = rmsnorm(x, L.attn_norm, tag, "attn_norm");
+      emit(p, l, "attn_norm", h);
+      HostTensor qkv = gemm(h, L.qkv, L.qkv_bias.empty() ? nullptr : &L.qkv_bias, w_.dtype, tag, "qkv");
+      emit(p, l, "qkv", qkv);
+      rope_.apply(qkv, p.positions);
+      emit(p, l, "rope", qkv);
+      for (size_t i = 0; i < p.seqs.size(); ++i) {
+        for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
+          caches_[l]->write(p.seqs[i], p.positions[r], qkv, r, c_.q_dim());
+        }
+      }
+      const HostTensor attn = attention(p, *caches_[l], query_of(qkv, c_), tag);
+      emit(p, l, "attention", attn);
+      const HostTensor o = gemm(reshaped(attn, {attn.dim(0), c_.q_dim()}), L.o_proj, nullptr,
+                                w_.dtype, tag, "o_proj");
+      emit(p, l, "o_proj", o);
+      x = add(x, o);
+      emit(p, l, "attn_residual", x);
+      const HostTensor h2 = rmsnorm(x, L.mlp_norm, tag, "mlp_norm");
+      emit(p, l, "mlp_norm", h2);
+      const HostTensor gu = gemm(h2, L.gate_up, nullptr, w_.dtype, tag, "gate_up");
+      emit(p, l, "gate_up", gu);
+      const HostTensor act = swiglu(gu);
+      emit(p, l, "swiglu", act);
+      const HostTensor d = gemm(act, L.down, nullptr, w_.dtype, tag, "down");
+      emit(p, l, "down", d);
+      x = add(x, d);
+      emit(p, l, "mlp_residual", x);
+    }
+    if (p.head_seqs.empty()) return HostTensor(DType::kFP32, {0, c_.vocab});
+    const HostTensor last = gather_rows(x, p.head_rows);
+    const HostTensor fn = rmsnorm(last, w_.final_norm, notes_tag, "final_norm");
+    emit_head(p, "final_norm", fn);
+    HostTensor logits = gemm(fn, w_.lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
+    emit_head(p, "logits", logits);
+    return logits;
+  }
+
+  HostTensor rmsnorm(const HostTensor& x, const HostTensor& weight, const char* tag,
+                     const char* name) {
+    RmsNormArgs a;
+    a.x = &x;
+    a.weight = &weight;
+    a.eps = c_.rms_eps;
+    a.out_dtype = w_.dtype;
+    return run_op(a, tag, name);
+  }
+
+  HostTensor gemm(const HostTensor& a, const HostTensor& weight, const HostTensor* bias,
+                  DType out_dtype, const char* tag, const char* name) {
+    GemmArgs g;
+    g.a = &a;
+    g.w = &weight;
+    g.bias = bias;
+    g.out_dtype = out_dtype;
+    return run_op(g, tag, name);
+  }
+
+  HostTensor attention(const Pass& p, const PagedKvCache& cache, const HostTensor& q,
+                       const char* tag) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
+    if (p.prefill) {
+      AttentionPrefillArgs a;
+      a.q = &q;
+      a.q_start = p.row_start;
+      a.prefix_len.assign(p.seqs.size(), 0);
+      a.kv = cache.view(p.seqs, p.kv_lens);
+      a.num_heads = c_.num_heads;
+      a.num_kv_heads = c_.num_kv_heads;
+      a.head_dim = c_.head_dim;
+      a.scale = scale;
+      a.out_dtype = w_.dtype;
+      return run_op(a, tag, "attention");
+    }
+    AttentionDecodeArgs a;
+    a.q = &q;
+    a.kv = cache.view(p.seqs, p.kv_lens);
+    a.num_heads = c_.num_heads;
+    a.num_kv_heads = c_.num_kv_heads;
+    a.head_dim = c_.head_dim;
+    a.scale = scale;
+    a.out_dtype = w_.dtype;
+    return run_op(a, tag, "attention");
+  }
+
+  // Runs one backend call; with a tag, its notes are kept as "<tag>.<name>.<key>".
+  HostTensor run_op(const OpArgs& args, const char* tag, const char* name) {
+    if (!tag || !notes_) return backend_.run(args, nullptr);
+    RunNotes call_notes;
+    HostTensor out = backend_.run(args, &call_notes);
+    for (const auto& [k, v] : call_notes) {
+      (*notes_)[std::string(tag) + "." + name + "." + k] = v;
+    }
+    return out;
+  }
+
+  // Hands the watched sequences' rows of a pass tensor to the observer (prefill: kept until
+  // the prompt is complete).
+  void emit(const Pass& p, int32_t layer, std::string_view op, const HostTensor& t) {
+    if (!observer_) return;
+    for (size_t i = 0; i < p.seqs.size(); ++i) {
+      const int w = watch_index_[p.seqs[i]];
+      if (w < 0) continue;
+      deliver(p, w, layer, op, t.slice_rows(p.row_start[i], p.row_start[i + 1] - p.row_start[i]));
+    }
+  }
+
+  void emit_head(const Pass& p, std::string_view op, const HostTensor& t) {
+    if (!observer_) return;
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      const int w = watch_index_[p.head_seqs[i]];
+      if (w >= 0) deliver(p, w, -1, op, t.slice_rows(static_cast<int64_t>(i), 1));
+    }
+  }
+
+  void deliver(const Pass& p, int w, int32_t layer, std::string_view op, HostTensor rows) {
+    if (!p.prefill) {
+      observer_->observe(static_cast<size_t>(w), p.step, layer, op, rows);
+      return;
+    }
+    for (Pending& e : pending_[w]) {
+      if (e.layer == layer && e.op == op) {
+        e.pieces.push_back(std::move(rows));
+        return;
+      }
+    }
+    pending_[w].push_back({layer, std::string(op), {std::move(rows)}});
+  }
+
+  struct Pending {
+    int32_t layer = 0;
+    std::string op;
+    std::vector<HostTensor> pieces;
+  };
+
+  Backend& backend_;
+  const ModelWeights& w_;
+  const ModelConfig& c_;
+  const std::vector<std::vector<int32_t>>& prompts_;
+  const std::vector<size_t>& watched_;
+  DecodeOptions options_;
+  TensorObserver* observer_;
+  RunNotes* notes_;
+  Rope rope_;
+  std::vector<std::unique_ptr<PagedKvCache>> caches_;
+  std::vector<int> watch_index_;
+  std::vector<SequenceResult> results_;
+  std::vector<std::vector<Pending>> pending_;
+  std::vector<int32_t> last_token_;
+};
+
+}  // namespace
+
+std::vector<SequenceResult> greedy_decode(Backend& backend, const ModelWeights& weights,
+                                          const std::vector<std::vector<int32_t>>& prompts,
+                                          const std::vector<size_t>& watched,
+                                          const DecodeOptions& options, TensorObserver* observer,
+                                          RunNotes* notes) {
+  BatchDecoder d(backend, weights, prompts, watched, options, observer, notes);
+  return d.run();
+}
+
+}  // namespace nvdet

@@ -1,0 +1,61 @@
+#pragma once
+// Greedy decoding of a batch of prompts through a Llama/Qwen-style decoder whose reductions all
+// run on a Backend: RMSNorm (rmsnorm), projections and LM head (gemm), attention over a paged KV
+// cache (attention_prefill for prompt chunks, attention_decode for generated tokens). Embedding,
+// RoPE, residual adds and SwiGLU run on the host and are batch-invariant by construction
+// (host_ops.h). So the only way a sequence's bits can depend on its neighbours is through the
+// backend's kernels, which is what the audit is after.
+//
+// Schedule (as a serving engine runs it): chunked prefill first, every sequence that still has
+// prompt tokens contributing its next `prefill_chunk` tokens to one pass (one GEMM / RMSNorm /
+// attention_prefill call per layer for the whole batch); the LM head runs on each sequence's last
+// prompt token, giving step 0's logits. Then max_new_tokens - 1 decode steps, each one pass of one
+// row per sequence (one attention_decode call per layer for the whole batch).
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "lib/model/model_weights.h"
+
+namespace nvdet {
+
+struct DecodeOptions {
+  int32_t prefill_chunk = 0;  // prompt tokens per sequence per prefill pass; 0 = whole prompt
+  int32_t page_size = 16;
+  int32_t max_new_tokens = 16;
+};
+
+// The ops of the trace, in the order one pass computes them. Layer -1 holds the ops outside the
+// layers: embed before them, final_norm and logits after.
+inline constexpr std::string_view kLayerOps[] = {
+    "attn_norm", "qkv",      "rope",   "attention", "o_proj", "attn_residual",
+    "mlp_norm",  "gate_up",  "swiglu", "down",      "mlp_residual"};
+
+// Receives every intermediate tensor of the watched sequences: their rows only (step 0: the
+// whole prompt's rows, gathered over the prefill chunks, so that traces of different chunkings
+// line up; final_norm and logits: the last prompt token's row). Called in trace order: step by
+// step; within a step embed, each layer's kLayerOps, final_norm, logits.
+class TensorObserver {
+ public:
+  virtual ~TensorObserver() = default;
+  virtual void observe(size_t watched, int32_t step, int32_t layer, std::string_view op,
+                       const HostTensor& rows) = 0;
+};
+
+struct SequenceResult {
+  HostTensor logits;                // fp32 [max_new_tokens, vocab]; row t chose completion[t]
+  std::vector<int32_t> completion;  // max_new_tokens greedy tokens
+};
+
+// Decodes all `prompts` together and returns the results of the sequences listed in `watched`
+// (indices into prompts), in that order. `notes` receives the backend's notes of layer 0's calls
+// in the first prefill pass and the first decode step ("prefill.gate_up.split_k", ...).
+// Throws kBadInput for token ids outside the vocabulary or a KV cache too large for the host.
+std::vector<SequenceResult> greedy_decode(Backend& backend, const ModelWeights& weights,
+                                          const std::vector<std::vector<int32_t>>& prompts,
+                                          const std::vector<size_t>& watched,
+                                          const DecodeOptions& options, TensorObserver* observer,
+                                          RunNotes* notes);
+
+}  // namespace nvdet

@@ -1,0 +1,138 @@
+#include "lib/model/host_ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "lib/core/error.h"
+
+namespace nvdet {
+namespace {
+
+// Typed element access for the three activation dtypes, without per-element virtual dispatch.
+float load(const std::byte* base, DType t, int64_t i) {
+  switch (t) {
+    case DType::kFP32: return reinterpret_cast<const float*>(base)[i];
+    case DType::kBF16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[i]);
+    case DType::kFP16: return fp16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[i]);
+  }
+  return 0.0f;
+}
+
+void store(std::byte* base, DType t, int64_t i, float v) {
+  switch (t) {
+    case DType::kFP32: reinterpret_cast<float*>(base)[i] = v; break;
+    case DType::kBF16: reinterpret_cast<uint16_t*>(base)[i] = float_to_bf16_bits(v); break;
+    case DType::kFP16: reinterpret_cast<uint16_t*>(base)[i] = float_to_fp16_bits(v); break;
+  }
+}
+
+}  // namespace
+
+HostTensor embed_tokens(const HostTensor& table, std::span<const int32_t> tokens) {
+  const int64_t hidden = table.dim(1);
+  const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(table.dtype());
+  HostTensor out(table.dtype(), {static_cast<int64_t>(tokens.size()), hidden});
+  std::byte* dst = out.mutable_data();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= table.dim(0)) {
+      throw_input_error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                        std::to_string(table.dim(0) - 1) + ")");
+    }
+    std::memcpy(dst + i * row_bytes, table.data() + tokens[i] * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+Rope::Rope(const ModelConfig& c)
+    : head_dim_(c.head_dim), q_heads_(c.num_heads), kv_heads_(c.num_kv_heads) {
+  for (int32_t i = 0; i < head_dim_ / 2; ++i) {
+    inv_freq_.push_back(std::pow(static_cast<double>(c.rope_theta),
+                                 -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_)));
+  }
+}
+
+void Rope::apply(HostTensor& qkv, std::span<const int32_t> positions) const {
+  const int64_t width = qkv.dim(1);
+  const int32_t half = head_dim_ / 2;
+  const int32_t rotated_heads = q_heads_ + kv_heads_;  // Q heads then K heads; V follows
+  const DType t = qkv.dtype();
+  std::byte* base = qkv.mutable_data();
+  std::vector<float> cosv(static_cast<size_t>(half)), sinv(static_cast<size_t>(half));
+  for (size_t r = 0; r < positions.size(); ++r) {
+    for (int32_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(positions[r]) * inv_freq_[i];
+      cosv[i] = static_cast<float>(std::cos(angle));
+      sinv[i] = static_cast<float>(std::sin(angle));
+    }
+    for (int32_t h = 0; h < rotated_heads; ++h) {
+      const int64_t head = static_cast<int64_t>(r) * width + int64_t{h} * head_dim_;
+      for (int32_t i = 0; i < half; ++i) {
+        const float x0 = load(base, t, head + i);
+        const float x1 = load(base, t, head + i + half);
+        // Two products then one sum each, in fp32 (no fused multiply-add: the build forbids
+        // contraction, so every compiler gives these bits).
+        const float p0 = x0 * cosv[i], p1 = x1 * sinv[i];
+        const float p2 = x1 * cosv[i], p3 = x0 * sinv[i];
+        store(base, t, head + i, p0 - p1);
+        store(base, t, head + i + half, p2 + p3);
+      }
+    }
+  }
+}
+
+HostTensor add(const HostTensor& a, const HostTensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) {
+    throw std::invalid_argument("add: tensors differ in dtype or shape");
+  }
+  HostTensor out(a.dtype(), a.shape());
+  std::byte* o = out.mutable_data();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    store(o, a.dtype(), i, load(a.data(), a.dtype(), i) + load(b.data(), b.dtype(), i));
+  }
+  return out;
+}
+
+HostTensor swiglu(const HostTensor& gate_up) {
+  const int64_t rows = gate_up.dim(0);
+  const int64_t inter = gate_up.dim(1) / 2;
+  const DType t = gate_up.dtype();
+  HostTensor out(t, {rows, inter});
+  std::byte* o = out.mutable_data();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < inter; ++j) {
+      const float g = load(gate_up.data(), t, r * 2 * inter + j);
+      const float u = load(gate_up.data(), t, r * 2 * inter + inter + j);
+      const float silu = g / (1.0f + std::exp(-g));
+      store(o, t, r * inter + j, silu * u);
+    }
+  }
+  return out;
+}
+
+HostTensor reshaped(const HostTensor& t, std::vector<int64_t> shape) {
+  HostTensor out(t.dtype(), std::move(shape));
+  if (out.nbytes() != t.nbytes()) throw std::invalid_argument("reshaped: element counts differ");
+  std::memcpy(out.mutable_data(), t.data(), t.nbytes());
+  return out;
+}
+
+int32_t argmax_row(const HostTensor& logits, int64_t row) {
+  const int64_t v = logits.dim(1);
+  const float* x = logits.data_as<float>() + row * v;
+  int32_t best = 0;
+  float best_value = -std::numeric_limits<float>::infinity();
+  bool found = false;
+  for (int64_t i = 0; i < v; ++i) {
+    if (std::isnan(x[i])) continue;
+    if (!found || x[i] > best_value) {
+      best = static_cast<int32_t>(i);
+      best_value = x[i];
+      found = true;
+    }
+  }
+  return best;
+}
+
+}  // namespace nvdet

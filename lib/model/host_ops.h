@@ -1,0 +1,47 @@
+#pragma once
+// The decoder's elementwise steps, computed on the host. Each output element is a function of
+// the same-index input elements (and, for RoPE, the token's own position) only: no reduction
+// crosses rows, so these steps are batch-invariant by construction; whatever else is in the
+// batch, a row's bits come out the same. Math is fp32, each result rounded once to the
+// activation dtype (round to nearest even). Only the backend ops (GEMM, RMSNorm, attention)
+// reduce, and those are what nvdet audits.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lib/core/tensor.h"
+#include "lib/model/model_config.h"
+
+namespace nvdet {
+
+// Rows of the embedding table for `tokens`: [tokens.size(), hidden] (a copy, bit for bit).
+HostTensor embed_tokens(const HostTensor& table, std::span<const int32_t> tokens);
+
+// Rotary position embedding (the "rotate half" layout Llama/Qwen checkpoints use): in each
+// Q and K head, element i < head_dim/2 pairs with i + head_dim/2 and both rotate by the angle
+// position * theta^(-2i/head_dim). The angles and their sine/cosine are computed in double and
+// rounded to float; the rotation itself is fp32. qkv: [rows, qkv_dim]; V columns are untouched.
+class Rope {
+ public:
+  Rope(const ModelConfig& c);
+  void apply(HostTensor& qkv, std::span<const int32_t> positions) const;
+
+ private:
+  int32_t head_dim_, q_heads_, kv_heads_;
+  std::vector<double> inv_freq_;
+};
+
+// a + b elementwise (the residual stream), fp32 then rounded.
+HostTensor add(const HostTensor& a, const HostTensor& b);
+
+// SwiGLU: gate_up [rows, 2I] (gate columns first) -> silu(gate) * up [rows, I], fp32 then rounded.
+HostTensor swiglu(const HostTensor& gate_up);
+
+// A copy of `t` with a new shape of the same element count.
+HostTensor reshaped(const HostTensor& t, std::vector<int64_t> shape);
+
+// Index of the largest value of row `row` of fp32 logits (the lowest index on ties; NaNs never
+// win). Greedy decoding's choice.
+int32_t argmax_row(const HostTensor& logits, int64_t row);
+
+}  // namespace nvdet

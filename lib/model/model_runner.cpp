@@ -1,0 +1,65 @@
+#include "lib/model/model_runner.h"
+
+#include <algorithm>
+
+#include "lib/core/error.h"
+#include "lib/model/checkpoint.h"
+
+namespace nvdet {
+
+ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
+  if (s.model.checkpoint.empty()) {
+    const ModelConfig c = config_from_spec(s.model);
+    validate_config(c, s.path);
+    weights_ = std::make_shared<const ModelWeights>(
+        make_synthetic_weights(c, s.dtype, s.model.weight_seed ? s.model.weight_seed : s.seed));
+  } else {
+    weights_ = std::make_shared<const ModelWeights>(load_hf_checkpoint(s.model.checkpoint, s.dtype));
+  }
+  prompts_ = scenario_prompts(s, weights_->config.vocab);
+  for (size_t i = 0; i < prompts_.size(); ++i) {
+    for (int32_t id : prompts_[i]) {
+      if (id < 0 || id >= weights_->config.vocab) {
+        throw_input_error(s.path + ": prompt " + std::to_string(i) + " holds token id " +
+                          std::to_string(id) + ", outside the model's vocabulary (0.." +
+                          std::to_string(weights_->config.vocab - 1) + ")");
+      }
+    }
+  }
+}
+
+DecodeOptions ModelRunner::options_for(const Context& c) const {
+  DecodeOptions o;
+  const std::string chunk = c.get_string(
+      "prefill_chunk", s_.model.prefill_chunk == 0 ? "whole" : std::to_string(s_.model.prefill_chunk));
+  o.prefill_chunk = chunk == "whole" ? 0 : std::stoi(chunk);
+  if (chunk != "whole" && o.prefill_chunk <= 0) {
+    throw_input_error("context " + c.id + ": prefill_chunk must be at least 1");
+  }
+  o.page_size = static_cast<int32_t>(c.get_int("page_size", s_.model.page_size));
+  o.max_new_tokens = static_cast<int32_t>(c.get_int("max_new_tokens", s_.model.max_new_tokens));
+  if (o.page_size < 1) throw_input_error("context " + c.id + ": page_size must be at least 1");
+  if (o.max_new_tokens < 1) throw_input_error("context " + c.id + ": max_new_tokens must be at least 1");
+  return o;
+}
+
+ModelBatch ModelRunner::batch_for(const Context& c) const {
+  return make_model_batch(s_, c, prompts_, weights_->config.vocab);
+}
+
+std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
+                                             const std::vector<int64_t>& requests,
+                                             TensorObserver* observer, RunNotes* notes) const {
+  const ModelBatch b = batch_for(c);
+  std::vector<size_t> watched;
+  for (int64_t r : requests) {
+    const auto it = std::find(s_.requests.begin(), s_.requests.end(), r);
+    if (it == s_.requests.end()) {
+      throw_input_error("request " + std::to_string(r) + " is not one of the scenario's probed requests");
+    }
+    watched.push_back(b.probe_slot[static_cast<size_t>(it - s_.requests.begin())]);
+  }
+  return greedy_decode(backend, *weights_, b.prompts, watched, options_for(c), observer, notes);
+}
+
+}  // namespace nvdet

@@ -1,0 +1,41 @@
+#pragma once
+// What the model workload and `nvdet bisect` share: the scenario's weights and prompts, built
+// once, and one greedy decode of a context's batch.
+#include <memory>
+#include <vector>
+
+#include "lib/model/decoder.h"
+#include "lib/model/prompts.h"
+#include "lib/runner/context.h"
+
+namespace nvdet {
+
+class ModelRunner {
+ public:
+  // Builds the synthetic weights (seeded by weight_seed, else the scenario seed) or reads the
+  // checkpoint. Throws kBadInput for a malformed checkpoint or prompts outside the vocabulary.
+  explicit ModelRunner(const Scenario& s);
+
+  const Scenario& scenario() const { return s_; }
+  const ModelWeights& weights() const { return *weights_; }
+  std::shared_ptr<const ModelWeights> shared_weights() const { return weights_; }
+
+  // The context's decode settings: prefill_chunk, page_size, max_new_tokens (axes override the
+  // scenario's model fields).
+  DecodeOptions options_for(const Context& c) const;
+  ModelBatch batch_for(const Context& c) const;
+
+  // Decodes the context's batch and returns the results of the probed requests `requests`
+  // (ids from the scenario's requests), in that order; the observer's `watched` index is the
+  // position in `requests`.
+  std::vector<SequenceResult> run(Backend& backend, const Context& c,
+                                  const std::vector<int64_t>& requests, TensorObserver* observer,
+                                  RunNotes* notes) const;
+
+ private:
+  Scenario s_;
+  std::shared_ptr<const ModelWeights> weights_;
+  std::vector<Prompt> prompts_;
+};
+
+}  // namespace nvdet

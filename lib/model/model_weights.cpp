@@ -1,0 +1,79 @@
+#include "lib/model/model_weights.h"
+
+#include <cmath>
+#include <span>
+
+#include "lib/core/parallel.h"
+
+namespace nvdet {
+namespace {
+
+// Streams of synthetic weights: far from the request and filler streams (batch_layout.h), one
+// block of 2^24 rows per tensor so that no two tensors share a row stream.
+constexpr uint64_t kModelWeightStream = uint64_t{3} << 52;
+
+uint64_t tensor_stream(int64_t layer, int kind) {
+  return kModelWeightStream + ((static_cast<uint64_t>(layer + 1) * 16 + kind) << 24);
+}
+
+// Fills t (rank 1 or 2) with offset + N(0, stddev), row by row, rows in parallel.
+void fill_rows(HostTensor& t, uint64_t seed, uint64_t stream, float stddev, float offset = 0.0f) {
+  const int64_t rows = t.rank() == 1 ? 1 : t.dim(0);
+  const int64_t cols = t.rank() == 1 ? t.dim(0) : t.row_elems();
+  std::byte* base = t.mutable_data();
+  const DType dtype = t.dtype();
+  parallel_for(rows, [&](int64_t r) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    fill_normal(std::span<float>(row), seed, stream + static_cast<uint64_t>(r), stddev);
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = round_to_dtype(row[c] + offset, dtype);
+      const int64_t i = r * cols + c;
+      switch (dtype) {
+        case DType::kFP32: reinterpret_cast<float*>(base)[i] = v; break;
+        case DType::kBF16: reinterpret_cast<uint16_t*>(base)[i] = float_to_bf16_bits(v); break;
+        case DType::kFP16: reinterpret_cast<uint16_t*>(base)[i] = float_to_fp16_bits(v); break;
+      }
+    }
+  });
+}
+
+HostTensor matrix(DType dtype, int64_t rows, int64_t cols, uint64_t seed, uint64_t stream) {
+  HostTensor t(dtype, {rows, cols});
+  fill_rows(t, seed, stream, 1.0f / std::sqrt(static_cast<float>(cols)));
+  return t;
+}
+
+HostTensor norm_weight(DType dtype, int64_t d, uint64_t seed, uint64_t stream) {
+  HostTensor t(dtype, {d});
+  fill_rows(t, seed, stream, 0.1f, 1.0f);
+  return t;
+}
+
+}  // namespace
+
+ModelWeights make_synthetic_weights(const ModelConfig& c, DType dtype, uint64_t seed) {
+  ModelWeights w;
+  w.config = c;
+  w.dtype = dtype;
+  w.embed = HostTensor(dtype, {c.vocab, c.hidden});
+  fill_rows(w.embed, seed, tensor_stream(-1, 0), 1.0f);
+  for (int32_t l = 0; l < c.layers; ++l) {
+    LayerWeights L;
+    L.attn_norm = norm_weight(dtype, c.hidden, seed, tensor_stream(l, 0));
+    L.qkv = matrix(dtype, c.qkv_dim(), c.hidden, seed, tensor_stream(l, 1));
+    if (c.qkv_bias) {
+      L.qkv_bias = HostTensor(dtype, {c.qkv_dim()});
+      fill_rows(L.qkv_bias, seed, tensor_stream(l, 2), 0.1f);
+    }
+    L.o_proj = matrix(dtype, c.hidden, c.q_dim(), seed, tensor_stream(l, 3));
+    L.mlp_norm = norm_weight(dtype, c.hidden, seed, tensor_stream(l, 4));
+    L.gate_up = matrix(dtype, 2 * int64_t{c.intermediate}, c.hidden, seed, tensor_stream(l, 5));
+    L.down = matrix(dtype, c.hidden, c.intermediate, seed, tensor_stream(l, 6));
+    w.layers.push_back(std::move(L));
+  }
+  w.final_norm = norm_weight(dtype, c.hidden, seed, tensor_stream(-1, 1));
+  w.lm_head = matrix(dtype, c.vocab, c.hidden, seed, tensor_stream(-1, 2));
+  return w;
+}
+
+}  // namespace nvdet

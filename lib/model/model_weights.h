@@ -1,0 +1,41 @@
+#pragma once
+// The weights of a decoder, laid out for the backend's GEMM (nn.Linear layout: [out, in]).
+// Q, K and V are fused into one [q_dim + 2 kv_dim, hidden] matrix (rows: Q heads, K heads, V
+// heads) and gate/up into one [2 intermediate, hidden] matrix (rows: gate, then up), so each
+// layer makes one GEMM call for each; a fused GEMM's rows are the same dot products as the
+// separate ones, so fusing changes no bits of an invariant kernel and only the shape a vendor
+// heuristic sees. Every tensor is in the activation dtype.
+#include <cstdint>
+#include <vector>
+
+#include "lib/core/tensor.h"
+#include "lib/model/model_config.h"
+
+namespace nvdet {
+
+struct LayerWeights {
+  HostTensor attn_norm;  // [hidden]
+  HostTensor qkv;        // [qkv_dim, hidden]
+  HostTensor qkv_bias;   // [qkv_dim] or empty
+  HostTensor o_proj;     // [hidden, q_dim]
+  HostTensor mlp_norm;   // [hidden]
+  HostTensor gate_up;    // [2 intermediate, hidden]
+  HostTensor down;       // [hidden, intermediate]
+};
+
+struct ModelWeights {
+  ModelConfig config;
+  DType dtype = DType::kBF16;
+  HostTensor embed;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  HostTensor final_norm;  // [hidden]
+  HostTensor lm_head;     // [vocab, hidden] (a copy of embed when the checkpoint ties them)
+};
+
+// Seeded synthetic weights: projections ~ N(0, 1/sqrt(fan_in)) so that each GEMM keeps the scale
+// of its input, norm weights 1 + N(0, 0.1) (near 1, never all equal), embeddings ~ N(0, 1), and
+// q/k/v biases ~ N(0, 0.1) when config.qkv_bias. Element values are a pure function of (seed,
+// tensor, row, column); rows are generated in parallel.
+ModelWeights make_synthetic_weights(const ModelConfig& config, DType dtype, uint64_t seed);
+
+}  // namespace nvdet
