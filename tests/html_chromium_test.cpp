@@ -69,7 +69,7 @@ Rendered render(const std::string& browser, const fs::path& page, const fs::path
   // run as root in containers.
   const std::string cmd = "timeout 120 " + browser +
                           " --headless --disable-gpu --no-sandbox --no-first-run"
-                          " --disable-extensions --enable-logging=stderr --v=0"
+                          " --disable-extensions --disable-dev-shm-usage --enable-logging=stderr --v=0"
                           " --user-data-dir=" + (work / "profile").string() +
                           " --virtual-time-budget=2000 --dump-dom file://" + page.string() +
                           " >" + out.string() + " 2>" + err.string() + " </dev/null";
