@@ -136,3 +136,36 @@ TEST(BenchCli, CpuBenchPrintsRatios) {
 
 }  // namespace
 }  // namespace nvdet::testing
+
+namespace nvdet::testing {
+namespace {
+
+// Model scenarios: the report says where completions part and which op's bits parted first.
+TEST(AuditCli, ModelAuditNamesTheTokenFlipAndTheFirstOp) {
+  const auto dir = make_temp_dir("model");
+  const CommandResult r = run_nvdet("audit " + scenario("model-cpu.yaml") + " --report-dir " +
+                                    dir.string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("first token flip: request"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(read_file(dir / "model-cpu.json"));
+  for (const auto& b : j.at("backends")) {
+    if (b.at("name") == "cpu-variant") EXPECT_GE(b.at("max_distinct_completions").get<int>(), 2);
+    if (b.at("name") == "cpu-invariant") EXPECT_EQ(b.at("max_distinct_completions").get<int>(), 1);
+  }
+  int flips = 0;
+  for (const auto& d : j.at("divergences")) {
+    ASSERT_TRUE(d.contains("first_op")) << d.dump();
+    EXPECT_FALSE(d.at("first_op").at("op").get<std::string>().empty());
+    if (!d.contains("completion")) continue;
+    ++flips;
+    const auto& c = d.at("completion");
+    EXPECT_NE(c.at("baseline_token"), c.at("token"));
+    // At the flip the baseline preferred its own token: its logit is the larger of the two.
+    EXPECT_GE(c.at("baseline_logit_of_baseline_token").get<double>(),
+              c.at("baseline_logit_of_token").get<double>());
+  }
+  EXPECT_GE(flips, 1);
+}
+
+}  // namespace
+}  // namespace nvdet::testing

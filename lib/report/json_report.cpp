@@ -59,7 +59,7 @@ json device_json(const SystemInfo& s) {
 }
 
 json backend_json(const BackendOutcome& b) {
-  return {{"name", b.name},
+  json j = {{"name", b.name},
           {"description", b.description},
           {"gpu", b.gpu},
           {"expect", std::string(expectation_name(b.expect))},
@@ -70,6 +70,8 @@ json backend_json(const BackendOutcome& b) {
           {"max_distinct_results", b.max_distinct_results},
           {"verdict", b.verdict},
           {"stands_for", string_map(b.stands_for)}};
+  if (b.max_distinct_completions > 0) j["max_distinct_completions"] = b.max_distinct_completions;
+  return j;
 }
 
 json case_json(const CaseRecord& c) {
@@ -94,7 +96,7 @@ json case_json(const CaseRecord& c) {
 }
 
 json divergence_json(const Divergence& d) {
-  return {{"backend", d.backend},
+  json j = {{"backend", d.backend},
           {"kind", d.kind},
           {"request", d.request},
           {"token", d.token},
@@ -109,6 +111,23 @@ json divergence_json(const Divergence& d) {
           {"tokens", d.tokens},
           {"baseline_notes", string_map(d.baseline_notes)},
           {"notes", string_map(d.notes)}};
+  // Model scenarios: where the completions part and which intermediate tensor parted first.
+  if (d.completion) {
+    const CompletionDivergence& c = *d.completion;
+    j["completion"] = {{"step", c.step},
+                       {"baseline_token", c.baseline_token},
+                       {"token", c.token},
+                       {"baseline_logit_of_baseline_token",
+                        json_number(c.baseline_logit_of_baseline_token)},
+                       {"baseline_logit_of_token", json_number(c.baseline_logit_of_token)},
+                       {"logit_of_baseline_token", json_number(c.logit_of_baseline_token)},
+                       {"logit_of_token", json_number(c.logit_of_token)},
+                       {"baseline_margin", json_number(c.baseline_margin)}};
+  }
+  if (d.first_op) {
+    j["first_op"] = {{"step", d.first_op->step}, {"layer", d.first_op->layer}, {"op", d.first_op->op}};
+  }
+  return j;
 }
 
 json summary_json(const AuditSummary& s) {
