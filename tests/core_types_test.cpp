@@ -80,3 +80,23 @@ TEST(HostTensor, UidChangesOnMutationAndSlicesCopyRows) {
 
 }  // namespace
 }  // namespace nvdet
+
+#include "lib/core/host_info.h"
+
+namespace nvdet {
+namespace {
+
+TEST(HostInfo, ParsesTheNvidiaDriverVersion) {
+  EXPECT_EQ(parse_nvidia_driver_version(
+                "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Oct 28 2025\n"
+                "GCC version:  gcc version 13.2.0\n"),
+            "580.159.04");
+  EXPECT_EQ(parse_nvidia_driver_version(
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release\n"),
+            "575.57.08");
+  EXPECT_EQ(parse_nvidia_driver_version(""), "");
+  EXPECT_EQ(parse_nvidia_driver_version("NVRM version: NVIDIA UNIX Kernel Module x\n1.2.3"), "");
+}
+
+}  // namespace
+}  // namespace nvdet

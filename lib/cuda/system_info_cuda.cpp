@@ -23,7 +23,12 @@ SystemInfo collect_system_info() {
   int v = 0;
   if (cudaRuntimeGetVersion(&v) == cudaSuccess) s.cuda_runtime_version = cuda_version_string(v);
   v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0) s.driver_version = cuda_version_string(v);
+  if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0) {
+    // The kernel module's version names the driver; the CUDA version it supports follows.
+    const std::string module = nvidia_driver_version();
+    s.driver_version = module.empty() ? "CUDA " + cuda_version_string(v)
+                                      : module + " (CUDA " + cuda_version_string(v) + ")";
+  }
   const size_t cublas = cublasGetCudartVersion();  // runtime cuBLAS was built against
   (void)cublas;
   int major = 0, minor = 0, patch = 0;
