@@ -22,6 +22,24 @@ uint16_t float_to_bf16_bits(float v);  // round to nearest even; NaN stays NaN
 float fp16_bits_to_float(uint16_t bits);
 uint16_t float_to_fp16_bits(float v);  // round to nearest even, overflow to inf
 
+// Element i of a raw buffer of type `t`, read as float (exact) or written from a float (rounded
+// to nearest even). Callers take the buffer pointer once, outside their loops.
+inline float load_element(const std::byte* base, DType t, int64_t i) {
+  switch (t) {
+    case DType::kFP32: return reinterpret_cast<const float*>(base)[i];
+    case DType::kBF16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[i]);
+    case DType::kFP16: return fp16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[i]);
+  }
+  return 0.0f;
+}
+inline void store_element(std::byte* base, DType t, int64_t i, float v) {
+  switch (t) {
+    case DType::kFP32: reinterpret_cast<float*>(base)[i] = v; break;
+    case DType::kBF16: reinterpret_cast<uint16_t*>(base)[i] = float_to_bf16_bits(v); break;
+    case DType::kFP16: reinterpret_cast<uint16_t*>(base)[i] = float_to_fp16_bits(v); break;
+  }
+}
+
 // Rounds a float to the precision of `t` and back (identity for fp32).
 float round_to_dtype(float v, DType t);
 

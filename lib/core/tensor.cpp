@@ -6,6 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "lib/core/seeded_random.h"
+
 namespace nvdet {
 namespace {
 
@@ -14,12 +16,6 @@ uint64_t next_uid() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // Counter-based: a pure function of (seed, stream, index).
 uint64_t random_bits(uint64_t seed, uint64_t stream, uint64_t index) {

@@ -10,23 +10,8 @@
 namespace nvdet {
 namespace {
 
-// Typed element access for the three activation dtypes, without per-element virtual dispatch.
-float load(const std::byte* base, DType t, int64_t i) {
-  switch (t) {
-    case DType::kFP32: return reinterpret_cast<const float*>(base)[i];
-    case DType::kBF16: return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[i]);
-    case DType::kFP16: return fp16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[i]);
-  }
-  return 0.0f;
-}
-
-void store(std::byte* base, DType t, int64_t i, float v) {
-  switch (t) {
-    case DType::kFP32: reinterpret_cast<float*>(base)[i] = v; break;
-    case DType::kBF16: reinterpret_cast<uint16_t*>(base)[i] = float_to_bf16_bits(v); break;
-    case DType::kFP16: reinterpret_cast<uint16_t*>(base)[i] = float_to_fp16_bits(v); break;
-  }
-}
+const auto load = load_element;
+const auto store = store_element;
 
 }  // namespace
 

@@ -2,17 +2,13 @@
 
 #include <set>
 
+#include "lib/core/seeded_random.h"
 #include "lib/workloads/batch_layout.h"
 
 namespace nvdet {
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+const auto mix = splitmix64;
 
 // Prompt streams, apart from every other kind of seeded data.
 constexpr uint64_t kPromptStream = uint64_t{5} << 52;

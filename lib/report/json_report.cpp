@@ -1,3 +1,4 @@
+#include "lib/report/system_info_json.h"
 #include "lib/report/json_report.h"
 
 #include <cmath>
@@ -35,28 +36,7 @@ json scenario_json(const ScenarioSummary& s) {
           {"coord_names", s.coord_names}};
 }
 
-json device_json(const SystemInfo& s) {
-  json gpus = json::array();
-  for (const GpuInfo& g : s.gpus) {
-    gpus.push_back({{"index", g.index},
-                    {"name", g.name},
-                    {"sm_count", g.sm_count},
-                    {"compute_capability", g.compute_capability},
-                    {"memory_bytes", static_cast<uint64_t>(g.memory_bytes)},
-                    {"l2_bytes", static_cast<uint64_t>(g.l2_bytes)}});
-  }
-  return {{"nvdet_version", s.nvdet_version},
-          {"host", s.host},
-          {"cuda_built", s.cuda_built},
-          {"compiled_architectures", s.compiled_architectures},
-          {"cuda_fp_flags", s.cuda_fp_flags},
-          {"cxx_fp_flags", s.cxx_fp_flags},
-          {"driver_version", s.driver_version},
-          {"cuda_runtime_version", s.cuda_runtime_version},
-          {"cublas_version", s.cublas_version},
-          {"device_error", s.device_error},
-          {"gpus", gpus}};
-}
+json device_json(const SystemInfo& s) { return system_info_json<json>(s); }
 
 json backend_json(const BackendOutcome& b) {
   json j = {{"name", b.name},

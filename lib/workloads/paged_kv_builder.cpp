@@ -5,16 +5,12 @@
 
 #include "lib/core/error.h"
 #include "lib/core/parallel.h"
+#include "lib/core/seeded_random.h"
 
 namespace nvdet {
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+const auto mix = splitmix64;
 
 // Uniform with unit variance, cheap enough for multi-gigabyte caches: a hash of the element's
 // coordinates, not a sequential generator, so any element can be made independently.
@@ -24,14 +20,7 @@ float unit_uniform(uint64_t key, uint64_t index) {
   return (2.0f * u - 1.0f) * 1.7320508f;
 }
 
-// Writes element i of a raw buffer of `dtype` (callers take the buffer once, outside loops).
-void store(std::byte* base, DType dtype, int64_t i, float v) {
-  switch (dtype) {
-    case DType::kFP32: reinterpret_cast<float*>(base)[i] = v; break;
-    case DType::kBF16: reinterpret_cast<uint16_t*>(base)[i] = float_to_bf16_bits(v); break;
-    case DType::kFP16: reinterpret_cast<uint16_t*>(base)[i] = float_to_fp16_bits(v); break;
-  }
-}
+const auto store = store_element;
 
 }  // namespace
 
