@@ -5,6 +5,7 @@
 
 #include "lib/core/error.h"
 #include "lib/model/bisect.h"
+#include "lib/report/bisect_html.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
@@ -32,8 +33,8 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<s
 }
 
 int run(const BisectFlags& f) {
-  if (f.format != "text" && f.format != "json") {
-    throw_input_error("--format must be text or json, got '" + f.format + "'");
+  if (f.format != "text" && f.format != "json" && f.format != "html") {
+    throw_input_error("--format must be text, json or html, got '" + f.format + "'");
   }
   const Scenario s = load_scenario(f.scenario);
   BisectOptions o;
@@ -44,6 +45,8 @@ int run(const BisectFlags& f) {
   const BisectResult r = run_bisect(s, o);
   if (f.format == "json") {
     fmt::print("{}\n", bisect_to_json(r).dump(2));
+  } else if (f.format == "html") {
+    fmt::print("{}", render_bisect_html(bisect_to_json(r)));
   } else {
     fmt::print("{}", render_bisect_text(r));
   }
@@ -65,7 +68,7 @@ Action add_bisect_command(CLI::App& app) {
                   "whose completion differs from A's)");
   cmd->add_option("--backend", flags->backend,
                   "Backend (default: the scenario's first one not expected to be invariant)");
-  cmd->add_option("--format", flags->format, "text or json")->capture_default_str();
+  cmd->add_option("--format", flags->format, "text, json or html (a self-contained page with the growth plot)")->capture_default_str();
   return [flags] { return run(*flags); };
 }
 

@@ -24,21 +24,7 @@ constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", 
 constexpr size_t kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
 constexpr const char* kNotRunColour = "#eeeeee";
 
-std::string esc(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string esc(std::string_view text) { return html_escape(text); }
 
 // An id fragment made of safe characters (backend names are already tame; this keeps it so).
 std::string id_fragment(const std::string& s) {
@@ -381,6 +367,22 @@ void write_bisect(std::ostringstream& o) {
 }
 
 }  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
 
 std::string render_html_report(const AuditResult& r) {
   std::ostringstream o;
