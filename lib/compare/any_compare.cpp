@@ -78,12 +78,7 @@ TensorComparison compare_any(const AnyTensor& a, const AnyTensor& b, const std::
     if (!r.first) {
       FirstMismatch f;
       f.flat_index = i;
-      int64_t rest = i;
-      f.coords.assign(a.shape.size(), 0);
-      for (size_t k = a.shape.size(); k-- > 0;) {
-        f.coords[k] = a.shape[k] ? rest % a.shape[k] : 0;
-        rest = a.shape[k] ? rest / a.shape[k] : 0;
-      }
+      f.coords = coords_of(a.shape, i);
       f.a = av;
       f.b = bv;
       f.a_bits = any_bits_hex(ab, a.type);
@@ -92,14 +87,7 @@ TensorComparison compare_any(const AnyTensor& a, const AnyTensor& b, const std::
       r.first = f;
       r.first_mismatch_row = this_row;
     }
-    if (std::isfinite(av) && std::isfinite(bv)) {
-      const double d = std::fabs(av - bv);
-      r.max_abs_diff = std::max(r.max_abs_diff, d);
-      const double scale = std::max(std::fabs(av), std::fabs(bv));
-      if (scale > 0) r.max_rel_diff = std::max(r.max_rel_diff, d / scale);
-    } else if (std::isnan(av) != std::isnan(bv) || std::isinf(av) != std::isinf(bv)) {
-      r.max_abs_diff = INFINITY;
-    }
+    add_difference(r, av, bv);
   }
   return r;
 }

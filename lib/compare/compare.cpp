@@ -18,6 +18,17 @@ std::string bits_hex(uint64_t bits, DType dtype) {
   return buf;
 }
 
+void add_difference(TensorComparison& r, double a, double b) {
+  if (std::isfinite(a) && std::isfinite(b)) {
+    const double d = std::fabs(a - b);
+    r.max_abs_diff = std::max(r.max_abs_diff, d);
+    const double scale = std::max(std::fabs(a), std::fabs(b));
+    if (scale > 0) r.max_rel_diff = std::max(r.max_rel_diff, d / scale);
+  } else if (std::isnan(a) != std::isnan(b) || std::isinf(a) != std::isinf(b)) {
+    r.max_abs_diff = INFINITY;
+  }
+}
+
 TensorComparison compare_tensors(const HostTensor& a, const HostTensor& b) {
   if (a.dtype() != b.dtype()) {
     throw_input_error("cannot compare a " + std::string(dtype_name(a.dtype())) + " tensor with a " +
@@ -55,14 +66,7 @@ TensorComparison compare_tensors(const HostTensor& a, const HostTensor& b) {
       r.first = f;
       r.first_mismatch_row = this_row;
     }
-    if (std::isfinite(av) && std::isfinite(bv)) {
-      const double d = std::fabs(av - bv);
-      r.max_abs_diff = std::max(r.max_abs_diff, d);
-      const double scale = std::max(std::fabs(av), std::fabs(bv));
-      if (scale > 0) r.max_rel_diff = std::max(r.max_rel_diff, d / scale);
-    } else if (std::isnan(av) != std::isnan(bv) || std::isinf(av) != std::isinf(bv)) {
-      r.max_abs_diff = INFINITY;
-    }
+    add_difference(r, av, bv);
   }
   return r;
 }

@@ -32,6 +32,10 @@ struct TensorComparison {
 // Throws Error(kBadInput) when dtypes or shapes differ (the caller says which files).
 TensorComparison compare_tensors(const HostTensor& a, const HostTensor& b);
 
-std::string bits_hex(uint64_t bits, DType dtype);  // zero-padded to the dtype's width
+std::string bits_hex(uint64_t bits, DType dtype);
+
+// Folds one mismatching pair of values into max_abs_diff / max_rel_diff (a non-finite value on
+// one side only makes max_abs_diff infinite). Shared by every comparison of element types.
+void add_difference(TensorComparison& r, double a, double b);  // zero-padded to the dtype's width
 
 }  // namespace nvdet

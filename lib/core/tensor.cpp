@@ -98,10 +98,14 @@ HostTensor HostTensor::slice_rows(int64_t begin, int64_t count) const {
 }
 
 std::vector<int64_t> HostTensor::coords_of(int64_t flat_index) const {
-  std::vector<int64_t> c(shape_.size());
-  for (size_t d = shape_.size(); d-- > 0;) {
-    c[d] = shape_[d] ? flat_index % shape_[d] : 0;
-    flat_index = shape_[d] ? flat_index / shape_[d] : 0;
+  return nvdet::coords_of(shape_, flat_index);
+}
+
+std::vector<int64_t> coords_of(const std::vector<int64_t>& shape, int64_t flat_index) {
+  std::vector<int64_t> c(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    c[d] = shape[d] ? flat_index % shape[d] : 0;
+    flat_index = shape[d] ? flat_index / shape[d] : 0;
   }
   return c;
 }

@@ -66,6 +66,9 @@ void fill_normal(std::span<float> out, uint64_t seed, uint64_t stream, float std
 // Uniform in [lo, hi).
 void fill_uniform(HostTensor& t, uint64_t seed, uint64_t stream, float lo, float hi);
 
+// Flat row-major index -> coordinates in `shape`.
+std::vector<int64_t> coords_of(const std::vector<int64_t>& shape, int64_t flat_index);
+
 // Copies the rows of `src` (same dtype and row length) into `dst` starting at row `dst_row`.
 void copy_rows(const HostTensor& src, HostTensor& dst, int64_t dst_row);
 
