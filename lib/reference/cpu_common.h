@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "lib/core/parallel.h"
 #include "lib/core/tensor.h"
 #include "lib/ops/op_args.h"
 
@@ -35,6 +36,43 @@ struct SequenceKv {
 // Reads tokens [0, kv.kv_lens[seq]) of sequence `seq`, KV head `kv_head`, through the page table.
 void gather_sequence_kv(const PagedKv& kv, int64_t seq, int32_t kv_head, int32_t num_kv_heads,
                         int32_t head_dim, SequenceKv& out);
+
+// The loops every CPU attention kernel shares: one parallel task per (sequence, KV head) gathers
+// that head's cache once, then calls `row_fn` for each query head that reads it. `row` indexes
+// the [rows * num_heads] rows of q and of the output (head_dim values each).
+// Decode: row_fn(seq, kv, row).
+template <class RowFn>
+void for_each_decode_row(const AttentionDecodeArgs& args, RowFn&& row_fn) {
+  const int64_t seqs = args.q->dim(0);
+  const int32_t H = args.num_heads, KH = args.num_kv_heads, group = H / KH;
+  parallel_for(seqs * KH, [&](int64_t item) {
+    const int64_t s = item / KH;
+    const int32_t kvh = static_cast<int32_t>(item % KH);
+    SequenceKv kv;
+    gather_sequence_kv(args.kv, s, kvh, KH, args.head_dim, kv);
+    for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) row_fn(s, kv, s * H + h);
+  });
+}
+// Prefill: row_fn(seq, kv, chunk_start, pos, row) for each new token, which sits at absolute
+// position pos (the chunk starts at chunk_start) and attends to cached positions [0, pos].
+template <class RowFn>
+void for_each_prefill_row(const AttentionPrefillArgs& args, RowFn&& row_fn) {
+  const int64_t seqs = static_cast<int64_t>(args.q_start.size()) - 1;
+  const int32_t H = args.num_heads, KH = args.num_kv_heads, group = H / KH;
+  parallel_for(seqs * KH, [&](int64_t item) {
+    const int64_t s = item / KH;
+    const int32_t kvh = static_cast<int32_t>(item % KH);
+    SequenceKv kv;
+    gather_sequence_kv(args.kv, s, kvh, KH, args.head_dim, kv);
+    const int64_t q0 = args.q_start[s], q_len = args.q_start[s + 1] - q0;
+    const int64_t chunk_start = kv.len - q_len;
+    for (int64_t i = 0; i < q_len; ++i) {
+      for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+        row_fn(s, kv, chunk_start, chunk_start + i, (q0 + i) * H + h);
+      }
+    }
+  });
+}
 
 // Online-softmax state of one query over a set of KV tokens: running max m, running sum of
 // exp(score - m), and the exp-weighted sum of V rows. Empty state: m = -inf, l = 0, acc = 0.
@@ -68,5 +106,10 @@ void finish_state(const SoftmaxState& s, float* out);
 // Fixed tree over a power-of-two count of values: for w = n/2, n/4, ..., 1:
 // v[i] = v[i] + v[i + w] for i < w. Returns v[0].
 float tree_sum(float* v, int n);
+
+// Decode's split-KV plan for one query row: KV tokens in consecutive splits of `split` tokens,
+// each folded from an empty state by attend_tiles (tiles aligned to the split start), the split
+// states merged in order; writes acc / l to `out`.
+void attend_split_kv(const float* q, const SequenceKv& kv, int64_t split, float scale, float* out);
 
 }  // namespace nvdet::cpu

@@ -10,7 +10,6 @@
 //   ([0,64), [64,128), ...), in order; out = acc / l.
 // Invariance: both plans depend only on kv_len (decode) or p (prefill) and fixed settings, never
 // on the batch, the other sequences, the chunk a token arrives in or the prefix-cache length.
-#include "lib/core/parallel.h"
 #include "lib/ops/split_policies.h"
 #include "lib/reference/cpu_common.h"
 #include "lib/reference/cpu_kernels.h"
@@ -19,26 +18,12 @@ namespace nvdet::cpu {
 
 HostTensor invariant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes) {
   const int64_t seqs = args.q->dim(0);
-  const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
-  const int32_t group = H / KH;
+  const int32_t H = args.num_heads, D = args.head_dim;
   const int64_t split = invariant_attention_split_size(args.splits);
   const std::vector<float> q = to_float(*args.q);
   std::vector<float> out(static_cast<size_t>(seqs * H * D));
-  parallel_for(seqs * KH, [&](int64_t item) {
-    const int64_t s = item / KH;
-    const int32_t kvh = static_cast<int32_t>(item % KH);
-    SequenceKv kv;
-    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
-    for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-      const float* qh = q.data() + (s * H + h) * D;
-      SoftmaxState total(D);
-      for (int64_t b = 0; b < kv.len; b += split) {
-        SoftmaxState part(D);
-        attend_tiles(qh, kv, b, std::min(kv.len, b + split), b, args.scale, part);
-        merge_state(total, part);
-      }
-      finish_state(total, out.data() + (s * H + h) * D);
-    }
+  for_each_decode_row(args, [&](int64_t, const SequenceKv& kv, int64_t row) {
+    attend_split_kv(q.data() + row * D, kv, split, args.scale, out.data() + row * D);
   });
   if (notes) {
     (*notes)["split_size"] = std::to_string(split);
@@ -48,27 +33,14 @@ HostTensor invariant_attention_decode(const AttentionDecodeArgs& args, RunNotes*
 }
 
 HostTensor invariant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes) {
-  const int64_t seqs = static_cast<int64_t>(args.q_start.size()) - 1;
   const int64_t tokens = args.q->dim(0);
-  const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
-  const int32_t group = H / KH;
+  const int32_t H = args.num_heads, D = args.head_dim;
   const std::vector<float> q = to_float(*args.q);
   std::vector<float> out(static_cast<size_t>(tokens * H * D));
-  parallel_for(seqs * KH, [&](int64_t item) {
-    const int64_t s = item / KH;
-    const int32_t kvh = static_cast<int32_t>(item % KH);
-    SequenceKv kv;
-    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
-    const int64_t q0 = args.q_start[s], q_len = args.q_start[s + 1] - q0;
-    for (int64_t i = 0; i < q_len; ++i) {
-      const int64_t pos = kv.len - q_len + i;
-      for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-        const int64_t row = (q0 + i) * H + h;
-        SoftmaxState state(D);
-        attend_tiles(q.data() + row * D, kv, 0, pos + 1, 0, args.scale, state);
-        finish_state(state, out.data() + row * D);
-      }
-    }
+  for_each_prefill_row(args, [&](int64_t, const SequenceKv& kv, int64_t, int64_t pos, int64_t row) {
+    SoftmaxState state(D);
+    attend_tiles(q.data() + row * D, kv, 0, pos + 1, 0, args.scale, state);
+    finish_state(state, out.data() + row * D);
   });
   if (notes) {
     (*notes)["tile"] = std::to_string(kAttentionTile);

@@ -96,43 +96,23 @@ void attend_double(const float* q, const SequenceKv& kv, int64_t len, double sca
 
 HostTensor reference_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes) {
   const int64_t seqs = args.q->dim(0);
-  const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
-  const int32_t group = H / KH;
+  const int32_t H = args.num_heads, D = args.head_dim;
   const std::vector<float> q = to_float(*args.q);
   std::vector<double> out(static_cast<size_t>(seqs * H * D));
-  parallel_for(seqs * KH, [&](int64_t item) {
-    const int64_t s = item / KH;
-    const int32_t kvh = static_cast<int32_t>(item % KH);
-    SequenceKv kv;
-    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
-    for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-      attend_double(q.data() + (s * H + h) * D, kv, kv.len, args.scale, out.data() + (s * H + h) * D);
-    }
+  for_each_decode_row(args, [&](int64_t, const SequenceKv& kv, int64_t row) {
+    attend_double(q.data() + row * D, kv, kv.len, args.scale, out.data() + row * D);
   });
   if (notes) (*notes)["accumulation"] = std::string("double");
   return make_output(args.out_dtype, {seqs, H, D}, std::span<const double>(out));
 }
 
 HostTensor reference_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes) {
-  const int64_t seqs = static_cast<int64_t>(args.q_start.size()) - 1;
   const int64_t tokens = args.q->dim(0);
-  const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
-  const int32_t group = H / KH;
+  const int32_t H = args.num_heads, D = args.head_dim;
   const std::vector<float> q = to_float(*args.q);
   std::vector<double> out(static_cast<size_t>(tokens * H * D));
-  parallel_for(seqs * KH, [&](int64_t item) {
-    const int64_t s = item / KH;
-    const int32_t kvh = static_cast<int32_t>(item % KH);
-    SequenceKv kv;
-    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
-    const int64_t q0 = args.q_start[s], q_len = args.q_start[s + 1] - q0;
-    for (int64_t i = 0; i < q_len; ++i) {
-      const int64_t pos = kv.len - q_len + i;  // attends to [0, pos]
-      for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-        const int64_t row = (q0 + i) * H + h;
-        attend_double(q.data() + row * D, kv, pos + 1, args.scale, out.data() + row * D);
-      }
-    }
+  for_each_prefill_row(args, [&](int64_t, const SequenceKv& kv, int64_t, int64_t pos, int64_t row) {
+    attend_double(q.data() + row * D, kv, pos + 1, args.scale, out.data() + row * D);  // [0, pos]
   });
   if (notes) (*notes)["accumulation"] = std::string("double");
   return make_output(args.out_dtype, {tokens, H, D}, std::span<const double>(out));

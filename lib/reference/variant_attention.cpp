@@ -18,7 +18,6 @@
 // prefill results follow the chunking and the prefix length.
 #include <algorithm>
 
-#include "lib/core/parallel.h"
 #include "lib/ops/split_policies.h"
 #include "lib/reference/cpu_common.h"
 #include "lib/reference/cpu_kernels.h"
@@ -28,7 +27,6 @@ namespace nvdet::cpu {
 HostTensor variant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes) {
   const int64_t seqs = args.q->dim(0);
   const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
-  const int32_t group = H / KH;
   const std::vector<int32_t>& kv_lens = args.kv.kv_lens;
 
   int fd_splits = 0;
@@ -48,22 +46,8 @@ HostTensor variant_attention_decode(const AttentionDecodeArgs& args, RunNotes* n
 
   const std::vector<float> q = to_float(*args.q);
   std::vector<float> out(static_cast<size_t>(seqs * H * D));
-  parallel_for(seqs * KH, [&](int64_t item) {
-    const int64_t s = item / KH;
-    const int32_t kvh = static_cast<int32_t>(item % KH);
-    const int64_t split = split_lens[s];
-    SequenceKv kv;
-    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
-    for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-      const float* qh = q.data() + (s * H + h) * D;
-      SoftmaxState total(D);
-      for (int64_t b = 0; b < kv.len; b += split) {
-        SoftmaxState part(D);
-        attend_tiles(qh, kv, b, std::min(kv.len, b + split), b, args.scale, part);
-        merge_state(total, part);
-      }
-      finish_state(total, out.data() + (s * H + h) * D);
-    }
+  for_each_decode_row(args, [&](int64_t s, const SequenceKv& kv, int64_t row) {
+    attend_split_kv(q.data() + row * D, kv, split_lens[s], args.scale, out.data() + row * D);
   });
   if (notes) {
     if (fd_splits > 0) (*notes)["flashdecoding_num_splits"] = std::to_string(fd_splits);
@@ -74,35 +58,22 @@ HostTensor variant_attention_decode(const AttentionDecodeArgs& args, RunNotes* n
 }
 
 HostTensor variant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes) {
-  const int64_t seqs = static_cast<int64_t>(args.q_start.size()) - 1;
   const int64_t tokens = args.q->dim(0);
-  const int32_t H = args.num_heads, KH = args.num_kv_heads, D = args.head_dim;
-  const int32_t group = H / KH;
+  const int32_t H = args.num_heads, D = args.head_dim;
   const std::vector<float> q = to_float(*args.q);
   std::vector<float> out(static_cast<size_t>(tokens * H * D));
-  parallel_for(seqs * KH, [&](int64_t item) {
-    const int64_t s = item / KH;
-    const int32_t kvh = static_cast<int32_t>(item % KH);
-    SequenceKv kv;
-    gather_sequence_kv(args.kv, s, kvh, KH, D, kv);
-    const int64_t q0 = args.q_start[s], q_len = args.q_start[s + 1] - q0;
-    const int64_t chunk_start = kv.len - q_len;
+  for_each_prefill_row(args, [&](int64_t s, const SequenceKv& kv, int64_t chunk_start, int64_t pos,
+                                 int64_t row) {
     const int64_t prefix = args.prefix_len.empty() ? 0 : args.prefix_len[s];
-    for (int64_t i = 0; i < q_len; ++i) {
-      const int64_t pos = chunk_start + i;
-      const int64_t cuts[4] = {0, prefix, chunk_start, pos + 1};
-      for (int32_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-        const int64_t row = (q0 + i) * H + h;
-        SoftmaxState total(D);
-        for (int c = 0; c < 3; ++c) {
-          if (cuts[c + 1] <= cuts[c]) continue;
-          SoftmaxState part(D);
-          attend_tiles(q.data() + row * D, kv, cuts[c], cuts[c + 1], cuts[c], args.scale, part);
-          merge_state(total, part);
-        }
-        finish_state(total, out.data() + row * D);
-      }
+    const int64_t cuts[4] = {0, prefix, chunk_start, pos + 1};
+    SoftmaxState total(D);
+    for (int c = 0; c < 3; ++c) {
+      if (cuts[c + 1] <= cuts[c]) continue;
+      SoftmaxState part(D);
+      attend_tiles(q.data() + row * D, kv, cuts[c], cuts[c + 1], cuts[c], args.scale, part);
+      merge_state(total, part);
     }
+    finish_state(total, out.data() + row * D);
   });
   if (notes) {
     (*notes)["kv_segments"] =
