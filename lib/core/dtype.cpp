@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace nvdet {
@@ -76,6 +77,22 @@ uint16_t float_to_fp16_bits(float v) {
   const uint32_t lsb = (rebased >> 13) & 1u;
   rebased += 0xfffu + lsb;
   return sign | static_cast<uint16_t>(rebased >> 13);
+}
+
+void floats_to_dtype(const float* in, int64_t count, DType dtype, std::byte* out) {
+  switch (dtype) {
+    case DType::kFP32: std::memcpy(out, in, count * sizeof(float)); return;
+    case DType::kBF16: {
+      auto* o = reinterpret_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < count; ++i) o[i] = float_to_bf16_bits(in[i]);
+      return;
+    }
+    case DType::kFP16: {
+      auto* o = reinterpret_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < count; ++i) o[i] = float_to_fp16_bits(in[i]);
+      return;
+    }
+  }
 }
 
 float round_to_dtype(float v, DType t) {

@@ -40,6 +40,10 @@ inline void store_element(std::byte* base, DType t, int64_t i, float v) {
   }
 }
 
+// Converts `count` floats to `t`'s bit patterns into `out` (count * dtype_size(t) bytes), each
+// rounded to nearest even once.
+void floats_to_dtype(const float* in, int64_t count, DType t, std::byte* out);
+
 // Rounds a float to the precision of `t` and back (identity for fp32).
 float round_to_dtype(float v, DType t);
 

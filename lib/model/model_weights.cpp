@@ -25,15 +25,7 @@ void fill_rows(HostTensor& t, uint64_t seed, uint64_t stream, float stddev, floa
   parallel_for(rows, [&](int64_t r) {
     std::vector<float> row(static_cast<size_t>(cols));
     fill_normal(std::span<float>(row), seed, stream + static_cast<uint64_t>(r), stddev);
-    for (int64_t c = 0; c < cols; ++c) {
-      const float v = round_to_dtype(row[c] + offset, dtype);
-      const int64_t i = r * cols + c;
-      switch (dtype) {
-        case DType::kFP32: reinterpret_cast<float*>(base)[i] = v; break;
-        case DType::kBF16: reinterpret_cast<uint16_t*>(base)[i] = float_to_bf16_bits(v); break;
-        case DType::kFP16: reinterpret_cast<uint16_t*>(base)[i] = float_to_fp16_bits(v); break;
-      }
-    }
+    for (int64_t c = 0; c < cols; ++c) store_element(base, dtype, r * cols + c, row[c] + offset);
   });
 }
 

@@ -39,23 +39,7 @@ std::vector<float> to_float(const HostTensor& t) {
 
 HostTensor make_output(DType dtype, std::vector<int64_t> shape, std::span<const float> values) {
   HostTensor out(dtype, std::move(shape));
-  const int64_t n = out.numel();
-  std::byte* raw = out.mutable_data();
-  switch (dtype) {
-    case DType::kFP32:
-      std::memcpy(raw, values.data(), static_cast<size_t>(n) * sizeof(float));
-      break;
-    case DType::kBF16: {
-      auto* dst = reinterpret_cast<uint16_t*>(raw);
-      for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16_bits(values[i]);
-      break;
-    }
-    case DType::kFP16: {
-      auto* dst = reinterpret_cast<uint16_t*>(raw);
-      for (int64_t i = 0; i < n; ++i) dst[i] = float_to_fp16_bits(values[i]);
-      break;
-    }
-  }
+  floats_to_dtype(values.data(), out.numel(), dtype, out.mutable_data());
   return out;
 }
 

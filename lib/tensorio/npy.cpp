@@ -176,7 +176,7 @@ Descr parse_descr(const std::string& d, const std::string& what) {
       out.raw_void = true;
       return out;
     default:
-      unsupported();
+      return unsupported();
   }
 }
 

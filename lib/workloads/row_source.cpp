@@ -9,22 +9,6 @@ namespace {
 constexpr size_t kCacheLimitBytes = size_t{6} << 30;
 }  // namespace
 
-void floats_to_dtype(const float* in, int64_t count, DType dtype, std::byte* out) {
-  switch (dtype) {
-    case DType::kFP32: std::memcpy(out, in, count * sizeof(float)); return;
-    case DType::kBF16: {
-      auto* o = reinterpret_cast<uint16_t*>(out);
-      for (int64_t i = 0; i < count; ++i) o[i] = float_to_bf16_bits(in[i]);
-      return;
-    }
-    case DType::kFP16: {
-      auto* o = reinterpret_cast<uint16_t*>(out);
-      for (int64_t i = 0; i < count; ++i) o[i] = float_to_fp16_bits(in[i]);
-      return;
-    }
-  }
-}
-
 HostTensor seeded_tensor(DType dtype, std::vector<int64_t> shape, uint64_t seed, uint64_t stream,
                          float stddev, float mean) {
   HostTensor t(dtype, std::move(shape));

@@ -34,7 +34,4 @@ class RowSource {
 HostTensor seeded_tensor(DType dtype, std::vector<int64_t> shape, uint64_t seed, uint64_t stream,
                          float stddev, float mean = 0.0f);
 
-// Converts floats to `dtype` bit patterns into `out` (nbytes = count * dtype_size).
-void floats_to_dtype(const float* in, int64_t count, DType dtype, std::byte* out);
-
 }  // namespace nvdet
