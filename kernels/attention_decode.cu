@@ -7,8 +7,8 @@
 // compile-time constants; the merge kernel folds a sequence's items in item order
 // (attention_merge.cu). Neither kernel's arithmetic depends on the grid, so:
 //  - invariant plan: items are [0, S), [S, 2S), ... with S = invariant_attention_split_size
-//    (256 by default), a function of kv_len and a fixed setting only. KV length 1000 is always
-//    items of 256, 256, 256, 232 whatever the batch, so the output bits are batch-invariant;
+//    (512 by default), a function of kv_len and a fixed setting only. KV length 1000 is always
+//    items of 512 and 488 whatever the batch, so the output bits are batch-invariant;
 //  - vendor plan: the split count and length follow the batch (FlashDecoding's num-splits
 //    heuristic, FlashInfer-style split lengths from the whole batch's KV lengths), so the same
 //    request gets different items, and different bits, in different batches.

@@ -82,4 +82,22 @@ __device__ __forceinline__ void store_packed(TO* p, const float (&f)[N]) {
   *reinterpret_cast<PackedOut<TO, N>*>(p) = o;
 }
 
+// store_packed with the streaming (evict-first) cache hint, for outputs nobody reads back in the
+// kernel: they then do not push the kernel's own inputs out of L2. Vectors of 16-byte multiples
+// use st.global.cs; smaller ones are stored plainly.
+template <class TO, int N>
+__device__ __forceinline__ void store_packed_streaming(TO* p, const float (&f)[N]) {
+  PackedOut<TO, N> o;
+#pragma unroll
+  for (int i = 0; i < N; ++i) o.v[i] = from_float<TO>(f[i]);
+  if constexpr (sizeof(o) % 16 == 0) {
+    const uint4* src = reinterpret_cast<const uint4*>(&o);
+    uint4* dst = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(o) / 16); ++i) __stcs(dst + i, src[i]);
+  } else {
+    *reinterpret_cast<PackedOut<TO, N>*>(p) = o;
+  }
+}
+
 }  // namespace nvdet::kernels

@@ -3,9 +3,18 @@
 // positions, and the vendor policy shown to diverge somewhere in the same sweep.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
 #include "lib/backend/backend.h"
 #include "tests/cpu_kernel_fixtures.h"
 #include "tests/test_support.h"
+
+#ifdef NVDET_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels/log_softmax.cuh"
+#endif
 
 namespace nvdet::testing {
 namespace {
@@ -154,6 +163,49 @@ TEST(GpuNorm, RunNotesNameThePlan) {
   EXPECT_EQ(vendor_notes["block_threads"], "1024");
   EXPECT_NE(vendor_notes["row_splits"], "1");
 }
+
+#ifdef NVDET_WITH_CUDA
+// The invariant log-softmax keeps a row's head in shared memory between its two passes. Where
+// the second pass reads a vector from must never change a bit: no stage, a small stage, and the
+// automatic (largest) stage give byte-identical outputs, for rows wider than one block's stage.
+TEST(GpuNorm, LogSoftmaxStagingChangesNoBit) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  const struct {
+    DType in, out;
+    int64_t rows, v;
+  } cases[] = {{DType::kBF16, DType::kFP32, 5, 151936},
+               {DType::kFP16, DType::kBF16, 3, 32003},
+               {DType::kFP32, DType::kFP32, 4, 100000}};
+  for (const auto& c : cases) {
+    const HostTensor x = seeded_rows(c.in, c.v, batch_streams(c.rows, 0, 11), 3.0f);
+    const int threads = kernels::log_softmax_invariant_block_threads(c.v, c.in);
+    const size_t automatic = kernels::log_softmax_stage_bytes(c.in, c.out, c.v, threads);
+    EXPECT_GT(automatic, 4096u) << dtype_name(c.in) << " v=" << c.v;
+    const size_t out_bytes = static_cast<size_t>(c.rows * c.v) * dtype_size(c.out);
+    void* dx = nullptr;
+    void* dout = nullptr;
+    ASSERT_EQ(cudaMalloc(&dx, x.nbytes()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dout, out_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dx, x.data(), x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    std::vector<std::vector<uint8_t>> outs;
+    for (size_t stage : {size_t{0}, size_t{4096}, automatic}) {
+      ASSERT_EQ(cudaMemset(dout, 0xff, out_bytes), cudaSuccess);
+      ASSERT_EQ(kernels::launch_log_softmax_rows(c.in, c.out, dx, dout, c.rows, c.v, threads,
+                                                 stage, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      outs.emplace_back(out_bytes);
+      ASSERT_EQ(cudaMemcpy(outs.back().data(), dout, out_bytes, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+    }
+    EXPECT_TRUE(outs[0] == outs[1]) << dtype_name(c.in) << " v=" << c.v << ": 4 KiB stage";
+    EXPECT_TRUE(outs[0] == outs[2]) << dtype_name(c.in) << " v=" << c.v << ": " << automatic
+                                    << "-byte stage";
+    cudaFree(dx);
+    cudaFree(dout);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace nvdet::testing

@@ -8,9 +8,9 @@ namespace nvdet {
 namespace {
 
 TEST(SplitPolicies, InvariantSplitSizeIsFixedUnlessTheSweepSetsIt) {
-  EXPECT_EQ(invariant_attention_split_size({}), 256);
+  EXPECT_EQ(invariant_attention_split_size({}), 512);
   EXPECT_EQ(invariant_attention_split_size({.split_size = 100}), 100);
-  EXPECT_EQ(invariant_attention_split_size({.split_size = 0, .num_splits = 4}), 256);
+  EXPECT_EQ(invariant_attention_split_size({.split_size = 0, .num_splits = 4}), 512);
 }
 
 TEST(SplitPolicies, FlashDecodingDoesNotSplitWhenTheBatchFillsTheGpu) {

@@ -56,6 +56,12 @@ class Backend {
   virtual std::optional<Timing> time(const OpArgs& /*args*/, const TimingOptions& /*opts*/) {
     return std::nullopt;
   }
+
+  // GPU backends: the device's streaming ceiling, GB/s read + written by a large device-to-device
+  // copy timed like time(); memory-bound kernels are reported as a fraction of it. CPU: nullopt.
+  virtual std::optional<double> copy_bandwidth_gbps(const TimingOptions& /*opts*/) {
+    return std::nullopt;
+  }
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;

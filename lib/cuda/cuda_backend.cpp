@@ -29,6 +29,10 @@ class CudaBackend final : public Backend {
     return Timing{t.median_us, t.min_us, opts.repetitions};
   }
 
+  std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {
+    return measure_copy_bandwidth_gbps(ctx_, opts.warmup, opts.repetitions);
+  }
+
  private:
   PreparedCall prepare(const OpArgs& args, RunNotes* notes) {
     return std::visit(

@@ -102,9 +102,12 @@ PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
 
   if (flavor == CudaFlavor::kInvariant) {
     const RowPlan plan{kernels::log_softmax_invariant_block_threads(v, dtype), 1};
+    const size_t stage = kernels::log_softmax_stage_bytes(dtype, out_dtype, v, plan.threads);
     add_notes(notes, "log_softmax_invariant", plan);
+    if (notes) (*notes)["stage_bytes"] = std::to_string(stage);
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_log_softmax_rows(dtype, out_dtype, x, out, rows, v, plan.threads, s);
+      return kernels::launch_log_softmax_rows(dtype, out_dtype, x, out, rows, v, plan.threads,
+                                              stage, s);
     };
     return call;
   }
@@ -120,7 +123,8 @@ PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
     };
   } else {
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_log_softmax_rows(dtype, out_dtype, x, out, rows, v, plan.threads, s);
+      return kernels::launch_log_softmax_rows(dtype, out_dtype, x, out, rows, v, plan.threads, 0,
+                                              s);
     };
   }
   return call;

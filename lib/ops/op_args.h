@@ -53,7 +53,7 @@ struct PagedKv {
 };
 
 // Split settings that a sweep may fix. 0 means "the backend's own choice": invariant backends use
-// a split size fixed by design (256 KV tokens), vendor-style backends their batch-dependent
+// a split size fixed by design (512 KV tokens), vendor-style backends their batch-dependent
 // heuristic. A vendor-style backend given num_splits uses it; an invariant backend given
 // split_size uses it (it is still independent of the batch).
 struct AttentionSplits {

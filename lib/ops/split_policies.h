@@ -23,9 +23,9 @@ namespace nvdet {
 inline constexpr int kNotionalSmCount = 132;
 
 // KV tokens per split in the invariant attention plan when the sweep does not fix one.
-inline constexpr int kDefaultInvariantSplitSize = 256;
+inline constexpr int kDefaultInvariantSplitSize = 512;
 
-// The invariant attention split size: splits.split_size when set (> 0), else 256. Depends on
+// The invariant attention split size: splits.split_size when set (> 0), else 512. Depends on
 // nothing in the batch.
 int invariant_attention_split_size(const AttentionSplits& splits);
 

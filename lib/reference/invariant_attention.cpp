@@ -1,7 +1,7 @@
 // cpu-invariant decode and prefill attention.
 //
 // Decode, for query head h of sequence s (KV head h / (num_heads / num_kv_heads)):
-//   S = invariant_attention_split_size(splits) (256 unless the sweep fixes it);
+//   S = invariant_attention_split_size(splits) (512 unless the sweep fixes it);
 //   split j covers KV tokens [j*S, min((j+1)*S, kv_len)); each split is folded from an empty
 //   online-softmax state by attend_tiles (64-token tiles aligned to the split start);
 //   the split states are merged with merge_state in split order (j = 0, 1, ...); out = acc / l.

@@ -13,14 +13,23 @@ std::string render_bench_markdown(const BenchResult& r) {
                          r.system.gpus[0].name, r.system.gpus[0].sm_count,
                          r.system.driver_version, r.system.cuda_runtime_version,
                          r.system.cublas_version, r.timing.repetitions, r.timing.warmup);
+  if (r.copy_gbps > 0) {
+    s += fmt::format("Copy ceiling: {:.0f} GB/s (a 256 MiB device-to-device copy, bytes read + "
+                     "written, timed in this run); `% of copy` is GB/s over it.\n\n",
+                     r.copy_gbps);
+  }
   s += fmt::format(
-      "| context | backend | median us | TFLOP/s | GB/s | time vs {} | throughput vs {} |\n",
+      "| context | backend | median us | TFLOP/s | GB/s | % of copy | time vs {} | throughput vs "
+      "{} |\n",
       r.baseline, r.baseline);
-  s += "|---|---|---:|---:|---:|---:|---:|\n";
+  s += "|---|---|---:|---:|---:|---:|---:|---:|\n";
   for (const BenchRow& row : r.rows) {
-    s += fmt::format("| {} | {}{} | {:.2f} | {:.1f} | {:.0f} | {:.2f}x | {:.2f}x |\n", row.context,
-                     row.backend, row.device_timed ? "" : " (host)", row.median_us, row.tflops,
-                     row.gbps, row.time_ratio, row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
+    const std::string copy =
+        row.copy_fraction > 0 ? fmt::format("{:.0f}%", 100.0 * row.copy_fraction) : "-";
+    s += fmt::format("| {} | {}{} | {:.2f} | {:.1f} | {:.0f} | {} | {:.2f}x | {:.2f}x |\n",
+                     row.context, row.backend, row.device_timed ? "" : " (host)", row.median_us,
+                     row.tflops, row.gbps, copy, row.time_ratio,
+                     row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
   }
   return s;
 }
@@ -38,6 +47,7 @@ nlohmann::json bench_to_json(const BenchResult& r) {
   j["driver_version"] = r.system.driver_version;
   j["cuda_runtime_version"] = r.system.cuda_runtime_version;
   j["cublas_version"] = r.system.cublas_version;
+  if (r.copy_gbps > 0) j["copy_gbps"] = r.copy_gbps;
   j["rows"] = nlohmann::json::array();
   for (const BenchRow& row : r.rows) {
     j["rows"].push_back({{"context", row.context},
@@ -47,6 +57,7 @@ nlohmann::json bench_to_json(const BenchResult& r) {
                          {"tflops", row.tflops},
                          {"gbps", row.gbps},
                          {"time_ratio", row.time_ratio},
+                         {"copy_fraction", row.copy_fraction},
                          {"device_timed", row.device_timed}});
   }
   return j;

@@ -60,6 +60,12 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
 
   std::vector<std::unique_ptr<Backend>> backends;
   for (const BackendSpec& spec : specs) backends.push_back(make_backend(spec.name));
+  for (auto& b : backends) {
+    if (std::optional<double> gbps = b->copy_bandwidth_gbps(options.timing)) {
+      result.copy_gbps = *gbps;
+      break;
+    }
+  }
   const int total = static_cast<int>(contexts.size() * backends.size());
   int done = 0;
   for (const Context& c : contexts) {
@@ -78,6 +84,7 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
       row.min_us = t->min_us;
       row.tflops = bc->flops / (t->median_us * 1e-6) / 1e12;
       row.gbps = bc->bytes / (t->median_us * 1e-6) / 1e9;
+      if (row.device_timed && result.copy_gbps > 0) row.copy_fraction = row.gbps / result.copy_gbps;
       median[row.backend] = t->median_us;
       result.rows.push_back(row);
       ++done;

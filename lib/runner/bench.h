@@ -26,6 +26,7 @@ struct BenchRow {
   double median_us = 0.0, min_us = 0.0;
   double tflops = 0.0, gbps = 0.0;
   double time_ratio = 0.0;        // this backend's time / the baseline's (1.0 for the baseline)
+  double copy_fraction = 0.0;     // gbps / BenchResult::copy_gbps (0 when that was not measured)
   bool device_timed = true;       // false: host wall clock (CPU backends)
 };
 
@@ -33,6 +34,9 @@ struct BenchResult {
   std::string scenario, op, dtype, baseline;
   SystemInfo system;
   TimingOptions timing;
+  // GB/s of a device-to-device copy measured in the same run (the HBM ceiling that memory-bound
+  // kernels are judged against); 0 when no GPU backend was timed.
+  double copy_gbps = 0.0;
   std::vector<BenchRow> rows;
 };
 
