@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lib/core/error.h"
+#include "lib/report/bench_report.h"
 #include "lib/report/atomic_file.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
@@ -545,6 +546,47 @@ TEST(AtomicFile, WritesExactBytesAndNamesTheFileOnFailure) {
     EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(root);
+}
+
+// A GPU bench result with a copy ceiling: every device-timed row is reported as its share of
+// the copy rate; without a ceiling (CPU) the column says "-" and the JSON has no copy_gbps.
+BenchResult sample_bench(double copy_gbps) {
+  BenchResult r;
+  r.scenario = "s";
+  r.op = "log_softmax";
+  r.dtype = "bf16";
+  r.baseline = "cuda-vendor-policy";
+  r.copy_gbps = copy_gbps;
+  if (copy_gbps > 0) r.system.gpus.push_back(GpuInfo{0, "NVIDIA H200", 132, "9.0", 0, 0});
+  BenchRow vendor{"c", "cuda-vendor-policy", 100.0, 99.0, 0.1, 2000.0, 1.0, 0.0, true};
+  BenchRow inv{"c", "cuda-invariant", 125.0, 120.0, 0.08, 1600.0, 1.25, 0.0, true};
+  if (copy_gbps > 0) {
+    vendor.copy_fraction = vendor.gbps / copy_gbps;
+    inv.copy_fraction = inv.gbps / copy_gbps;
+  }
+  r.rows = {vendor, inv};
+  return r;
+}
+
+TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
+  const std::string md = render_bench_markdown(sample_bench(4000.0));
+  EXPECT_NE(md.find("Copy ceiling: 4000 GB/s"), std::string::npos) << md;
+  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100.00 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| c | cuda-invariant | 125.00 | 0.1 | 1600 | 40% | 1.25x | 0.80x |"),
+            std::string::npos)
+      << md;
+  const nlohmann::json j = bench_to_json(sample_bench(4000.0));
+  EXPECT_DOUBLE_EQ(j.at("copy_gbps").get<double>(), 4000.0);
+  EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("copy_fraction").get<double>(), 0.4);
+}
+
+TEST(BenchReport, WithoutACopyCeilingTheShareIsADash) {
+  const std::string md = render_bench_markdown(sample_bench(0.0));
+  EXPECT_EQ(md.find("Copy ceiling"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2000 | - | 1.00x |"), std::string::npos) << md;
+  EXPECT_FALSE(bench_to_json(sample_bench(0.0)).contains("copy_gbps"));
 }
 
 }  // namespace
