@@ -22,9 +22,9 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "kernels/dtype_dispatch.cuh"
 #include "kernels/fixed_order_reduce.cuh"
 #include "kernels/log_softmax.cuh"
+#include "kernels/row_launch.cuh"
 #include "kernels/row_slice.cuh"
 
 namespace nvdet::kernels {
@@ -142,8 +142,6 @@ __global__ void __launch_bounds__(1024)
   write_slice<T, TO, kN>(x + row_index * v, out + row_index * v, lo, hi, st, cache, false);
 }
 
-bool valid_block(int threads) { return threads >= 32 && threads <= 1024 && threads % 32 == 0; }
-
 }  // namespace
 
 int log_softmax_invariant_block_threads(int64_t v, DType dtype) {
@@ -155,24 +153,17 @@ int log_softmax_invariant_block_threads(int64_t v, DType dtype) {
 
 namespace {
 
-// Runs f(kernel, vector_bytes, vectors_per_row) with the rows kernel for (T, TO) and the vector
-// width that v allows.
-template <class T, class TO, class F>
-cudaError_t with_rows_kernel(int64_t v, F&& f) {
-  if (v % kVecElems<T> == 0) {
-    return f(log_softmax_rows_kernel<T, TO, kVecElems<T>, true>,
-             sizeof(PackedIn<T, kVecElems<T>>), v / kVecElems<T>);
-  }
-  return f(log_softmax_rows_kernel<T, TO, 1, true>, sizeof(PackedIn<T, 1>), v);
-}
-
+// Runs f(T tag, TO tag, kernel, vector_bytes, vectors_per_row) with the rows kernel for the
+// dtypes and the vector width that v allows.
 template <class F>
 cudaError_t with_rows_kernel(DType dtype, DType out_dtype, int64_t v, F&& f) {
-  return with_elem_type(dtype, [&](auto in_tag) {
+  return with_in_out_types(dtype, out_dtype, [&](auto in_tag, auto out_tag) {
     using T = typename decltype(in_tag)::type;
-    return with_elem_type(out_dtype, [&](auto out_tag) {
-      using TO = typename decltype(out_tag)::type;
-      return with_rows_kernel<T, TO>(v, f);
+    using TO = typename decltype(out_tag)::type;
+    return with_row_vector_width<T>(v, [&](auto n_const) {
+      constexpr int kN = decltype(n_const)::value;
+      return f(in_tag, out_tag, log_softmax_rows_kernel<T, TO, kN, true>, sizeof(PackedIn<T, kN>),
+               v / kN);
     });
   });
 }
@@ -187,10 +178,10 @@ int device_attribute(cudaDeviceAttr attr) {
 }  // namespace
 
 size_t log_softmax_stage_bytes(DType dtype, DType out_dtype, int64_t v, int block_threads) {
-  if (v <= 0 || !valid_block(block_threads)) return 0;
+  if (v <= 0 || !valid_row_block(block_threads)) return 0;
   size_t stage = 0;
   const cudaError_t status = with_rows_kernel(
-      dtype, out_dtype, v, [&](auto kernel, size_t vector_bytes, int64_t nvec) {
+      dtype, out_dtype, v, [&](auto, auto, auto kernel, size_t vector_bytes, int64_t nvec) {
         if (nvec <= static_cast<int64_t>(kChunk) * block_threads) return cudaSuccess;  // registers
         int resident = 0;
         cudaFuncAttributes attrs{};
@@ -221,12 +212,12 @@ cudaError_t launch_log_softmax_rows(DType dtype, DType out_dtype, const void* x,
                                     int64_t rows, int64_t v, int block_threads,
                                     size_t stage_bytes, cudaStream_t stream) {
   if (rows <= 0 || v <= 0) return cudaSuccess;
-  if (!valid_block(block_threads) || rows > 0x7fffffff) return cudaErrorInvalidValue;
-  return with_elem_type(dtype, [&](auto in_tag) {
-    using T = typename decltype(in_tag)::type;
-    return with_elem_type(out_dtype, [&](auto out_tag) {
-      using TO = typename decltype(out_tag)::type;
-      return with_rows_kernel<T, TO>(v, [&](auto kernel, size_t vector_bytes, int64_t) {
+  if (!valid_row_block(block_threads) || rows > 0x7fffffff) return cudaErrorInvalidValue;
+  return with_rows_kernel(
+      dtype, out_dtype, v,
+      [&](auto in_tag, auto out_tag, auto kernel, size_t vector_bytes, int64_t) {
+        using T = typename decltype(in_tag)::type;
+        using TO = typename decltype(out_tag)::type;
         const int64_t staged_vecs = static_cast<int64_t>(stage_bytes / vector_bytes);
         const size_t smem = static_cast<size_t>(staged_vecs) * vector_bytes;
         if (smem > 0) {
@@ -238,8 +229,6 @@ cudaError_t launch_log_softmax_rows(DType dtype, DType out_dtype, const void* x,
             static_cast<const T*>(x), static_cast<TO*>(out), v, staged_vecs);
         return cudaGetLastError();
       });
-    });
-  });
 }
 
 size_t log_softmax_split_workspace_bytes(int64_t rows, int row_splits) {
@@ -251,28 +240,21 @@ cudaError_t launch_log_softmax_split_rows(DType dtype, DType out_dtype, const vo
                                           int block_threads, float* workspace,
                                           cudaStream_t stream) {
   if (rows <= 0 || v <= 0) return cudaSuccess;
-  if (!valid_block(block_threads) || row_splits < 1 || rows * row_splits > 0x7fffffff) {
-    return cudaErrorInvalidValue;
-  }
+  if (!valid_split_rows(rows, row_splits, block_threads)) return cudaErrorInvalidValue;
   const unsigned blocks = static_cast<unsigned>(rows * row_splits);
-  return with_elem_type(dtype, [&](auto in_tag) {
+  return with_in_out_types(dtype, out_dtype, [&](auto in_tag, auto out_tag) {
     using T = typename decltype(in_tag)::type;
-    return with_elem_type(out_dtype, [&](auto out_tag) {
-      using TO = typename decltype(out_tag)::type;
-      const auto* xt = static_cast<const T*>(x);
-      auto* ot = static_cast<TO*>(out);
-      auto run = [&](auto n_const) {
-        constexpr int kN = decltype(n_const)::value;
-        const int64_t nvec = v / kN;
-        const int64_t part_vecs = (nvec + row_splits - 1) / row_splits;
-        log_softmax_partial_kernel<T, kN>
-            <<<blocks, block_threads, 0, stream>>>(xt, v, row_splits, part_vecs, workspace);
-        log_softmax_apply_kernel<T, TO, kN>
-            <<<blocks, block_threads, 0, stream>>>(xt, ot, v, row_splits, part_vecs, workspace);
-        return cudaGetLastError();
-      };
-      if (v % kVecElems<T> == 0) return run(std::integral_constant<int, kVecElems<T>>{});
-      return run(std::integral_constant<int, 1>{});
+    using TO = typename decltype(out_tag)::type;
+    const auto* xt = static_cast<const T*>(x);
+    return with_row_vector_width<T>(v, [&](auto n_const) {
+      constexpr int kN = decltype(n_const)::value;
+      const int64_t nvec = v / kN;
+      const int64_t part_vecs = (nvec + row_splits - 1) / row_splits;
+      log_softmax_partial_kernel<T, kN>
+          <<<blocks, block_threads, 0, stream>>>(xt, v, row_splits, part_vecs, workspace);
+      log_softmax_apply_kernel<T, TO, kN><<<blocks, block_threads, 0, stream>>>(
+          xt, static_cast<TO*>(out), v, row_splits, part_vecs, workspace);
+      return cudaGetLastError();
     });
   });
 }

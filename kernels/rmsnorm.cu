@@ -22,9 +22,9 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "kernels/dtype_dispatch.cuh"
 #include "kernels/fixed_order_reduce.cuh"
 #include "kernels/rmsnorm.cuh"
+#include "kernels/row_launch.cuh"
 #include "kernels/row_slice.cuh"
 
 namespace nvdet::kernels {
@@ -106,14 +106,6 @@ __global__ void __launch_bounds__(1024)
                          rms_scale(ss, d, eps), cache, false);
 }
 
-// Vector width for a row of d elements of T: 16 bytes when d allows it, else scalar.
-template <class T>
-bool use_vectors(int64_t d) {
-  return d % kVecElems<T> == 0;
-}
-
-bool valid_block(int threads) { return threads >= 32 && threads <= 1024 && threads % 32 == 0; }
-
 }  // namespace
 
 int rmsnorm_invariant_block_threads(int64_t d, DType dtype) {
@@ -128,21 +120,14 @@ cudaError_t launch_rmsnorm_rows(DType dtype, DType out_dtype, const void* x, con
                                 void* out, int64_t rows, int64_t d, float eps, int block_threads,
                                 cudaStream_t stream) {
   if (rows <= 0 || d <= 0) return cudaSuccess;
-  if (!valid_block(block_threads) || rows > 0x7fffffff) return cudaErrorInvalidValue;
-  return with_elem_type(dtype, [&](auto in_tag) {
+  if (!valid_row_block(block_threads) || rows > 0x7fffffff) return cudaErrorInvalidValue;
+  return with_in_out_types(dtype, out_dtype, [&](auto in_tag, auto out_tag) {
     using T = typename decltype(in_tag)::type;
-    return with_elem_type(out_dtype, [&](auto out_tag) {
-      using TO = typename decltype(out_tag)::type;
-      const auto* xt = static_cast<const T*>(x);
-      const auto* wt = static_cast<const T*>(weight);
-      auto* ot = static_cast<TO*>(out);
-      if (use_vectors<T>(d)) {
-        rmsnorm_rows_kernel<T, TO, kVecElems<T>>
-            <<<static_cast<unsigned>(rows), block_threads, 0, stream>>>(xt, wt, ot, d, eps);
-      } else {
-        rmsnorm_rows_kernel<T, TO, 1>
-            <<<static_cast<unsigned>(rows), block_threads, 0, stream>>>(xt, wt, ot, d, eps);
-      }
+    using TO = typename decltype(out_tag)::type;
+    return with_row_vector_width<T>(d, [&](auto n_const) {
+      constexpr int kN = decltype(n_const)::value;
+      rmsnorm_rows_kernel<T, TO, kN><<<static_cast<unsigned>(rows), block_threads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<TO*>(out), d, eps);
       return cudaGetLastError();
     });
   });
@@ -157,29 +142,22 @@ cudaError_t launch_rmsnorm_split_rows(DType dtype, DType out_dtype, const void* 
                                       float eps, int row_splits, int block_threads,
                                       float* workspace, cudaStream_t stream) {
   if (rows <= 0 || d <= 0) return cudaSuccess;
-  if (!valid_block(block_threads) || row_splits < 1 || rows * row_splits > 0x7fffffff) {
-    return cudaErrorInvalidValue;
-  }
+  if (!valid_split_rows(rows, row_splits, block_threads)) return cudaErrorInvalidValue;
   const unsigned blocks = static_cast<unsigned>(rows * row_splits);
-  return with_elem_type(dtype, [&](auto in_tag) {
+  return with_in_out_types(dtype, out_dtype, [&](auto in_tag, auto out_tag) {
     using T = typename decltype(in_tag)::type;
-    return with_elem_type(out_dtype, [&](auto out_tag) {
-      using TO = typename decltype(out_tag)::type;
-      const auto* xt = static_cast<const T*>(x);
-      const auto* wt = static_cast<const T*>(weight);
-      auto* ot = static_cast<TO*>(out);
-      auto run = [&](auto n_const) {
-        constexpr int kN = decltype(n_const)::value;
-        const int64_t nvec = d / kN;
-        const int64_t part_vecs = (nvec + row_splits - 1) / row_splits;
-        rmsnorm_partial_kernel<T, kN>
-            <<<blocks, block_threads, 0, stream>>>(xt, d, row_splits, part_vecs, workspace);
-        rmsnorm_apply_kernel<T, TO, kN><<<blocks, block_threads, 0, stream>>>(
-            xt, wt, ot, d, eps, row_splits, part_vecs, workspace);
-        return cudaGetLastError();
-      };
-      if (use_vectors<T>(d)) return run(std::integral_constant<int, kVecElems<T>>{});
-      return run(std::integral_constant<int, 1>{});
+    using TO = typename decltype(out_tag)::type;
+    const auto* xt = static_cast<const T*>(x);
+    return with_row_vector_width<T>(d, [&](auto n_const) {
+      constexpr int kN = decltype(n_const)::value;
+      const int64_t nvec = d / kN;
+      const int64_t part_vecs = (nvec + row_splits - 1) / row_splits;
+      rmsnorm_partial_kernel<T, kN>
+          <<<blocks, block_threads, 0, stream>>>(xt, d, row_splits, part_vecs, workspace);
+      rmsnorm_apply_kernel<T, TO, kN><<<blocks, block_threads, 0, stream>>>(
+          xt, static_cast<const T*>(weight), static_cast<TO*>(out), d, eps, row_splits, part_vecs,
+          workspace);
+      return cudaGetLastError();
     });
   });
 }
