@@ -77,6 +77,27 @@ __device__ __forceinline__ void grouped_tile(int linear, int m_tiles, int n_tile
   *tn = in_group / rows;
 }
 
+// The output tile (tm, tn) and the K tiles [kt_begin, kt_end) that one CTA computes. Split-chunks
+// schedule: blockIdx.x is the tile, blockIdx.y the K chunk. In-CTA schedule: grouped tile order,
+// the whole of K. Shared by every kernel path so that they all cut the work the same way.
+struct CtaWork {
+  int tm, tn, chunk, kt_begin, kt_end;
+};
+template <bool SPLIT>
+__device__ __forceinline__ CtaWork cta_work(const GemmKernelParams& p) {
+  CtaWork w{0, 0, 0, 0, p.k_tiles};
+  if constexpr (SPLIT) {
+    w.tm = blockIdx.x / p.n_tiles;
+    w.tn = blockIdx.x % p.n_tiles;
+    w.chunk = blockIdx.y;
+    w.kt_begin = w.chunk * p.tiles_per_chunk;
+    w.kt_end = min(w.kt_begin + p.tiles_per_chunk, p.k_tiles);
+  } else {
+    grouped_tile(blockIdx.x, p.m_tiles, p.n_tiles, 8, &w.tm, &w.tn);
+  }
+  return w;
+}
+
 // Split-chunks second pass: out = finish(((0 + p_0) + p_1) + ...).
 cudaError_t launch_chunk_reduce(const GemmKernelParams& p, cudaStream_t stream);
 

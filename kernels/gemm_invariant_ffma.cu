@@ -25,18 +25,9 @@ __global__ void __launch_bounds__(kThreads) ffma_gemm_kernel(const GemmKernelPar
   const float* a = static_cast<const float*>(p.a);
   const float* w = static_cast<const float*>(p.w);
 
-  int tm, tn, kt_begin, kt_end, chunk = 0;
-  if constexpr (SPLIT) {
-    tm = blockIdx.x / p.n_tiles;
-    tn = blockIdx.x % p.n_tiles;
-    chunk = blockIdx.y;
-    kt_begin = chunk * p.tiles_per_chunk;
-    kt_end = min(kt_begin + p.tiles_per_chunk, p.k_tiles);
-  } else {
-    grouped_tile(blockIdx.x, p.m_tiles, p.n_tiles, 8, &tm, &tn);
-    kt_begin = 0;
-    kt_end = p.k_tiles;
-  }
+  const CtaWork work = cta_work<SPLIT>(p);
+  const int tm = work.tm, tn = work.tn, chunk = work.chunk;
+  const int kt_begin = work.kt_begin, kt_end = work.kt_end;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
 
   float part[4][4], acc[4][4];

@@ -116,18 +116,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32, 1)
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t smem_base = smem_addr(smem);
 
-  int tm, tn, kt_begin, kt_end, chunk = 0;
-  if constexpr (SPLIT) {
-    tm = blockIdx.x / p.n_tiles;
-    tn = blockIdx.x % p.n_tiles;
-    chunk = blockIdx.y;
-    kt_begin = chunk * p.tiles_per_chunk;
-    kt_end = min(kt_begin + p.tiles_per_chunk, p.k_tiles);
-  } else {
-    grouped_tile(blockIdx.x, p.m_tiles, p.n_tiles, 8, &tm, &tn);
-    kt_begin = 0;
-    kt_end = p.k_tiles;
-  }
+  const CtaWork work = cta_work<SPLIT>(p);
+  const int tm = work.tm, tn = work.tn, chunk = work.chunk;
+  const int kt_begin = work.kt_begin, kt_end = work.kt_end;
   const int ntiles = kt_end - kt_begin;
   const uint16_t* a = static_cast<const uint16_t*>(p.a);
   const uint16_t* w = static_cast<const uint16_t*>(p.w);

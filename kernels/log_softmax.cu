@@ -145,10 +145,7 @@ __global__ void __launch_bounds__(1024)
 }  // namespace
 
 int log_softmax_invariant_block_threads(int64_t v, DType dtype) {
-  const int64_t n = dtype == DType::kFP32 ? 4 : 8;
-  const int64_t nvec = v % n == 0 ? v / n : v;
-  const int64_t threads = ((nvec + kChunk - 1) / kChunk + 31) / 32 * 32;
-  return static_cast<int>(std::min<int64_t>(kMaxThreads, std::max<int64_t>(32, threads)));
+  return row_block_threads(v, dtype, kChunk, kMaxThreads);
 }
 
 namespace {

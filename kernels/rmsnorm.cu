@@ -19,7 +19,6 @@
 // (row, part) reduces its part as above into workspace[row * S + part]; a second kernel adds the
 // S partial sums in part order and writes the part. The order of additions changes with S (and
 // the block size with the batch), so a row's bits depend on the batch: that is what it shows.
-#include <algorithm>
 #include <type_traits>
 
 #include "kernels/fixed_order_reduce.cuh"
@@ -109,11 +108,7 @@ __global__ void __launch_bounds__(1024)
 }  // namespace
 
 int rmsnorm_invariant_block_threads(int64_t d, DType dtype) {
-  const int64_t n = dtype == DType::kFP32 ? 4 : 8;
-  const int64_t nvec = d % n == 0 ? d / n : d;
-  // About kChunk vectors per thread, so each thread has several loads in flight.
-  const int64_t threads = ((nvec + kChunk - 1) / kChunk + 31) / 32 * 32;
-  return static_cast<int>(std::min<int64_t>(1024, std::max<int64_t>(32, threads)));
+  return row_block_threads(d, dtype, kChunk, 1024);
 }
 
 cudaError_t launch_rmsnorm_rows(DType dtype, DType out_dtype, const void* x, const void* weight,
