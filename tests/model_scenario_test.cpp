@@ -51,19 +51,6 @@ TEST(ModelScenario, CpuInvariantGivesOneCompletionAndVariantMore) {
               var.max_distinct_completions);
 }
 
-TEST(ModelScenario, DISABLED_SearchVariantSeed) {
-  Scenario s = model_cpu();
-  s.backends = {{"cpu-variant", Expectation::kVariant, {}}};
-  for (uint64_t seed = 1; seed <= 50; ++seed) {
-    s.seed = seed;
-    const AuditResult r = run_audit(s, AuditOptions{});
-    const int distinct = r.backends.front().max_distinct_completions;
-    std::printf("seed %llu: %d distinct completions\n", static_cast<unsigned long long>(seed), distinct);
-    if (distinct > 1) return;
-  }
-  FAIL() << "no seed in 1..50 makes cpu-variant diverge";
-}
-
 TEST(ModelScenario, GpuModelScenariosLoad) {
   for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());

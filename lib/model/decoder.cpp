@@ -268,29 +268,24 @@ class BatchDecoder {
 
   HostTensor attention(const Pass& p, const PagedKvCache& cache, const HostTensor& q,
                        const char* tag) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
-    if (p.prefill) {
-      AttentionPrefillArgs a;
+    // The fields prefill and decode share: the queries, this pass's view of the cache, the heads.
+    auto common = [&](auto a) {
       a.q = &q;
-      a.q_start = p.row_start;
-      a.prefix_len.assign(p.seqs.size(), 0);
       a.kv = cache.view(p.seqs, p.kv_lens);
       a.num_heads = c_.num_heads;
       a.num_kv_heads = c_.num_kv_heads;
       a.head_dim = c_.head_dim;
-      a.scale = scale;
+      a.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
       a.out_dtype = w_.dtype;
+      return a;
+    };
+    if (p.prefill) {
+      AttentionPrefillArgs a = common(AttentionPrefillArgs{});
+      a.q_start = p.row_start;
+      a.prefix_len.assign(p.seqs.size(), 0);
       return run_op(a, tag, "attention");
     }
-    AttentionDecodeArgs a;
-    a.q = &q;
-    a.kv = cache.view(p.seqs, p.kv_lens);
-    a.num_heads = c_.num_heads;
-    a.num_kv_heads = c_.num_kv_heads;
-    a.head_dim = c_.head_dim;
-    a.scale = scale;
-    a.out_dtype = w_.dtype;
-    return run_op(a, tag, "attention");
+    return run_op(common(AttentionDecodeArgs{}), tag, "attention");
   }
 
   // Runs one backend call; with a tag, its notes are kept as "<tag>.<name>.<key>".
