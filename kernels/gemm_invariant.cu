@@ -1,7 +1,8 @@
 // Plan and dispatch of the invariant GEMM (host code). The plan's arithmetic-relevant choices
 // (path, chunk size, k tile) are functions of the device, the compiled code, the types, K and
-// alignment only; M and N may only pick the schedule and the CTA tile's M extent, which the
-// kernels' invariance arguments show do not change any element's operation sequence.
+// alignment only; M and N may only pick the schedule, the CTA tile and (wgmma path) the number of
+// persistent CTAs, which the kernels' invariance arguments show do not change any element's
+// operation sequence.
 #include <algorithm>
 
 #include "kernels/gemm_invariant_device.cuh"
@@ -28,7 +29,7 @@ int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 const char* gemm_path_name(GemmPath path) {
   switch (path) {
     case GemmPath::kMmaSync: return "mma.sync-m16n8k16";
-    case GemmPath::kWgmma: return "wgmma-m64n128k16-tma";
+    case GemmPath::kWgmma: return "wgmma-m64nNk16-tma";
     case GemmPath::kFfma: return "ffma-fp32";
     case GemmPath::kAuto: break;
   }
@@ -39,6 +40,7 @@ const char* gemm_schedule_name(GemmSchedule schedule) {
   switch (schedule) {
     case GemmSchedule::kSplitChunks: return "split-chunks";
     case GemmSchedule::kInCta: return "in-cta";
+    case GemmSchedule::kPersistent: return "persistent";
     case GemmSchedule::kAuto: break;
   }
   return "auto";
@@ -51,19 +53,67 @@ int gemm_invariant_chunk_k(GemmType in_type) {
   return 1024;
 }
 
+namespace {
+
+// The wgmma path's configuration for an M x N output: the one with the lowest estimated time,
+// counting waves of persistent CTAs (ctas_per_sm per SM), the tile's padded work and the
+// configuration's relative efficiency. Earlier (larger) entries win ties.
+int pick_wgmma_config(int m, int n, int sm_count) {
+  int best = 0;
+  double best_cost = 0.0;
+  const int sms = std::max(sm_count, 1);
+  for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
+    const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
+    const int64_t tiles = int64_t{ceil_div(m, c.tile_m)} * ceil_div(n, c.tile_n);
+    const int64_t slots = int64_t{sms} * c.ctas_per_sm;
+    const int64_t waves = (tiles + slots - 1) / slots;
+    const int64_t sharing = std::min<int64_t>(c.ctas_per_sm, (tiles + sms - 1) / sms);
+    const double cost = double(waves) * double(sharing) * c.tile_m * c.tile_n / c.efficiency_pct;
+    if (i == 0 || cost < best_cost) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_config,
+                    int force_ctas) {
+  GemmPlan plan;
+  plan.path = GemmPath::kWgmma;
+  plan.schedule = GemmSchedule::kPersistent;
+  plan.tile_k = 64;
+  // One chain over the whole of K: one "chunk" of K rounded up to the k tile.
+  plan.chunk_k = ceil_div(p.k, plan.tile_k) * plan.tile_k;
+  plan.chunks = 1;
+  plan.config = (force_config >= 0 && force_config < kGemmWgmmaConfigCount)
+                    ? force_config
+                    : pick_wgmma_config(p.m, p.n, device.sm_count);
+  const GemmWgmmaConfig& c = kGemmWgmmaConfigs[plan.config];
+  plan.tile_m = c.tile_m;
+  plan.tile_n = c.tile_n;
+  plan.stages = c.stages;
+  const int64_t tiles = int64_t{ceil_div(p.m, c.tile_m)} * ceil_div(p.n, c.tile_n);
+  const int64_t slots = int64_t{std::max(device.sm_count, 1)} * c.ctas_per_sm;
+  const int64_t ctas = force_ctas > 0 ? force_ctas : slots;
+  plan.ctas = static_cast<int>(std::max<int64_t>(1, std::min(tiles, ctas)));
+  return plan;
+}
+
+}  // namespace
+
 GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
-                             GemmSchedule force_schedule, GemmPath force_path) {
+                             GemmSchedule force_schedule, GemmPath force_path, int force_config,
+                             int force_ctas) {
+  if (p.in_type != GemmType::kFP32 && force_path != GemmPath::kMmaSync && p.k > 0 &&
+      device.cc_major == 9 && rows_16b_aligned(p) && wgmma_available()) {
+    return wgmma_plan(p, device, force_config, force_ctas);
+  }
+
   GemmPlan plan;
   plan.chunk_k = gemm_invariant_chunk_k(p.in_type);
   plan.chunks = ceil_div(p.k, plan.chunk_k);
-
-  if (p.in_type == GemmType::kFP32) {
-    plan.path = GemmPath::kFfma;
-  } else {
-    const bool wgmma_ok = device.cc_major == 9 && rows_16b_aligned(p) && wgmma_available();
-    plan.path = (wgmma_ok && force_path != GemmPath::kMmaSync) ? GemmPath::kWgmma
-                                                               : GemmPath::kMmaSync;
-  }
+  plan.path = p.in_type == GemmType::kFP32 ? GemmPath::kFfma : GemmPath::kMmaSync;
 
   int in_cta_tile_m = 128, split_tile_m = 64;
   switch (plan.path) {
@@ -77,10 +127,7 @@ GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
       plan.tile_n = 128;
       plan.tile_k = 64;
       break;
-    default:  // wgmma: 1 consumer warpgroup (64 rows) split, 2 (128 rows) in CTA
-      plan.tile_n = 128;
-      plan.tile_k = 64;
-      break;
+    default: break;
   }
 
   // Split-chunks pays for its workspace round trip and its reduction pass, and its work grows
@@ -101,7 +148,7 @@ GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
   switch (plan.path) {
     case GemmPath::kFfma: plan.stages = 1; break;
     case GemmPath::kMmaSync: plan.stages = !split ? 4 : plan.tile_m == 16 ? 6 : 4; break;
-    default: plan.stages = split ? 4 : 5; break;
+    default: break;
   }
   plan.workspace_bytes = split ? split_ws : 0;
   return plan;
@@ -115,6 +162,8 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   if (split && (workspace == nullptr || workspace_bytes < plan.workspace_bytes))
     return cudaErrorInvalidValue;
   if (plan.tile_k <= 0 || plan.chunk_k % plan.tile_k != 0) return cudaErrorInvalidValue;
+  if (plan.path == GemmPath::kWgmma && (plan.config < 0 || plan.ctas <= 0))
+    return cudaErrorInvalidValue;
 
   GemmKernelParams kp{};
   kp.a = prob.a;
@@ -135,11 +184,13 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   kp.k_tiles = ceil_div(prob.k, plan.tile_k);
   kp.chunks = plan.chunks;
   kp.vec16 = rows_16b_aligned(prob) ? 1 : 0;
+  const uintptr_t pair_align = prob.out_type == GemmType::kFP32 ? 8 : 4;
+  kp.pair_out = prob.ldo % 2 == 0 && reinterpret_cast<uintptr_t>(prob.out) % pair_align == 0;
 
   cudaError_t st = cudaErrorInvalidValue;
   switch (plan.path) {
     case GemmPath::kMmaSync: st = launch_mma_sync(kp, split, plan.tile_m, stream); break;
-    case GemmPath::kWgmma: st = launch_wgmma(kp, split, plan.stages, stream); break;
+    case GemmPath::kWgmma: st = launch_wgmma(kp, plan.config, plan.ctas, stream); break;
     case GemmPath::kFfma: st = launch_ffma(kp, split, stream); break;
     case GemmPath::kAuto: break;
   }
