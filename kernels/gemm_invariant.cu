@@ -26,6 +26,41 @@ int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
 }  // namespace
 
+namespace {
+
+// The wgmma path over staged operands: W copied once, then A block by block (rows are
+// independent, so a block's rows get the bits they would get in one launch).
+cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
+                                const GemmKernelParams& base, void* workspace,
+                                cudaStream_t stream) {
+  if (plan.stage_rows <= 0 || plan.staged_k < prob.k) return cudaErrorInvalidValue;
+  const size_t row_bytes = size_t(plan.staged_k) * 2;
+  auto* w_staged = static_cast<unsigned char*>(workspace);
+  auto* a_staged = w_staged + (size_t(prob.n) * row_bytes + 255) / 256 * 256;
+  cudaError_t st = launch_stage_rows(prob.w, prob.ldw, prob.n, prob.k, w_staged, plan.staged_k,
+                                     stream);
+  if (st != cudaSuccess) return st;
+  const size_t out_elem = prob.out_type == GemmType::kFP32 ? 4 : 2;
+  for (int r0 = 0; r0 < prob.m; r0 += plan.stage_rows) {
+    const int rows = std::min(plan.stage_rows, prob.m - r0);
+    st = launch_stage_rows(static_cast<const uint16_t*>(prob.a) + int64_t(r0) * prob.lda,
+                           prob.lda, rows, prob.k, a_staged, plan.staged_k, stream);
+    if (st != cudaSuccess) return st;
+    GemmKernelParams kp = base;
+    kp.a = a_staged;
+    kp.w = w_staged;
+    kp.m = rows;
+    kp.lda = kp.ldw = plan.staged_k;
+    kp.vec16 = 1;
+    kp.out = static_cast<unsigned char*>(prob.out) + size_t(r0) * size_t(prob.ldo) * out_elem;
+    st = launch_wgmma(kp, plan.config, plan.ctas, stream);
+    if (st != cudaSuccess) return st;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
 const char* gemm_path_name(GemmPath path) {
   switch (path) {
     case GemmPath::kMmaSync: return "mma.sync-m16n8k16";
@@ -77,6 +112,11 @@ int pick_wgmma_config(int m, int n, int sm_count) {
   return best;
 }
 
+// Staging (operands TMA cannot address): W whole, A in blocks of at most this many bytes.
+constexpr size_t kStageABytes = size_t{256} << 20;
+
+size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_config,
                     int force_ctas) {
   GemmPlan plan;
@@ -97,6 +137,14 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   const int64_t slots = int64_t{std::max(device.sm_count, 1)} * c.ctas_per_sm;
   const int64_t ctas = force_ctas > 0 ? force_ctas : slots;
   plan.ctas = static_cast<int>(std::max<int64_t>(1, std::min(tiles, ctas)));
+  if (!rows_16b_aligned(p)) {
+    plan.staged_k = ceil_div(p.k, 8) * 8;
+    const size_t row_bytes = size_t(plan.staged_k) * 2;
+    const int64_t cap = std::max<int64_t>(256, int64_t(kStageABytes / row_bytes) / 256 * 256);
+    plan.stage_rows = static_cast<int>(std::min<int64_t>(p.m, cap));
+    plan.workspace_bytes =
+        align256(size_t(p.n) * row_bytes) + size_t(plan.stage_rows) * row_bytes;
+  }
   return plan;
 }
 
@@ -106,7 +154,7 @@ GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
                              GemmSchedule force_schedule, GemmPath force_path, int force_config,
                              int force_ctas) {
   if (p.in_type != GemmType::kFP32 && force_path != GemmPath::kMmaSync && p.k > 0 &&
-      device.cc_major == 9 && rows_16b_aligned(p) && wgmma_available()) {
+      device.cc_major == 9 && wgmma_available()) {
     return wgmma_plan(p, device, force_config, force_ctas);
   }
 
@@ -159,7 +207,7 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   if (prob.m < 0 || prob.n < 0 || prob.k < 0) return cudaErrorInvalidValue;
   if (prob.m == 0 || prob.n == 0) return cudaSuccess;
   const bool split = plan.schedule == GemmSchedule::kSplitChunks;
-  if (split && (workspace == nullptr || workspace_bytes < plan.workspace_bytes))
+  if (plan.workspace_bytes > 0 && (workspace == nullptr || workspace_bytes < plan.workspace_bytes))
     return cudaErrorInvalidValue;
   if (plan.tile_k <= 0 || plan.chunk_k % plan.tile_k != 0) return cudaErrorInvalidValue;
   if (plan.path == GemmPath::kWgmma && (plan.config < 0 || plan.ctas <= 0))
@@ -186,6 +234,10 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   kp.vec16 = rows_16b_aligned(prob) ? 1 : 0;
   const uintptr_t pair_align = prob.out_type == GemmType::kFP32 ? 8 : 4;
   kp.pair_out = prob.ldo % 2 == 0 && reinterpret_cast<uintptr_t>(prob.out) % pair_align == 0;
+
+  if (plan.path == GemmPath::kWgmma && plan.staged_k > 0) {
+    return launch_wgmma_staged(prob, plan, kp, workspace, stream);
+  }
 
   cudaError_t st = cudaErrorInvalidValue;
   switch (plan.path) {

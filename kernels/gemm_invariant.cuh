@@ -7,16 +7,16 @@
 // Every element is finished the same way: + bias[n] (when present) in fp32, then one rounding to
 // the output type. So every row's bits are a function of that row's inputs, K and the type alone.
 //
-// Paths (chosen from the device's compute capability, the compiled code, K and alignment, never
-// from M), each with its own fixed order; different paths are not required to agree bitwise:
-//   - wgmma (sm_90a, TMA-addressable operands): one chain per element over the whole of K. The
+// Paths (chosen from the device's compute capability, the compiled code and the types, never from
+// M), each with its own fixed order; different paths are not required to agree bitwise:
+//   - wgmma (sm_90a; operands TMA cannot address are first copied, values unchanged, into a
+//     workspace with 16-byte rows): one chain per element over the whole of K. The
 //     accumulator starts at 0 and receives one wgmma m64nNk16 per 16-wide k step in increasing k
 //     order (k tail zero-filled by TMA). Which N (tile width), which tile, how many persistent CTAs
 //     and in which order they take tiles follow M and N (kGemmWgmmaConfigs); the GPU tests force
 //     every configuration and CTA count and compare bits. Since 2026-12 (before: the chunked plan
 //     below), so this path's bits differ from reports made before then.
-//   - mma.sync m16n8k16 + cp.async (other GPUs, and K or strides TMA cannot address), FFMA for
-//     fp32 inputs: chunked plan. K is cut into chunks of gemm_invariant_chunk_k(type) elements;
+//   - mma.sync m16n8k16 + cp.async (other GPUs), FFMA for fp32 inputs: chunked plan. K is cut into chunks of gemm_invariant_chunk_k(type) elements;
 //     each chunk's partial p_c starts from 0 and is accumulated by the same sequence of MMA
 //     instructions; the element is ((0 + p_0) + p_1) + ... + p_{C-1} in fp32. Schedules:
 //     split-chunks (one CTA per (tile, chunk), partials in an fp32 workspace summed in chunk
@@ -59,9 +59,9 @@ struct GemmWgmmaConfig {
 };
 inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {128, 256, 4, 1, 100},  // 192 KiB of stages; large M
-    {128, 128, 6, 1, 85},   // 192 KiB
+    {128, 128, 6, 1, 80},   // 192 KiB
     {128, 64, 4, 2, 70},    // 96 KiB, two CTAs per SM
-    {64, 128, 4, 2, 70},    // 96 KiB
+    {64, 128, 8, 1, 70},    // 192 KiB
     {64, 64, 12, 1, 55},    // 192 KiB; decode sizes: many CTAs streaming W, deep prefetch
     {64, 32, 16, 1, 40},    // 192 KiB
 };
@@ -78,6 +78,11 @@ struct GemmPlan {
   size_t workspace_bytes = 0;  // needed by split-chunks (fp32 partials), 0 otherwise
   int config = -1;  // wgmma path: index into kGemmWgmmaConfigs
   int ctas = 0;     // wgmma path: persistent CTAs (each walks tiles ctas apart)
+  // wgmma path, operands TMA cannot address (K or a stride not a multiple of 8 elements, or a
+  // base not 16-byte aligned): W and blocks of stage_rows rows of A are first copied into the
+  // workspace with row stride staged_k (K rounded up to 8). 0: operands are read in place.
+  int staged_k = 0;
+  int stage_rows = 0;
 };
 
 // KC: fixed per input type, never a function of M or N.

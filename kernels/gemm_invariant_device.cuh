@@ -103,6 +103,11 @@ __device__ __forceinline__ CtaWork cta_work(const GemmKernelParams& p) {
 // Split-chunks second pass: out = finish(((0 + p_0) + p_1) + ...).
 cudaError_t launch_chunk_reduce(const GemmKernelParams& p, cudaStream_t stream);
 
+// dst[r, c] = src[r, c] for c < k, 0 for k <= c < dst_ld (16-bit elements): staging of operands
+// TMA cannot address. A copy: no arithmetic.
+cudaError_t launch_stage_rows(const void* src, long long src_ld, int rows, int k, void* dst,
+                              int dst_ld, cudaStream_t stream);
+
 // Per-path launchers (each for one schedule); `tile_m` picks the CTA tile's M extent.
 cudaError_t launch_mma_sync(const GemmKernelParams& p, bool split, int tile_m,
                             cudaStream_t stream);

@@ -178,7 +178,10 @@ __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const floa
 
 #endif  // NVDET_WGMMA_DEVICE
 
-template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, class T>
+// IN_FLIGHT: wgmma groups (one per k tile) a consumer leaves running before it waits; the stage a
+// group read is handed back to the producer once the group is done. More than one hides the
+// wgmma latency when a k tile holds little work (narrow tiles).
+template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, class T>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w, const GemmKernelParams p) {
@@ -237,7 +240,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
       float acc[S::kAccRegs];
       zero_accumulators(acc);
-      int pending = -1;  // stage whose wgmmas may still read shared memory
+      const int first_t = t;
       for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
         const int s = t % S::kStages;
         mbar_wait(full_bar(s), (t / S::kStages) & 1);
@@ -250,13 +253,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
           Wgmma<TILE_N, T>::mma(acc, da, dw);
         }
         wgmma_commit();
-        wgmma_wait<1>();  // the previous stage's wgmmas are done with shared memory
-        if (pending >= 0) mbar_arrive(empty_bar(pending));
-        pending = s;
+        wgmma_wait<IN_FLIGHT>();  // groups up to t - IN_FLIGHT are done with shared memory
+        if (t - IN_FLIGHT >= first_t) mbar_arrive(empty_bar((t - IN_FLIGHT) % S::kStages));
       }
       wgmma_wait<0>();
       fence_operands(acc);
-      if (pending >= 0) mbar_arrive(empty_bar(pending));
+      for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
 
       const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = tn * S::kTileN + ((lane & 3) << 1);
@@ -303,11 +305,12 @@ bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, class T>
+template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, class T>
 cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
                           cudaStream_t stream) {
   using S = WgmmaShape<CONSUMERS, TILE_N, STAGES>;
-  auto kernel = wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, T>;
+  static_assert(IN_FLIGHT >= 1 && IN_FLIGHT < STAGES, "a stage must stay free for the producer");
+  auto kernel = wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, T>;
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -337,7 +340,7 @@ constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_b
 }
 static_assert(kGemmWgmmaConfigCount == 6 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
-                  config_is(3, 1, 128, 4, 2) && config_is(4, 1, 64, 12, 1) &&
+                  config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
                   config_is(5, 1, 32, 16, 1),
               "launch_typed's instantiations must follow kGemmWgmmaConfigs");
 
@@ -345,12 +348,12 @@ template <class T>
 cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtensorMapDataType type,
                          cudaStream_t stream) {
   switch (config) {
-    case 0: return launch_config<2, 256, 4, 1, T>(p, ctas, type, stream);
-    case 1: return launch_config<2, 128, 6, 1, T>(p, ctas, type, stream);
-    case 2: return launch_config<2, 64, 4, 2, T>(p, ctas, type, stream);
-    case 3: return launch_config<1, 128, 4, 2, T>(p, ctas, type, stream);
-    case 4: return launch_config<1, 64, 12, 1, T>(p, ctas, type, stream);
-    case 5: return launch_config<1, 32, 16, 1, T>(p, ctas, type, stream);
+    case 0: return launch_config<2, 256, 4, 1, 1, T>(p, ctas, type, stream);
+    case 1: return launch_config<2, 128, 6, 1, 1, T>(p, ctas, type, stream);
+    case 2: return launch_config<2, 64, 4, 2, 1, T>(p, ctas, type, stream);
+    case 3: return launch_config<1, 128, 8, 1, 2, T>(p, ctas, type, stream);
+    case 4: return launch_config<1, 64, 12, 1, 3, T>(p, ctas, type, stream);
+    case 5: return launch_config<1, 32, 16, 1, 3, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -361,7 +364,7 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
 bool wgmma_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 256, 4, 1, __nv_bfloat16>) !=
+    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 256, 4, 1, 1, __nv_bfloat16>) !=
         cudaSuccess) {
       cudaGetLastError();
       return false;

@@ -472,9 +472,9 @@ TEST_F(InvariantKernels, PortablePathIsBatchInvariantOnThisDevice) {
 
 // The wgmma path (sm_90a): every tile configuration (tile widths N = 32..256, one or two consumer
 // warpgroups) and several persistent CTA counts, for rows at every position of batches of several
-// sizes, must give the bits of the automatic plan at the largest batch. Two shapes: bf16 with an
+// sizes, must give the bits of the automatic plan at the largest batch. Three shapes: bf16 with an
 // even N (two-column stores) and a K tail inside a k tile; fp16 with an odd N (single stores,
-// partial tiles in N).
+// partial tiles in N); bf16 with an odd K (operands staged into 16-byte rows first).
 TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
   using nvdet_kernels::GemmPath;
   using nvdet_kernels::GemmSchedule;
@@ -486,7 +486,8 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
   };
   const int rows = 300;
   for (const Shape sh : {Shape{GemmType::kBF16, DType::kBF16, 1000, 3144},
-                         Shape{GemmType::kFP16, DType::kFP16, 4097, 1000}}) {
+                         Shape{GemmType::kFP16, DType::kFP16, 4097, 1000},
+                         Shape{GemmType::kBF16, DType::kBF16, 520, 1001}}) {
     const HostTensor a = seeded_rows(sh.dtype, rows, sh.k, 1);
     const HostTensor w = seeded_rows(sh.dtype, sh.n, sh.k, 1u << 20, 0.05f);
     const HostTensor bias = seeded_vector(sh.dtype, sh.n, 1u << 21);
@@ -503,6 +504,7 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
           const auto bits = run(da, dw, db, 0, m, sh.n, sh.k, GemmSchedule::kAuto,
                                 GemmPath::kAuto, &plan, sh.type, config, ctas);
           ASSERT_EQ(plan.config, config);
+          ASSERT_EQ(plan.staged_k > 0, sh.k % 8 != 0);
           if (ctas > 0) ASSERT_LE(plan.ctas, ctas);
           const bool same = std::equal(bits.begin(), bits.end(), ref.begin());
           EXPECT_TRUE(same) << "n=" << sh.n << " k=" << sh.k << " config " << config << " ("

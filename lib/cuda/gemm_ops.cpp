@@ -317,6 +317,10 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmArgs& args, RunNote
     if (plan.path == nvdet_kernels::GemmPath::kWgmma) {
       (*notes)["ctas"] = std::to_string(plan.ctas);
       (*notes)["k_order"] = "one wgmma chain over the whole of K";
+      if (plan.staged_k > 0) {
+        (*notes)["operands"] = "copied to rows of " + std::to_string(plan.staged_k) +
+                               " elements (K or stride not TMA-addressable)";
+      }
     }
     if (in == DType::kFP32 && args.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
   }
