@@ -1,20 +1,24 @@
 // sm_90a path of the invariant GEMM: a persistent, warp-specialized kernel. wgmma.mma_async
 // m64nNk16 (bf16/fp16 in, fp32 accumulate) fed by TMA (cp.async.bulk.tensor, 128-byte swizzle)
 // through an mbarrier ring of STAGES k tiles; one producer warpgroup (one thread issues the TMA
-// loads, running ahead into the CTA's next tile while the consumers finish the current one) and one
-// or two consumer warpgroups of 64 rows each. Each CTA walks the output tiles blockIdx.x,
-// blockIdx.x + gridDim.x, ... in grouped order. The tile shapes are kGemmWgmmaConfigs.
+// loads, running ahead into the CTA's next tile while the consumers finish the current one) and
+// one or two consumer warpgroups of 64 rows each, which keep IN_FLIGHT wgmma groups running
+// before handing a stage back. Each CTA walks the output tiles blockIdx.x, blockIdx.x +
+// gridDim.x, ... in grouped order. The tile shapes are kGemmWgmmaConfigs. Operands TMA cannot
+// address are staged first (gemm_stage_operands.cu).
 //
 // Invariance argument: every output element belongs to one accumulator register of one consumer
 // thread. That register is set to 0 at the start of its tile and then receives one wgmma
-// m64nNk16 per 16-wide k step, k = 0, 16, 32, ... in increasing order over the whole of K, with
-// the k tail and the rows past M and columns past N zero-filled by TMA whatever M is; then
-// store_tile adds the bias and rounds once (the steps of finish_element). Neither the tile's position, nor the
-// tile shape, nor the CTA count, nor the tile order changes that sequence; the tile width N only
-// changes how many columns one instruction covers (the GPU tests force every configuration and
-// compare bits, which checks that the per-element result does not depend on N).
+// m64nNk16 per 16-wide k step, k = 0, 16, 32, ... in increasing order over the whole of K (the
+// last 64-wide k tile zero-filled past K by TMA, identically whatever M is); then store_tile adds
+// the bias and rounds once (the steps of finish_element). Neither the tile's position, nor the
+// tile shape, nor the CTA count, nor the tile order, nor how many groups are in flight changes
+// that sequence; the tile width N only changes how many columns one instruction covers (the GPU
+// tests force every configuration and CTA count and compare bits, which also checks that the
+// per-element result does not depend on N: it did not, on the H200).
 //
-// Reduction order of one element: out = round(wgmma_k(K-16)(... wgmma_k16(wgmma_k0(0)) ...) + bias).
+// Reduction order of one element:
+//   out = round(bias + wgmma_k(K'-16)(... wgmma_k16(wgmma_k0(0)) ...)), K' = K rounded up to 64.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
