@@ -1,8 +1,8 @@
 // Plan and dispatch of the invariant GEMM (host code). The plan's arithmetic-relevant choices
-// (path, chunk size, k tile) are functions of the device, the compiled code, the types, K and
-// alignment only; M and N may only pick the schedule, the CTA tile and (wgmma path) the number of
-// persistent CTAs, which the kernels' invariance arguments show do not change any element's
-// operation sequence.
+// (path, chunk size, k tile) are functions of the device, the compiled code, the types and K
+// only (plus alignment on the mma.sync path); M and N may only pick the schedule, the CTA tile,
+// the number of persistent CTAs and the staging blocks (wgmma path), which the kernels'
+// invariance arguments show do not change any element's operation sequence.
 #include <algorithm>
 
 #include "kernels/gemm_invariant_device.cuh"

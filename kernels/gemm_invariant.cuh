@@ -36,7 +36,7 @@ enum class GemmType : int { kBF16 = 0, kFP16 = 1, kFP32 = 2 };
 enum class GemmSchedule : int { kAuto = 0, kSplitChunks, kInCta, kPersistent };
 enum class GemmPath : int { kAuto = 0, kMmaSync, kWgmma, kFfma };
 
-const char* gemm_path_name(GemmPath path);          // "mma.sync-m16n8k16", "wgmma-m64n128k16", ...
+const char* gemm_path_name(GemmPath path);          // "mma.sync-m16n8k16", "wgmma-m64nNk16-tma", ...
 const char* gemm_schedule_name(GemmSchedule schedule);  // "split-chunks", "in-cta", "persistent"
 
 struct GemmProblem {

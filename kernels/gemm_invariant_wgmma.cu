@@ -46,6 +46,7 @@ struct WgmmaShape {
   static constexpr int kStages = STAGES;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int kAccRegs = TILE_N / 2;
+  static_assert(kAccRegs == Wgmma<TILE_N, __nv_bfloat16>::kRegs, "one accumulator per 2 columns");
   // Tiles, then the barriers; +1024 so the tiles can be aligned to the 128B-swizzle atom.
   static constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
 };
