@@ -12,6 +12,8 @@ enum class CudaFlavor {
   kCublasLtNoSplit,  // GEMM: cuBLASLt with reduction scheme NONE; other ops: vendor policy
   kInvariant,        // this project's batch-invariant kernels for every op
   kVendorPolicy,     // attention/norm kernels whose splits follow the batch; GEMM: as kCublas
+  kCublasLtSmallWorkspace,  // GEMM: cuBLASLt default heuristic with a 1 KiB workspace (vLLM's
+                            // batch-invariant setting); other ops: vendor policy
 };
 
 PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,

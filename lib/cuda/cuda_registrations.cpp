@@ -13,6 +13,7 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
     if (info.name == "cublas") flavor = cuda::CudaFlavor::kCublas;
     if (info.name == "cublaslt-nosplit") flavor = cuda::CudaFlavor::kCublasLtNoSplit;
     if (info.name == "cuda-vendor-policy") flavor = cuda::CudaFlavor::kVendorPolicy;
+    if (info.name == "cublaslt-ws1k") flavor = cuda::CudaFlavor::kCublasLtSmallWorkspace;
     out.push_back({info, [info, flavor] { return cuda::make_cuda_backend(info, flavor); }});
   }
   return out;
