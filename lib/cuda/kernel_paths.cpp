@@ -11,13 +11,15 @@ namespace nvdet::cuda {
 namespace {
 
 // True when `architectures` holds machine code for sm_<arch> (an entry "90", "90-real",
-// "90a" or "90a-real"; "-virtual" entries are PTX only).
+// "90a" or "90a-real"; "-virtual" entries are PTX only). CMake's "native" and "all" sets are
+// taken to hold it.
 bool has_machine_code(const std::string& architectures, int arch) {
   std::stringstream list(architectures);
   std::string entry;
   const std::string number = std::to_string(arch);
   while (std::getline(list, entry, ',')) {
     if (entry.ends_with("-virtual")) continue;
+    if (entry == "native" || entry == "all" || entry == "all-major") return true;  // CMake's sets
     const std::string base = entry.substr(0, entry.find('-'));
     if (base == number || base == number + "a" || base == number + "f") return true;
   }
