@@ -60,6 +60,7 @@ PreparedCall prepare_gemm(DeviceContext& ctx, const GemmArgs& args, RunNotes* no
   };
   note(notes, "portable_gemm_sequential_k");
   if (notes) (*notes)["split_k"] = "1";
+  if (notes && args.allow_tf32) (*notes)["tf32"] = "ignored (IEEE fp32)";
   return call;
 }
 

@@ -122,6 +122,7 @@ HostTensor portable_gemm(const GemmArgs& args, RunNotes* notes) {
   if (notes) {
     (*notes)["kernel"] = "portable-sequential-k";
     (*notes)["split_k"] = "1";
+    if (args.allow_tf32) (*notes)["tf32"] = "ignored (IEEE fp32)";
   }
   return portable_output(args.out_dtype, {g.m, g.n}, out);
 }
