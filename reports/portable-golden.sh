@@ -5,6 +5,8 @@
 # times cuda-portable against cuda-invariant on a few GPU scenario contexts.
 # Usage, from the repository root: reports/portable-golden.sh OUT_DIR [BUILD_DIR]
 #   BUILD_DIR (default build) holds a CUDA build; set NVDET_SKIP_BENCH=1 to skip the timing.
+#   NVDET_PTX_BUILD=DIR: also run `nvdet info` and every GPU test of a PTX-only build in DIR
+#   (configured with -DCMAKE_CUDA_ARCHITECTURES=90-virtual), so that they run JIT-compiled PTX.
 # Writes OUT_DIR/summary.txt (one line per step with its exit code), each step's output as
 # OUT_DIR/<step>.txt, the manifest and the verify reports. Exits 0 only if the record, the
 # verification and the tests passed.
@@ -38,6 +40,10 @@ step verify-cuda-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cu
   --verify "$out/portable-golden.json" --verify-as cuda-portable=cpu-portable \
   --report-dir "$out/verify" --format json
 step gpu-tests-portable yes "$build/tests/nvdet_gpu_tests" --gtest_filter='GpuPortable.*'
+if [[ -n ${NVDET_PTX_BUILD:-} ]]; then
+  step ptx-only-info no "$NVDET_PTX_BUILD/tools/nvdet" info
+  step ptx-only-gpu-tests yes "$NVDET_PTX_BUILD/tests/nvdet_gpu_tests"
+fi
 
 if [[ -z ${NVDET_SKIP_BENCH:-} ]]; then
   # Each entry: SCENARIO@CONTEXT-REGEX. Ratios are cuda-portable's time over cuda-invariant's.
