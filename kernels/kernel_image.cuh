@@ -8,13 +8,13 @@
 namespace nvdet::kernels {
 
 struct KernelImage {
-  bool ok = false;          // false: the probe could not run (no device, no image for it)
+  bool ok = false;  // false: the probe could not run (no device, no image for it)
   cudaError_t error = cudaSuccess;
-  int device_arch = 0;      // the device, as 10 * major + minor (90 for sm_90)
-  int code_arch = 0;        // __CUDA_ARCH__ / 10 of the code that ran (80, 90, ...)
+  int device_arch = 0;         // the device, as 10 * major + minor (90 for sm_90)
+  int code_arch = 0;           // __CUDA_ARCH__ / 10 of the code that ran (80, 90, ...)
   bool arch_specific = false;  // compiled for an `a` target (sm_90a features: wgmma, setmaxnreg)
-  int binary_version = 0;   // cudaFuncAttributes::binaryVersion of the probe
-  int ptx_version = 0;      // cudaFuncAttributes::ptxVersion of the probe
+  int binary_version = 0;      // cudaFuncAttributes::binaryVersion of the probe
+  int ptx_version = 0;         // cudaFuncAttributes::ptxVersion of the probe
 };
 
 // Runs a one-thread probe once per process on the current device (cached).

@@ -38,14 +38,17 @@ struct Tag {
 template <class F>
 cudaError_t with_type(PortableType t, F&& f) {
   switch (t) {
-    case PortableType::kFP32: return f(Tag<float>{});
-    case PortableType::kBF16: return f(Tag<pt::Bf16>{});
-    case PortableType::kFP16: return f(Tag<pt::Fp16>{});
+    case PortableType::kFP32:
+      return f(Tag<float>{});
+    case PortableType::kBF16:
+      return f(Tag<pt::Bf16>{});
+    case PortableType::kFP16:
+      return f(Tag<pt::Fp16>{});
   }
   return cudaErrorInvalidValue;
 }
 
-// ---- GEMM ----------------------------------------------------------------------------------------
+// ---- GEMM ---------------------------------------------------------------------------------------
 
 constexpr int kGemmTile = 64, kGemmK = 16, kGemmThreads = 256;
 
@@ -101,7 +104,7 @@ __global__ void __launch_bounds__(kGemmThreads)
   }
 }
 
-// ---- RMSNorm and log-softmax ---------------------------------------------------------------------
+// ---- RMSNorm and log-softmax --------------------------------------------------------------------
 
 constexpr int kRowWarps = 8;
 
@@ -126,8 +129,8 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   gather_partials(partial[warp], v);
   const float inv = pt::rms_inverse(pt::tree32_sum(v), d, eps);
   for (int64_t j = lane; j < d; j += 32) {
-    out[row * d + j] = pt::from_float<O>(
-        pt::rms_output(pt::to_float(xr[j]), inv, pt::to_float(weight[j])));
+    out[row * d + j] =
+        pt::from_float<O>(pt::rms_output(pt::to_float(xr[j]), inv, pt::to_float(weight[j])));
   }
 }
 
@@ -154,7 +157,7 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   }
 }
 
-// ---- attention -----------------------------------------------------------------------------------
+// ---- attention ----------------------------------------------------------------------------------
 
 constexpr int kAttnThreads = 128;
 
@@ -180,13 +183,13 @@ size_t attention_smem_bytes(int32_t head_dim) {
 // every thread.
 template <class T>
 __device__ void attend_range(const PagedView<T>& kv, int seq, int kvh, int64_t begin, int64_t end,
-                             int64_t origin, float scale, const float* q, float* acc,
-                             float* scores, float* p, float& m, float& l) {
+                             int64_t origin, float scale, const float* q, float* acc, float* scores,
+                             float* p, float& m, float& l) {
   const int d = kv.head_dim;
   for (int64_t t0 = begin; t0 < end;) {
     const int64_t offset = (t0 - origin) % pt::kAttentionTile;
-    const int64_t t1 = end < t0 + (pt::kAttentionTile - offset) ? end
-                                                                 : t0 + (pt::kAttentionTile - offset);
+    const int64_t t1 =
+        end < t0 + (pt::kAttentionTile - offset) ? end : t0 + (pt::kAttentionTile - offset);
     const int n = static_cast<int>(t1 - t0);
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
       scores[t] = pt::attention_score(q, kv.k + kv.offset(seq, kvh, t0 + t), d, scale);
@@ -291,7 +294,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   int lo = 0, hi = seqs - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (q_start[mid] <= row) lo = mid; else hi = mid - 1;
+    if (q_start[mid] <= row)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const int seq = lo;
   const int64_t q_len = q_start[seq + 1] - q_start[seq];
@@ -307,8 +313,13 @@ __global__ void __launch_bounds__(kAttnThreads)
 
 template <class T>
 PagedView<T> paged_view(const PortableAttention& p) {
-  return {static_cast<const T*>(p.k), static_cast<const T*>(p.v), p.page_table,
-          p.max_pages_per_seq, p.page_size, p.kv_heads, p.head_dim};
+  return {static_cast<const T*>(p.k),
+          static_cast<const T*>(p.v),
+          p.page_table,
+          p.max_pages_per_seq,
+          p.page_size,
+          p.kv_heads,
+          p.head_dim};
 }
 
 bool attention_args_ok(const PortableAttention& p) {
@@ -371,8 +382,8 @@ cudaError_t launch_portable_log_softmax(PortableType in, PortableType out_type, 
 }
 
 size_t portable_decode_workspace_bytes(const PortableAttention& p, int32_t max_splits) {
-  return static_cast<size_t>(p.seqs) * p.heads * max_splits * (2 + static_cast<size_t>(p.head_dim)) *
-         sizeof(float);
+  return static_cast<size_t>(p.seqs) * p.heads * max_splits *
+         (2 + static_cast<size_t>(p.head_dim)) * sizeof(float);
 }
 
 cudaError_t launch_portable_attention_decode(const PortableAttention& p, int32_t split,
@@ -403,7 +414,8 @@ cudaError_t launch_portable_attention_decode(const PortableAttention& p, int32_t
 }
 
 cudaError_t launch_portable_attention_prefill(const PortableAttention& p, cudaStream_t stream) {
-  if (!attention_args_ok(p) || p.seqs <= 0) return p.rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (!attention_args_ok(p) || p.seqs <= 0)
+    return p.rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
   if (p.rows == 0) return cudaSuccess;
   const int64_t blocks = static_cast<int64_t>(p.rows) * p.heads;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;

@@ -90,7 +90,7 @@ NVDET_PORTABLE_FN float mul_add(float acc, float a, float b) { return add(acc, m
 // and NaN pick the same operand on both sides (fmaxf leaves that to the implementation).
 NVDET_PORTABLE_FN float max(float a, float b) { return b > a ? b : a; }
 
-// ---- bits ----------------------------------------------------------------------------------------
+// ---- bits ---------------------------------------------------------------------------------------
 
 NVDET_PORTABLE_FN uint32_t bits_of(float f) {
 #if defined(__CUDA_ARCH__)
@@ -118,7 +118,7 @@ inline constexpr uint32_t kInfBits = 0x7f800000u;
 // 2^n for -126 <= n <= 127, exactly.
 NVDET_PORTABLE_FN float pow2(int n) { return float_of(static_cast<uint32_t>(n + 127) << 23); }
 
-// ---- exp -----------------------------------------------------------------------------------------
+// ---- exp ----------------------------------------------------------------------------------------
 // exp(x) = 2^k * exp(r), k = floor(x * log2(e) + 0.5), r = (x - k * ln2_hi) - k * ln2_lo, |r| <
 // 0.35 (ln2_hi has 16 significant bits, so k * ln2_hi is exact for |k| <= 256). exp(r) is the
 // degree-7 Taylor polynomial in Horner form (truncation error below 4e-9 relative at |r| = 0.35;
@@ -127,9 +127,9 @@ NVDET_PORTABLE_FN float pow2(int n) { return float_of(static_cast<uint32_t>(n + 
 // subnormal result is rounded twice, identically on both sides.
 
 inline constexpr float kLog2e = 1.44269502162933349609375f;
-inline constexpr float kLn2Hi = 0.693145751953125f;           // 0x3f317200
+inline constexpr float kLn2Hi = 0.693145751953125f;              // 0x3f317200
 inline constexpr float kLn2Lo = 1.42860676533018704503775e-06f;  // ln 2 - kLn2Hi
-inline constexpr float kExpOverflow = 88.72283935546875f;     // smallest float with exp > FLT_MAX
+inline constexpr float kExpOverflow = 88.72283935546875f;      // smallest float with exp > FLT_MAX
 inline constexpr float kExpUnderflow = -103.972084045410156f;  // below: exp < 2^-150, rounds to 0
 
 NVDET_PORTABLE_FN float exp(float x) {
@@ -151,7 +151,7 @@ NVDET_PORTABLE_FN float exp(float x) {
   return mul(mul(p, pow2(k1)), pow2(k2));
 }
 
-// ---- log -----------------------------------------------------------------------------------------
+// ---- log ----------------------------------------------------------------------------------------
 // log(x) = e * ln2 + log(m), x = m * 2^e with m in [sqrt(1/2), sqrt(2)) (subnormal x is first
 // scaled by 2^23, exactly). With f = m - 1 (exact) and s = f / (2 + f), log(m) = 2 atanh(s) =
 // 2s + s * R, R = z * (2/3 + z * (2/5 + z * (2/7 + z * 2/9))), z = s^2, |s| <= 0.1716 (truncation
@@ -188,7 +188,7 @@ NVDET_PORTABLE_FN float log(float x) {
   return add(mul(ef, kLn2Hi), add(mul(ef, kLn2Lo), log_m));
 }
 
-// ---- storage types -------------------------------------------------------------------------------
+// ---- storage types ------------------------------------------------------------------------------
 // 16-bit elements as raw bits, so that host and device share one conversion. Layout-compatible
 // with __nv_bfloat16 / __half / uint16_t storage.
 

@@ -28,7 +28,7 @@ namespace nvdet::portable {
 inline constexpr int kLanes = 32;
 inline constexpr int kAttentionTile = 64;
 
-// ---- GEMM ----------------------------------------------------------------------------------------
+// ---- GEMM ---------------------------------------------------------------------------------------
 
 // One output element: the sequential dot product of a row of `a` and a row of `w` (length k),
 // plus the bias when there is one.
@@ -39,7 +39,7 @@ NVDET_PORTABLE_FN float gemm_element(const T* a_row, const T* w_row, int64_t k, 
   return bias ? add(acc, to_float(*bias)) : acc;
 }
 
-// ---- 32-lane row reductions ----------------------------------------------------------------------
+// ---- 32-lane row reductions ---------------------------------------------------------------------
 
 // Lane `lane`'s sequential sum of f(x[j]) over j = lane, lane + 32, ... < d, from 0.
 template <class T, class F>
@@ -80,7 +80,7 @@ struct ExpShifted {
   NVDET_PORTABLE_FN float operator()(float x) const { return exp(sub(x, mx)); }
 };
 
-// ---- RMSNorm and log-softmax ---------------------------------------------------------------------
+// ---- RMSNorm and log-softmax --------------------------------------------------------------------
 
 // 1 / sqrt(sum_sq / d + eps); d < 2^24 is exact in float.
 NVDET_PORTABLE_FN float rms_inverse(float sum_sq, int64_t d, float eps) {
@@ -93,7 +93,7 @@ NVDET_PORTABLE_FN float log_softmax_output(float x, float mx, float log_sum) {
   return sub(sub(x, mx), log_sum);
 }
 
-// ---- attention -----------------------------------------------------------------------------------
+// ---- attention ----------------------------------------------------------------------------------
 
 // s = (sequential dot over d of q[j] * k[j], from 0) * scale.
 template <class T>
@@ -126,7 +126,9 @@ NVDET_PORTABLE_FN float tile_weighted_sum(const float* p, int n, VCol v_col) {
   return s;
 }
 // A running value rescaled by c and extended by the tile's contribution: old * c + tile.
-NVDET_PORTABLE_FN float rescale_add(float old, float c, float tile) { return add(mul(old, c), tile); }
+NVDET_PORTABLE_FN float rescale_add(float old, float c, float tile) {
+  return add(mul(old, c), tile);
+}
 
 // Merge of split states a and b (b non-empty, a non-empty): M = max(a.m, b.m),
 // ea = exp(a.m - M), eb = exp(b.m - M), l = a.l * ea + b.l * eb, acc likewise.

@@ -7,9 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <string>
-
 #include <sstream>
+#include <string>
 
 #include "lib/backend/backend.h"
 #if NVDET_WITH_CUDA
@@ -29,10 +28,16 @@ std::vector<uint64_t> streams(int64_t n, uint64_t base) {
   return s;
 }
 
+// The two portable backends, created per test (no device state outlives a test).
+struct Pair {
+  std::unique_ptr<Backend> cpu = make_backend("cpu-portable");
+  std::unique_ptr<Backend> gpu = make_backend("cuda-portable");
+};
+
 // Byte-for-byte equality of the two backends' outputs, naming the first differing element.
-void expect_identical(const OpArgs& args, const std::string& what) {
-  static auto cpu = make_backend("cpu-portable");
-  static auto gpu = make_backend("cuda-portable");
+void expect_identical(Pair& pair, const OpArgs& args, const std::string& what) {
+  Backend* cpu = pair.cpu.get();
+  Backend* gpu = pair.gpu.get();
   const HostTensor want = cpu->run(args, nullptr);
   const HostTensor got = gpu->run(args, nullptr);
   ASSERT_EQ(got.shape(), want.shape()) << what;
@@ -61,44 +66,48 @@ std::string name(const char* op, const std::pair<DType, DType>& p, const std::st
 
 TEST(GpuPortable, GemmIsBitwiseEqualToCpuPortable) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  Pair pair;
   struct Shape {
     int64_t m, n, k;
   };
   for (const auto& types : kTypePairs) {
-    for (const Shape s : {Shape{1, 4096, 4096}, Shape{67, 129, 1000}, Shape{130, 72, 1},
-                          Shape{5, 33, 4100}}) {
+    for (const Shape s :
+         {Shape{1, 4096, 4096}, Shape{67, 129, 1000}, Shape{130, 72, 1}, Shape{5, 33, 4100}}) {
       const HostTensor a = seeded_rows(types.first, s.k, streams(s.m, 1));
       const HostTensor w = seeded_rows(types.first, s.k, streams(s.n, 10000), 0.05f);
       const HostTensor bias = seeded_vector(types.first, s.n, 999);
-      const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
-                                std::to_string(s.k);
-      expect_identical(GemmArgs{&a, &w, &bias, types.second}, name("gemm", types, shape + " bias"));
-      expect_identical(GemmArgs{&a, &w, nullptr, types.second}, name("gemm", types, shape));
+      const std::string shape =
+          std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+      expect_identical(pair, GemmArgs{&a, &w, &bias, types.second},
+                       name("gemm", types, shape + " bias"));
+      expect_identical(pair, GemmArgs{&a, &w, nullptr, types.second}, name("gemm", types, shape));
     }
   }
 }
 
 TEST(GpuPortable, GemmOfSubnormalProductsIsBitwiseEqual) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  Pair pair;
   // Products near 2^-140: subnormal partial sums, which a flush-to-zero side would lose.
   const HostTensor a = seeded_rows(DType::kFP32, 300, streams(9, 20), 1e-20f);
   const HostTensor w = seeded_rows(DType::kFP32, 300, streams(17, 40), 1e-22f);
-  expect_identical(GemmArgs{&a, &w, nullptr, DType::kFP32}, "gemm fp32 subnormal products");
+  expect_identical(pair, GemmArgs{&a, &w, nullptr, DType::kFP32}, "gemm fp32 subnormal products");
 }
 
 TEST(GpuPortable, RowOpsAreBitwiseEqualToCpuPortable) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  Pair pair;
   for (const auto& types : kTypePairs) {
     for (int64_t d : {1, 31, 33, 4096, 5000}) {
       const HostTensor x = seeded_rows(types.first, d, streams(19, 300));
       const HostTensor w = seeded_vector(types.first, d, 301);
-      expect_identical(RmsNormArgs{&x, &w, 1e-6f, types.second},
+      expect_identical(pair, RmsNormArgs{&x, &w, 1e-6f, types.second},
                        name("rmsnorm", types, "d=" + std::to_string(d)));
     }
     for (int64_t v : {1, 7, 32000, 151936}) {
       for (float stddev : {1.0f, 30.0f}) {
         const HostTensor x = seeded_rows(types.first, v, streams(5, 400), stddev);
-        expect_identical(LogSoftmaxArgs{&x, types.second},
+        expect_identical(pair, LogSoftmaxArgs{&x, types.second},
                          name("log_softmax", types,
                               "v=" + std::to_string(v) + " stddev " + std::to_string(stddev)));
       }
@@ -108,27 +117,29 @@ TEST(GpuPortable, RowOpsAreBitwiseEqualToCpuPortable) {
 
 TEST(GpuPortable, AttentionIsBitwiseEqualToCpuPortable) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  Pair pair;
   struct Heads {
     int32_t h, kvh, d, page;
   };
   const std::vector<SeqSpec> decode = {{1, 1000}, {2, 1}, {3, 257}, {4, 4096}, {5, 77}};
-  const std::vector<SeqSpec> prefill = {{1, 300, 300, 0}, {2, 200, 7, 64}, {3, 1, 1, 0},
-                                        {4, 130, 64, 66}};
+  const std::vector<SeqSpec> prefill = {
+      {1, 300, 300, 0}, {2, 200, 7, 64}, {3, 1, 1, 0}, {4, 130, 64, 66}};
   for (const auto& types : kTypePairs) {
     if (types.first == DType::kFP32 && types.second == DType::kBF16) continue;
     for (const Heads hd : {Heads{32, 8, 128, 16}, Heads{8, 8, 64, 32}, Heads{12, 4, 96, 16}}) {
       const std::string shape = "H" + std::to_string(hd.h) + "/KVH" + std::to_string(hd.kvh) +
                                 " D" + std::to_string(hd.d);
-      const auto b = make_attention_batch(types.first, decode, hd.h, hd.kvh, hd.d, false, 3,
-                                          hd.page);
+      const auto b =
+          make_attention_batch(types.first, decode, hd.h, hd.kvh, hd.d, false, 3, hd.page);
       for (int32_t split : {0, 100}) {
         AttentionDecodeArgs args = b->decode(types.second);
         args.splits.split_size = split;
-        expect_identical(args, name("decode", types, shape + " split " + std::to_string(split)));
+        expect_identical(pair, args,
+                         name("decode", types, shape + " split " + std::to_string(split)));
       }
-      const auto p = make_attention_batch(types.first, prefill, hd.h, hd.kvh, hd.d, true, 5,
-                                          hd.page);
-      expect_identical(p->prefill(types.second), name("prefill", types, shape));
+      const auto p =
+          make_attention_batch(types.first, prefill, hd.h, hd.kvh, hd.d, true, 5, hd.page);
+      expect_identical(pair, p->prefill(types.second), name("prefill", types, shape));
     }
   }
 }
@@ -183,7 +194,8 @@ TEST(GpuPortable, KernelImageAndPathsFollowTheBuild) {
   EXPECT_LE(img.code_arch, img.device_arch);
   const std::string archs = NVDET_CUDA_ARCHITECTURES;
   const std::string text = cuda::kernel_image_description(archs);
-  if (ptx_only_build(archs)) EXPECT_NE(text.find("JIT-compiled"), std::string::npos) << archs << ": " << text;
+  if (ptx_only_build(archs))
+    EXPECT_NE(text.find("JIT-compiled"), std::string::npos) << archs << ": " << text;
   std::printf("build %s: kernel image %s\n", archs.c_str(), text.c_str());
 
   auto inv = make_backend("cuda-invariant");
@@ -193,8 +205,10 @@ TEST(GpuPortable, KernelImageAndPathsFollowTheBuild) {
   inv->run(GemmArgs{&a, &w, nullptr, DType::kFP32}, &notes);
   EXPECT_EQ(notes["kernel_image"], text);
   EXPECT_EQ(notes["path"], notes["kernel"]);
-  if (!img.arch_specific) EXPECT_EQ(notes["kernel"].find("wgmma"), std::string::npos) << notes["kernel"];
-  if (img.arch_specific && img.device_arch == 90) EXPECT_NE(notes["kernel"].find("wgmma"), std::string::npos);
+  if (!img.arch_specific)
+    EXPECT_EQ(notes["kernel"].find("wgmma"), std::string::npos) << notes["kernel"];
+  if (img.arch_specific && img.device_arch == 90)
+    EXPECT_NE(notes["kernel"].find("wgmma"), std::string::npos);
   RunNotes pnotes;
   make_backend("cuda-portable")->run(GemmArgs{&a, &w, nullptr, DType::kFP32}, &pnotes);
   EXPECT_NE(pnotes["path"].find("portable-fp32"), std::string::npos);

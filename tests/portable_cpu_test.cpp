@@ -100,10 +100,12 @@ std::vector<float> formula_log_softmax(const HostTensor& x) {
   std::vector<float> out(xv.size());
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = xv.data() + r * v;
-    const float mx = lanes_then_tree(row, v, -INFINITY, [](float a, float b) { return b > a ? b : a; });
+    const float mx =
+        lanes_then_tree(row, v, -INFINITY, [](float a, float b) { return b > a ? b : a; });
     std::vector<float> e(static_cast<size_t>(v));
     for (int64_t j = 0; j < v; ++j) e[j] = pt::exp(row[j] - mx);
-    const float lse = pt::log(lanes_then_tree(e.data(), v, 0.0f, [](float a, float b) { return a + b; }));
+    const float lse =
+        pt::log(lanes_then_tree(e.data(), v, 0.0f, [](float a, float b) { return a + b; }));
     for (int64_t j = 0; j < v; ++j) out[r * v + j] = (row[j] - mx) - lse;
   }
   return out;
@@ -184,7 +186,8 @@ std::vector<float> formula_decode(const AttentionBatch& b, float scale, int64_t 
       State total;
       bool have = false;
       for (int64_t b0 = 0; b0 < len; b0 += split) {
-        const State part = formula_attend(hd.q, hd.k, hd.v, b0, std::min(len, b0 + split), b0, scale);
+        const State part =
+            formula_attend(hd.q, hd.k, hd.v, b0, std::min(len, b0 + split), b0, scale);
         if (!have) {
           total = part;
           have = true;
@@ -219,7 +222,7 @@ std::vector<float> formula_prefill(const AttentionBatch& b, float scale) {
   return out;
 }
 
-// ---- tests ---------------------------------------------------------------------------------------
+// ---- tests --------------------------------------------------------------------------------------
 
 class CpuPortable : public ::testing::Test {
  protected:
@@ -288,8 +291,9 @@ TEST_F(CpuPortable, DecodeEqualsTheFormulaAndIsCloseToReference) {
       args.splits.split_size = split;
       const HostTensor got = portable->run(args, nullptr);
       const std::string what = "decode split " + std::to_string(split) + " " + pair_name({in, out});
-      expect_bitwise(got, expected(out, got.shape(), formula_decode(*b, args.scale, split ? split : 512)),
-                     what);
+      expect_bitwise(
+          got, expected(out, got.shape(), formula_decode(*b, args.scale, split ? split : 512)),
+          what);
       expect_close_to_reference(got, reference->run(args, nullptr), 2e-5, 1, what);
     }
   }
@@ -313,7 +317,8 @@ TEST_F(CpuPortable, OutputsDifferFromCpuInvariant) {
   auto invariant = make_cpu_backend("cpu-invariant");
   const HostTensor x = seeded_rows(DType::kBF16, 32000, streams(4, 80), 4.0f);
   const LogSoftmaxArgs args{&x, DType::kFP32};
-  EXPECT_NE(row_bits(portable->run(args, nullptr), 0, 4), row_bits(invariant->run(args, nullptr), 0, 4));
+  EXPECT_NE(row_bits(portable->run(args, nullptr), 0, 4),
+            row_bits(invariant->run(args, nullptr), 0, 4));
 }
 
 void expect_one_result(const DistinctResults& r) {

@@ -1,6 +1,8 @@
 // kernels/portable_math.cuh on the host: exp and log against double within their stated ulp,
 // special values, subnormals kept, and the bf16 / fp16 conversions equal to lib/core's (an
 // independent implementation) for every 16-bit pattern and a sweep of floats.
+#include "kernels/portable_math.cuh"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -9,7 +11,6 @@
 #include <limits>
 #include <random>
 
-#include "kernels/portable_math.cuh"
 #include "lib/core/dtype.h"
 
 namespace nvdet::testing {
@@ -61,7 +62,7 @@ TEST(PortableMath, ExpSpecialValuesAndSubnormals) {
   EXPECT_EQ(pt::exp(-INFINITY), 0.0f);
   EXPECT_EQ(pt::exp(INFINITY), INFINITY);
   EXPECT_EQ(pt::exp(88.72283935546875f), INFINITY);  // just above log(FLT_MAX)
-  EXPECT_LT(pt::exp(88.72283172607422f), INFINITY);   // the float below it
+  EXPECT_LT(pt::exp(88.72283172607422f), INFINITY);  // the float below it
   EXPECT_EQ(std::bit_cast<uint32_t>(pt::exp(NAN)), pt::kCanonicalNanBits);
   EXPECT_EQ(pt::exp(-104.0f), 0.0f);
   // Subnormal results are kept (no flush to zero) and within 1 unit of the subnormal spacing.
@@ -141,7 +142,8 @@ TEST(PortableMath, SixteenBitConversionsMatchTheIndependentOnes) {
   };
   for (int i = 0; i < 2000000; ++i) check(std::bit_cast<float>(bits(rng)));
   // Ties and the fp16 subnormal / overflow edges.
-  for (uint32_t u = 0x33000000u - 64; u < 0x38800000u + 64; u += 997) check(std::bit_cast<float>(u));
+  for (uint32_t u = 0x33000000u - 64; u < 0x38800000u + 64; u += 997)
+    check(std::bit_cast<float>(u));
   for (float f : {65504.0f, 65519.99f, 65520.0f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f,
                   1.0f + 0x1p-8f, 1.0f + 0x1p-11f, 1.0f + 0x3p-11f, -0.0f}) {
     check(f);

@@ -39,8 +39,8 @@ std::string kernel_image_description(const std::string& architectures) {
     return "compute_" + std::to_string(img.code_arch) + (img.arch_specific ? "a" : "") +
            " PTX, JIT-compiled by the driver for " + device;
   }
-  std::string s = "sm_" + std::to_string(img.code_arch) + (img.arch_specific ? "a" : "") +
-                  " machine code";
+  std::string s =
+      "sm_" + std::to_string(img.code_arch) + (img.arch_specific ? "a" : "") + " machine code";
   if (img.device_arch != img.code_arch) s += " on an " + device + " device";
   return s;
 }
@@ -67,8 +67,10 @@ std::vector<std::pair<std::string, std::string>> gpu_backend_paths() {
   const std::string invariant_gemm =
       nvdet_kernels::gemm_path_name(nvdet_kernels::gemm_invariant_plan(prob, dev).path);
   const std::string cores = "CUDA cores (fp32 accumulation)";
-  const std::string vendor = "GEMM: cuBLASLt's heuristic (its choice is in each run's notes); "
-                             "other ops: " + cores;
+  const std::string vendor =
+      "GEMM: cuBLASLt's heuristic (its choice is in each run's notes); "
+      "other ops: " +
+      cores;
   return {
       {"cublas", vendor},
       {"cublaslt-nosplit", vendor},
@@ -76,8 +78,9 @@ std::vector<std::pair<std::string, std::string>> gpu_backend_paths() {
       {"cuda-invariant", "GEMM bf16/fp16: " + invariant_gemm + ", fp32: " +
                              nvdet_kernels::gemm_path_name(nvdet_kernels::GemmPath::kFfma) +
                              "; other ops: " + cores},
-      {"cuda-portable", "every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise equal "
-                        "to cpu-portable)"},
+      {"cuda-portable",
+       "every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise equal "
+       "to cpu-portable)"},
   };
 }
 

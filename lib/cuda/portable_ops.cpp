@@ -16,9 +16,12 @@ using kernels::PortableType;
 
 PortableType portable_type(DType t) {
   switch (t) {
-    case DType::kBF16: return PortableType::kBF16;
-    case DType::kFP16: return PortableType::kFP16;
-    case DType::kFP32: break;
+    case DType::kBF16:
+      return PortableType::kBF16;
+    case DType::kFP16:
+      return PortableType::kFP16;
+    case DType::kFP32:
+      break;
   }
   return PortableType::kFP32;
 }
@@ -83,8 +86,7 @@ PreparedCall prepare_rmsnorm(DeviceContext& ctx, const RmsNormArgs& args, RunNot
   return call;
 }
 
-PreparedCall prepare_log_softmax(DeviceContext& ctx, const LogSoftmaxArgs& args,
-                                 RunNotes* notes) {
+PreparedCall prepare_log_softmax(DeviceContext& ctx, const LogSoftmaxArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), v = args.x->dim(1);
   check_limit("log_softmax", rows < (int64_t{1} << 31), "rows must be below 2^31");
   const void* x = ctx.upload(*args.x);
@@ -100,12 +102,12 @@ PreparedCall prepare_log_softmax(DeviceContext& ctx, const LogSoftmaxArgs& args,
 
 // Uploads q, k, v, the page table and the KV lengths; the uploads are owned by the call.
 kernels::PortableAttention attention_params(DeviceContext& ctx, PreparedCall& call,
-                                            const HostTensor& q, const PagedKv& kv,
-                                            int32_t heads, int32_t kv_heads, int32_t head_dim,
-                                            float scale, DType out_dtype, const char* op) {
-  check_limit(op, head_dim <= kernels::kPortableMaxHeadDim,
-              "head_dim above " + std::to_string(kernels::kPortableMaxHeadDim) +
-                  " is not supported");
+                                            const HostTensor& q, const PagedKv& kv, int32_t heads,
+                                            int32_t kv_heads, int32_t head_dim, float scale,
+                                            DType out_dtype, const char* op) {
+  check_limit(
+      op, head_dim <= kernels::kPortableMaxHeadDim,
+      "head_dim above " + std::to_string(kernels::kPortableMaxHeadDim) + " is not supported");
   ctx.upload(q);
   ctx.upload(*kv.k);
   ctx.upload(*kv.v);
@@ -132,10 +134,8 @@ kernels::PortableAttention attention_params(DeviceContext& ctx, PreparedCall& ca
   return p;
 }
 
-PreparedCall prepare_decode(DeviceContext& ctx, const AttentionDecodeArgs& args,
-                            RunNotes* notes) {
-  check_limit("attention_decode",
-              args.q->dim(0) <= 65535 && args.num_heads <= 65535,
+PreparedCall prepare_decode(DeviceContext& ctx, const AttentionDecodeArgs& args, RunNotes* notes) {
+  check_limit("attention_decode", args.q->dim(0) <= 65535 && args.num_heads <= 65535,
               "more than 65535 sequences or heads is not supported");
   PreparedCall call;
   kernels::PortableAttention p =
@@ -145,8 +145,8 @@ PreparedCall prepare_decode(DeviceContext& ctx, const AttentionDecodeArgs& args,
   int64_t longest = 0;
   for (int32_t len : args.kv.kv_lens) longest = std::max<int64_t>(longest, len);
   const auto max_splits = static_cast<int32_t>(std::max<int64_t>(1, (longest + split - 1) / split));
-  float* ws = static_cast<float*>(
-      ctx.workspace(kernels::portable_decode_workspace_bytes(p, max_splits)));
+  float* ws =
+      static_cast<float*>(ctx.workspace(kernels::portable_decode_workspace_bytes(p, max_splits)));
   call.launch = [=](cudaStream_t s) {
     return kernels::launch_portable_attention_decode(p, split, max_splits, ws, s);
   };

@@ -107,7 +107,8 @@ HostTensor portable_gemm(const GemmArgs& args, RunNotes* notes) {
       for (int64_t kk = 0; kk < g.k; ++kk) {
         const float* wk = w + kk * kGemmLanes;
         for (int r = 0; r < kGemmRows; ++r) {
-          for (int l = 0; l < kGemmLanes; ++l) acc[r][l] = pt::mul_add(acc[r][l], rows[r][kk], wk[l]);
+          for (int l = 0; l < kGemmLanes; ++l)
+            acc[r][l] = pt::mul_add(acc[r][l], rows[r][kk], wk[l]);
         }
       }
       for (int r = 0; r < kGemmRows && rb * kGemmRows + r < g.m; ++r) {
