@@ -43,6 +43,9 @@ inline std::vector<BackendInfo> cuda_backend_infos() {
        true, false, vendor_stands_for},
       {"cuda-invariant", "nvdet's batch-invariant CUDA kernels (fixed reduction plans)", true, true,
        {}},
+      {"cuda-portable",
+       "IEEE fp32 CUDA-core kernels, bitwise equal to cpu-portable on the CPU and on any GPU", true,
+       true, {}},
   };
 }
 
