@@ -152,18 +152,18 @@ HostTensor stack_rows(const std::vector<HostTensor>& parts) {
   return out;
 }
 
-HfConfig read_config_json(const std::string& folder) {
+}  // namespace
+
+HfConfig read_hf_config_json(const std::string& folder) {
   if (!fs::is_directory(folder)) throw_input_error(folder + ": checkpoint folder not found");
   const fs::path path = fs::path(folder) / "config.json";
   return parse_hf_config(read_json(path), path.string());
 }
 
-}  // namespace
-
-ModelConfig read_hf_config(const std::string& folder) { return read_config_json(folder).model; }
+ModelConfig read_hf_config(const std::string& folder) { return read_hf_config_json(folder).model; }
 
 ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
-  const HfConfig hf = read_config_json(folder);
+  const HfConfig hf = read_hf_config_json(folder);
   const ModelConfig& c = hf.model;
   TensorSource src{fs::path(folder)};
   const int64_t h = c.hidden, q = c.q_dim(), kv = c.kv_dim(), inter = c.intermediate;

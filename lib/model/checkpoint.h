@@ -9,12 +9,15 @@
 // file or a bad header - throws Error(kBadInput) with one sentence naming the file and tensor.
 #include <string>
 
+#include "lib/model/hf_config.h"
 #include "lib/model/model_weights.h"
 
 namespace nvdet {
 
 // The architecture config.json describes, checked as parse_hf_config checks it.
 ModelConfig read_hf_config(const std::string& folder);
+// The same with what config.json says beyond the architecture (tie_word_embeddings).
+HfConfig read_hf_config_json(const std::string& folder);
 
 ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype);
 

@@ -61,6 +61,9 @@ struct PrefillShape {
 // a Hugging Face style folder (config.json + *.safetensors).
 struct ModelSpec {
   std::string checkpoint;  // "" = synthetic
+  // With a checkpoint: its folder holds only config.json; seeded weights (the scenario seed) are
+  // written in the checkpoint format into a temporary folder and read back through the loader.
+  bool synthetic_weights = false;
   int32_t hidden = 256;
   int32_t layers = 2;
   int32_t num_heads = 8;
