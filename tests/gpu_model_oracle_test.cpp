@@ -29,7 +29,8 @@ constexpr double kTolerance = 2e-5;
 // error is 0.0046 to 0.0101 of the scale; the bound is the CPU test's.
 constexpr double kBf16Bound = 0.03;
 
-const char* const kGpuBackends[] = {"cuda-invariant", "cuda-vendor-policy", "cublas", "cublaslt-nosplit"};
+const char* const kGpuBackends[] = {"cuda-invariant", "cuda-vendor-policy", "cublas",
+                                    "cublaslt-nosplit"};
 
 // GEMM and RMSNorm on `gpu`, attention on cpu-reference.
 class GpuExceptAttention final : public Backend {

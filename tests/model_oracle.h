@@ -21,8 +21,8 @@ namespace nvdet::testing {
 // Every fixture: each architecture in both config formats (t4: top-level rope_theta and
 // rope_scaling; t5: rope_parameters), RoPE default / llama3 / linear, tied and untied heads.
 inline const std::vector<std::string> kOracleFixtures = {
-    "llama-t4",   "llama-t5",   "llama31-t4", "llama31-t5", "llama-linear-t4", "mistral-t4",
-    "mistral-t5", "qwen2-t4",   "qwen2-t5",   "qwen3-t4",   "qwen3-t5"};
+    "llama-t4",   "llama-t5", "llama31-t4", "llama31-t5", "llama-linear-t4", "mistral-t4",
+    "mistral-t5", "qwen2-t4", "qwen2-t5",   "qwen3-t4",   "qwen3-t5"};
 
 inline std::filesystem::path fixture_dir(const std::string& name) {
   return source_dir() / "tests/fixtures/checkpoints" / name;
@@ -78,7 +78,8 @@ inline OracleMatch compare_with_oracle(const SequenceResult& r, const Oracle& o,
     const float* got = r.logits.data_as<float>() + t * o.vocab;
     const double scale = logit_scale(o, t);
     double err = 0;
-    for (int64_t v = 0; v < o.vocab; ++v) err = std::max(err, std::abs(double{got[v]} - o.row(t)[v]));
+    for (int64_t v = 0; v < o.vocab; ++v)
+      err = std::max(err, std::abs(double{got[v]} - o.row(t)[v]));
     m.max_error = std::max(m.max_error, err / scale);
     m.compared_steps = static_cast<int32_t>(t + 1);
     EXPECT_LE(err, tol * scale) << what << ": step " << t << " logits differ from transformers' by "

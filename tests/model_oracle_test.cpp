@@ -5,6 +5,8 @@
 // comparison is shown to have teeth (dropping RoPE scaling, Qwen3's q/k norms or the config's
 // theta breaks it), and every tensor of every fixture is shown to be read (perturbing any one
 // changes the logits).
+#include "tests/model_oracle.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include "lib/backend/backend.h"
 #include "lib/model/checkpoint.h"
 #include "lib/tensorio/safetensors.h"
-#include "tests/model_oracle.h"
 
 namespace nvdet::testing {
 namespace {
@@ -58,15 +59,16 @@ TEST(ModelOracle, CpuBackendsMatchTransformers) {
 TEST(ModelOracle, Bf16ActivationsStayCloseToTransformers) {
   // The scenarios run in bf16: every op's output is rounded to bf16 (8 bits of mantissa), so the
   // logits drift from the fp32 oracle by about a percent of their scale. Measured: 0.0046 to
-  // 0.0101 over the fixtures; the bound is 0.03. Not an exactness check, but a guard against a bf16-only path computing
-  // something else.
+  // 0.0101 over the fixtures; the bound is 0.03. Not an exactness check, but a guard against a
+  // bf16-only path computing something else.
   for (const std::string& name : kOracleFixtures) {
     const Oracle o = load_oracle(name);
     const ModelWeights w = load_hf_checkpoint(fixture_dir(name).string(), DType::kBF16);
     const SequenceResult r = decode_fixture("cpu-invariant", w, o);
     const float* got = r.logits.data_as<float>();
     double err = 0;
-    for (int64_t v = 0; v < o.vocab; ++v) err = std::max(err, std::abs(double{got[v]} - o.row(0)[v]));
+    for (int64_t v = 0; v < o.vocab; ++v)
+      err = std::max(err, std::abs(double{got[v]} - o.row(0)[v]));
     EXPECT_LE(err / logit_scale(o, 0), 0.03) << name;
   }
 }
@@ -138,7 +140,8 @@ TEST(ModelOracle, EveryTensorOfEveryFixtureIsRead) {
       for (const std::string& n : names) {
         HostTensor t = st.read(n);
         if (n == victim) {
-          for (int64_t i = 0; i < t.numel(); ++i) t.set(i, t.get(i) + 0.05f * static_cast<float>(i % 7 - 3));
+          for (int64_t i = 0; i < t.numel(); ++i)
+            t.set(i, t.get(i) + 0.05f * static_cast<float>(i % 7 - 3));
         }
         tensors.push_back(std::move(t));
       }

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // A copy of fixture `name` whose config.json went through `edit`.
-fs::path edited(const std::string& name, const std::string& tag, const std::function<void(json&)>& edit) {
+fs::path edited(const std::string& name, const std::string& tag,
+                const std::function<void(json&)>& edit) {
   const fs::path dir = make_temp_dir("refuse-" + tag);
   fs::copy_file(fixture_dir(name) / "model.safetensors", dir / "model.safetensors");
   json j = json::parse(read_file(fixture_dir(name) / "config.json"));
@@ -39,29 +40,34 @@ void expect_refused(const fs::path& dir, const std::vector<std::string>& words) 
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_EQ(e.code(), ExitCode::kBadInput) << m;
-    for (const std::string& w : words) EXPECT_NE(m.find(w), std::string::npos) << "'" << w << "' not in: " << m;
+    for (const std::string& w : words)
+      EXPECT_NE(m.find(w), std::string::npos) << "'" << w << "' not in: " << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   }
 }
 
 TEST(ModelRefusal, UnsupportedArchitectures) {
-  expect_refused(edited("llama-t5", "gemma2", [](json& j) {
-                   j["model_type"] = "gemma2";
-                   j["architectures"] = {"Gemma2ForCausalLM"};
-                 }),
+  expect_refused(edited("llama-t5", "gemma2",
+                        [](json& j) {
+                          j["model_type"] = "gemma2";
+                          j["architectures"] = {"Gemma2ForCausalLM"};
+                        }),
                  {"model_type", "gemma2"});
-  expect_refused(edited("qwen3-t5", "moe-class", [](json& j) { j["architectures"] = {"Qwen3MoeForCausalLM"}; }),
+  expect_refused(edited("qwen3-t5", "moe-class",
+                        [](json& j) { j["architectures"] = {"Qwen3MoeForCausalLM"}; }),
                  {"architectures", "Qwen3MoeForCausalLM"});
-  expect_refused(edited("qwen2-t5", "unnamed", [](json& j) {
-                   j.erase("model_type");
-                   j.erase("architectures");
-                 }),
+  expect_refused(edited("qwen2-t5", "unnamed",
+                        [](json& j) {
+                          j.erase("model_type");
+                          j.erase("architectures");
+                        }),
                  {"model_type", "architectures"});
   // architectures alone is enough when it names a supported class, and must then be one.
-  expect_refused(edited("qwen2-t5", "class-only", [](json& j) {
-                   j.erase("model_type");
-                   j["architectures"] = {"Phi3ForCausalLM"};
-                 }),
+  expect_refused(edited("qwen2-t5", "class-only",
+                        [](json& j) {
+                          j.erase("model_type");
+                          j["architectures"] = {"Phi3ForCausalLM"};
+                        }),
                  {"architectures", "Phi3ForCausalLM"});
 }
 
@@ -69,43 +75,55 @@ TEST(ModelRefusal, ConfigValuesThatChangeTheMath) {
   expect_refused(edited("llama-t5", "act", [](json& j) { j["hidden_act"] = "gelu_pytorch_tanh"; }),
                  {"hidden_act", "gelu_pytorch_tanh"});
   for (const char* type : {"yarn", "longrope", "dynamic"}) {
-    expect_refused(edited("llama31-t5", type, [&](json& j) { j["rope_parameters"]["rope_type"] = type; }),
-                   {"rope_type", type});
-    expect_refused(edited("llama-t4", std::string(type) + "-t4", [&](json& j) {
-                     j["rope_scaling"] = {{"rope_type", type}, {"factor", 2.0}};
-                   }),
+    expect_refused(
+        edited("llama31-t5", type, [&](json& j) { j["rope_parameters"]["rope_type"] = type; }),
+        {"rope_type", type});
+    expect_refused(edited("llama-t4", std::string(type) + "-t4",
+                          [&](json& j) {
+                            j["rope_scaling"] = {{"rope_type", type}, {"factor", 2.0}};
+                          }),
                    {"rope_scaling.rope_type", type});
   }
   expect_refused(edited("llama-t5", "partial", [](json& j) { j["partial_rotary_factor"] = 0.5; }),
                  {"partial_rotary_factor"});
-  expect_refused(edited("llama-t5", "partial-in-rope", [](json& j) {
-                   j["rope_parameters"]["partial_rotary_factor"] = 0.5;
-                 }),
+  expect_refused(edited("llama-t5", "partial-in-rope",
+                        [](json& j) { j["rope_parameters"]["partial_rotary_factor"] = 0.5; }),
                  {"partial_rotary_factor"});
   // A key of the rope dict that the rope type does not use (attention scaling of yarn, say).
-  expect_refused(edited("llama31-t5", "attn-factor", [](json& j) { j["rope_parameters"]["attention_factor"] = 0.9; }),
+  expect_refused(edited("llama31-t5", "attn-factor",
+                        [](json& j) { j["rope_parameters"]["attention_factor"] = 0.9; }),
                  {"rope_parameters.attention_factor"});
-  expect_refused(edited("llama31-t5", "llama3-incomplete", [](json& j) { j["rope_parameters"].erase("low_freq_factor"); }),
+  expect_refused(edited("llama31-t5", "llama3-incomplete",
+                        [](json& j) { j["rope_parameters"].erase("low_freq_factor"); }),
                  {"low_freq_factor"});
-  expect_refused(edited("llama-linear-t4", "both-formats", [](json& j) {
-                   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
-                 }),
-                 {"rope_parameters", "rope_scaling"});
+  expect_refused(
+      edited("llama-linear-t4", "both-formats",
+             [](json& j) {
+               j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+             }),
+      {"rope_parameters", "rope_scaling"});
   expect_refused(edited("llama-t5", "theta-disagrees", [](json& j) { j["rope_theta"] = 10000.0; }),
                  {"rope_theta", "disagree"});
-  expect_refused(edited("llama-t5", "tp", [](json& j) { j["pretraining_tp"] = 2; }), {"pretraining_tp"});
-  expect_refused(edited("qwen2-t5", "mrope", [](json& j) { j["use_mrope"] = true; }), {"use_mrope"});
+  expect_refused(edited("llama-t5", "tp", [](json& j) { j["pretraining_tp"] = 2; }),
+                 {"pretraining_tp"});
+  expect_refused(edited("qwen2-t5", "mrope", [](json& j) { j["use_mrope"] = true; }),
+                 {"use_mrope"});
   // MoE and quantization keys: not implemented, so not ignored either.
-  expect_refused(edited("qwen3-t5", "moe", [](json& j) {
-                   j["num_experts"] = 8;
-                   j["num_experts_per_tok"] = 2;
-                 }),
+  expect_refused(edited("qwen3-t5", "moe",
+                        [](json& j) {
+                          j["num_experts"] = 8;
+                          j["num_experts_per_tok"] = 2;
+                        }),
                  {"num_experts"});
-  expect_refused(edited("llama-t4", "quant", [](json& j) { j["quantization_config"] = {{"quant_method", "fp8"}}; }),
+  expect_refused(edited("llama-t4", "quant",
+                        [](json& j) {
+                          j["quantization_config"] = {{"quant_method", "fp8"}};
+                        }),
                  {"quantization_config"});
-  expect_refused(edited("mistral-t5", "layer-type", [](json& j) {
-                   j["layer_types"] = {"full_attention", "chunked_attention"};
-                 }),
+  expect_refused(edited("mistral-t5", "layer-type",
+                        [](json& j) {
+                          j["layer_types"] = {"full_attention", "chunked_attention"};
+                        }),
                  {"layer_types", "chunked_attention"});
 }
 
@@ -133,23 +151,29 @@ HostTensor seeded(std::vector<int64_t> shape, uint64_t seed) {
 
 TEST(ModelRefusal, TensorsTheLoaderDoesNotRead) {
   // An MoE expert beside the dense MLP.
-  expect_refused(with_tensors("qwen3-t5", "expert",
-                              {{"model.layers.0.mlp.experts.0.gate_proj.weight", seeded({96, 64}, 1)},
-                               {"model.layers.0.mlp.experts.0.up_proj.weight", seeded({96, 64}, 2)}}),
-                 {"2 tensor(s)", "model.layers.0.mlp.experts.0.gate_proj.weight"});
+  expect_refused(
+      with_tensors("qwen3-t5", "expert",
+                   {{"model.layers.0.mlp.experts.0.gate_proj.weight", seeded({96, 64}, 1)},
+                    {"model.layers.0.mlp.experts.0.up_proj.weight", seeded({96, 64}, 2)}}),
+      {"2 tensor(s)", "model.layers.0.mlp.experts.0.gate_proj.weight"});
   // A bias the config does not announce (attention_bias is false in llama-t4).
-  expect_refused(with_tensors("llama-t4", "bias", {{"model.layers.1.self_attn.o_proj.bias", seeded({64}, 3)}}),
-                 {"model.layers.1.self_attn.o_proj.bias"});
+  expect_refused(
+      with_tensors("llama-t4", "bias", {{"model.layers.1.self_attn.o_proj.bias", seeded({64}, 3)}}),
+      {"model.layers.1.self_attn.o_proj.bias"});
   // Qwen3's norms in a Llama checkpoint.
-  expect_refused(with_tensors("llama-t4", "qnorm", {{"model.layers.0.self_attn.q_norm.weight", seeded({16}, 4)}}),
+  expect_refused(with_tensors("llama-t4", "qnorm",
+                              {{"model.layers.0.self_attn.q_norm.weight", seeded({16}, 4)}}),
                  {"q_norm"});
   // A tied checkpoint that also stores a different LM head.
   expect_refused(with_tensors("qwen3-t4", "tied-head", {{"lm_head.weight", seeded({256, 64}, 5)}}),
                  {"tie_word_embeddings", "lm_head.weight"});
   // Many extras: the first three are named, then an ellipsis.
   std::vector<std::pair<std::string, HostTensor>> many;
-  for (int e = 0; e < 5; ++e) many.emplace_back("model.layers.0.mlp.experts." + std::to_string(e) + ".w1", seeded({4}, 6 + e));
-  expect_refused(with_tensors("mistral-t4", "many", many), {"5 tensor(s)", "experts.0.w1", "experts.2.w1", "..."});
+  for (int e = 0; e < 5; ++e)
+    many.emplace_back("model.layers.0.mlp.experts." + std::to_string(e) + ".w1",
+                      seeded({4}, 6 + e));
+  expect_refused(with_tensors("mistral-t4", "many", many),
+                 {"5 tensor(s)", "experts.0.w1", "experts.2.w1", "..."});
 }
 
 TEST(ModelRefusal, SlidingWindowShorterThanTheRun) {
@@ -179,20 +203,36 @@ TEST(ModelRefusal, SlidingWindowShorterThanTheRun) {
     EXPECT_NE(std::string(e.what()).find("17"), std::string::npos) << e.what();
   }
   // Mistral: a sliding_window key alone means every layer slides.
-  const fs::path m = edited("mistral-t5", "mistral-window", [](json& j) { j["sliding_window"] = 8; });
+  const fs::path m =
+      edited("mistral-t5", "mistral-window", [](json& j) { j["sliding_window"] = 8; });
   EXPECT_EQ(load_hf_checkpoint(m.string(), DType::kFP32).config.sliding_window, 8);
 }
 
-TEST(ModelRefusal, AuditExitsTwoNamingTheKey) {
-  const fs::path ckpt = edited("llama-t5", "cli", [](json& j) { j["hidden_act"] = "gelu_pytorch_tanh"; });
+// `nvdet audit` of a one-prompt scenario on `ckpt`: its exit code and stderr.
+CommandResult audit_checkpoint(const fs::path& ckpt, int max_new_tokens) {
   const fs::path dir = make_temp_dir("refuse-cli-scenario");
-  write_file(dir / "s.yaml", "name: refused\nop: model\ndtype: bf16\nmodel:\n  checkpoint: " + ckpt.string() +
-                                 "\n  prompt_len: 4\n  num_prompts: 1\n  max_new_tokens: 2\nseed: 1\n"
-                                 "requests: [0]\nsweep:\n  batch: [1]\nbackends:\n  cpu-invariant: invariant\n");
-  const CommandResult r = run_nvdet("audit " + (dir / "s.yaml").string() + " --report-dir " + (dir / "r").string());
+  write_file(dir / "s.yaml", "name: refused\nop: model\ndtype: bf16\nmodel:\n  checkpoint: " +
+                                 ckpt.string() + "\n  prompt_len: 6\n  num_prompts: 1\n" +
+                                 "  max_new_tokens: " + std::to_string(max_new_tokens) +
+                                 "\nseed: 1\nrequests: [0]\nsweep:\n  batch: [1, 2]\n"
+                                 "backends:\n  cpu-invariant: invariant\n");
+  return run_nvdet("audit " + (dir / "s.yaml").string() + " --report-dir " + (dir / "r").string());
+}
+
+TEST(ModelRefusal, AuditExitsTwoNamingTheKey) {
+  CommandResult r = audit_checkpoint(
+      edited("llama-t5", "cli", [](json& j) { j["hidden_act"] = "gelu_pytorch_tanh"; }), 2);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("hidden_act"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gelu_pytorch_tanh"), std::string::npos) << r.err;
+  // A sliding window of 8: 6 prompt tokens + 3 generated fit (exit 0), + 4 do not (exit 2).
+  const fs::path window =
+      edited("mistral-t5", "cli-window", [](json& j) { j["sliding_window"] = 8; });
+  r = audit_checkpoint(window, 3);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = audit_checkpoint(window, 4);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("'sliding_window' is 8"), std::string::npos) << r.err;
 }
 
 }  // namespace

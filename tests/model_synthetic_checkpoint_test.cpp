@@ -25,17 +25,25 @@ TEST(ModelSyntheticCheckpoint, RoundTripsEveryArchitecture) {
   for (const std::string& name : kOracleFixtures) {
     const HfConfig hf = read_hf_config_json(fixture_dir(name).string());
     const ModelWeights want = make_synthetic_weights(hf.model, DType::kBF16, 77);
-    const ModelWeights got = load_synthetic_checkpoint(fixture_dir(name).string(), 77, DType::kBF16);
+    const ModelWeights got =
+        load_synthetic_checkpoint(fixture_dir(name).string(), 77, DType::kBF16);
     expect_same(got.embed, want.embed, name + " embed");
     for (int32_t l = 0; l < hf.model.layers; ++l) {
       const LayerWeights &g = got.layers[l], &w = want.layers[l];
-      for (const auto& [what, a, b] : std::vector<std::tuple<std::string, const HostTensor*, const HostTensor*>>{
-               {"attn_norm", &g.attn_norm, &w.attn_norm}, {"qkv", &g.qkv, &w.qkv},
-               {"qkv_bias", &g.qkv_bias, &w.qkv_bias},    {"q_norm", &g.q_norm, &w.q_norm},
-               {"k_norm", &g.k_norm, &w.k_norm},          {"o_proj", &g.o_proj, &w.o_proj},
-               {"o_bias", &g.o_bias, &w.o_bias},          {"mlp_norm", &g.mlp_norm, &w.mlp_norm},
-               {"gate_up", &g.gate_up, &w.gate_up},       {"gate_up_bias", &g.gate_up_bias, &w.gate_up_bias},
-               {"down", &g.down, &w.down},                {"down_bias", &g.down_bias, &w.down_bias}}) {
+      for (const auto& [what, a, b] :
+           std::vector<std::tuple<std::string, const HostTensor*, const HostTensor*>>{
+               {"attn_norm", &g.attn_norm, &w.attn_norm},
+               {"qkv", &g.qkv, &w.qkv},
+               {"qkv_bias", &g.qkv_bias, &w.qkv_bias},
+               {"q_norm", &g.q_norm, &w.q_norm},
+               {"k_norm", &g.k_norm, &w.k_norm},
+               {"o_proj", &g.o_proj, &w.o_proj},
+               {"o_bias", &g.o_bias, &w.o_bias},
+               {"mlp_norm", &g.mlp_norm, &w.mlp_norm},
+               {"gate_up", &g.gate_up, &w.gate_up},
+               {"gate_up_bias", &g.gate_up_bias, &w.gate_up_bias},
+               {"down", &g.down, &w.down},
+               {"down_bias", &g.down_bias, &w.down_bias}}) {
         expect_same(*a, *b, name + " layer " + std::to_string(l) + " " + what);
       }
     }
@@ -54,8 +62,9 @@ TEST(ModelSyntheticCheckpoint, GpuArchitectureScenariosNameValidConfigs) {
     bool qk_norm;
     RopeType rope;
   };
-  for (const Want& w : {Want{"model-llama3-8b-gpu.yaml", "llama", 128256, 14336, false, RopeType::kLlama3},
-                        Want{"model-qwen3-8b-gpu.yaml", "qwen3", 151936, 12288, true, RopeType::kDefault}}) {
+  for (const Want& w :
+       {Want{"model-llama3-8b-gpu.yaml", "llama", 128256, 14336, false, RopeType::kLlama3},
+        Want{"model-qwen3-8b-gpu.yaml", "qwen3", 151936, 12288, true, RopeType::kDefault}}) {
     const Scenario s = load_scenario((source_dir() / "scenarios" / w.scenario).string());
     EXPECT_TRUE(s.model.synthetic_weights) << w.scenario;
     EXPECT_GE(expand_contexts(s).size(), 2u) << w.scenario;
@@ -74,9 +83,10 @@ TEST(ModelSyntheticCheckpoint, GpuArchitectureScenariosNameValidConfigs) {
 
 TEST(ModelSyntheticCheckpoint, NeedsACheckpointFolder) {
   try {
-    parse_scenario("name: x\nop: model\ndtype: bf16\nmodel: {synthetic_weights: true}\nseed: 1\n"
-                   "backends: {cpu-invariant: invariant}\n",
-                   "s.yaml");
+    parse_scenario(
+        "name: x\nop: model\ndtype: bf16\nmodel: {synthetic_weights: true}\nseed: 1\n"
+        "backends: {cpu-invariant: invariant}\n",
+        "s.yaml");
     FAIL() << "expected kBadInput";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);

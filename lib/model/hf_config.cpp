@@ -22,7 +22,8 @@ struct Architecture {
 const Architecture kArchitectures[] = {
     {"llama", "LlamaForCausalLM", {"attention_bias", "mlp_bias", "pretraining_tp"}},
     {"mistral", "MistralForCausalLM", {"sliding_window"}},
-    {"qwen2", "Qwen2ForCausalLM", {"use_sliding_window", "sliding_window", "max_window_layers", "use_mrope"}},
+    {"qwen2", "Qwen2ForCausalLM",
+     {"use_sliding_window", "sliding_window", "max_window_layers", "use_mrope"}},
     {"qwen3", "Qwen3ForCausalLM",
      {"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers"}},
 };
@@ -68,7 +69,8 @@ double positive_number(const json& j, const std::string& path, const std::string
     if (fallback) return *fallback;
     refuse(path, "'" + where + key + "' is missing");
   }
-  if (!j[key].is_number() || !(j[key].get<double>() > 0.0) || !std::isfinite(j[key].get<double>())) {
+  const json& v = j[key];
+  if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
     refuse(path, "'" + where + key + "' must be a positive number, got " + j[key].dump());
   }
   return j[key].get<double>();
@@ -206,7 +208,9 @@ int64_t sliding_window_of(const json& j, const std::string& path, const Architec
   }
   const std::string type = arch.model_type;
   if (type == "mistral") slides = slides || has(j, "sliding_window");
-  if (type == "qwen2" || type == "qwen3") slides = slides || bool_field(j, path, "use_sliding_window", false);
+  if (type == "qwen2" || type == "qwen3") {
+    slides = slides || bool_field(j, path, "use_sliding_window", false);
+  }
   if (!slides) return 0;
   if (!has(j, "sliding_window")) {
     refuse(path, "asks for sliding-window attention but gives no 'sliding_window'");
@@ -233,9 +237,12 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   constexpr int64_t kBig = int64_t{1} << 30;
   c.hidden = static_cast<int32_t>(int_field(j, path, "hidden_size", std::nullopt, 1, 1 << 20));
   c.layers = static_cast<int32_t>(int_field(j, path, "num_hidden_layers", std::nullopt, 1, 4096));
-  c.num_heads = static_cast<int32_t>(int_field(j, path, "num_attention_heads", std::nullopt, 1, 4096));
-  c.num_kv_heads = static_cast<int32_t>(int_field(j, path, "num_key_value_heads", c.num_heads, 1, 4096));
-  c.intermediate = static_cast<int32_t>(int_field(j, path, "intermediate_size", std::nullopt, 1, kBig));
+  c.num_heads =
+      static_cast<int32_t>(int_field(j, path, "num_attention_heads", std::nullopt, 1, 4096));
+  c.num_kv_heads =
+      static_cast<int32_t>(int_field(j, path, "num_key_value_heads", c.num_heads, 1, 4096));
+  c.intermediate =
+      static_cast<int32_t>(int_field(j, path, "intermediate_size", std::nullopt, 1, kBig));
   c.vocab = static_cast<int32_t>(int_field(j, path, "vocab_size", std::nullopt, 2, kBig));
   // transformers' Qwen3 defaults head_dim to 128; the others to hidden / heads.
   std::optional<int64_t> head_dim;
@@ -245,8 +252,8 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
     head_dim = c.hidden / c.num_heads;
   } else if (!has(j, "head_dim")) {
     refuse(path, "'hidden_size' (" + std::to_string(c.hidden) +
-                     ") is not a multiple of 'num_attention_heads' (" + std::to_string(c.num_heads) +
-                     ") and 'head_dim' is not given");
+                     ") is not a multiple of 'num_attention_heads' (" +
+                     std::to_string(c.num_heads) + ") and 'head_dim' is not given");
   }
   c.head_dim = static_cast<int32_t>(int_field(j, path, "head_dim", head_dim, 1, 4096));
   c.rms_eps = static_cast<float>(positive_number(j, path, "", "rms_norm_eps", 1e-6));

@@ -14,9 +14,8 @@
 // pretraining_tp other than 1; and every key not on the list of keys known to be understood or
 // known not to change the logits (MoE keys, quantization_config, ... fall there). Sliding windows
 // are recorded (ModelConfig::sliding_window) and refused by the decoder when a run outgrows them.
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "lib/model/model_config.h"
 

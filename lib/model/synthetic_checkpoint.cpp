@@ -28,7 +28,8 @@ HostTensor part(const HostTensor& t, int64_t begin, int64_t count) {
 
 }  // namespace
 
-void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed, const fs::path& out) {
+void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
+                                const fs::path& out) {
   const HfConfig hf = read_hf_config_json(config_folder);
   const ModelConfig& c = hf.model;
   const ModelWeights w = make_synthetic_weights(c, DType::kBF16, seed);
@@ -78,11 +79,12 @@ void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
   write_safetensors(out / "model.safetensors", refs);
 }
 
-ModelWeights load_synthetic_checkpoint(const std::string& config_folder, uint64_t seed, DType dtype) {
+ModelWeights load_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
+                                       DType dtype) {
   static std::atomic<int> counter{0};
-  const fs::path dir = fs::temp_directory_path() /
-                       ("nvdet-synthetic-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(counter++));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("nvdet-synthetic-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   struct Remove {
     fs::path p;
     ~Remove() {

@@ -19,6 +19,7 @@ void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
 
 // write_synthetic_checkpoint into a fresh temporary folder, load_hf_checkpoint from it, and
 // remove the folder.
-ModelWeights load_synthetic_checkpoint(const std::string& config_folder, uint64_t seed, DType dtype);
+ModelWeights load_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
+                                       DType dtype);
 
 }  // namespace nvdet
