@@ -57,8 +57,8 @@ struct PrefillShape {
   int32_t prefix_len = 0;    // tokens already in the prefix cache, computed in an earlier pass
 };
 
-// A Llama/Qwen-style decoder (op: model). Weights are seeded synthetic unless `checkpoint` names
-// a Hugging Face style folder (config.json + *.safetensors).
+// A Llama/Mistral/Qwen-style decoder (op: model). Weights are seeded synthetic unless
+// `checkpoint` names a Hugging Face style folder (config.json + *.safetensors).
 struct ModelSpec {
   std::string checkpoint;  // "" = synthetic
   // With a checkpoint: its folder holds only config.json; seeded weights (the scenario seed) are
