@@ -99,3 +99,56 @@ inline OracleMatch compare_with_oracle(const SequenceResult& r, const Oracle& o,
 }
 
 }  // namespace nvdet::testing
+
+namespace nvdet::testing {
+
+// Small models with 128-wide heads, the width the GPU attention kernels take, for the features
+// the transformers fixtures cannot bring to the GPU (their heads are 16 and 32 wide): Qwen3's
+// q/k norms, Llama 3.1's RoPE scaling with attention and MLP biases and a tied head. Their
+// weights are seeded (synthetic_checkpoint.h), so their reference is nvdet's cpu-reference in
+// fp32, which the fixtures tie to transformers.
+inline const std::vector<std::pair<std::string, std::string>> kWideHeadConfigs = {
+    {"qwen3-wide",
+     R"({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 256,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "head_dim": 128, "intermediate_size": 512, "vocab_size": 1024, "rms_norm_eps": 1e-06,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+         "tie_word_embeddings": false, "attention_bias": false, "use_sliding_window": false,
+         "hidden_act": "silu"})"},
+    {"llama31-wide",
+     R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1,
+         "head_dim": 128, "intermediate_size": 768, "vocab_size": 1024, "rms_norm_eps": 1e-05,
+         "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+         "rope_theta": 500000.0, "tie_word_embeddings": true, "attention_bias": true,
+         "mlp_bias": true, "hidden_act": "silu"})"},
+};
+
+// A folder holding only config.json `text`.
+inline std::filesystem::path wide_head_config_dir(const std::string& name, const std::string& text) {
+  const std::filesystem::path dir = make_temp_dir("wide-" + name);
+  write_file(dir / "config.json", text);
+  return dir;
+}
+
+// The prompts of the wide-head checks (the first is compared) and their decode length.
+inline const std::vector<std::vector<int32_t>> kWidePrompts = {
+    {5, 901, 17, 333, 42, 7, 650, 128, 1000, 64, 3, 77, 512, 9, 260, 31, 88, 400, 2, 19},
+    {12, 13, 14},
+    {700, 701},
+    {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}};
+inline constexpr int32_t kWideSteps = 8;
+
+// `r` (the first sequence of a decode) taken as an oracle for another decode of the same prompt.
+inline Oracle oracle_from(const SequenceResult& r, const std::vector<int32_t>& prompt) {
+  Oracle o;
+  o.prompt = prompt;
+  o.tokens = r.completion;
+  o.steps = r.logits.dim(0);
+  o.vocab = r.logits.dim(1);
+  o.logits.assign(r.logits.data_as<float>(), r.logits.data_as<float>() + r.logits.numel());
+  return o;
+}
+
+}  // namespace nvdet::testing
