@@ -105,8 +105,9 @@ TEST(GpuModelOracle, WideHeadModelsRunWhollyOnTheGpu) {
     DecodeOptions opt;
     opt.max_new_tokens = kWideSteps;
     auto ref = make_backend("cpu-reference");
-    const Oracle o = oracle_from(
-        greedy_decode(*ref, ref_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0), kWidePrompts[0]);
+    const Oracle o =
+        oracle_from(greedy_decode(*ref, ref_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0),
+                    kWidePrompts[0]);
     for (const char* gpu : kGpuBackends) {
       auto backend = make_backend(gpu);
       const OracleMatch m = compare_with_oracle(

@@ -126,7 +126,8 @@ inline const std::vector<std::pair<std::string, std::string>> kWideHeadConfigs =
 };
 
 // A folder holding only config.json `text`.
-inline std::filesystem::path wide_head_config_dir(const std::string& name, const std::string& text) {
+inline std::filesystem::path wide_head_config_dir(const std::string& name,
+                                                  const std::string& text) {
   const std::filesystem::path dir = make_temp_dir("wide-" + name);
   write_file(dir / "config.json", text);
   return dir;

@@ -89,8 +89,9 @@ TEST(ModelOracle, WideHeadModelsInBf16StayCloseToTheFp32Reference) {
     DecodeOptions opt;
     opt.max_new_tokens = kWideSteps;
     auto ref = make_backend("cpu-reference");
-    const Oracle o = oracle_from(
-        greedy_decode(*ref, ref_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0), kWidePrompts[0]);
+    const Oracle o =
+        oracle_from(greedy_decode(*ref, ref_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0),
+                    kWidePrompts[0]);
     auto inv = make_backend("cpu-invariant");
     const OracleMatch m = compare_with_oracle(
         greedy_decode(*inv, bf16_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0), o,
