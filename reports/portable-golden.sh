@@ -31,7 +31,8 @@ step() {  # step NAME MUST_PASS COMMAND...
 
 cpu_scenarios=(scenarios/quickstart.yaml scenarios/gemm-cpu.yaml scenarios/rmsnorm-cpu.yaml
   scenarios/log-softmax-cpu.yaml scenarios/decode-cpu.yaml scenarios/prefill-cpu.yaml
-  scenarios/model-cpu.yaml scenarios/fail-expect-invariant.yaml)
+  scenarios/model-cpu.yaml scenarios/model-llama-cpu.yaml scenarios/model-mistral-cpu.yaml
+  scenarios/model-qwen2-cpu.yaml scenarios/model-qwen3-cpu.yaml scenarios/fail-expect-invariant.yaml)
 
 step info no "$nvdet" info
 step record-cpu-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cpu-portable --quiet \
