@@ -43,6 +43,9 @@ inline std::vector<BackendInfo> cuda_backend_infos() {
        true, false, vendor_stands_for},
       {"cuda-invariant", "nvdet's batch-invariant CUDA kernels (fixed reduction plans)", true, true,
        {}},
+      {"cudnn", "cuDNN's SDPA forward (graph API) for attention over the paged KV cache", true,
+       false, {{"attention_decode", "cuDNN SDPA, paged K/V, per-sequence KV lengths"},
+               {"attention_prefill", "cuDNN SDPA, paged K/V, bottom-right causal over the cache"}}},
   };
 }
 

@@ -1,0 +1,271 @@
+// The `cudnn` backend: each attention call becomes one cuDNN SDPA forward graph (cudnn_graphs.h)
+// run over nvdet's paged KV cache, uploaded as is. What cuDNN decides (its version, the engine and
+// knobs its heuristic picked, how K/V were described) goes into the run notes, so that a
+// divergence between contexts can be traced to a change of engine or split.
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "lib/core/error.h"
+#include "lib/cuda/cuda_ops.h"
+#include "lib/cudnn/cudnn_backend.h"
+#include "lib/cudnn/cudnn_graphs.h"
+#include "lib/cudnn/cudnn_library.h"
+
+namespace nvdet::cudnn {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::DeviceContext;
+using cuda::PreparedCall;
+
+// What one call asks of cuDNN, independent of decode or prefill.
+struct SdpaCall {
+  const char* op;
+  const HostTensor* q;
+  const PagedKv* kv;
+  std::vector<int32_t> q_lens;    // [batch]
+  std::vector<int32_t> q_start;   // [batch + 1], rows of q
+  int32_t heads, kv_heads, head_dim;
+  float scale;
+  bool causal;
+  DType out_dtype;
+  AttentionSplits splits;
+};
+
+// Settings that would change what is computed and that cuDNN cannot honour are refused.
+void check_request(const SdpaCall& c) {
+  const DType dt = c.q->dtype();
+  if (dt != DType::kBF16 && dt != DType::kFP16) {
+    throw_input_error(std::string(c.op) + " on backend 'cudnn' takes bf16 or fp16 inputs, got " +
+                      std::string(dtype_name(dt)));
+  }
+  if (c.out_dtype != dt) {
+    throw_input_error(std::string(c.op) + " on backend 'cudnn': cuDNN's SDPA writes its output in "
+                      "the input dtype (" + std::string(dtype_name(dt)) + "); out_dtype " +
+                      std::string(dtype_name(c.out_dtype)) + " is not available");
+  }
+  if (c.splits.num_splits != 0) {
+    throw_input_error("backend 'cudnn' does not take num_splits: cuDNN chooses its own KV split");
+  }
+  if (c.splits.split_size != 0) {
+    throw_input_error("backend 'cudnn' does not take split_size: cuDNN chooses its own KV split");
+  }
+  const double q_elems = static_cast<double>(c.q->numel());
+  if (q_elems >= 2147483647.0) {
+    throw_input_error(std::string(c.op) + " on backend 'cudnn': the query tensor has more than "
+                      "2^31 elements, beyond cuDNN's 32-bit ragged offsets");
+  }
+}
+
+// cuDNN's own layout, [pages, kv_heads, page_size, dim]: used only when cuDNN refuses nvdet's
+// layout described by strides.
+HostTensor heads_major_copy(const HostTensor& t) {
+  const int64_t pages = t.shape()[0], ps = t.shape()[1], hk = t.shape()[2], d = t.shape()[3];
+  HostTensor out(t.dtype(), t.shape());  // the same shape's bytes, read as [pages, hk, ps, d]
+  const size_t es = dtype_size(t.dtype());
+  const std::byte* src = t.data();
+  std::byte* dst = out.mutable_data();
+  for (int64_t p = 0; p < pages; ++p) {
+    for (int64_t s = 0; s < ps; ++s) {
+      for (int64_t h = 0; h < hk; ++h) {
+        std::memcpy(dst + (((p * hk + h) * ps + s) * d) * es, src + (((p * ps + s) * hk + h) * d) * es,
+                    d * es);
+      }
+    }
+  }
+  return out;
+}
+
+class CudnnBackend final : public Backend {
+ public:
+  explicit CudnnBackend(BackendInfo info) : info_(std::move(info)) {
+    load_cudnn_library();
+    ctx_ = std::make_unique<DeviceContext>();
+    version_ = cudnn_runtime_version();
+    handle_ = create_cudnn_handle();
+  }
+  ~CudnnBackend() override {
+    graphs_.clear();
+    destroy_cudnn_handle(handle_);
+  }
+
+  const BackendInfo& info() const override { return info_; }
+
+  bool supports(OpKind op, DType dtype) const override {
+    return (op == OpKind::kAttentionDecode || op == OpKind::kAttentionPrefill) &&
+           (dtype == DType::kBF16 || dtype == DType::kFP16);
+  }
+
+  HostTensor run(const OpArgs& args, RunNotes* notes) override {
+    validate_op_args(args);
+    PreparedCall call = prepare(args, notes);
+    return cuda::run_prepared(*ctx_, call);
+  }
+
+  std::optional<Timing> time(const OpArgs& args, const TimingOptions& opts) override {
+    validate_op_args(args);
+    PreparedCall call = prepare(args, nullptr);
+    const cuda::EventTiming t = cuda::time_prepared(*ctx_, call, opts.warmup, opts.repetitions);
+    return Timing{t.median_us, t.min_us, opts.repetitions};
+  }
+
+  std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {
+    return cuda::measure_copy_bandwidth_gbps(*ctx_, opts.warmup, opts.repetitions);
+  }
+
+ private:
+  PreparedCall prepare(const OpArgs& args, RunNotes* notes) {
+    if (const auto* d = std::get_if<AttentionDecodeArgs>(&args)) {
+      SdpaCall c{"attention_decode", d->q, &d->kv, {}, {}, d->num_heads, d->num_kv_heads,
+                 d->head_dim, d->scale, false, d->out_dtype, d->splits};
+      const int32_t batch = static_cast<int32_t>(d->kv.kv_lens.size());
+      c.q_lens.assign(batch, 1);
+      for (int32_t i = 0; i <= batch; ++i) c.q_start.push_back(i);
+      return prepare_sdpa(c, notes);
+    }
+    if (const auto* p = std::get_if<AttentionPrefillArgs>(&args)) {
+      SdpaCall c{"attention_prefill", p->q, &p->kv, {}, p->q_start, p->num_heads, p->num_kv_heads,
+                 p->head_dim, p->scale, true, p->out_dtype, p->splits};
+      for (size_t i = 0; i + 1 < p->q_start.size(); ++i) {
+        c.q_lens.push_back(p->q_start[i + 1] - p->q_start[i]);
+      }
+      return prepare_sdpa(c, notes);
+    }
+    throw_input_error("backend 'cudnn' computes attention_decode and attention_prefill only, not " +
+                      std::string(op_name(op_kind(args))));
+  }
+
+  // The graph for `g`: nvdet's page layout by strides first; cuDNN's own layout (a permuted copy)
+  // when cuDNN refuses that. Refuses (exit 2) what cuDNN supports in neither.
+  const BuiltGraph& graph_for(SdpaGeometry& g, const char* op) {
+    std::string why_strided, why_native;
+    for (KvLayout layout : {KvLayout::kStrided, KvLayout::kHeadsMajor}) {
+      g.kv_layout = layout;
+      const std::string key = g.key();
+      auto it = graphs_.find(key);
+      if (it != graphs_.end()) {
+        if (it->second.graph) return it->second;
+        continue;  // refused before
+      }
+      std::string& why = layout == KvLayout::kStrided ? why_strided : why_native;
+      if (graphs_.size() > 256) graphs_.clear();  // a sweep's geometries; bounded all the same
+      BuiltGraph built = build_sdpa_graph(handle_, g, why);
+      if (built.graph) return graphs_[key] = std::move(built);
+      graphs_[key] = BuiltGraph{};
+      refusals_[key] = why;
+    }
+    g.kv_layout = KvLayout::kStrided;
+    const std::string s = refusals_[g.key()];
+    g.kv_layout = KvLayout::kHeadsMajor;
+    throw_input_error(std::string(op) + " with " + std::to_string(g.heads) + "/" +
+                      std::to_string(g.kv_heads) + " heads x " + std::to_string(g.head_dim) +
+                      ", page_size " + std::to_string(g.page_size) +
+                      (g.causal ? ", causal" : "") +
+                      (g.ragged_q ? ", ragged queries" : "") + " is not supported by cuDNN " +
+                      cudnn_version_text(version_) + "'s SDPA: " + s + " (cuDNN's own page layout: " +
+                      refusals_[g.key()] + ")");
+  }
+
+  const void* upload_kv(const HostTensor& t, KvLayout layout) {
+    if (layout == KvLayout::kStrided) return ctx_->upload(t);
+    auto it = heads_major_.find(t.uid());
+    if (it == heads_major_.end()) {
+      if (heads_major_.size() >= 2) heads_major_.clear();  // K and V of the current cache
+      it = heads_major_.emplace(t.uid(), heads_major_copy(t)).first;
+    }
+    return ctx_->upload(it->second);
+  }
+
+  PreparedCall prepare_sdpa(const SdpaCall& c, RunNotes* notes) {
+    check_request(c);
+    const PagedKv& kv = *c.kv;
+    SdpaGeometry g;
+    g.dtype = c.q->dtype();
+    g.batch = static_cast<int64_t>(c.q_lens.size());
+    g.heads = c.heads;
+    g.kv_heads = c.kv_heads;
+    g.head_dim = c.head_dim;
+    g.max_q_len = 1;
+    bool equal = true;
+    for (int32_t len : c.q_lens) {
+      g.max_q_len = std::max<int64_t>(g.max_q_len, len);
+      equal = equal && len == c.q_lens.front();
+    }
+    g.ragged_q = !equal;
+    g.causal = c.causal;
+    g.num_pages = kv.k->shape()[0];
+    g.page_size = kv.page_size;
+    g.max_pages_per_seq = kv.max_pages_per_seq;
+    g.scale = c.scale;
+    const BuiltGraph& built = graph_for(g, c.op);
+
+    PreparedCall call;
+    const int64_t rows = c.q->shape()[0];
+    call.out_dtype = c.q->dtype();
+    call.out_shape = {rows, c.heads, c.head_dim};
+    call.owned.emplace_back(static_cast<size_t>(rows) * c.heads * c.head_dim *
+                            dtype_size(call.out_dtype));
+    call.output = call.owned.back().get();
+    std::unordered_map<int64_t, void*> ptrs;
+    ptrs[kUidO] = call.owned.back().get();
+    ptrs[kUidQ] = const_cast<void*>(ctx_->upload(*c.q));
+    ptrs[kUidK] = const_cast<void*>(upload_kv(*kv.k, g.kv_layout));
+    ptrs[kUidV] = const_cast<void*>(upload_kv(*kv.v, g.kv_layout));
+    auto add_array = [&](int64_t uid, const std::vector<int32_t>& values) {
+      call.owned.push_back(ctx_->upload_array(values.data(), values.size() * sizeof(int32_t)));
+      ptrs[uid] = call.owned.back().get();
+    };
+    add_array(kUidSeqLenQ, c.q_lens);
+    add_array(kUidSeqLenKv, kv.kv_lens);
+    add_array(kUidPageTableK, kv.page_table);
+    ptrs[kUidPageTableV] = ptrs[kUidPageTableK];
+    if (g.ragged_q) {
+      std::vector<int32_t> offsets;
+      for (int32_t s : c.q_start) offsets.push_back(s * c.heads * c.head_dim);
+      add_array(kUidQOffset, offsets);
+      ptrs[kUidOOffset] = ptrs[kUidQOffset];
+    }
+    void* workspace = built.workspace_bytes > 0
+                          ? ctx_->workspace(static_cast<size_t>(built.workspace_bytes))
+                          : nullptr;
+    std::shared_ptr<SdpaGraph> graph = built.graph;
+    cudnnContext* handle = handle_;
+    call.launch = [graph, handle, ptrs, workspace](cudaStream_t s) mutable {
+      execute_sdpa_graph(handle, s, *graph, ptrs, workspace);
+      return cudaGetLastError();
+    };
+    if (notes) {
+      (*notes)["kernel"] = "cudnn_sdpa_fprop";
+      (*notes)["cudnn_version"] = cudnn_version_text(version_);
+      (*notes)["cudnn_frontend"] = cudnn_frontend_version_text();
+      (*notes)["engine"] = built.plan_name;
+      (*notes)["workspace_bytes"] = std::to_string(built.workspace_bytes);
+      (*notes)["kv_layout"] = g.kv_layout == KvLayout::kStrided
+                                  ? "paged, nvdet's [page, token, kv_head, dim] by strides"
+                                  : "paged, cuDNN's [page, kv_head, token, dim] (permuted copy)";
+      (*notes)["q_layout"] = g.ragged_q ? "ragged" : "padded";
+      if (c.causal) (*notes)["mask"] = "padding + causal (bottom-right)";
+      else (*notes)["mask"] = "padding";
+    }
+    return call;
+  }
+
+  BackendInfo info_;
+  std::unique_ptr<DeviceContext> ctx_;
+  size_t version_ = 0;
+  cudnnContext* handle_ = nullptr;
+  std::map<std::string, BuiltGraph> graphs_;     // by SdpaGeometry::key(); empty graph: refused
+  std::map<std::string, std::string> refusals_;  // cuDNN's reason, by key
+  std::map<uint64_t, HostTensor> heads_major_;   // permuted K/V copies, by source uid
+};
+
+}  // namespace
+
+std::string cudnn_unavailable_reason() { return ""; }
+
+std::unique_ptr<Backend> make_cudnn_backend(const BackendInfo& info) {
+  return std::make_unique<CudnnBackend>(info);
+}
+
+}  // namespace nvdet::cudnn
