@@ -50,8 +50,12 @@ if(_nvdet_cudnn_reason STREQUAL "")
   target_compile_definitions(nvdet_lib PUBLIC NVDET_WITH_CUDNN=1)
 else()
   message(STATUS "nvdet: cudnn backend OFF: ${_nvdet_cudnn_reason}")
+  # The sentence goes through a generated header: a define would split it at ';'.
+  string(REPLACE "\"" "'" _reason_text "${_nvdet_cudnn_reason}")
+  set(_reason_dir ${CMAKE_CURRENT_BINARY_DIR}/cudnn_generated)
+  file(CONFIGURE OUTPUT ${_reason_dir}/cudnn_unavailable_reason.h
+       CONTENT "#define NVDET_CUDNN_UNAVAILABLE_REASON \"@_reason_text@\"\n" @ONLY)
   target_sources(nvdet_lib PRIVATE ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_unavailable.cpp)
   set_source_files_properties(${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_unavailable.cpp
-    TARGET_DIRECTORY nvdet_lib PROPERTIES
-    COMPILE_DEFINITIONS "NVDET_CUDNN_UNAVAILABLE_REASON=\"${_nvdet_cudnn_reason}\"")
+    TARGET_DIRECTORY nvdet_lib PROPERTIES COMPILE_OPTIONS "-I${_reason_dir}")
 endif()
