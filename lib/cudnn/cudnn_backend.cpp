@@ -1,8 +1,8 @@
 // The `cudnn` backend: each attention call becomes one cuDNN SDPA forward graph (cudnn_graphs.h)
-// run over nvdet's paged KV cache, uploaded as is. What cuDNN decides (its version, the engine and
+// run over nvdet's paged KV cache, uploaded as is (cuDNN reads nvdet's page layout through
+// strides; cuDNN 9.19 on the H200 took it, and a cuDNN that does not is refused with its reason). What cuDNN decides (its version, the engine and
 // knobs its heuristic picked, how K/V were described) goes into the run notes, so that a
 // divergence between contexts can be traced to a change of engine or split.
-#include <cstring>
 #include <map>
 #include <memory>
 
@@ -56,25 +56,6 @@ void check_request(const SdpaCall& c) {
     throw_input_error(std::string(c.op) + " on backend 'cudnn': the query tensor has more than "
                       "2^31 elements, beyond cuDNN's 32-bit ragged offsets");
   }
-}
-
-// cuDNN's own layout, [pages, kv_heads, page_size, dim]: used only when cuDNN refuses nvdet's
-// layout described by strides.
-HostTensor heads_major_copy(const HostTensor& t) {
-  const int64_t pages = t.shape()[0], ps = t.shape()[1], hk = t.shape()[2], d = t.shape()[3];
-  HostTensor out(t.dtype(), t.shape());  // the same shape's bytes, read as [pages, hk, ps, d]
-  const size_t es = dtype_size(t.dtype());
-  const std::byte* src = t.data();
-  std::byte* dst = out.mutable_data();
-  for (int64_t p = 0; p < pages; ++p) {
-    for (int64_t s = 0; s < ps; ++s) {
-      for (int64_t h = 0; h < hk; ++h) {
-        std::memcpy(dst + (((p * hk + h) * ps + s) * d) * es, src + (((p * ps + s) * hk + h) * d) * es,
-                    d * es);
-      }
-    }
-  }
-  return out;
 }
 
 class CudnnBackend final : public Backend {
@@ -136,45 +117,27 @@ class CudnnBackend final : public Backend {
                       std::string(op_name(op_kind(args))));
   }
 
-  // The graph for `g`: nvdet's page layout by strides first; cuDNN's own layout (a permuted copy)
-  // when cuDNN refuses that. Refuses (exit 2) what cuDNN supports in neither.
-  const BuiltGraph& graph_for(SdpaGeometry& g, const char* op) {
-    std::string why_strided, why_native;
-    for (KvLayout layout : {KvLayout::kStrided, KvLayout::kHeadsMajor}) {
-      g.kv_layout = layout;
-      const std::string key = g.key();
-      auto it = graphs_.find(key);
-      if (it != graphs_.end()) {
-        if (it->second.graph) return it->second;
-        continue;  // refused before
+  // The graph for `g`, built on first use. What cuDNN does not support is refused (exit 2) with
+  // cuDNN's reason, then and on every later call with the same geometry.
+  const BuiltGraph& graph_for(const SdpaGeometry& g, const char* op) {
+    const std::string key = g.key();
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      if (graphs_.size() > 256) {  // a sweep's geometries; bounded all the same
+        graphs_.clear();
+        refusals_.clear();
       }
-      std::string& why = layout == KvLayout::kStrided ? why_strided : why_native;
-      if (graphs_.size() > 256) graphs_.clear();  // a sweep's geometries; bounded all the same
+      std::string why;
       BuiltGraph built = build_sdpa_graph(handle_, g, why);
-      if (built.graph) return graphs_[key] = std::move(built);
-      graphs_[key] = BuiltGraph{};
-      refusals_[key] = why;
+      if (!built.graph) refusals_[key] = why;
+      it = graphs_.emplace(key, std::move(built)).first;
     }
-    g.kv_layout = KvLayout::kStrided;
-    const std::string s = refusals_[g.key()];
-    g.kv_layout = KvLayout::kHeadsMajor;
+    if (it->second.graph) return it->second;
     throw_input_error(std::string(op) + " with " + std::to_string(g.heads) + "/" +
                       std::to_string(g.kv_heads) + " heads x " + std::to_string(g.head_dim) +
-                      ", page_size " + std::to_string(g.page_size) +
-                      (g.causal ? ", causal" : "") +
+                      ", page_size " + std::to_string(g.page_size) + (g.causal ? ", causal" : "") +
                       (g.ragged_q ? ", ragged queries" : "") + " is not supported by cuDNN " +
-                      cudnn_version_text(version_) + "'s SDPA: " + s + " (cuDNN's own page layout: " +
-                      refusals_[g.key()] + ")");
-  }
-
-  const void* upload_kv(const HostTensor& t, KvLayout layout) {
-    if (layout == KvLayout::kStrided) return ctx_->upload(t);
-    auto it = heads_major_.find(t.uid());
-    if (it == heads_major_.end()) {
-      if (heads_major_.size() >= 2) heads_major_.clear();  // K and V of the current cache
-      it = heads_major_.emplace(t.uid(), heads_major_copy(t)).first;
-    }
-    return ctx_->upload(it->second);
+                      cudnn_version_text(version_) + "'s SDPA: " + refusals_[key]);
   }
 
   PreparedCall prepare_sdpa(const SdpaCall& c, RunNotes* notes) {
@@ -210,8 +173,8 @@ class CudnnBackend final : public Backend {
     std::unordered_map<int64_t, void*> ptrs;
     ptrs[kUidO] = call.owned.back().get();
     ptrs[kUidQ] = const_cast<void*>(ctx_->upload(*c.q));
-    ptrs[kUidK] = const_cast<void*>(upload_kv(*kv.k, g.kv_layout));
-    ptrs[kUidV] = const_cast<void*>(upload_kv(*kv.v, g.kv_layout));
+    ptrs[kUidK] = const_cast<void*>(ctx_->upload(*kv.k));
+    ptrs[kUidV] = const_cast<void*>(ctx_->upload(*kv.v));
     auto add_array = [&](int64_t uid, const std::vector<int32_t>& values) {
       call.owned.push_back(ctx_->upload_array(values.data(), values.size() * sizeof(int32_t)));
       ptrs[uid] = call.owned.back().get();
@@ -241,9 +204,7 @@ class CudnnBackend final : public Backend {
       (*notes)["cudnn_frontend"] = cudnn_frontend_version_text();
       (*notes)["engine"] = built.plan_name;
       (*notes)["workspace_bytes"] = std::to_string(built.workspace_bytes);
-      (*notes)["kv_layout"] = g.kv_layout == KvLayout::kStrided
-                                  ? "paged, nvdet's [page, token, kv_head, dim] by strides"
-                                  : "paged, cuDNN's [page, kv_head, token, dim] (permuted copy)";
+      (*notes)["kv_layout"] = "paged, nvdet's [page, token, kv_head, dim] by strides";
       (*notes)["q_layout"] = g.ragged_q ? "ragged" : "padded";
       if (c.causal) (*notes)["mask"] = "padding + causal (bottom-right)";
       else (*notes)["mask"] = "padding";
@@ -257,7 +218,6 @@ class CudnnBackend final : public Backend {
   cudnnContext* handle_ = nullptr;
   std::map<std::string, BuiltGraph> graphs_;     // by SdpaGeometry::key(); empty graph: refused
   std::map<std::string, std::string> refusals_;  // cuDNN's reason, by key
-  std::map<uint64_t, HostTensor> heads_major_;   // permuted K/V copies, by source uid
 };
 
 }  // namespace

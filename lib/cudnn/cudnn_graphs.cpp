@@ -3,8 +3,9 @@
 //  - Q and O: nvdet's [tokens, heads, dim] rows; with equal query lengths the batch is a plain
 //    [batch, heads, q_len, dim] view; with unequal ones, a ragged view whose per-sequence start
 //    offsets (elements) are given in a tensor;
-//  - K and V: the page pool, [pages, kv_heads, page_size, dim] in cuDNN's terms, read through the
-//    page table [batch, 1, max_pages, 1] (one table serves K and V);
+//  - K and V: the page pool, [pages, kv_heads, page_size, dim] in cuDNN's terms, over nvdet's
+//    [pages, page_size, kv_heads, dim] storage by strides, read through the page table
+//    [batch, 1, max_pages, 1] (one table serves K and V);
 //  - the per-sequence lengths go in as seq_len_q / seq_len_kv with the padding mask on; prefill
 //    adds the causal mask aligned bottom-right, so new token i of a sequence with q_len new tokens
 //    and kv_len cached ones sees positions [0, kv_len - q_len + i].
@@ -60,9 +61,7 @@ void describe(fe::graph::Graph& g, const SdpaGeometry& s) {
   auto q = g.tensor(q_attr);
   const int64_t ps = s.page_size;
   const std::vector<int64_t> kv_dim = {s.num_pages, hk, ps, d};
-  const std::vector<int64_t> kv_stride = s.kv_layout == KvLayout::kStrided
-                                             ? std::vector<int64_t>{ps * hk * d, d, hk * d, 1}
-                                             : std::vector<int64_t>{hk * ps * d, ps * d, d, 1};
+  const std::vector<int64_t> kv_stride = {ps * hk * d, d, hk * d, 1};  // nvdet's [page, token, head, dim]
   auto k = g.tensor(fe::graph::Tensor_attributes().set_name("K_pages").set_uid(kUidK).set_dim(kv_dim).set_stride(kv_stride));
   auto v = g.tensor(fe::graph::Tensor_attributes().set_name("V_pages").set_uid(kUidV).set_dim(kv_dim).set_stride(kv_stride));
   const int64_t mp = s.max_pages_per_seq;
@@ -98,7 +97,7 @@ std::string SdpaGeometry::key() const {
          "/" + std::to_string(max_q_len) + "/" + std::to_string(ragged_q) + "/" +
          std::to_string(causal) + "/" + std::to_string(num_pages) + "/" +
          std::to_string(page_size) + "/" + std::to_string(max_pages_per_seq) + "/" +
-         std::to_string(scale_bits) + "/" + std::to_string(static_cast<int>(kv_layout));
+         std::to_string(scale_bits);
 }
 
 BuiltGraph build_sdpa_graph(cudnnContext* handle, const SdpaGeometry& geometry, std::string& why) {

@@ -14,12 +14,6 @@ struct cudnnContext;
 
 namespace nvdet::cudnn {
 
-// How the K/V pages are handed to cuDNN.
-enum class KvLayout {
-  kStrided,     // nvdet's [pages, page_size, kv_heads, dim], described to cuDNN by its strides
-  kHeadsMajor,  // cuDNN's own [pages, kv_heads, page_size, dim]: a permuted copy
-};
-
 // Everything a graph depends on; two calls with equal geometry share one graph.
 struct SdpaGeometry {
   DType dtype = DType::kBF16;
@@ -29,7 +23,6 @@ struct SdpaGeometry {
   bool causal = false;       // bottom-right causal (prefill: the new tokens end the sequence)
   int64_t num_pages = 0, page_size = 0, max_pages_per_seq = 0;
   float scale = 0.0f;
-  KvLayout kv_layout = KvLayout::kStrided;
 
   std::string key() const;
 };
