@@ -26,6 +26,7 @@
 
 #include "kernels/gemm_invariant_device.cuh"
 #include "kernels/gemm_wgmma_instr.cuh"
+#include "kernels/kernel_image.cuh"
 
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define NVDET_WGMMA_DEVICE 1
@@ -374,7 +375,10 @@ bool wgmma_available() {
       cudaGetLastError();
       return false;
     }
-    return attr.binaryVersion == 90 && encode_fn() != nullptr;
+    // A compute_90 PTX image JIT-compiled on sm_90 also reports binaryVersion 90, but its wgmma
+    // kernel is the __trap() fallback: require the sm_90a image (kernels/kernel_image.cuh).
+    return attr.binaryVersion == 90 && nvdet::kernels::kernel_image().arch_specific &&
+           encode_fn() != nullptr;
   }();
   return available;
 }

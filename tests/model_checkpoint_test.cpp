@@ -213,7 +213,7 @@ TEST(ModelCheckpoint, MalformedCheckpointsAreBadInput) {
   d = write_checkpoint("ckpt-config", w, false, false);
   nvdet::testing::write_file(d / "config.json", "{\"hidden_size\": 32, ");
   expect_bad(load(d), {"config.json", "JSON"});
-  nvdet::testing::write_file(d / "config.json", "{\"hidden_size\": 32}");
+  nvdet::testing::write_file(d / "config.json", "{\"model_type\": \"qwen2\", \"hidden_size\": 32}");
   expect_bad(load(d), {"config.json", "num_hidden_layers"});
   std::string cfg = config_json(w.config, false);
   nvdet::testing::write_file(d / "config.json", std::string(cfg).replace(cfg.find("\"vocab_size\": 64"), 16, "\"vocab_size\": \"64\""));

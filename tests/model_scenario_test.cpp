@@ -37,6 +37,10 @@ TEST(ModelScenario, CpuInvariantGivesOneCompletionAndVariantMore) {
   EXPECT_EQ(inv.max_distinct_results, 1);
   EXPECT_EQ(inv.divergent_contexts, 0);
   EXPECT_TRUE(inv.passed) << inv.verdict;
+  const BackendOutcome& portable = outcome(r, "cpu-portable");
+  EXPECT_EQ(portable.max_distinct_completions, 1);
+  EXPECT_EQ(portable.max_distinct_results, 1);
+  EXPECT_TRUE(portable.passed) << portable.verdict;
   EXPECT_GT(var.max_distinct_completions, 1);
   EXPECT_TRUE(var.passed) << var.verdict;
   EXPECT_TRUE(r.summary.passed);
@@ -51,8 +55,27 @@ TEST(ModelScenario, CpuInvariantGivesOneCompletionAndVariantMore) {
               var.max_distinct_completions);
 }
 
+TEST(ModelScenario, ArchitectureScenariosHoldInvariance) {
+  // One CPU scenario per supported architecture, on the transformers-made fixtures.
+  for (const char* name : {"model-llama-cpu.yaml", "model-mistral-cpu.yaml", "model-qwen2-cpu.yaml",
+                           "model-qwen3-cpu.yaml"}) {
+    const AuditResult r =
+        run_audit(load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string()), AuditOptions{});
+    const BackendOutcome& inv = outcome(r, "cpu-invariant");
+    EXPECT_EQ(inv.max_distinct_completions, 1) << name;
+    EXPECT_EQ(inv.divergent_contexts, 0) << name;
+    EXPECT_TRUE(inv.passed) << name << ": " << inv.verdict;
+    EXPECT_TRUE(r.summary.passed) << name;
+    ASSERT_FALSE(r.cases.empty()) << name;
+    for (const CaseRecord& c : r.cases) {
+      for (const RequestRecord& q : c.requests) EXPECT_EQ(q.completion.size(), 16u) << name;
+    }
+  }
+}
+
 TEST(ModelScenario, GpuModelScenariosLoad) {
-  for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml"}) {
+  for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
+                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());
     EXPECT_EQ(s.op, ScenarioOp::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -13,8 +14,14 @@
 
 namespace nvdet::testing {
 
-std::filesystem::path source_dir() { return NVDET_SOURCE_DIR; }
-std::filesystem::path nvdet_binary() { return NVDET_BINARY; }
+// The build's paths, unless the environment names others: GPU tests run from a copy of the tree
+// and of the build on another machine, where the paths compiled in do not exist.
+static std::filesystem::path env_or(const char* name, const char* compiled_in) {
+  const char* value = std::getenv(name);
+  return (value != nullptr && *value != '\0') ? value : compiled_in;
+}
+std::filesystem::path source_dir() { return env_or("NVDET_SOURCE_DIR", NVDET_SOURCE_DIR); }
+std::filesystem::path nvdet_binary() { return env_or("NVDET_BINARY", NVDET_BINARY); }
 
 std::filesystem::path make_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};

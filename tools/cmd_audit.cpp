@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 
+#include "lib/core/error.h"
 #include "lib/manifest/manifest.h"
 #include "lib/report/console_summary.h"
 #include "lib/report/atomic_file.h"
@@ -26,6 +28,7 @@ struct AuditFlags {
   bool quiet = false;
   std::string record, verify, dump_dir;  // --record, --verify, --dump (lib/manifest/manifest.h)
   bool strict = false;
+  std::vector<std::string> verify_as;  // --verify-as RUN=RECORDED
 };
 
 int run(const AuditFlags& f) {
@@ -33,6 +36,9 @@ int run(const AuditFlags& f) {
   bool all_passed = true;
   // A bad manifest is bad input: read it before any backend runs.
   std::optional<Manifest> golden;
+  std::map<std::string, std::string> recorded_as;
+  for (const std::string& a : f.verify_as) recorded_as.insert(parse_verify_as(a));
+  if (!recorded_as.empty() && f.verify.empty()) throw_input_error("--verify-as needs --verify");
   if (!f.verify.empty()) golden = read_manifest(f.verify);
   Manifest recording;
   for (const std::string& path : f.scenarios) {
@@ -66,7 +72,7 @@ int run(const AuditFlags& f) {
     }
     all_passed = all_passed && result.summary.passed;
     if (golden) {
-      const VerifyResult v = verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir});
+      const VerifyResult v = verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir, recorded_as});
       if (f.quiet) {
         fmt::print("{}: verify {}\n", s.name, v.passed ? "PASSED" : "FAILED");
       } else {
@@ -108,6 +114,10 @@ Action add_audit_command(CLI::App& app) {
                   "Compare hashes with this manifest (exit 1 if an invariant backend's changed)");
   cmd->add_flag("--strict", flags->strict,
                 "With --verify: fail on any changed, missing or new hash, whatever the backend");
+  cmd->add_option("--verify-as", flags->verify_as,
+                  "With --verify: compare this run's backend RUN with the hashes recorded for "
+                  "RECORDED (RUN=RECORDED, e.g. cuda-portable=cpu-portable); any change fails")
+      ->delimiter(',');
   cmd->add_option("--dump", flags->dump_dir,
                   "Write the probed requests' outputs as safetensors files under this folder");
   return [flags] { return run(*flags); };

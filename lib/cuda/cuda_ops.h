@@ -27,6 +27,9 @@ PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
 PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
                                        const AttentionPrefillArgs& args, RunNotes* notes);
 
+// cuda-portable, every op (portable_ops.cpp; its own Backend class, portable_backend.cpp).
+PreparedCall prepare_portable(DeviceContext& ctx, const OpArgs& args, RunNotes* notes);
+
 // GB/s (bytes read + written) of a 256 MiB device-to-device copy: median of `reps` timed copies.
 double measure_copy_bandwidth_gbps(DeviceContext& ctx, int warmup, int reps);
 

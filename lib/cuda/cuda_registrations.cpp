@@ -5,6 +5,7 @@
 namespace nvdet {
 namespace cuda {
 std::unique_ptr<Backend> make_cuda_backend(const BackendInfo& info, CudaFlavor flavor);
+std::unique_ptr<Backend> make_portable_backend(const BackendInfo& info);
 }
 
 std::vector<BackendRegistration> cuda_backend_registrations() {
@@ -15,6 +16,10 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
     if (info.name == "cublaslt-nosplit") flavor = cuda::CudaFlavor::kCublasLtNoSplit;
     if (info.name == "cuda-vendor-policy") flavor = cuda::CudaFlavor::kVendorPolicy;
     if (info.name == "cublaslt-ws1k") flavor = cuda::CudaFlavor::kCublasLtSmallWorkspace;
+    if (info.name == "cuda-portable") {
+      out.push_back({info, [info] { return cuda::make_portable_backend(info); }});
+      continue;
+    }
     if (info.name == "cudnn") {
       BackendInfo shown = info;
       if (const std::string why = cudnn::cudnn_unavailable_reason(); !why.empty()) {

@@ -23,6 +23,12 @@
 // manifest extends that promise across machines. Changes of `variant` and `report` backends
 // (vendor libraries are free to change their kernels between versions) are reported, not
 // failing. `strict` fails on any change and on missing or new entries too.
+//
+// Cross-backend verification (`--verify-as RUN=RECORDED`, VerifyOptions::recorded_as): this run's
+// backend RUN is compared with the hashes the manifest holds for backend RECORDED, e.g. a
+// manifest recorded by cpu-portable in CI verified by cuda-portable on a GPU. Asking for it is a
+// claim that the two produce the same bits, so any changed hash of RUN fails, whatever its
+// expectation. RECORDED must be in the manifest's scenario and RUN in this audit (else bad input).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -87,6 +93,7 @@ Manifest read_manifest(const std::filesystem::path& path);
 struct VerifyOptions {
   bool strict = false;
   std::string dump_dir;  // this run's --dump folder ("" = none): enables element-wise detail
+  std::map<std::string, std::string> recorded_as;  // this run's backend -> manifest backend
 };
 
 struct ManifestChange {
@@ -116,6 +123,7 @@ struct VerifyResult {
   std::vector<ManifestChange> changes;
   std::vector<ManifestEntryRef> missing;  // recorded but not run now
   std::vector<ManifestEntryRef> added;    // run now but not recorded
+  std::map<std::string, std::string> recorded_as;  // as given in VerifyOptions
   int compared = 0;
   bool passed = true;
   std::string verdict;  // one sentence
@@ -133,6 +141,9 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
 
 // "driver 580.95 → 580.159", "GPU NVIDIA H100 → NVIDIA H200", ...: the facts that differ.
 std::vector<std::string> environment_changes(const SystemInfo& recorded, const SystemInfo& now);
+
+// Parses "RUN=RECORDED" (the --verify-as value); throws kBadInput for another shape.
+std::pair<std::string, std::string> parse_verify_as(const std::string& text);
 
 std::string render_verify_text(const VerifyResult& v);
 nlohmann::ordered_json verify_to_json(const VerifyResult& v);

@@ -8,10 +8,12 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "lib/core/error.h"
 #include "lib/core/parallel.h"
+#include "lib/model/hf_config.h"
 #include "lib/tensorio/safetensors.h"
 
 namespace nvdet {
@@ -36,33 +38,6 @@ json read_json(const fs::path& path) {
   } catch (const json::exception& e) {
     throw_input_error(path.string() + ": not valid JSON (" + std::string(e.what()) + ")");
   }
-}
-
-// An integer field of config.json; `fallback` when absent (nullopt: required).
-int64_t int_field(const json& j, const fs::path& path, const char* key,
-                  std::optional<int64_t> fallback, int64_t lo, int64_t hi) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (fallback) return *fallback;
-    throw_input_error(path.string() + ": '" + key + "' is missing");
-  }
-  if (!j[key].is_number_integer()) {
-    throw_input_error(path.string() + ": '" + key + "' must be an integer, got " + j[key].dump());
-  }
-  const int64_t v = j[key].get<int64_t>();
-  if (v < lo || v > hi) {
-    throw_input_error(path.string() + ": '" + key + "' is " + std::to_string(v) +
-                      ", outside " + std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  return v;
-}
-
-double real_field(const json& j, const fs::path& path, const char* key, double fallback) {
-  if (!j.contains(key) || j[key].is_null()) return fallback;
-  if (!j[key].is_number() || j[key].get<double>() <= 0.0) {
-    throw_input_error(path.string() + ": '" + key + "' must be a positive number, got " +
-                      j[key].dump());
-  }
-  return j[key].get<double>();
 }
 
 // Which file holds each tensor: model.safetensors.index.json's weight_map, or the union of the
@@ -105,12 +80,22 @@ class TensorSource {
 
   bool contains(const std::string& name) const { return where_.count(name) > 0; }
 
+  // The checkpoint's tensors that no read() asked for, in name order.
+  std::vector<std::string> unread() const {
+    std::vector<std::string> out;
+    for (const auto& [name, file] : where_) {
+      if (!read_.count(name)) out.push_back(name);
+    }
+    return out;
+  }
+
   // The tensor, checked against `shape` and converted to `dtype`.
   HostTensor read(const std::string& name, const std::vector<int64_t>& shape, DType dtype) {
     auto it = where_.find(name);
     if (it == where_.end()) {
       throw_input_error(folder_.string() + ": tensor '" + name + "' is missing from the checkpoint");
     }
+    read_.insert(name);
     const SafetensorsFile& st = file(it->second);
     if (!st.contains(name)) {
       throw_input_error(it->second + ": tensor '" + name +
@@ -149,6 +134,7 @@ class TensorSource {
   fs::path folder_;
   std::map<std::string, std::string> where_;
   std::map<std::string, SafetensorsFile> open_;
+  std::set<std::string> read_;
 };
 
 // Several tensors stacked along their first dimension (rows of matrices, elements of biases):
@@ -168,80 +154,78 @@ HostTensor stack_rows(const std::vector<HostTensor>& parts) {
 
 }  // namespace
 
-ModelConfig read_hf_config(const std::string& folder) {
-  const fs::path path = fs::path(folder) / "config.json";
+HfConfig read_hf_config_json(const std::string& folder) {
   if (!fs::is_directory(folder)) throw_input_error(folder + ": checkpoint folder not found");
-  const json j = read_json(path);
-  if (!j.is_object()) throw_input_error(path.string() + ": must hold a JSON object");
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    throw_input_error(path.string() + ": 'rope_scaling' is not supported (plain RoPE only)");
-  }
-  ModelConfig c;
-  constexpr int64_t kBig = int64_t{1} << 30;
-  c.hidden = static_cast<int32_t>(int_field(j, path, "hidden_size", std::nullopt, 1, 1 << 20));
-  c.layers = static_cast<int32_t>(int_field(j, path, "num_hidden_layers", std::nullopt, 1, 4096));
-  c.num_heads = static_cast<int32_t>(int_field(j, path, "num_attention_heads", std::nullopt, 1, 4096));
-  c.num_kv_heads =
-      static_cast<int32_t>(int_field(j, path, "num_key_value_heads", c.num_heads, 1, 4096));
-  c.intermediate = static_cast<int32_t>(int_field(j, path, "intermediate_size", std::nullopt, 1, kBig));
-  c.vocab = static_cast<int32_t>(int_field(j, path, "vocab_size", std::nullopt, 2, kBig));
-  if (!j.contains("head_dim") && c.hidden % c.num_heads != 0) {
-    throw_input_error(path.string() + ": 'hidden_size' (" + std::to_string(c.hidden) +
-                      ") is not a multiple of 'num_attention_heads' (" +
-                      std::to_string(c.num_heads) + ") and 'head_dim' is not given");
-  }
-  c.head_dim = static_cast<int32_t>(int_field(j, path, "head_dim", c.hidden / c.num_heads, 1, 4096));
-  c.rms_eps = static_cast<float>(real_field(j, path, "rms_norm_eps", 1e-6));
-  c.rope_theta = static_cast<float>(real_field(j, path, "rope_theta", 10000.0));
-  validate_config(c, path.string());
-  return c;
+  const fs::path path = fs::path(folder) / "config.json";
+  return parse_hf_config(read_json(path), path.string());
 }
 
-ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
-  ModelConfig c = read_hf_config(folder);
-  const fs::path cfg_path = fs::path(folder) / "config.json";
-  const json j = read_json(cfg_path);
-  TensorSource src{fs::path(folder)};
+ModelConfig read_hf_config(const std::string& folder) { return read_hf_config_json(folder).model; }
 
-  const std::string first_bias = "model.layers.0.self_attn.q_proj.bias";
-  c.qkv_bias = src.contains(first_bias);
+ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
+  const HfConfig hf = read_hf_config_json(folder);
+  const ModelConfig& c = hf.model;
+  TensorSource src{fs::path(folder)};
   const int64_t h = c.hidden, q = c.q_dim(), kv = c.kv_dim(), inter = c.intermediate;
+  auto read = [&](const std::string& name, std::vector<int64_t> shape) {
+    return src.read(name, shape, dtype);
+  };
 
   ModelWeights w;
   w.config = c;
   w.dtype = dtype;
-  w.embed = src.read("model.embed_tokens.weight", {c.vocab, h}, dtype);
+  w.embed = read("model.embed_tokens.weight", {c.vocab, h});
   for (int32_t l = 0; l < c.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string a = p + "self_attn.", m = p + "mlp.";
     LayerWeights L;
-    L.attn_norm = src.read(p + "input_layernorm.weight", {h}, dtype);
-    L.qkv = stack_rows({src.read(p + "self_attn.q_proj.weight", {q, h}, dtype),
-                        src.read(p + "self_attn.k_proj.weight", {kv, h}, dtype),
-                        src.read(p + "self_attn.v_proj.weight", {kv, h}, dtype)});
+    L.attn_norm = read(p + "input_layernorm.weight", {h});
+    L.qkv = stack_rows({read(a + "q_proj.weight", {q, h}), read(a + "k_proj.weight", {kv, h}),
+                        read(a + "v_proj.weight", {kv, h})});
     if (c.qkv_bias) {
-      L.qkv_bias = stack_rows({src.read(p + "self_attn.q_proj.bias", {q}, dtype),
-                               src.read(p + "self_attn.k_proj.bias", {kv}, dtype),
-                               src.read(p + "self_attn.v_proj.bias", {kv}, dtype)});
+      L.qkv_bias = stack_rows({read(a + "q_proj.bias", {q}), read(a + "k_proj.bias", {kv}),
+                               read(a + "v_proj.bias", {kv})});
     }
-    L.o_proj = src.read(p + "self_attn.o_proj.weight", {h, q}, dtype);
-    L.mlp_norm = src.read(p + "post_attention_layernorm.weight", {h}, dtype);
-    L.gate_up = stack_rows({src.read(p + "mlp.gate_proj.weight", {inter, h}, dtype),
-                            src.read(p + "mlp.up_proj.weight", {inter, h}, dtype)});
-    L.down = src.read(p + "mlp.down_proj.weight", {h, inter}, dtype);
+    if (c.qk_norm) {
+      L.q_norm = read(a + "q_norm.weight", {c.head_dim});
+      L.k_norm = read(a + "k_norm.weight", {c.head_dim});
+    }
+    L.o_proj = read(a + "o_proj.weight", {h, q});
+    if (c.o_bias) L.o_bias = read(a + "o_proj.bias", {h});
+    L.mlp_norm = read(p + "post_attention_layernorm.weight", {h});
+    L.gate_up = stack_rows({read(m + "gate_proj.weight", {inter, h}), read(m + "up_proj.weight", {inter, h})});
+    L.down = read(m + "down_proj.weight", {h, inter});
+    if (c.mlp_bias) {
+      L.gate_up_bias = stack_rows({read(m + "gate_proj.bias", {inter}), read(m + "up_proj.bias", {inter})});
+      L.down_bias = read(m + "down_proj.bias", {h});
+    }
     w.layers.push_back(std::move(L));
   }
-  w.final_norm = src.read("model.norm.weight", {h}, dtype);
-  bool tied = false;
-  if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_null()) {
-    if (!j["tie_word_embeddings"].is_boolean()) {
-      throw_input_error(cfg_path.string() + ": 'tie_word_embeddings' must be true or false");
-    }
-    tied = j["tie_word_embeddings"].get<bool>();
-  }
-  if (src.contains("lm_head.weight") || !tied) {
-    w.lm_head = src.read("lm_head.weight", {c.vocab, h}, dtype);
+  w.final_norm = read("model.norm.weight", {h});
+  const std::string cfg = (fs::path(folder) / "config.json").string();
+  if (!hf.tie_word_embeddings) {
+    w.lm_head = read("lm_head.weight", {c.vocab, h});
   } else {
     w.lm_head = w.embed;  // tied: the same values (a separate tensor, uploaded on its own)
+    // Some checkpoints store the tied head anyway; it must then be the embedding itself.
+    if (src.contains("lm_head.weight")) {
+      const HostTensor head = read("lm_head.weight", {c.vocab, h});
+      if (std::memcmp(head.data(), w.embed.data(), head.nbytes()) != 0) {
+        throw_input_error(cfg + ": 'tie_word_embeddings' is true but the checkpoint's "
+                          "lm_head.weight differs from model.embed_tokens.weight");
+      }
+    }
+  }
+  // Every tensor must have been read: one the loader skipped (an MoE expert, a bias the config
+  // does not announce, a norm of another architecture) would make nvdet compute another model.
+  const std::vector<std::string> extra = src.unread();
+  if (!extra.empty()) {
+    std::string names;
+    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + extra[i];
+    if (extra.size() > 3) names += ", ...";
+    throw_input_error(folder + ": the checkpoint holds " + std::to_string(extra.size()) +
+                      " tensor(s) that a " + c.architecture + " model with this config.json does not "
+                      "use (" + names + "); refusing rather than computing a model without them");
   }
   return w;
 }

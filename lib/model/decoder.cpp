@@ -102,6 +102,13 @@ class BatchDecoder {
     if (options_.prefill_chunk < 0) throw_input_error("prefill_chunk must be at least 1");
     for (const auto& p : prompts_) {
       if (p.empty()) throw_input_error("a prompt of the batch holds no tokens");
+      const int64_t length = static_cast<int64_t>(p.size()) + options_.max_new_tokens - 1;
+      if (c_.sliding_window > 0 && length > c_.sliding_window) {
+        throw_input_error("the model's 'sliding_window' is " + std::to_string(c_.sliding_window) +
+                          " tokens but a sequence of this run reaches " + std::to_string(length) +
+                          "; sliding-window attention is not implemented, only full attention "
+                          "(equal to it while sequences fit the window)");
+      }
       for (int32_t id : p) {
         if (id < 0 || id >= c_.vocab) {
           throw_input_error("token id " + std::to_string(id) + " is outside the model's vocabulary (0.." +
@@ -210,8 +217,13 @@ class BatchDecoder {
       const char* tag = l == 0 ? notes_tag : nullptr;
       const HostTensor h = rmsnorm(x, L.attn_norm, tag, "attn_norm");
       emit(p, l, "attn_norm", h);
-      HostTensor qkv = gemm(h, L.qkv, L.qkv_bias.empty() ? nullptr : &L.qkv_bias, w_.dtype, tag, "qkv");
+      HostTensor qkv = gemm(h, L.qkv, bias_of(L.qkv_bias), w_.dtype, tag, "qkv");
       emit(p, l, "qkv", qkv);
+      if (c_.qk_norm) {
+        normalize_heads(qkv, 0, c_.num_heads, L.q_norm, tag, "q_norm");
+        normalize_heads(qkv, c_.q_dim(), c_.num_kv_heads, L.k_norm, tag, "k_norm");
+        emit(p, l, "qk_norm", qkv);
+      }
       rope_.apply(qkv, p.positions);
       emit(p, l, "rope", qkv);
       for (size_t i = 0; i < p.seqs.size(); ++i) {
@@ -221,18 +233,18 @@ class BatchDecoder {
       }
       const HostTensor attn = attention(p, *caches_[l], query_of(qkv, c_), tag);
       emit(p, l, "attention", attn);
-      const HostTensor o = gemm(reshaped(attn, {attn.dim(0), c_.q_dim()}), L.o_proj, nullptr,
-                                w_.dtype, tag, "o_proj");
+      const HostTensor o = gemm(reshaped(attn, {attn.dim(0), c_.q_dim()}), L.o_proj,
+                                bias_of(L.o_bias), w_.dtype, tag, "o_proj");
       emit(p, l, "o_proj", o);
       x = add(x, o);
       emit(p, l, "attn_residual", x);
       const HostTensor h2 = rmsnorm(x, L.mlp_norm, tag, "mlp_norm");
       emit(p, l, "mlp_norm", h2);
-      const HostTensor gu = gemm(h2, L.gate_up, nullptr, w_.dtype, tag, "gate_up");
+      const HostTensor gu = gemm(h2, L.gate_up, bias_of(L.gate_up_bias), w_.dtype, tag, "gate_up");
       emit(p, l, "gate_up", gu);
       const HostTensor act = swiglu(gu);
       emit(p, l, "swiglu", act);
-      const HostTensor d = gemm(act, L.down, nullptr, w_.dtype, tag, "down");
+      const HostTensor d = gemm(act, L.down, bias_of(L.down_bias), w_.dtype, tag, "down");
       emit(p, l, "down", d);
       x = add(x, d);
       emit(p, l, "mlp_residual", x);
@@ -244,6 +256,26 @@ class BatchDecoder {
     HostTensor logits = gemm(fn, w_.lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
     emit_head(p, "logits", logits);
     return logits;
+  }
+
+  static const HostTensor* bias_of(const HostTensor& b) { return b.empty() ? nullptr : &b; }
+
+  // Qwen3's q_norm / k_norm: an RMSNorm over each head_dim-wide head of the `heads` heads that
+  // start at column `first` of every qkv row, run on the backend as one [rows * heads, head_dim]
+  // rmsnorm call (a per-row reduction like the others), written back in place.
+  void normalize_heads(HostTensor& qkv, int64_t first, int64_t heads, const HostTensor& weight,
+                       const char* tag, const char* name) {
+    const int64_t rows = qkv.dim(0), width = qkv.dim(1);
+    const size_t elem = dtype_size(qkv.dtype());
+    const size_t bytes = static_cast<size_t>(heads * c_.head_dim) * elem;
+    HostTensor x(qkv.dtype(), {rows * heads, c_.head_dim});
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(x.mutable_data() + r * bytes, qkv.data() + (r * width + first) * elem, bytes);
+    }
+    const HostTensor y = rmsnorm(x, weight, tag, name);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(qkv.mutable_data() + (r * width + first) * elem, y.data() + r * bytes, bytes);
+    }
   }
 
   HostTensor rmsnorm(const HostTensor& x, const HostTensor& weight, const char* tag,

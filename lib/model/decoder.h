@@ -1,6 +1,6 @@
 #pragma once
-// Greedy decoding of a batch of prompts through a Llama/Qwen-style decoder whose reductions all
-// run on a Backend: RMSNorm (rmsnorm), projections and LM head (gemm), attention over a paged KV
+// Greedy decoding of a batch of prompts through a Llama/Mistral/Qwen-style decoder whose
+// reductions all run on a Backend: RMSNorm (rmsnorm, and Qwen3's per-head q/k norms), projections and LM head (gemm), attention over a paged KV
 // cache (attention_prefill for prompt chunks, attention_decode for generated tokens). Embedding,
 // RoPE, residual adds and SwiGLU run on the host and are batch-invariant by construction
 // (host_ops.h). So the only way a sequence's bits can depend on its neighbours is through the
@@ -28,9 +28,10 @@ struct DecodeOptions {
 
 // The ops of the trace, in the order one pass computes them. Layer -1 holds the ops outside the
 // layers: embed before them, final_norm and logits after.
+// qk_norm (Qwen3's per-head RMSNorm of queries and keys) appears only in models that have it.
 inline constexpr std::string_view kLayerOps[] = {
-    "attn_norm", "qkv",      "rope",   "attention", "o_proj", "attn_residual",
-    "mlp_norm",  "gate_up",  "swiglu", "down",      "mlp_residual"};
+    "attn_norm", "qkv",     "qk_norm", "rope", "attention",   "o_proj", "attn_residual",
+    "mlp_norm",  "gate_up", "swiglu",  "down", "mlp_residual"};
 
 // Receives every intermediate tensor of the watched sequences: their rows only (step 0: the
 // whole prompt's rows, gathered over the prefill chunks, so that traces of different chunkings
@@ -51,7 +52,8 @@ struct SequenceResult {
 // Decodes all `prompts` together and returns the results of the sequences listed in `watched`
 // (indices into prompts), in that order. `notes` receives the backend's notes of layer 0's calls
 // in the first prefill pass and the first decode step ("prefill.gate_up.split_k", ...).
-// Throws kBadInput for token ids outside the vocabulary or a KV cache too large for the host.
+// Throws kBadInput for token ids outside the vocabulary, a KV cache too large for the host, or
+// sequences longer than the model's sliding window.
 std::vector<SequenceResult> greedy_decode(Backend& backend, const ModelWeights& weights,
                                           const std::vector<std::vector<int32_t>>& prompts,
                                           const std::vector<size_t>& watched,

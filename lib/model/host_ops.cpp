@@ -32,9 +32,32 @@ HostTensor embed_tokens(const HostTensor& table, std::span<const int32_t> tokens
 
 Rope::Rope(const ModelConfig& c)
     : head_dim_(c.head_dim), q_heads_(c.num_heads), kv_heads_(c.num_kv_heads) {
+  const RopeScaling& s = c.rope_scaling;
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
   for (int32_t i = 0; i < head_dim_ / 2; ++i) {
-    inv_freq_.push_back(std::pow(static_cast<double>(c.rope_theta),
-                                 -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_)));
+    double f = std::pow(static_cast<double>(c.rope_theta),
+                        -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_));
+    switch (s.type) {
+      case RopeType::kDefault: break;
+      case RopeType::kLinear: f /= s.factor; break;
+      case RopeType::kLlama3: {
+        // Wavelengths longer than original_max / low_freq_factor are slowed by `factor`,
+        // those shorter than original_max / high_freq_factor kept, and the band between blends
+        // the two linearly in original_max / wavelength (transformers' llama3 rope_type).
+        const double wavelen = kTwoPi / f;
+        const double low_wavelen = s.original_max_position_embeddings / s.low_freq_factor;
+        const double high_wavelen = s.original_max_position_embeddings / s.high_freq_factor;
+        if (wavelen > low_wavelen) {
+          f /= s.factor;
+        } else if (wavelen >= high_wavelen) {
+          const double smooth = (s.original_max_position_embeddings / wavelen - s.low_freq_factor) /
+                                (s.high_freq_factor - s.low_freq_factor);
+          f = (1.0 - smooth) * f / s.factor + smooth * f;
+        }
+        break;
+      }
+    }
+    inv_freq_.push_back(f);
   }
 }
 

@@ -19,8 +19,9 @@ HostTensor embed_tokens(const HostTensor& table, std::span<const int32_t> tokens
 
 // Rotary position embedding (the "rotate half" layout Llama/Qwen checkpoints use): in each
 // Q and K head, element i < head_dim/2 pairs with i + head_dim/2 and both rotate by the angle
-// position * theta^(-2i/head_dim). The angles and their sine/cosine are computed in double and
-// rounded to float; the rotation itself is fp32. qkv: [rows, qkv_dim]; V columns are untouched.
+// position * inv_freq[i], inv_freq[i] = theta^(-2i/head_dim) scaled as config.rope_scaling says
+// (linear or llama3). The angles and their sine/cosine are computed in double and rounded to
+// float; the rotation itself is fp32. qkv: [rows, qkv_dim]; V columns are untouched.
 class Rope {
  public:
   Rope(const ModelConfig& c);

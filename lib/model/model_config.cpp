@@ -35,6 +35,8 @@ void validate_config(const ModelConfig& c, const std::string& source) {
   need(c.vocab >= 2, "vocabulary must hold at least 2 tokens");
   need(c.rms_eps > 0.0f, "rms_norm_eps must be positive");
   need(c.rope_theta > 0.0f, "rope_theta must be positive");
+  need(c.rope_scaling.factor > 0.0, "the RoPE scaling factor must be positive");
+  need(c.sliding_window >= 0, "sliding_window must not be negative");
 }
 
 }  // namespace nvdet

@@ -1,12 +1,29 @@
 #pragma once
-// The architecture of a Llama/Qwen-style decoder: what the forward pass needs to know about the
-// shapes, independent of where the weights come from (seeded synthetic or a checkpoint).
+// The architecture of a Llama/Mistral/Qwen-style decoder: what the forward pass needs to know,
+// independent of where the weights come from (seeded synthetic or a checkpoint). Every field
+// changes the math; a checkpoint whose config.json asks for anything not expressible here is
+// refused when it is read (hf_config.h).
 #include <cstdint>
 #include <string>
 
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
+
+// How RoPE's frequencies are derived from theta (transformers' rope_type).
+enum class RopeType {
+  kDefault,  // inv_freq[i] = theta^(-2i/head_dim)
+  kLinear,   // inv_freq / factor (position interpolation)
+  kLlama3,   // Llama 3.1: low frequencies / factor, high kept, a smooth blend between
+};
+
+struct RopeScaling {
+  RopeType type = RopeType::kDefault;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;                 // llama3
+  double high_freq_factor = 4.0;                // llama3
+  double original_max_position_embeddings = 0;  // llama3
+};
 
 struct ModelConfig {
   int32_t hidden = 0;
@@ -18,7 +35,16 @@ struct ModelConfig {
   int32_t vocab = 0;
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
-  bool qkv_bias = false;  // Qwen2: q/k/v projections carry a bias
+  RopeScaling rope_scaling;
+  bool qkv_bias = false;  // q/k/v projections carry a bias (Qwen2; Llama/Qwen3 attention_bias)
+  bool o_bias = false;    // o_proj carries a bias (Llama/Qwen3 attention_bias)
+  bool mlp_bias = false;  // gate/up/down carry biases (Llama mlp_bias)
+  bool qk_norm = false;   // Qwen3: per-head RMSNorm of queries and keys before RoPE
+  // Sliding-window attention's window in tokens (0: none). Only full attention is implemented,
+  // which equals a sliding window no shorter than the sequence: a run whose sequences grow past
+  // it is refused (decoder.h).
+  int64_t sliding_window = 0;
+  std::string architecture = "llama";  // config.json's model_type, for messages and reports
 
   int64_t q_dim() const { return int64_t{num_heads} * head_dim; }
   int64_t kv_dim() const { return int64_t{num_kv_heads} * head_dim; }

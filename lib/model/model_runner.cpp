@@ -4,6 +4,7 @@
 
 #include "lib/core/error.h"
 #include "lib/model/checkpoint.h"
+#include "lib/model/synthetic_checkpoint.h"
 
 namespace nvdet {
 
@@ -13,6 +14,9 @@ ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
     validate_config(c, s.path);
     weights_ = std::make_shared<const ModelWeights>(
         make_synthetic_weights(c, s.dtype, s.model.weight_seed ? s.model.weight_seed : s.seed));
+  } else if (s.model.synthetic_weights) {
+    weights_ = std::make_shared<const ModelWeights>(
+        load_synthetic_checkpoint(s.model.checkpoint, s.seed, s.dtype));
   } else {
     weights_ = std::make_shared<const ModelWeights>(load_hf_checkpoint(s.model.checkpoint, s.dtype));
   }

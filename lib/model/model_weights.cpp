@@ -41,6 +41,12 @@ HostTensor norm_weight(DType dtype, int64_t d, uint64_t seed, uint64_t stream) {
   return t;
 }
 
+HostTensor bias(DType dtype, int64_t d, uint64_t seed, uint64_t stream) {
+  HostTensor t(dtype, {d});
+  fill_rows(t, seed, stream, 0.1f);
+  return t;
+}
+
 }  // namespace
 
 ModelWeights make_synthetic_weights(const ModelConfig& c, DType dtype, uint64_t seed) {
@@ -53,11 +59,17 @@ ModelWeights make_synthetic_weights(const ModelConfig& c, DType dtype, uint64_t 
     LayerWeights L;
     L.attn_norm = norm_weight(dtype, c.hidden, seed, tensor_stream(l, 0));
     L.qkv = matrix(dtype, c.qkv_dim(), c.hidden, seed, tensor_stream(l, 1));
-    if (c.qkv_bias) {
-      L.qkv_bias = HostTensor(dtype, {c.qkv_dim()});
-      fill_rows(L.qkv_bias, seed, tensor_stream(l, 2), 0.1f);
+    if (c.qkv_bias) L.qkv_bias = bias(dtype, c.qkv_dim(), seed, tensor_stream(l, 2));
+    if (c.qk_norm) {
+      L.q_norm = norm_weight(dtype, c.head_dim, seed, tensor_stream(l, 7));
+      L.k_norm = norm_weight(dtype, c.head_dim, seed, tensor_stream(l, 8));
     }
     L.o_proj = matrix(dtype, c.hidden, c.q_dim(), seed, tensor_stream(l, 3));
+    if (c.o_bias) L.o_bias = bias(dtype, c.hidden, seed, tensor_stream(l, 9));
+    if (c.mlp_bias) {
+      L.gate_up_bias = bias(dtype, 2 * int64_t{c.intermediate}, seed, tensor_stream(l, 10));
+      L.down_bias = bias(dtype, c.hidden, seed, tensor_stream(l, 11));
+    }
     L.mlp_norm = norm_weight(dtype, c.hidden, seed, tensor_stream(l, 4));
     L.gate_up = matrix(dtype, 2 * int64_t{c.intermediate}, c.hidden, seed, tensor_stream(l, 5));
     L.down = matrix(dtype, c.hidden, c.intermediate, seed, tensor_stream(l, 6));

@@ -17,10 +17,15 @@ struct LayerWeights {
   HostTensor attn_norm;  // [hidden]
   HostTensor qkv;        // [qkv_dim, hidden]
   HostTensor qkv_bias;   // [qkv_dim] or empty
+  HostTensor q_norm;     // [head_dim] or empty (config.qk_norm: Qwen3)
+  HostTensor k_norm;     // [head_dim] or empty
   HostTensor o_proj;     // [hidden, q_dim]
+  HostTensor o_bias;     // [hidden] or empty (config.o_bias)
   HostTensor mlp_norm;   // [hidden]
   HostTensor gate_up;    // [2 intermediate, hidden]
+  HostTensor gate_up_bias;  // [2 intermediate] or empty (config.mlp_bias)
   HostTensor down;       // [hidden, intermediate]
+  HostTensor down_bias;  // [hidden] or empty (config.mlp_bias)
 };
 
 struct ModelWeights {
@@ -34,7 +39,8 @@ struct ModelWeights {
 
 // Seeded synthetic weights: projections ~ N(0, 1/sqrt(fan_in)) so that each GEMM keeps the scale
 // of its input, norm weights 1 + N(0, 0.1) (near 1, never all equal), embeddings ~ N(0, 1), and
-// q/k/v biases ~ N(0, 0.1) when config.qkv_bias. Element values are a pure function of (seed,
+// biases ~ N(0, 0.1) where the config has them (qkv_bias, o_bias, mlp_bias), q/k norm weights
+// like the other norms when config.qk_norm. Element values are a pure function of (seed,
 // tensor, row, column); rows are generated in parallel.
 ModelWeights make_synthetic_weights(const ModelConfig& config, DType dtype, uint64_t seed);
 

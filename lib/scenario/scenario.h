@@ -57,10 +57,13 @@ struct PrefillShape {
   int32_t prefix_len = 0;    // tokens already in the prefix cache, computed in an earlier pass
 };
 
-// A Llama/Qwen-style decoder (op: model). Weights are seeded synthetic unless `checkpoint` names
-// a Hugging Face style folder (config.json + *.safetensors).
+// A Llama/Mistral/Qwen-style decoder (op: model). Weights are seeded synthetic unless
+// `checkpoint` names a Hugging Face style folder (config.json + *.safetensors).
 struct ModelSpec {
   std::string checkpoint;  // "" = synthetic
+  // With a checkpoint: its folder holds only config.json; seeded weights (the scenario seed) are
+  // written in the checkpoint format into a temporary folder and read back through the loader.
+  bool synthetic_weights = false;
   int32_t hidden = 256;
   int32_t layers = 2;
   int32_t num_heads = 8;

@@ -25,13 +25,15 @@
 //   prefill: {prompt_len, chunk, prefix_len}
 //                                 attention_prefill only; chunk: integer >= 1 or 'whole' (stored
 //                                 as 0); 0 <= prefix_len < prompt_len
-//   model: {checkpoint, hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, rms_eps,
-//           rope_theta, weight_seed, prompts, prompts_file, prompt_len, num_prompts,
-//           max_new_tokens, prefill_chunk, page_size}
+//   model: {checkpoint, synthetic_weights, hidden, layers, heads, kv_heads, head_dim,
+//           intermediate, vocab, rms_eps, rope_theta, weight_seed, prompts, prompts_file,
+//           prompt_len, num_prompts, max_new_tokens, prefill_chunk, page_size}
 //                                 op model only; checkpoint / prompts_file are resolved against
 //                                 the scenario's folder; prompts_file is read here into prompts;
 //                                 prompts and prompts_file exclude each other and prompt_len /
-//                                 num_prompts; a checkpoint excludes the architecture keys
+//                                 num_prompts; a checkpoint excludes the architecture keys;
+//                                 synthetic_weights (bool) needs a checkpoint folder holding
+//                                 config.json, and writes seeded weights beside it (model_runner.h)
 //   seed: 1234                    required, unsigned 64-bit integer
 //   requests: [0, 1, 7]           probed request ids: distinct, >= 0; or a count N = [0 .. N-1];
 //                                 default [0]; for op model each must be < the number of prompts
@@ -566,8 +568,9 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
   static const std::vector<std::string> architecture = {
       "hidden",       "layers", "heads",   "kv_heads",   "head_dim",
       "intermediate", "vocab",  "rms_eps", "rope_theta", "weight_seed"};
-  std::vector<std::string> keys = {"checkpoint",  "prompts",        "prompts_file",  "prompt_len",
-                                   "num_prompts", "max_new_tokens", "prefill_chunk", "page_size"};
+  std::vector<std::string> keys = {"checkpoint",     "synthetic_weights", "prompts",
+                                   "prompts_file",   "prompt_len",        "num_prompts",
+                                   "max_new_tokens", "prefill_chunk",     "page_size"};
   keys.insert(keys.end(), architecture.begin(), architecture.end());
   const auto fields = fields_of(f.value, at(f), "'model'", keys);
   ModelSpec& m = s.model;
@@ -585,6 +588,11 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
       const std::string dir = string(x);
       if (dir.empty()) fail(x, "'checkpoint' must name a folder, got an empty string");
       m.checkpoint = resolve(dir);
+    }
+    if (x.name == "synthetic_weights") {
+      m.synthetic_weights = boolean(x);
+      if (!checkpoint)
+        fail(x.key, "'model.synthetic_weights' needs 'checkpoint' (a folder holding config.json)");
     }
     if (x.name == "hidden") m.hidden = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
     if (x.name == "layers") m.layers = static_cast<int32_t>(integer_in(x, 1, 1024));

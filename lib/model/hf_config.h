@@ -1,0 +1,32 @@
+#pragma once
+// A Hugging Face config.json, read strictly: the architectures nvdet computes exactly as
+// transformers does, and a refusal for everything else.
+//
+// Supported model_type (and architectures entry): llama (LlamaForCausalLM), mistral
+// (MistralForCausalLM), qwen2 (Qwen2ForCausalLM), qwen3 (Qwen3ForCausalLM). Both config formats:
+// transformers 4 (top-level rope_theta, rope_scaling) and transformers 5 (rope_parameters).
+// RoPE types default, linear and llama3. Llama: attention_bias (q/k/v/o), mlp_bias
+// (gate/up/down). Qwen2: q/k/v biases. Qwen3: q_norm/k_norm, attention_bias, explicit head_dim.
+// tie_word_embeddings everywhere.
+//
+// Refused (Error kBadInput, one sentence naming the key): another model_type or architectures
+// entry; hidden_act other than silu; rope types other than the three; partial rotary; mrope;
+// pretraining_tp other than 1; and every key not on the list of keys known to be understood or
+// known not to change the logits (MoE keys, quantization_config, ... fall there). Sliding windows
+// are recorded (ModelConfig::sliding_window) and refused by the decoder when a run outgrows them.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "lib/model/model_config.h"
+
+namespace nvdet {
+
+struct HfConfig {
+  ModelConfig model;
+  bool tie_word_embeddings = false;
+};
+
+// `j` is config.json's parsed contents; `path` names it in messages.
+HfConfig parse_hf_config(const nlohmann::json& j, const std::string& path);
+
+}  // namespace nvdet

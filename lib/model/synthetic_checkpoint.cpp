@@ -1,0 +1,99 @@
+#include "lib/model/synthetic_checkpoint.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "lib/core/error.h"
+#include "lib/model/checkpoint.h"
+#include "lib/model/hf_config.h"
+#include "lib/tensorio/safetensors.h"
+
+namespace nvdet {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Elements [begin, begin + count) of a vector, or rows of a matrix: a copy.
+HostTensor part(const HostTensor& t, int64_t begin, int64_t count) {
+  if (t.rank() > 1) return t.slice_rows(begin, count);
+  HostTensor out(t.dtype(), {count});
+  const size_t size = dtype_size(t.dtype());
+  std::memcpy(out.mutable_data(), t.data() + begin * size, count * size);
+  return out;
+}
+
+}  // namespace
+
+void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
+                                const fs::path& out) {
+  const HfConfig hf = read_hf_config_json(config_folder);
+  const ModelConfig& c = hf.model;
+  const ModelWeights w = make_synthetic_weights(c, DType::kBF16, seed);
+  // The parts of the fused tensors are copies; the rest are written from `w` directly.
+  std::vector<std::pair<std::string, HostTensor>> owned;
+  owned.reserve(static_cast<size_t>(c.layers) * 10);
+  std::vector<std::pair<std::string, const HostTensor*>> refs;
+  auto keep = [&](std::string name, HostTensor t) {
+    owned.emplace_back(std::move(name), std::move(t));
+  };
+  refs.emplace_back("model.embed_tokens.weight", &w.embed);
+  const int64_t q = c.q_dim(), kv = c.kv_dim(), inter = c.intermediate;
+  for (int32_t l = 0; l < c.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const LayerWeights& L = w.layers[l];
+    refs.emplace_back(p + "input_layernorm.weight", &L.attn_norm);
+    keep(p + "self_attn.q_proj.weight", part(L.qkv, 0, q));
+    keep(p + "self_attn.k_proj.weight", part(L.qkv, q, kv));
+    keep(p + "self_attn.v_proj.weight", part(L.qkv, q + kv, kv));
+    if (c.qkv_bias) {
+      keep(p + "self_attn.q_proj.bias", part(L.qkv_bias, 0, q));
+      keep(p + "self_attn.k_proj.bias", part(L.qkv_bias, q, kv));
+      keep(p + "self_attn.v_proj.bias", part(L.qkv_bias, q + kv, kv));
+    }
+    if (c.qk_norm) {
+      refs.emplace_back(p + "self_attn.q_norm.weight", &L.q_norm);
+      refs.emplace_back(p + "self_attn.k_norm.weight", &L.k_norm);
+    }
+    refs.emplace_back(p + "self_attn.o_proj.weight", &L.o_proj);
+    if (c.o_bias) refs.emplace_back(p + "self_attn.o_proj.bias", &L.o_bias);
+    refs.emplace_back(p + "post_attention_layernorm.weight", &L.mlp_norm);
+    keep(p + "mlp.gate_proj.weight", part(L.gate_up, 0, inter));
+    keep(p + "mlp.up_proj.weight", part(L.gate_up, inter, inter));
+    if (c.mlp_bias) {
+      keep(p + "mlp.gate_proj.bias", part(L.gate_up_bias, 0, inter));
+      keep(p + "mlp.up_proj.bias", part(L.gate_up_bias, inter, inter));
+      refs.emplace_back(p + "mlp.down_proj.bias", &L.down_bias);
+    }
+    refs.emplace_back(p + "mlp.down_proj.weight", &L.down);
+  }
+  refs.emplace_back("model.norm.weight", &w.final_norm);
+  for (const auto& [name, t] : owned) refs.emplace_back(name, &t);
+  fs::create_directories(out);
+  fs::copy_file(fs::path(config_folder) / "config.json", out / "config.json",
+                fs::copy_options::overwrite_existing);
+  if (!hf.tie_word_embeddings) refs.emplace_back("lm_head.weight", &w.lm_head);
+  write_safetensors(out / "model.safetensors", refs);
+}
+
+ModelWeights load_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
+                                       DType dtype) {
+  static std::atomic<int> counter{0};
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("nvdet-synthetic-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  struct Remove {
+    fs::path p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } remove{dir};
+  write_synthetic_checkpoint(config_folder, seed, dir);
+  return load_hf_checkpoint(dir.string(), dtype);
+}
+
+}  // namespace nvdet

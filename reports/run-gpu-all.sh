@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Every GPU check of a build in one go, on one GPU machine: the whole GPU test binary, an audit of
+# every shipped scenario that names a GPU backend, compute-sanitizer over the GPU tests, and the
+# portable golden workflow (with a PTX-only build when one is given). Audits compare bits, not
+# times, so they run in parallel lanes (the model audits are host-bound and get lanes of their
+# own); nothing that is timed runs here (use run-gpu.sh or `nvdet bench` alone on the machine).
+#
+# Usage, from the repository root: reports/run-gpu-all.sh OUT_DIR [BUILD_DIR]
+#   BUILD_DIR (default build-gpu): tools/nvdet, tests/nvdet_gpu_tests and the bundled lib/.
+#   NVDET_PTX_BUILD=DIR   a PTX-only build (-DCMAKE_CUDA_ARCHITECTURES=90-virtual) to test too.
+#   NVDET_STEP_TIMEOUT    seconds per step (default 420); NVDET_SKIP_SANITIZERS=1 skips them.
+# Writes OUT_DIR/<lane>/... (each step's output and reports) and OUT_DIR/summary.txt, one line
+# per step with its exit code and seconds; exits 1 if any step that must pass did not.
+set -uo pipefail
+out=${1:?usage: reports/run-gpu-all.sh OUT_DIR [BUILD_DIR]}
+build=${2:-build-gpu}
+export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$PWD/$build/tools/nvdet
+nvdet=$build/tools/nvdet
+tests=$build/tests/nvdet_gpu_tests
+mkdir -p "$out"
+: >"$out/summary.txt"
+
+step() {  # step LANE NAME EXPECTED_EXIT COMMAND...: run with a timeout, log, record the exit code
+  local lane=$1 name=$2 expected=$3
+  shift 3
+  mkdir -p "$out/$lane"
+  echo "\$ $*" >>"$out/$lane/commands.log"
+  local t0=$SECONDS
+  timeout "${NVDET_STEP_TIMEOUT:-420}" "$@" >"$out/$lane/$name.txt" 2>&1
+  local rc=$?
+  local verdict=ok
+  [[ $expected == any || $rc -eq $expected ]] || verdict=FAILED
+  printf '%-10s %-44s exit %3d  %4d s  %s\n' "$lane" "$name" "$rc" "$((SECONDS - t0))" \
+    "$verdict" >>"$out/summary.txt"
+}
+
+audit() {  # audit LANE SCENARIO: the scenario's own expectations decide (exit 0 expected)
+  local lane=$1 s=$2
+  step "$lane" "audit-$(basename "$s" .yaml)" 0 "$nvdet" audit "$s" --report-dir "$out/$lane" \
+    --format md,json,html
+}
+
+gpu_scenarios=$(grep -lE '^[[:space:]]+(cublas|cublaslt-[a-z0-9-]+|cuda-[a-z-]+|cudnn)[[:space:]]*:' \
+  scenarios/*.yaml | sort)
+lane_of() {  # the long, host-bound model audits get lanes of their own
+  case $(basename "$1") in
+    model-decode-qwen-vocab.yaml) echo model-a ;;
+    model-decode.yaml) echo model-b ;;
+    model-*) echo model-c ;;
+    gemm-*) echo gemm ;;
+    *) echo attn-norm ;;
+  esac
+}
+
+run_lane() {  # run_lane LANE: every GPU scenario assigned to it, in name order
+  local lane=$1 s
+  for s in $gpu_scenarios; do
+    [[ $(lane_of "$s") == "$lane" ]] && audit "$lane" "$s"
+  done
+}
+
+step info info 0 "$nvdet" info
+(step tests gpu-tests 0 "$tests"; run_lane model-c) &
+run_lane model-a &
+run_lane model-b &
+run_lane gemm &
+run_lane attn-norm &
+if [[ -z ${NVDET_SKIP_SANITIZERS:-} ]]; then
+  (
+    # Small problems that reach every kernel; the sanitizers slow kernels by 10-100x.
+    f='GpuGemm.*:InvariantKernels.*:GpuAttention.*:GpuNorm.*:GpuPortable.*BitwiseEqual*'
+    for tool in memcheck racecheck synccheck initcheck; do
+      step sanitize "$tool" 0 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        "$tests" --gtest_filter="$f"
+    done
+  ) &
+fi
+(
+  NVDET_SKIP_BENCH=1 step portable golden 0 reports/portable-golden.sh "$out/portable/golden" \
+    "$build"
+) &
+wait
+sort -o "$out/summary.txt" "$out/summary.txt"
+cat "$out/summary.txt"
+! grep -q FAILED "$out/summary.txt"
