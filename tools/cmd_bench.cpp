@@ -55,8 +55,8 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
   cmd->add_option("--backends", flags->backends, "Time only these backends")->delimiter(',');
   cmd->add_option("--baseline", flags->baseline,
-                  "Backend the ratios are taken against (default: cublas, else the first "
-                  "vendor-style backend)");
+                  "Backend the ratios are taken against (default: cudnn for attention, cublas, "
+                  "else the first vendor-style backend)");
   cmd->add_option("--filter", flags->filter, "Only contexts whose id matches this regex");
   cmd->add_option("--report-dir", flags->report_dir, "Write bench-<scenario>.md/.json here");
   cmd->add_option("--warmup", flags->warmup, "Warm-up runs per measurement")->capture_default_str();

@@ -46,6 +46,9 @@ inline std::vector<BackendInfo> cuda_backend_infos() {
       {"cuda-portable",
        "IEEE fp32 CUDA-core kernels, bitwise equal to cpu-portable on the CPU and on any GPU", true,
        true, {}},
+      {"cudnn", "cuDNN's SDPA forward (graph API) for attention over the paged KV cache", true,
+       false, {{"attention_decode", "cuDNN SDPA, paged K/V, per-sequence KV lengths"},
+               {"attention_prefill", "cuDNN SDPA, paged K/V, bottom-right causal over the cache"}}},
   };
 }
 

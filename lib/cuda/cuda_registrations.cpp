@@ -1,5 +1,6 @@
 #include "lib/cuda/cuda_backend_infos.h"
 #include "lib/cuda/cuda_ops.h"
+#include "lib/cudnn/cudnn_backend.h"
 
 namespace nvdet {
 namespace cuda {
@@ -17,6 +18,14 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
     if (info.name == "cublaslt-ws1k") flavor = cuda::CudaFlavor::kCublasLtSmallWorkspace;
     if (info.name == "cuda-portable") {
       out.push_back({info, [info] { return cuda::make_portable_backend(info); }});
+      continue;
+    }
+    if (info.name == "cudnn") {
+      BackendInfo shown = info;
+      if (const std::string why = cudnn::cudnn_unavailable_reason(); !why.empty()) {
+        shown.description += " (unavailable: " + why + ")";
+      }
+      out.push_back({shown, [shown] { return cudnn::make_cudnn_backend(shown); }});
       continue;
     }
     out.push_back({info, [info, flavor] { return cuda::make_cuda_backend(info, flavor); }});

@@ -26,15 +26,20 @@ Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
   return {us[us.size() / 2], us.front(), reps};
 }
 
-std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::string& requested) {
+// The vendor kernel users actually run: cuDNN's SDPA for attention, cuBLAS for GEMM.
+std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::string& requested,
+                          ScenarioOp op) {
   if (!requested.empty()) {
     for (const BackendSpec& s : specs) {
       if (s.name == requested) return requested;
     }
     throw_input_error("--baseline '" + requested + "' is not among the backends being timed");
   }
-  for (const BackendSpec& s : specs) {
-    if (s.name == "cublas") return s.name;
+  const bool attention = op == ScenarioOp::kAttentionDecode || op == ScenarioOp::kAttentionPrefill;
+  for (const char* preferred : {attention ? "cudnn" : "cublas", "cublas"}) {
+    for (const BackendSpec& s : specs) {
+      if (s.name == preferred) return s.name;
+    }
   }
   for (const BackendSpec& s : specs) {
     const BackendRegistration* r = find_backend(s.name);
@@ -54,7 +59,7 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   result.scenario = s.name;
   result.op = std::string(scenario_op_name(s.op));
   result.dtype = std::string(dtype_name(s.dtype));
-  result.baseline = pick_baseline(specs, options.baseline);
+  result.baseline = pick_baseline(specs, options.baseline, s.op);
   result.system = collect_system_info();
   result.timing = options.timing;
 

@@ -14,7 +14,7 @@ namespace nvdet {
 
 struct BenchOptions {
   std::vector<std::string> backends;  // empty: the scenario's
-  std::string baseline;               // empty: cublas if run, else the first vendor-style backend
+  std::string baseline;  // empty: cudnn for attention (when run), cublas, else the first vendor-style
   std::string context_filter;
   TimingOptions timing;
   std::function<void(int done, int total, const std::string& what)> on_progress;
