@@ -9,6 +9,7 @@
 #   BUILD_DIR (default build-gpu): tools/nvdet, tests/nvdet_gpu_tests and the bundled lib/.
 #   NVDET_PTX_BUILD=DIR   a PTX-only build (-DCMAKE_CUDA_ARCHITECTURES=90-virtual) to test too.
 #   NVDET_STEP_TIMEOUT    seconds per step (default 420); NVDET_SKIP_SANITIZERS=1 skips them.
+#   NVDET_CUDNN_LIBRARY_PATH  cuDNN for the cudnn backend (default: PyTorch's, when installed).
 # Writes OUT_DIR/<lane>/... (each step's output and reports) and OUT_DIR/summary.txt, one line
 # per step with its exit code and seconds; exits 1 if any step that must pass did not.
 set -uo pipefail
@@ -16,6 +17,11 @@ out=${1:?usage: reports/run-gpu-all.sh OUT_DIR [BUILD_DIR]}
 build=${2:-build-gpu}
 export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$PWD/$build/tools/nvdet
+# The cudnn backend loads cuDNN at run time: PyTorch's copy where no other is named.
+if [[ -z ${NVDET_CUDNN_LIBRARY_PATH:-} ]]; then
+  NVDET_CUDNN_LIBRARY_PATH=$(python3 -c 'import nvidia.cudnn, os
+print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null) && export NVDET_CUDNN_LIBRARY_PATH
+fi
 nvdet=$build/tools/nvdet
 tests=$build/tests/nvdet_gpu_tests
 mkdir -p "$out"
@@ -48,6 +54,7 @@ lane_of() {  # the long, host-bound model audits get lanes of their own
     model-decode-qwen-vocab.yaml) echo model-a ;;
     model-decode.yaml) echo model-b ;;
     model-*) echo model-c ;;
+    gemm-ws1k-*) echo gemm-ws ;;
     gemm-*) echo gemm ;;
     *) echo attn-norm ;;
   esac
@@ -65,11 +72,12 @@ step info info 0 "$nvdet" info
 run_lane model-a &
 run_lane model-b &
 run_lane gemm &
+run_lane gemm-ws &
 run_lane attn-norm &
 if [[ -z ${NVDET_SKIP_SANITIZERS:-} ]]; then
   (
     # Small problems that reach every kernel; the sanitizers slow kernels by 10-100x.
-    f='GpuGemm.*:InvariantKernels.*:GpuAttention.*:GpuNorm.*:GpuPortable.*BitwiseEqual*'
+    f='GpuGemm.*:InvariantKernels.*:GpuAttention.*:GpuCudnnAttention.*:GpuNorm.*:GpuPortable.*BitwiseEqual*'
     for tool in memcheck racecheck synccheck initcheck; do
       step sanitize "$tool" 0 compute-sanitizer --tool "$tool" --error-exitcode 99 \
         "$tests" --gtest_filter="$f"
