@@ -558,8 +558,8 @@ BenchResult sample_bench(double copy_gbps) {
   r.baseline = "cuda-vendor-policy";
   r.copy_gbps = copy_gbps;
   if (copy_gbps > 0) r.system.gpus.push_back(GpuInfo{0, "NVIDIA H200", 132, "9.0", 0, 0});
-  BenchRow vendor{"c", "cuda-vendor-policy", 100.0, 99.0, 0.1, 2000.0, 1.0, 0.0, true};
-  BenchRow inv{"c", "cuda-invariant", 125.0, 120.0, 0.08, 1600.0, 1.25, 0.0, true};
+  BenchRow vendor{"c", "cuda-vendor-policy", 100.0, 99.0, 0.1, 2000.0, 1.0, 0.0, true, 104.5};
+  BenchRow inv{"c", "cuda-invariant", 125.0, 120.0, 0.08, 1600.0, 1.25, 0.0, true, 131.25};
   if (copy_gbps > 0) {
     vendor.copy_fraction = vendor.gbps / copy_gbps;
     inv.copy_fraction = inv.gbps / copy_gbps;
@@ -571,15 +571,22 @@ BenchResult sample_bench(double copy_gbps) {
 TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   const std::string md = render_bench_markdown(sample_bench(4000.0));
   EXPECT_NE(md.find("Copy ceiling: 4000 GB/s"), std::string::npos) << md;
-  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100.00 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
+  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100.00 | 99.00-104.50 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| c | cuda-invariant | 125.00 | 0.1 | 1600 | 40% | 1.25x | 0.80x |"),
+  EXPECT_NE(md.find("| c | cuda-invariant | 125.00 | 120.00-131.25 | 0.1 | 1600 | 40% | 1.25x | 0.80x |"),
             std::string::npos)
       << md;
   const nlohmann::json j = bench_to_json(sample_bench(4000.0));
   EXPECT_DOUBLE_EQ(j.at("copy_gbps").get<double>(), 4000.0);
   EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("copy_fraction").get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("max_us").get<double>(), 131.25);
+  const std::string csv = render_bench_csv(sample_bench(4000.0));
+  EXPECT_EQ(csv,
+            "scenario,context,backend,median_us,min_us,max_us,tflops,gbps,copy_fraction,time_ratio,"
+            "device_timed\n"
+            "s,c,cuda-vendor-policy,100.000,99.000,104.500,0.1000,2000.00,0.5000,1.0000,true\n"
+            "s,c,cuda-invariant,125.000,120.000,131.250,0.0800,1600.00,0.4000,1.2500,true\n");
 }
 
 TEST(BenchReport, WithoutACopyCeilingTheShareIsADash) {

@@ -103,7 +103,16 @@ void write_summary(std::ostringstream& o, const AuditResult& r) {
     << esc(plural(sum.cases, "case", "cases")) << ", "
     << esc(plural(sum.divergences, "divergence", "divergences")) << ", "
     << esc(plural(sum.failed_backends, "failed backend", "failed backends")) << ", "
+    << (sum.skipped_backends
+            ? esc(plural(sum.skipped_backends, "skipped backend", "skipped backends")) + ", "
+            : std::string())
     << esc(short_number(sum.seconds)) << " s</td></tr>\n";
+  if (r.verify) {
+    o << "<tr><th>Manifest</th><td><code>" << esc(r.verify->manifest) << "</code>: "
+      << (r.verify->passed ? "<span class=\"ok\">verified</span>"
+                           : "<span class=\"bad\">verify FAILED</span>")
+      << " (" << esc(r.verify->verdict) << ")</td></tr>\n";
+  }
   o << "</table>\n</section>\n";
 }
 
@@ -113,6 +122,14 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
        "<th>Distinct results</th><th>Verdict</th><th>Stands for</th></tr></thead>\n<tbody>\n";
   for (const BackendOutcome& b : r.backends) {
     const std::vector<std::string> stands = stands_for_lines(b, r.scenario.op);
+    if (b.skipped) {
+      o << "<tr class=\"skipped\"><td><code>" << esc(b.name) << "</code>" << (b.gpu ? " (GPU)" : "")
+        << "</td><td>" << expectation_name(b.expect)
+        << "</td><td class=\"num\">0</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td>"
+           "<td><span class=\"muted\">skipped:</span> "
+        << esc(b.skip_reason) << "</td><td>" << esc(join(stands, "; ")) << "</td></tr>\n";
+      continue;
+    }
     o << "<tr><td><code>" << esc(b.name) << "</code>" << (b.gpu ? " (GPU)" : "")
       << "<br><span class=\"muted\">" << esc(b.description) << "</span></td><td>"
       << expectation_name(b.expect) << "</td><td class=\"num\">" << b.contexts_run
@@ -312,7 +329,9 @@ void write_heatmaps(std::ostringstream& o, const AuditResult& r) {
   o << "<section id=\"heatmaps\">\n<h2>Results over the sweep</h2>\n"
        "<p class=\"muted\">Each cell is one context; its colour is the class of the request's "
        "output hash, numbered in sweep order (the first is the baseline's result). Hover a cell for its context.</p>\n";
-  for (const BackendOutcome& b : r.backends) write_heatmap(o, r, b);
+  for (const BackendOutcome& b : r.backends) {
+    if (!b.skipped) write_heatmap(o, r, b);
+  }
   o << "</section>\n";
 }
 
@@ -359,6 +378,51 @@ void write_divergences(std::ostringstream& o, const AuditResult& r) {
   o << "</section>\n";
 }
 
+constexpr size_t kMaxVerifyRows = 200;
+
+// With --verify: the manifest check, part of the verdict in the title.
+void write_verify(std::ostringstream& o, const AuditResult& r) {
+  if (!r.verify) return;
+  const VerifyResult& v = *r.verify;
+  o << "<section id=\"verify\">\n<h2>Manifest <code>" << esc(v.manifest) << "</code>: "
+    << (v.passed ? "<span class=\"ok\">verified</span>" : "<span class=\"bad\">FAILED</span>")
+    << "</h2>\n<p>" << esc(v.verdict) << ".</p>\n";
+  if (v.environment.empty()) {
+    o << "<p class=\"muted\">Environment unchanged since the recording.</p>\n";
+  } else {
+    o << "<ul>\n";
+    for (const std::string& e : v.environment) o << "<li>" << esc(e) << "</li>\n";
+    o << "</ul>\n";
+  }
+  if (!v.changes.empty()) {
+    o << "<table id=\"verify-table\">\n<thead><tr><th>Backend</th><th>Expectation</th><th>Context</th>"
+         "<th>Repeat</th><th>Request</th><th>First changed token</th><th>Recorded</th><th>Now</th>"
+         "<th>Fails</th></tr></thead>\n<tbody>\n";
+    for (size_t i = 0; i < v.changes.size() && i < kMaxVerifyRows; ++i) {
+      const ManifestChange& c = v.changes[i];
+      o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
+        << esc(c.expectation.empty() ? "not run now" : c.expectation) << "</td><td>"
+        << esc(context_label(r, c.context)) << "</td><td class=\"num\">" << c.repeat
+        << "</td><td class=\"num\">" << c.request << "</td><td class=\"num\">"
+        << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a"))
+        << "</td><td><code>" << c.recorded.hex().substr(0, 12) << "</code></td><td><code>"
+        << c.now.hex().substr(0, 12) << "</code></td><td>"
+        << (c.fails ? "<span class=\"bad\">yes</span>" : "no") << "</td></tr>\n";
+    }
+    o << "</tbody>\n</table>\n";
+    if (v.changes.size() > kMaxVerifyRows) {
+      o << "<p class=\"muted\">" << v.changes.size() - kMaxVerifyRows
+        << " more changes are in the JSON report.</p>\n";
+    }
+  }
+  if (!v.missing.empty() || !v.added.empty()) {
+    o << "<p>" << esc(plural(static_cast<int64_t>(v.missing.size()), "recorded entry", "recorded entries"))
+      << " not run, " << esc(plural(static_cast<int64_t>(v.added.size()), "new entry", "new entries"))
+      << " (listed in the JSON report).</p>\n";
+  }
+  o << "</section>\n";
+}
+
 void write_bisect(std::ostringstream& o) {
   // The audit result carries no bisection; this section only points to the command that makes one.
   o << "<section id=\"bisect\">\n<h2>Bisect</h2>\n<p class=\"muted\">This audit ran no bisection. "
@@ -394,6 +458,7 @@ std::string render_html_report(const AuditResult& r) {
     << esc(r.scenario.name) << ": " << (r.summary.passed ? "PASS" : "FAIL") << "</title>\n<style>"
     << kStyle << "</style>\n</head>\n<body>\n";
   write_summary(o, r);
+  write_verify(o, r);
   write_backends(o, r);
   write_heatmaps(o, r);
   write_divergences(o, r);

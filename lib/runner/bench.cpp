@@ -23,7 +23,7 @@ Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
                      .count());
   }
   std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us.front(), reps};
+  return {us[us.size() / 2], us.front(), reps, us.back()};
 }
 
 std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::string& requested) {
@@ -44,6 +44,12 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
 }
 
 }  // namespace
+
+void check_bench(const Scenario& s, const BenchOptions& options) {
+  const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  (void)filter_contexts(expand_contexts(s), options.context_filter);
+  (void)pick_baseline(specs, options.baseline);
+}
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
@@ -82,6 +88,7 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
       row.backend = b->info().name;
       row.median_us = t->median_us;
       row.min_us = t->min_us;
+      row.max_us = t->max_us;
       row.tflops = bc->flops / (t->median_us * 1e-6) / 1e12;
       row.gbps = bc->bytes / (t->median_us * 1e-6) / 1e9;
       if (row.device_timed && result.copy_gbps > 0) row.copy_fraction = row.gbps / result.copy_gbps;
