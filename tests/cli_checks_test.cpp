@@ -332,5 +332,35 @@ TEST(BenchCli, CreatesItsReportFolderAndWritesCsvWithSpread) {
   EXPECT_EQ(bad.out, "");
 }
 
+TEST(InfoAndListJson, SayTheSameAsTheText) {
+  const CommandResult text = run_nvdet("list");
+  const CommandResult r = run_nvdet("list --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.at("ops").size(), 6u);
+  EXPECT_EQ(j.at("ops").at(0), "gemm");
+  ASSERT_FALSE(j.at("backends").empty());
+  bool saw_gpu = false, saw_request_axis = false;
+  for (const auto& b : j.at("backends")) {
+    EXPECT_NE(text.out.find("  " + b.at("name").get<std::string>() + " "), std::string::npos) << b;
+    saw_gpu |= b.at("kind") == "gpu";
+  }
+  for (const auto& a : j.at("axes")) {
+    EXPECT_NE(text.out.find("  " + a.at("name").get<std::string>() + " "), std::string::npos) << a;
+    if (a.at("name") == "kv_len") saw_request_axis = a.at("defines_request").get<bool>();
+  }
+  EXPECT_TRUE(saw_gpu);
+  EXPECT_TRUE(saw_request_axis);
+
+  const CommandResult info = run_nvdet("info --format json");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto ij = nlohmann::json::parse(info.out);
+  EXPECT_EQ(ij.at("backends").size(), j.at("backends").size());
+  EXPECT_NE(run_nvdet("info").out.find("host: " + ij.at("host").get<std::string>()), std::string::npos);
+  EXPECT_EQ(ij.at("gpus").empty(), !gpu_available());
+  EXPECT_EQ(run_nvdet("info --format yaml").exit_code, 2);
+  EXPECT_EQ(run_nvdet("list --format yaml").exit_code, 2);
+}
+
 }  // namespace
 }  // namespace nvdet::testing
