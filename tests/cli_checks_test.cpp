@@ -332,6 +332,26 @@ TEST(BenchCli, CreatesItsReportFolderAndWritesCsvWithSpread) {
   EXPECT_EQ(bad.out, "");
 }
 
+// `nvdet report` renders the other formats again from a JSON audit report: the same bytes as the
+// audit wrote, and the same exit code.
+TEST(ReportCli, RerendersFromTheJsonReport) {
+  const auto dir = make_temp_dir("rerender");
+  CommandResult r = run_nvdet("audit " + scenario("fail-expect-invariant.yaml") + " --report-dir " +
+                              (dir / "a").string() + " --format md,json,junit,html");
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  r = run_nvdet("report " + (dir / "a" / "fail-expect-invariant.json").string() + " --report-dir " +
+                (dir / "b").string() + " --format md,json,junit,html");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const char* ext : {".md", ".json", ".junit.xml", ".html"}) {
+    const std::string name = std::string("fail-expect-invariant") + ext;
+    EXPECT_EQ(read_file(dir / "a" / name), read_file(dir / "b" / name)) << name;
+  }
+  write_file(dir / "not-a-report.json", "{\"schema_version\": 1, \"scenario\": {}}");
+  r = run_nvdet("report " + (dir / "not-a-report.json").string() + " --report-dir " + (dir / "c").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cannot read audit report"), std::string::npos) << r.err;
+}
+
 TEST(InfoAndListJson, SayTheSameAsTheText) {
   const CommandResult text = run_nvdet("list");
   const CommandResult r = run_nvdet("list --format json");

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       {"bench", nvdet::cli::add_bench_command(app)},
       {"info", nvdet::cli::add_info_command(app)},
       {"list", nvdet::cli::add_list_command(app)},
+      {"report", nvdet::cli::add_report_command(app)},
   };
 
   nvdet::install_interrupt_cleanup();

@@ -72,6 +72,7 @@ json case_json(const CaseRecord& c) {
           {"context_index", c.context_index},
           {"context", c.context_id},
           {"context_values", values},
+          {"group", c.group},
           {"repeat", c.repeat},
           {"seconds", json_number(c.seconds)},
           {"notes", string_map(c.notes)},
