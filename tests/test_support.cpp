@@ -42,6 +42,10 @@ CommandResult run_nvdet_env(const std::string& env, const std::string& args) {
   return r;
 }
 
+CommandResult run_nvdet_in(const std::filesystem::path& cwd, const std::string& args) {
+  return run_nvdet_env("cd '" + cwd.string() + "' &&", args);
+}
+
 bool gpu_available() {
   static const bool available = [] {
     const SystemInfo s = collect_system_info();
