@@ -65,7 +65,10 @@ Action add_list_command(CLI::App& app) {
     fmt::print("sweep axes:\n");
     for (const AxisDescription& a : known_axes()) {
       std::string ops;
-      for (ScenarioOp op : a.ops) ops += (ops.empty() ? "" : ",") + std::string(scenario_op_name(op));
+      for (ScenarioOp op : a.ops) {
+        if (!ops.empty()) ops += ",";
+        ops += scenario_op_name(op);
+      }
       fmt::print("  {:<15} {} (ops: {})\n", a.name, a.help, ops);
     }
     fmt::print("expectations: invariant, variant, report\n");

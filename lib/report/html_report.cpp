@@ -341,7 +341,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
         }
         if (seen.size() > 1 || it->second.size() > 1) {
           for (const Point* p : it->second) {
-            title += "\n" + context_label(r, p->c->context_id) + " -> " + class_text(*p);
+            title.append("\n").append(context_label(r, p->c->context_id)).append(" -> ");
+            title.append(class_text(*p));
           }
         }
       }

@@ -49,6 +49,10 @@ void check_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   (void)filter_contexts(expand_contexts(s), options.context_filter);
   (void)pick_baseline(specs, options.baseline);
+  for (const BackendSpec& spec : specs) {
+    const std::string unavailable = backend_unavailable_reason(spec.name);
+    if (!unavailable.empty()) throw_runtime_error("backend '" + spec.name + "' " + unavailable);
+  }
 }
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
