@@ -285,7 +285,8 @@ TEST(CliCi, StepSummaryAnnotationsAndProgressLines) {
   EXPECT_NE(r.out.find("::error file=" + scenario("fail-expect-invariant.yaml") + ",line="),
             std::string::npos) << r.out;
   // Progress goes to stderr only (stdin/stdout are not terminals here), one line per case.
-  EXPECT_NE(r.err.find("progress: 1 of "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("progress: context 1 of 20, 1 of 80 cases, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("progress: context 20 of 20, 79 of 80 cases, "), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("progress:"), std::string::npos);
 
   // Without GitHub's variables: no annotation, and the default interval prints no progress for

@@ -81,9 +81,7 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<ReportFormat>& 
     prepare_output_dir(f.report_dir, "report");
     std::set<std::string> bases;
     for (const Planned& p : planned) {
-      AuditResult named;
-      named.scenario.name = p.scenario.name;
-      const std::string base = report_base_name(named);
+      const std::string base = report_base_name(p.scenario.name);
       if (!bases.insert(base).second) {
         throw_input_error("two scenarios would write the same reports '" + base +
                           ".*' in " + f.report_dir);
@@ -127,7 +125,7 @@ int run(const AuditFlags& f) {
     TerminalProgress progress(stderr);
     if (!f.quiet) {
       opts.on_progress = [&](const AuditProgress& pr) {
-        progress.update(pr.done, pr.total, pr.backend, pr.context);
+        progress.update(pr.done, pr.total, pr.backend, pr.context, pr.context_number, pr.contexts);
       };
     }
     AuditResult result = run_audit(s, opts);

@@ -139,13 +139,15 @@ TerminalProgress::TerminalProgress(std::FILE* stream, double interval_s)
       last_line_(started_) {}
 
 void TerminalProgress::update(int done, int total, const std::string& backend,
-                              const std::string& context) {
+                              const std::string& context, int context_number, int contexts) {
   if (!stream_) return;
   if (!terminal_) {
     const double t = now_seconds();
     if (t - last_line_ < interval_s_ || done >= total) return;
     last_line_ = t;
-    fmt::print(stream_, "progress: {} of {} cases, {:.0f} s elapsed ({} {})\n", done, total,
+    const std::string where =
+        contexts > 0 ? fmt::format("context {} of {}, ", context_number, contexts) : std::string();
+    fmt::print(stream_, "progress: {}{} of {} cases, {:.0f} s elapsed ({} {})\n", where, done, total,
                t - started_, backend, context);
     std::fflush(stream_);
     return;

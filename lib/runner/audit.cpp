@@ -328,7 +328,9 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
   }
   // Context-major: a context's inputs (a multi-gigabyte KV cache, say) are built once and
   // serve every backend and repeat before the next context is built.
+  progress.contexts = static_cast<int>(contexts.size());
   for (const Context& c : contexts) {
+    ++progress.context_number;
     for (auto& audit : audits) audit->run_context(c);
   }
   size_t next_audit = 0;

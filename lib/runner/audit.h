@@ -13,6 +13,7 @@ namespace nvdet {
 
 struct AuditProgress {
   int done = 0, total = 0;  // cases (backend × context × repeat)
+  int context_number = 0, contexts = 0;  // the context being run: 1-based, of how many
   std::string backend, context;
 };
 
