@@ -12,6 +12,7 @@
 #include "lib/report/json_report.h"
 #include "lib/report/junit_report.h"
 #include "lib/report/markdown_report.h"
+#include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"
 #include "tests/report_sample_result.h"
 
@@ -202,6 +203,16 @@ TEST(OneVerdict, SkippedBackendIsSaidSkippedEverywhere) {
   EXPECT_NE(console.find("  SKIP cuda-invariant"), std::string::npos) << console;
   EXPECT_NE(console.find("audit PASSED: 2 of 2 backends met their expectation, 1 skipped"),
             std::string::npos) << console;
+}
+
+TEST(VerifyText, ShortHashesAlwaysShowTheDifference) {
+  const Hash128 a{0x6ccd402f6586f649ull, 0x2ab1196fc78c42eeull};
+  const Hash128 b{0x6ccd402f6586f649ull, 0x2ab1196fc78c42e0ull};
+  EXPECT_EQ(short_hashes(a, b), std::make_pair(a.hex(), b.hex()));  // last digit differs
+  const Hash128 c{0x6ccd402f6586f649ull, 0x0ull}, d{0x6ccd402f6587f649ull, 0x0ull};
+  EXPECT_EQ(short_hashes(c, d), std::make_pair(std::string("6ccd402f6586"), std::string("6ccd402f6587")));
+  const Hash128 e{0x6ccd402f65860000ull, 0x0ull}, f{0x6ccd402f65861000ull, 0x0ull};
+  EXPECT_EQ(short_hashes(e, f), std::make_pair(std::string("6ccd402f65860"), std::string("6ccd402f65861")));
 }
 
 TEST(GithubAnnotations, NameTheScenarioLineAndEscape) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "lib/report/report_text.h"
+#include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -493,13 +494,13 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
          "<th>Fails</th></tr></thead>\n<tbody>\n";
     for (size_t i = 0; i < v.changes.size() && i < kMaxVerifyRows; ++i) {
       const ManifestChange& c = v.changes[i];
+      const auto [recorded, now] = short_hashes(c.recorded, c.now);
       o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
         << esc(c.expectation.empty() ? "not run now" : c.expectation) << "</td><td>"
         << esc(context_label(r, c.context)) << "</td><td class=\"num\">" << c.repeat
         << "</td><td class=\"num\">" << c.request << "</td><td class=\"num\">"
         << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a"))
-        << "</td><td><code>" << c.recorded.hex().substr(0, 12) << "</code></td><td><code>"
-        << c.now.hex().substr(0, 12) << "</code></td><td>"
+        << "</td><td><code>" << recorded << "</code></td><td><code>" << now << "</code></td><td>"
         << (c.fails ? "<span class=\"bad\">yes</span>" : "no") << "</td></tr>\n";
     }
     o << "</tbody>\n</table>\n";

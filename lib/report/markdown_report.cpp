@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "lib/report/report_text.h"
+#include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -184,11 +185,12 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
          "| Now | Fails |\n|---|---|---|---:|---:|---:|---|---|---|\n";
     for (size_t i = 0; i < v.changes.size() && i < kMaxVerifyRows; ++i) {
       const ManifestChange& c = v.changes[i];
+      const auto [recorded, now] = short_hashes(c.recorded, c.now);
       o << "| " << table_safe(code(c.backend)) << " | "
         << cell(c.expectation.empty() ? "not run now" : c.expectation) << " | "
         << cell(context_label(r, c.context)) << " | " << c.repeat << " | " << c.request << " | "
         << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a")) << " | "
-        << code(c.recorded.hex().substr(0, 12)) << " | " << code(c.now.hex().substr(0, 12))
+        << code(recorded) << " | " << code(now)
         << " | " << (c.fails ? "\u2717 yes" : "no") << " |\n";
     }
     if (v.changes.size() > kMaxVerifyRows) {

@@ -18,6 +18,14 @@ std::string ref_text(const ManifestEntryRef& r) {
 
 }  // namespace
 
+std::pair<std::string, std::string> short_hashes(const Hash128& recorded, const Hash128& now) {
+  const std::string a = recorded.hex(), b = now.hex();
+  size_t differ = 0;
+  while (differ < a.size() && differ < b.size() && a[differ] == b[differ]) ++differ;
+  const size_t n = std::max<size_t>(12, differ + 1);
+  return {a.substr(0, n), b.substr(0, n)};
+}
+
 std::string render_verify_text(const VerifyResult& v) {
   std::string s = fmt::format("verify {} against {}\n", v.scenario, v.manifest);
   if (v.environment.empty()) {
@@ -28,9 +36,9 @@ std::string render_verify_text(const VerifyResult& v) {
   constexpr size_t kShown = 10;
   for (size_t i = 0; i < v.changes.size() && i < kShown; ++i) {
     const ManifestChange& c = v.changes[i];
+    const auto [recorded, now] = short_hashes(c.recorded, c.now);
     s += fmt::format("  {} {} {} repeat {} request {}: {} → {}", c.fails ? "CHANGED" : "changed", c.backend,
-                     c.context, c.repeat, c.request, c.recorded.hex().substr(0, 12),
-                     c.now.hex().substr(0, 12));
+                     c.context, c.repeat, c.request, recorded, now);
     if (c.first_token >= 0) {
       s += fmt::format(", first at token {} ({} of {} tokens differ)", c.first_token, c.changed_tokens,
                        std::min(c.tokens_recorded, c.tokens_now));
