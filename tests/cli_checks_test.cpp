@@ -326,6 +326,9 @@ TEST(BenchCli, CreatesItsReportFolderAndWritesCsvWithSpread) {
     EXPECT_LE(row.at("min_us").get<double>(), row.at("median_us").get<double>());
     EXPECT_LE(row.at("median_us").get<double>(), row.at("max_us").get<double>());
   }
+  const CommandResult typo = run_nvdet("bench " + scenario("quickstart.yaml") + " --baseline cpu-varient");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("--baseline 'cpu-varient' (did you mean 'cpu-variant'?)"), std::string::npos) << typo.err;
   // A bad second scenario is found before the first is timed.
   const CommandResult bad = run_nvdet("bench " + scenario("quickstart.yaml") + " " +
                                       (dir / "missing.yaml").string());

@@ -6,6 +6,7 @@
 
 #include "lib/core/error.h"
 #include "lib/runner/audit.h"
+#include "lib/scenario/typo_hint.h"
 #include "lib/workloads/workload.h"
 
 namespace nvdet {
@@ -31,7 +32,10 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
     for (const BackendSpec& s : specs) {
       if (s.name == requested) return requested;
     }
-    throw_input_error("--baseline '" + requested + "' is not among the backends being timed");
+    std::vector<std::string> names;
+    for (const BackendSpec& s : specs) names.push_back(s.name);
+    throw_input_error("--baseline '" + requested + "'" + typo_hint(requested, names) +
+                      " is not among the backends being timed");
   }
   for (const BackendSpec& s : specs) {
     if (s.name == "cublas") return s.name;
