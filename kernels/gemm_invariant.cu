@@ -1,7 +1,8 @@
 // Plan and dispatch of the invariant GEMM (host code). The plan's arithmetic-relevant choices
-// (path, chunk size, k tile) are functions of the device, the compiled code, the types, K and
-// alignment only; M and N may only pick the schedule and the CTA tile's M extent, which the
-// kernels' invariance arguments show do not change any element's operation sequence.
+// (path, chunk size, k tile) are functions of the device, the compiled code, the types and K
+// only (plus alignment on the mma.sync path); M and N may only pick the schedule, the CTA tile,
+// the number of persistent CTAs and the staging blocks (wgmma path), which the kernels'
+// invariance arguments show do not change any element's operation sequence.
 #include <algorithm>
 
 #include "kernels/gemm_invariant_device.cuh"
@@ -25,10 +26,45 @@ int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
 }  // namespace
 
+namespace {
+
+// The wgmma path over staged operands: W copied once, then A block by block (rows are
+// independent, so a block's rows get the bits they would get in one launch).
+cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
+                                const GemmKernelParams& base, void* workspace,
+                                cudaStream_t stream) {
+  if (plan.stage_rows <= 0 || plan.staged_k < prob.k) return cudaErrorInvalidValue;
+  const size_t row_bytes = size_t(plan.staged_k) * 2;
+  auto* w_staged = static_cast<unsigned char*>(workspace);
+  auto* a_staged = w_staged + (size_t(prob.n) * row_bytes + 255) / 256 * 256;
+  cudaError_t st = launch_stage_rows(prob.w, prob.ldw, prob.n, prob.k, w_staged, plan.staged_k,
+                                     stream);
+  if (st != cudaSuccess) return st;
+  const size_t out_elem = prob.out_type == GemmType::kFP32 ? 4 : 2;
+  for (int r0 = 0; r0 < prob.m; r0 += plan.stage_rows) {
+    const int rows = std::min(plan.stage_rows, prob.m - r0);
+    st = launch_stage_rows(static_cast<const uint16_t*>(prob.a) + int64_t(r0) * prob.lda,
+                           prob.lda, rows, prob.k, a_staged, plan.staged_k, stream);
+    if (st != cudaSuccess) return st;
+    GemmKernelParams kp = base;
+    kp.a = a_staged;
+    kp.w = w_staged;
+    kp.m = rows;
+    kp.lda = kp.ldw = plan.staged_k;
+    kp.vec16 = 1;
+    kp.out = static_cast<unsigned char*>(prob.out) + size_t(r0) * size_t(prob.ldo) * out_elem;
+    st = launch_wgmma(kp, plan.config, plan.ctas, stream);
+    if (st != cudaSuccess) return st;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
 const char* gemm_path_name(GemmPath path) {
   switch (path) {
     case GemmPath::kMmaSync: return "mma.sync-m16n8k16";
-    case GemmPath::kWgmma: return "wgmma-m64n128k16-tma";
+    case GemmPath::kWgmma: return "wgmma-m64nNk16-tma";
     case GemmPath::kFfma: return "ffma-fp32";
     case GemmPath::kAuto: break;
   }
@@ -39,6 +75,7 @@ const char* gemm_schedule_name(GemmSchedule schedule) {
   switch (schedule) {
     case GemmSchedule::kSplitChunks: return "split-chunks";
     case GemmSchedule::kInCta: return "in-cta";
+    case GemmSchedule::kPersistent: return "persistent";
     case GemmSchedule::kAuto: break;
   }
   return "auto";
@@ -51,19 +88,80 @@ int gemm_invariant_chunk_k(GemmType in_type) {
   return 1024;
 }
 
+namespace {
+
+// The wgmma path's configuration for an M x N output: the one with the lowest estimated time,
+// counting waves of persistent CTAs (ctas_per_sm per SM), the tile's padded work and the
+// configuration's relative efficiency. Earlier (larger) entries win ties.
+int pick_wgmma_config(int m, int n, int sm_count) {
+  int best = 0;
+  double best_cost = 0.0;
+  const int sms = std::max(sm_count, 1);
+  for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
+    const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
+    const int64_t tiles = int64_t{ceil_div(m, c.tile_m)} * ceil_div(n, c.tile_n);
+    const int64_t slots = int64_t{sms} * c.ctas_per_sm;
+    const int64_t waves = (tiles + slots - 1) / slots;
+    const int64_t sharing = std::min<int64_t>(c.ctas_per_sm, (tiles + sms - 1) / sms);
+    const double cost = double(waves) * double(sharing) * c.tile_m * c.tile_n / c.efficiency_pct;
+    if (i == 0 || cost < best_cost) {
+      best = i;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+// Staging (operands TMA cannot address): W whole, A in blocks of at most this many bytes.
+constexpr size_t kStageABytes = size_t{256} << 20;
+
+size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_config,
+                    int force_ctas) {
+  GemmPlan plan;
+  plan.path = GemmPath::kWgmma;
+  plan.schedule = GemmSchedule::kPersistent;
+  plan.tile_k = 64;
+  // One chain over the whole of K: one "chunk" of K rounded up to the k tile.
+  plan.chunk_k = ceil_div(p.k, plan.tile_k) * plan.tile_k;
+  plan.chunks = 1;
+  plan.config = (force_config >= 0 && force_config < kGemmWgmmaConfigCount)
+                    ? force_config
+                    : pick_wgmma_config(p.m, p.n, device.sm_count);
+  const GemmWgmmaConfig& c = kGemmWgmmaConfigs[plan.config];
+  plan.tile_m = c.tile_m;
+  plan.tile_n = c.tile_n;
+  plan.stages = c.stages;
+  const int64_t tiles = int64_t{ceil_div(p.m, c.tile_m)} * ceil_div(p.n, c.tile_n);
+  const int64_t slots = int64_t{std::max(device.sm_count, 1)} * c.ctas_per_sm;
+  const int64_t ctas = force_ctas > 0 ? force_ctas : slots;
+  plan.ctas = static_cast<int>(std::max<int64_t>(1, std::min(tiles, ctas)));
+  if (!rows_16b_aligned(p)) {
+    plan.staged_k = ceil_div(p.k, 8) * 8;
+    const size_t row_bytes = size_t(plan.staged_k) * 2;
+    const int64_t cap = std::max<int64_t>(256, int64_t(kStageABytes / row_bytes) / 256 * 256);
+    plan.stage_rows = static_cast<int>(std::min<int64_t>(p.m, cap));
+    plan.workspace_bytes =
+        align256(size_t(p.n) * row_bytes) + size_t(plan.stage_rows) * row_bytes;
+  }
+  return plan;
+}
+
+}  // namespace
+
 GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
-                             GemmSchedule force_schedule, GemmPath force_path) {
+                             GemmSchedule force_schedule, GemmPath force_path, int force_config,
+                             int force_ctas) {
+  if (p.in_type != GemmType::kFP32 && force_path != GemmPath::kMmaSync && p.k > 0 &&
+      device.cc_major == 9 && wgmma_available()) {
+    return wgmma_plan(p, device, force_config, force_ctas);
+  }
+
   GemmPlan plan;
   plan.chunk_k = gemm_invariant_chunk_k(p.in_type);
   plan.chunks = ceil_div(p.k, plan.chunk_k);
-
-  if (p.in_type == GemmType::kFP32) {
-    plan.path = GemmPath::kFfma;
-  } else {
-    const bool wgmma_ok = device.cc_major == 9 && rows_16b_aligned(p) && wgmma_available();
-    plan.path = (wgmma_ok && force_path != GemmPath::kMmaSync) ? GemmPath::kWgmma
-                                                               : GemmPath::kMmaSync;
-  }
+  plan.path = p.in_type == GemmType::kFP32 ? GemmPath::kFfma : GemmPath::kMmaSync;
 
   int in_cta_tile_m = 128, split_tile_m = 64;
   switch (plan.path) {
@@ -77,10 +175,7 @@ GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
       plan.tile_n = 128;
       plan.tile_k = 64;
       break;
-    default:  // wgmma: 1 consumer warpgroup (64 rows) split, 2 (128 rows) in CTA
-      plan.tile_n = 128;
-      plan.tile_k = 64;
-      break;
+    default: break;
   }
 
   // Split-chunks pays for its workspace round trip and its reduction pass, and its work grows
@@ -101,7 +196,7 @@ GemmPlan gemm_invariant_plan(const GemmProblem& p, const GemmDevice& device,
   switch (plan.path) {
     case GemmPath::kFfma: plan.stages = 1; break;
     case GemmPath::kMmaSync: plan.stages = !split ? 4 : plan.tile_m == 16 ? 6 : 4; break;
-    default: plan.stages = split ? 4 : 5; break;
+    default: break;
   }
   plan.workspace_bytes = split ? split_ws : 0;
   return plan;
@@ -112,9 +207,11 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   if (prob.m < 0 || prob.n < 0 || prob.k < 0) return cudaErrorInvalidValue;
   if (prob.m == 0 || prob.n == 0) return cudaSuccess;
   const bool split = plan.schedule == GemmSchedule::kSplitChunks;
-  if (split && (workspace == nullptr || workspace_bytes < plan.workspace_bytes))
+  if (plan.workspace_bytes > 0 && (workspace == nullptr || workspace_bytes < plan.workspace_bytes))
     return cudaErrorInvalidValue;
   if (plan.tile_k <= 0 || plan.chunk_k % plan.tile_k != 0) return cudaErrorInvalidValue;
+  if (plan.path == GemmPath::kWgmma && (plan.config < 0 || plan.ctas <= 0))
+    return cudaErrorInvalidValue;
 
   GemmKernelParams kp{};
   kp.a = prob.a;
@@ -135,11 +232,17 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   kp.k_tiles = ceil_div(prob.k, plan.tile_k);
   kp.chunks = plan.chunks;
   kp.vec16 = rows_16b_aligned(prob) ? 1 : 0;
+  const uintptr_t pair_align = prob.out_type == GemmType::kFP32 ? 8 : 4;
+  kp.pair_out = prob.ldo % 2 == 0 && reinterpret_cast<uintptr_t>(prob.out) % pair_align == 0;
+
+  if (plan.path == GemmPath::kWgmma && plan.staged_k > 0) {
+    return launch_wgmma_staged(prob, plan, kp, workspace, stream);
+  }
 
   cudaError_t st = cudaErrorInvalidValue;
   switch (plan.path) {
     case GemmPath::kMmaSync: st = launch_mma_sync(kp, split, plan.tile_m, stream); break;
-    case GemmPath::kWgmma: st = launch_wgmma(kp, split, plan.stages, stream); break;
+    case GemmPath::kWgmma: st = launch_wgmma(kp, plan.config, plan.ctas, stream); break;
     case GemmPath::kFfma: st = launch_ffma(kp, split, stream); break;
     case GemmPath::kAuto: break;
   }

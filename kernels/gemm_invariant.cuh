@@ -1,29 +1,26 @@
 #pragma once
 // nvdet's batch-invariant GEMM: out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]).
 //
-// Invariance argument (shared by every path and schedule below):
-//   The reduction plan depends only on K and the input type. K is cut into chunks of
-//   gemm_invariant_chunk_k(type) elements (the last chunk may be shorter). For every output
-//   element, each chunk's partial p_c starts from 0 and is accumulated by the same sequence of
-//   MMA instructions (same instruction shape, same k order, k tails zero-filled identically);
-//   the element is then ((0 + p_0) + p_1) + ... + p_{C-1} in fp32 (round to nearest), then
-//   + bias[n], then rounded once to the output type. Nothing in that sequence depends on M, on
-//   the row's position in the batch or on the tile the row falls in, so every row's bits are a
-//   function of that row's inputs, K and the type alone.
+// Invariance argument (shared by every path and schedule below): each path fixes one reduction
+// order per output element that depends only on K and the input type; nothing in it depends on M,
+// on the row's position in the batch, on the tile the row falls in or on which CTA computes it.
+// Every element is finished the same way: + bias[n] (when present) in fp32, then one rounding to
+// the output type. So every row's bits are a function of that row's inputs, K and the type alone.
 //
-// What may depend on M is the *schedule* (how the work is spread over CTAs), never the
-// arithmetic:
-//   - split-chunks: one CTA per (m tile, n tile, chunk) writes p_c to an fp32 workspace; a second
-//     kernel sums the partials in chunk order, adds the bias and converts (decode-size M: fills
-//     the GPU even at M = 1).
-//   - in-cta: one CTA walks all chunks of its tile, keeping the running sum in registers.
-// Both schedules of one path use the same MMA instruction shape; the tests force each schedule
-// and compare bits.
-//
-// Paths (chosen from the device's compute capability, the compiled code, K and alignment, never
-// from M): wgmma + TMA on sm_90a, mma.sync m16n8k16 + cp.async elsewhere (and for K or strides
-// that TMA cannot address), FFMA for fp32 inputs. Different paths are not required to agree
-// bitwise with each other; each is invariant on its own.
+// Paths (chosen from the device's compute capability, the compiled code and the types, never from
+// M), each with its own fixed order; different paths are not required to agree bitwise:
+//   - wgmma (sm_90a; operands TMA cannot address are first copied, values unchanged, into a
+//     workspace with 16-byte rows): one chain per element over the whole of K. The
+//     accumulator starts at 0 and receives one wgmma m64nNk16 per 16-wide k step in increasing k
+//     order (k tail zero-filled by TMA). Which N (tile width), which tile, how many persistent CTAs
+//     and in which order they take tiles follow M and N (kGemmWgmmaConfigs); the GPU tests force
+//     every configuration and CTA count and compare bits. Since 2026-12 (before: the chunked plan
+//     below), so this path's bits differ from reports made before then.
+//   - mma.sync m16n8k16 + cp.async (other GPUs), FFMA for fp32 inputs: chunked plan. K is cut into chunks of gemm_invariant_chunk_k(type) elements;
+//     each chunk's partial p_c starts from 0 and is accumulated by the same sequence of MMA
+//     instructions; the element is ((0 + p_0) + p_1) + ... + p_{C-1} in fp32. Schedules:
+//     split-chunks (one CTA per (tile, chunk), partials in an fp32 workspace summed in chunk
+//     order by a second kernel) or in-cta (the running sum in registers).
 //
 // This header is plain C++ (no device code), so host code may include it.
 #include <cuda_runtime.h>
@@ -36,11 +33,11 @@ namespace nvdet_kernels {
 // The element types the kernels understand (kernel-side; nvdet's DType stays out of .cu files).
 enum class GemmType : int { kBF16 = 0, kFP16 = 1, kFP32 = 2 };
 
-enum class GemmSchedule : int { kAuto = 0, kSplitChunks, kInCta };
+enum class GemmSchedule : int { kAuto = 0, kSplitChunks, kInCta, kPersistent };
 enum class GemmPath : int { kAuto = 0, kMmaSync, kWgmma, kFfma };
 
-const char* gemm_path_name(GemmPath path);          // "mma.sync-m16n8k16", "wgmma-m64n128k16", ...
-const char* gemm_schedule_name(GemmSchedule schedule);  // "split-chunks", "in-cta"
+const char* gemm_path_name(GemmPath path);          // "mma.sync-m16n8k16", "wgmma-m64nNk16-tma", ...
+const char* gemm_schedule_name(GemmSchedule schedule);  // "split-chunks", "in-cta", "persistent"
 
 struct GemmProblem {
   const void* a = nullptr;     // [m, k], row stride lda (elements)
@@ -53,6 +50,24 @@ struct GemmProblem {
   GemmType out_type = GemmType::kFP32;
 };
 
+// The wgmma path's CTA shapes. tile_m = 64 x consumer warpgroups; the producer warpgroup streams
+// both operands through `stages` TMA stages of 64 elements of K. ctas_per_sm: how many fit on one SM (shared memory and registers); efficiency_pct: relative
+// throughput of one SM full of such CTAs (a planning estimate, never arithmetic). Any entry gives
+// the same bits.
+struct GemmWgmmaConfig {
+  int tile_m, tile_n, stages, ctas_per_sm, efficiency_pct;
+};
+inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
+    {128, 256, 4, 1, 100},  // 192 KiB of stages; large M
+    {128, 128, 6, 1, 80},   // 192 KiB
+    {128, 64, 4, 2, 70},    // 96 KiB, two CTAs per SM
+    {64, 128, 8, 1, 70},    // 192 KiB
+    {64, 64, 12, 1, 55},    // 192 KiB; decode sizes: many CTAs streaming W, deep prefetch
+    {64, 32, 16, 1, 40},    // 192 KiB
+};
+inline constexpr int kGemmWgmmaConfigCount =
+    static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));
+
 struct GemmPlan {
   GemmPath path = GemmPath::kMmaSync;
   GemmSchedule schedule = GemmSchedule::kInCta;
@@ -60,7 +75,14 @@ struct GemmPlan {
   int chunks = 0;   // ceil(K / KC)
   int tile_m = 0, tile_n = 0, tile_k = 0;
   int stages = 0;  // pipeline depth (prefetch only; never changes the arithmetic)
-  size_t workspace_bytes = 0;  // needed by split-chunks (fp32 partials), 0 for in-cta
+  size_t workspace_bytes = 0;  // needed by split-chunks (fp32 partials), 0 otherwise
+  int config = -1;  // wgmma path: index into kGemmWgmmaConfigs
+  int ctas = 0;     // wgmma path: persistent CTAs (each walks tiles ctas apart)
+  // wgmma path, operands TMA cannot address (K or a stride not a multiple of 8 elements, or a
+  // base not 16-byte aligned): W and blocks of stage_rows rows of A are first copied into the
+  // workspace with row stride staged_k (K rounded up to 8). 0: operands are read in place.
+  int staged_k = 0;
+  int stage_rows = 0;
 };
 
 // KC: fixed per input type, never a function of M or N.
@@ -73,12 +95,15 @@ struct GemmDevice {
 };
 
 // Chooses path, schedule and tiles. The path depends on the device, the compiled code, the types,
-// K and the alignment of pointers and strides; the schedule may also depend on M and N (it never
-// changes the arithmetic). `force_*` pin a choice (tests); a forced path the device or problem
-// cannot run falls back to the automatic one.
+// K and the alignment of pointers and strides; the schedule, the tile and the CTA count may also
+// depend on M and N (they never change the arithmetic). `force_*` pin a choice (tests); a forced
+// path or schedule the device or problem cannot run falls back to the automatic one.
+// force_config (>= 0) picks a kGemmWgmmaConfigs entry and force_ctas (> 0) the persistent grid
+// size, on the wgmma path.
 GemmPlan gemm_invariant_plan(const GemmProblem& problem, const GemmDevice& device,
                              GemmSchedule force_schedule = GemmSchedule::kAuto,
-                             GemmPath force_path = GemmPath::kAuto);
+                             GemmPath force_path = GemmPath::kAuto, int force_config = -1,
+                             int force_ctas = 0);
 
 // Enqueues the kernels of `plan` on `stream`. Never allocates: split-chunks needs
 // plan.workspace_bytes of `workspace` (cudaErrorInvalidValue otherwise).

@@ -1,6 +1,6 @@
 #pragma once
-// Device-side pieces shared by the invariant GEMM paths: the parameter block, the two fixed
-// arithmetic steps every path must share (chunk accumulation and the epilogue), tile ordering,
+// Device-side pieces shared by the invariant GEMM paths: the parameter block, the fixed
+// arithmetic steps the paths share (chunk accumulation and the epilogue), tile ordering,
 // and the per-path launchers the dispatcher (gemm_invariant.cu) calls.
 //
 // The arithmetic that makes the paths invariant lives here on purpose: chunk_accumulate() and
@@ -31,6 +31,8 @@ struct GemmKernelParams {
   int chunks;
   int m_tiles, n_tiles;
   int vec16;  // rows and bases 16-byte aligned: cp.async 16 B, else element loads
+  int pair_out;  // out and ldo allow storing two neighbouring columns at once
+  int a_box_rows;  // wgmma path: rows of A per TMA load
 };
 
 // Running sum over chunks: acc = acc + p, rounded to nearest. __fadd_rn is never contracted
@@ -101,11 +103,17 @@ __device__ __forceinline__ CtaWork cta_work(const GemmKernelParams& p) {
 // Split-chunks second pass: out = finish(((0 + p_0) + p_1) + ...).
 cudaError_t launch_chunk_reduce(const GemmKernelParams& p, cudaStream_t stream);
 
+// dst[r, c] = src[r, c] for c < k, 0 for k <= c < dst_ld (16-bit elements): staging of operands
+// TMA cannot address. A copy: no arithmetic.
+cudaError_t launch_stage_rows(const void* src, long long src_ld, int rows, int k, void* dst,
+                              int dst_ld, cudaStream_t stream);
+
 // Per-path launchers (each for one schedule); `tile_m` picks the CTA tile's M extent.
 cudaError_t launch_mma_sync(const GemmKernelParams& p, bool split, int tile_m,
                             cudaStream_t stream);
 cudaError_t launch_ffma(const GemmKernelParams& p, bool split, cudaStream_t stream);
-cudaError_t launch_wgmma(const GemmKernelParams& p, bool split, int stages, cudaStream_t stream);
+// Persistent wgmma kernel with kGemmWgmmaConfigs[config] and `ctas` CTAs.
+cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaStream_t stream);
 // True when this binary holds sm_90a code for the wgmma kernels and the current device runs it.
 bool wgmma_available();
 

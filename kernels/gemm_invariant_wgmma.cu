@@ -1,23 +1,32 @@
-// sm_90a path of the invariant GEMM: wgmma.mma_async m64n128k16 (bf16/fp16 in, fp32 accumulate)
-// fed by TMA (cp.async.bulk.tensor, 128-byte swizzle) through an mbarrier pipeline, one producer
-// warpgroup and one (split-chunks, 64-row tile) or two (in-CTA, 128-row tile) consumer warpgroups.
+// sm_90a path of the invariant GEMM: a persistent, warp-specialized kernel. wgmma.mma_async
+// m64nNk16 (bf16/fp16 in, fp32 accumulate) fed by TMA (cp.async.bulk.tensor, 128-byte swizzle)
+// through an mbarrier ring of STAGES k tiles; one producer warpgroup (one thread issues the TMA
+// loads, running ahead into the CTA's next tile while the consumers finish the current one) and
+// one or two consumer warpgroups of 64 rows each, which keep IN_FLIGHT wgmma groups running
+// before handing a stage back. Each CTA walks the output tiles blockIdx.x, blockIdx.x +
+// gridDim.x, ... in grouped order. The tile shapes are kGemmWgmmaConfigs. Operands TMA cannot
+// address are staged first (gemm_stage_operands.cu).
 //
 // Invariance argument: every output element belongs to one accumulator register of one consumer
-// warpgroup. For each chunk c (KC = tiles_per_chunk * 64 elements of K, fixed per type) that
-// register starts at 0 and receives one wgmma m64n128k16 per 16-wide k step, in increasing k
-// order; TMA zero-fills rows past M or N and k past K, identically whatever M is. Both schedules
-// issue the same instruction (m64n128k16) with the same k steps; they differ only in how many
-// warpgroups a CTA holds and in whether the chunk partials are summed in registers
-// (chunk_accumulate) or by the chunk-ordered reduction kernel — the same fp32 adds.
+// thread. That register is set to 0 at the start of its tile and then receives one wgmma
+// m64nNk16 per 16-wide k step, k = 0, 16, 32, ... in increasing order over the whole of K (the
+// last 64-wide k tile zero-filled past K by TMA, identically whatever M is); then store_tile adds
+// the bias and rounds once (the steps of finish_element). Neither the tile's position, nor the
+// tile shape, nor the CTA count, nor the tile order, nor how many groups are in flight changes
+// that sequence; the tile width N only changes how many columns one instruction covers (the GPU
+// tests force every configuration and CTA count and compare bits, which also checks that the
+// per-element result does not depend on N: it did not, on the H200).
 //
-// Reduction order of one element: p_c = wgmma(... wgmma(wgmma(0, k0..k0+15), k0+16..k0+31) ...)
-// over the chunk's k steps; out = round(((0 + p_0) + p_1) + ... + p_{C-1} + bias).
+// Reduction order of one element:
+//   out = round(bias + wgmma_k(K'-16)(... wgmma_k16(wgmma_k0(0)) ...)), K' = K rounded up to 64.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
 #include <cstdint>
 
 #include "kernels/gemm_invariant_device.cuh"
+#include "kernels/gemm_wgmma_instr.cuh"
+#include "kernels/kernel_image.cuh"
 
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define NVDET_WGMMA_DEVICE 1
@@ -26,17 +35,19 @@
 namespace nvdet_kernels {
 namespace {
 
-constexpr int kTileN = 128;
 constexpr int kTileK = 64;  // 128 bytes: one swizzle atom row
-constexpr int kWBytes = kTileN * kTileK * 2;
 
-template <int CONSUMERS, int STAGES>
+template <int CONSUMERS, int TILE_N, int STAGES>
 struct WgmmaShape {
   static constexpr int kTileM = 64 * CONSUMERS;
-  static constexpr int kABytes = kTileM * kTileK * 2;
-  static constexpr int kStageBytes = kABytes + kWBytes;
+  static constexpr int kTileN = TILE_N;
+  static constexpr int kASubBytes = kTileM * kTileK * 2;  // one k tile of A (at most kTileM rows)
+  static constexpr int kWSubBytes = TILE_N * kTileK * 2;
+  static constexpr int kStageBytes = kASubBytes + kWSubBytes;
   static constexpr int kStages = STAGES;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
+  static constexpr int kAccRegs = TILE_N / 2;
+  static_assert(kAccRegs == Wgmma<TILE_N, __nv_bfloat16>::kRegs, "one accumulator per 2 columns");
   // Tiles, then the barriers; +1024 so the tiles can be aligned to the 128B-swizzle atom.
   static constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
 };
@@ -97,9 +108,18 @@ __device__ __forceinline__ void wgmma_commit() {
 }
 // Pins the accumulator registers in program order around wgmma fences and waits: the compiler
 // sees wgmma's outputs as ready at issue, so without this it could read them before the wait.
-__device__ __forceinline__ void fence_operands(float (&d)[64]) {
+template <int R>
+__device__ __forceinline__ void fence_operands(float (&d)[R]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// acc = 0 one register at a time (a plain loop of stores can be turned into a memset of a stack
+// copy of the array).
+template <int R>
+__device__ __forceinline__ void zero_accumulators(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("mov.b32 %0, 0;\n" : "=f"(d[i]));
 }
 
 template <int N>
@@ -107,63 +127,83 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-#define NVDET_WGMMA_REGS8(i)                                                          \
-  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),      \
-      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-
-#define NVDET_WGMMA_ASM(TYPE)                                                                   \
-  asm volatile(                                                                                 \
-      "{\n"                                                                                     \
-      ".reg .pred p;\n"                                                                         \
-      "setp.ne.b32 p, %66, 0;\n"                                                                \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                              \
-      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
-      "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "   \
-      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "   \
-      "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n"       \
-      "}\n"                                                                                     \
-      : NVDET_WGMMA_REGS8(0), NVDET_WGMMA_REGS8(8), NVDET_WGMMA_REGS8(16),                      \
-        NVDET_WGMMA_REGS8(24), NVDET_WGMMA_REGS8(32), NVDET_WGMMA_REGS8(40),                    \
-        NVDET_WGMMA_REGS8(48), NVDET_WGMMA_REGS8(56)                                            \
-      : "l"(desc_a), "l"(desc_b), "r"(1))
-
-// d += A[64 x 16] · B[128 x 16]^T, both K-major in shared memory (scale-d is always 1: the
-// partial is zeroed by register writes before its chunk, in both schedules).
-template <class T>
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a,
-                                                 uint64_t desc_b);
-template <>
-__device__ __forceinline__ void wgmma_m64n128k16<__nv_bfloat16>(float (&d)[64], uint64_t desc_a,
-                                                                uint64_t desc_b) {
-  NVDET_WGMMA_ASM("bf16");
+// Columns past N or a row store that cannot take two columns at once: the generic per-element
+// path (kept out of line so that the unrolled epilogue stays small enough to unroll).
+__device__ __noinline__ void store_edge(const GemmKernelParams& p, int row, int col, float v0,
+                                        float v1) {
+  finish_element(p, row, col, v0);
+  if (col + 1 < p.n) finish_element(p, row, col + 1, v1);
 }
-template <>
-__device__ __forceinline__ void wgmma_m64n128k16<__half>(float (&d)[64], uint64_t desc_a,
-                                                         uint64_t desc_b) {
-  NVDET_WGMMA_ASM("f16");
+
+__device__ __forceinline__ void store2(__nv_bfloat16* o, float v0, float v1) {
+  *reinterpret_cast<__nv_bfloat162*>(o) =
+      __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+}
+__device__ __forceinline__ void store2(__half* o, float v0, float v1) {
+  *reinterpret_cast<__half2*>(o) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+}
+__device__ __forceinline__ void store2(float* o, float v0, float v1) {
+  *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
+}
+
+// The tile's epilogue, for one output type: per element + bias (in T, the input type) in fp32,
+// then one rounding — the same steps as finish_element. Accumulator register 4j + e holds row
+// row_base + 8 (e >> 1), column col_base + 8j + (e & 1).
+template <class T, class OutT, int R>
+__device__ __forceinline__ void store_tile(const GemmKernelParams& p, const float (&acc)[R],
+                                           int row_base, int col_base) {
+  const T* bias = static_cast<const T*>(p.bias);
+  OutT* out = static_cast<OutT*>(p.out);
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+    const int col = col_base + 8 * j;
+    if (col >= p.n) break;  // columns only grow with j
+    const bool pair = p.pair_out && col + 1 < p.n;
+    float b0 = 0.0f, b1 = 0.0f;
+    if (bias && pair) {
+      b0 = static_cast<float>(bias[col]);
+      b1 = static_cast<float>(bias[col + 1]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row_base + 8 * h;
+      if (row >= p.m) continue;
+      float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      if (pair) {
+        if (bias) {
+          v0 = __fadd_rn(v0, b0);
+          v1 = __fadd_rn(v1, b1);
+        }
+        store2(out + static_cast<long long>(row) * p.ldo + col, v0, v1);
+      } else {
+        store_edge(p, row, col, v0, v1);
+      }
+    }
+  }
 }
 
 #endif  // NVDET_WGMMA_DEVICE
 
-template <int CONSUMERS, int STAGES, bool SPLIT, class T>
-__global__ void __launch_bounds__(WgmmaShape<CONSUMERS, STAGES>::kThreads, 1)
+// IN_FLIGHT: wgmma groups (one per k tile) a consumer leaves running before it waits; the stage a
+// group read is handed back to the producer once the group is done. More than one hides the
+// wgmma latency when a k tile holds little work (narrow tiles).
+template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, class T>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w, const GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
-  using S = WgmmaShape<CONSUMERS, STAGES>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
   const uint32_t bars = tiles + S::kStages * S::kStageBytes;
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (S::kStages + s); };
+  // Stage s: the A sub-tile (kTileM rows of 128 bytes), then the W sub-tile.
   auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
-  auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kABytes; };
+  auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kASubBytes; };
 
-  const CtaWork work = cta_work<SPLIT>(p);
-  const int tm = work.tm, tn = work.tn, chunk = work.chunk;
-  const int kt_begin = work.kt_begin, kt_end = work.kt_end;
-  const int ntiles = kt_end - kt_begin;
+  const int total_tiles = p.m_tiles * p.n_tiles;
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -175,78 +215,65 @@ __global__ void __launch_bounds__(WgmmaShape<CONSUMERS, STAGES>::kThreads, 1)
   }
   __syncthreads();
 
+  // Ring slot s holds k tile t (of some output tile) where s = t % kStages; t counts the k tiles
+  // this CTA has streamed over all its output tiles, so the barrier phases carry on from tile to
+  // tile. A is loaded a_box_rows rows at a time (fewer than the tile's rows when M is small): the
+  // rows of shared memory past them hold stale data, which only reaches output rows past M, never
+  // stored (rows of an MMA do not mix).
   if (warpgroup == 0) {
-    // Producer: one thread streams the A and W tiles of every k tile through the stages.
+    if constexpr (MIN_BLOCKS == 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
-      for (int t = 0; t < ntiles; ++t) {
+      int t = 0;
+      for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+        int tm, tn;
+        grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+        for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+          const int s = t % S::kStages;
+          mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
+          mbar_expect_tx(full_bar(s), p.a_box_rows * 128 + S::kWSubBytes);
+          tma_load_2d(stage_a(s), &map_a, full_bar(s), kt * kTileK, tm * S::kTileM);
+          tma_load_2d(stage_w(s), &map_w, full_bar(s), kt * kTileK, tn * S::kTileN);
+        }
+      }
+    }
+  } else {
+    if constexpr (MIN_BLOCKS == 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int wg = warpgroup - 1;  // consumer index: rows [wg * 64, wg * 64 + 64) of the tile
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    int t = 0;
+    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+      int tm, tn;
+      grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+      float acc[S::kAccRegs];
+      zero_accumulators(acc);
+      const int first_t = t;
+      for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
         const int s = t % S::kStages;
-        mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
-        mbar_expect_tx(full_bar(s), S::kStageBytes);
-        const int k0 = (kt_begin + t) * kTileK;
-        tma_load_2d(stage_a(s), &map_a, full_bar(s), k0, tm * S::kTileM);
-        tma_load_2d(stage_w(s), &map_w, full_bar(s), k0, tn * kTileN);
+        mbar_wait(full_bar(s), (t / S::kStages) & 1);
+        fence_operands(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kTileK / 16; ++kk) {
+          const uint64_t da = smem_desc(stage_a(s) + wg * 64 * 128 + kk * 32);
+          const uint64_t dw = smem_desc(stage_w(s) + kk * 32);
+          Wgmma<TILE_N, T>::mma(acc, da, dw);
+        }
+        wgmma_commit();
+        wgmma_wait<IN_FLIGHT>();  // groups up to t - IN_FLIGHT are done with shared memory
+        if (t - IN_FLIGHT >= first_t) mbar_arrive(empty_bar((t - IN_FLIGHT) % S::kStages));
       }
-    }
-    return;
-  }
+      wgmma_wait<0>();
+      fence_operands(acc);
+      for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
 
-  const int wg = warpgroup - 1;  // consumer index: rows [wg * 64, wg * 64 + 64) of the tile
-  float part[64];
-  float acc[SPLIT ? 1 : 64];
-  if constexpr (!SPLIT) {
-#pragma unroll
-    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-  }
-
-  // One pass per chunk: the partial is zeroed at the top (never conditionally inside the k loop,
-  // which would make the compiler copy accumulators while wgmmas are in flight).
-  int t = 0;  // k tiles consumed so far: picks the stage and its barrier phase
-  for (int kc = kt_begin; kc < kt_end; kc += p.tiles_per_chunk) {
-    const int kc_end = min(kc + p.tiles_per_chunk, kt_end);
-#pragma unroll
-    for (int i = 0; i < 64; ++i) part[i] = 0.0f;
-    int pending = -1;  // stage whose wgmmas may still read shared memory
-    for (int kt = kc; kt < kc_end; ++kt, ++t) {
-      const int s = t % S::kStages;
-      mbar_wait(full_bar(s), (t / S::kStages) & 1);
-      fence_operands(part);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kTileK / 16; ++kk) {
-        const uint64_t da = smem_desc(stage_a(s) + wg * 64 * 128 + kk * 32);
-        const uint64_t dw = smem_desc(stage_w(s) + kk * 32);
-        wgmma_m64n128k16<T>(part, da, dw);
-      }
-      wgmma_commit();
-      wgmma_wait<1>();  // the previous stage's wgmmas are done with shared memory
-      if (pending >= 0) mbar_arrive(empty_bar(pending));
-      pending = s;
-    }
-    wgmma_wait<0>();
-    fence_operands(part);
-    if (pending >= 0) mbar_arrive(empty_bar(pending));
-    if constexpr (!SPLIT) {
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] = chunk_accumulate(acc[i], part[i]);
-    }
-  }
-
-  // Accumulator register 4j + e: row 16 * warp + lane / 4 (+8 for e >= 2),
-  // column 8j + 2 * (lane % 4) + (e & 1).
-  const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
-  const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
-  const int col_base = tn * kTileN + ((lane & 3) << 1);
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = row_base + ((e >> 1) << 3);
-      const int col = col_base + 8 * j + (e & 1);
-      if (row >= p.m || col >= p.n) continue;
-      if constexpr (SPLIT) {
-        p.ws[(static_cast<long long>(chunk) * p.m + row) * p.n + col] = part[4 * j + e];
+      const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
+      const int col_base = tn * S::kTileN + ((lane & 3) << 1);
+      if (p.out_type == static_cast<int>(GemmType::kBF16)) {
+        store_tile<T, __nv_bfloat16>(p, acc, row_base, col_base);
+      } else if (p.out_type == static_cast<int>(GemmType::kFP16)) {
+        store_tile<T, __half>(p, acc, row_base, col_base);
       } else {
-        finish_element(p, row, col, acc[4 * j + e]);
+        store_tile<T, float>(p, acc, row_base, col_base);
       }
     }
   }
@@ -284,35 +311,57 @@ bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int CONSUMERS, int STAGES, bool SPLIT, class T>
-cudaError_t launch_config(const GemmKernelParams& p, CUtensorMapDataType type,
+template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, class T>
+cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
                           cudaStream_t stream) {
-  using S = WgmmaShape<CONSUMERS, STAGES>;
-  auto kernel = wgmma_gemm_kernel<CONSUMERS, STAGES, SPLIT, T>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES>;
+  static_assert(IN_FLIGHT >= 1 && IN_FLIGHT < STAGES, "a stage must stay free for the producer");
+  auto kernel = wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, T>;
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
+  // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
+  const int a_box_rows = p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
   CUtensorMap map_a, map_w;
-  if (!make_map(&map_a, p.a, p.m, p.k, p.lda, S::kTileM, type) ||
-      !make_map(&map_w, p.w, p.n, p.k, p.ldw, kTileN, type)) {
+  if (!make_map(&map_a, p.a, p.m, p.k, p.lda, a_box_rows, type) ||
+      !make_map(&map_w, p.w, p.n, p.k, p.ldw, S::kTileN, type)) {
     return cudaErrorInvalidValue;
   }
   GemmKernelParams q = p;
+  q.a_box_rows = a_box_rows;
   q.m_tiles = (p.m + S::kTileM - 1) / S::kTileM;
-  q.n_tiles = (p.n + kTileN - 1) / kTileN;
-  const dim3 grid(q.m_tiles * q.n_tiles, SPLIT ? p.chunks : 1);
+  q.n_tiles = (p.n + S::kTileN - 1) / S::kTileN;
+  const long long total = static_cast<long long>(q.m_tiles) * q.n_tiles;
+  if (total > INT32_MAX) return cudaErrorInvalidValue;
+  const int grid = static_cast<int>(total < ctas ? total : ctas);
   kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, q);
   return cudaGetLastError();
 }
 
-// Split-chunks: one consumer warpgroup, 4 stages (two CTAs per SM). In CTA: two consumer
-// warpgroups, 5 stages. (On the H200, 7 split stages and 4 or 6 in-CTA stages measured within
-// noise of these.) The stage count only changes prefetch depth, never the instruction sequence.
+// One instantiation per kGemmWgmmaConfigs entry (same order); the entries' shapes are restated
+// here as template arguments, and checked against the table.
+constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_blocks) {
+  return kGemmWgmmaConfigs[i].tile_m == 64 * consumers && kGemmWgmmaConfigs[i].tile_n == tile_n &&
+         kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks;
+}
+static_assert(kGemmWgmmaConfigCount == 6 && config_is(0, 2, 256, 4, 1) &&
+                  config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
+                  config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
+                  config_is(5, 1, 32, 16, 1),
+              "launch_typed's instantiations must follow kGemmWgmmaConfigs");
+
 template <class T>
-cudaError_t launch_typed(const GemmKernelParams& p, bool split, int stages,
-                         CUtensorMapDataType type, cudaStream_t stream) {
-  if (split && stages == 4) return launch_config<1, 4, true, T>(p, type, stream);
-  if (!split && stages == 5) return launch_config<2, 5, false, T>(p, type, stream);
+cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtensorMapDataType type,
+                         cudaStream_t stream) {
+  switch (config) {
+    case 0: return launch_config<2, 256, 4, 1, 1, T>(p, ctas, type, stream);
+    case 1: return launch_config<2, 128, 6, 1, 1, T>(p, ctas, type, stream);
+    case 2: return launch_config<2, 64, 4, 2, 1, T>(p, ctas, type, stream);
+    case 3: return launch_config<1, 128, 8, 1, 2, T>(p, ctas, type, stream);
+    case 4: return launch_config<1, 64, 12, 1, 3, T>(p, ctas, type, stream);
+    case 5: return launch_config<1, 32, 16, 1, 3, T>(p, ctas, type, stream);
+    default: break;
+  }
   return cudaErrorInvalidValue;
 }
 
@@ -321,21 +370,26 @@ cudaError_t launch_typed(const GemmKernelParams& p, bool split, int stages,
 bool wgmma_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 5, false, __nv_bfloat16>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 256, 4, 1, 1, __nv_bfloat16>) !=
+        cudaSuccess) {
       cudaGetLastError();
       return false;
     }
-    return attr.binaryVersion == 90 && encode_fn() != nullptr;
+    // A compute_90 PTX image JIT-compiled on sm_90 also reports binaryVersion 90, but its wgmma
+    // kernel is the __trap() fallback: require the sm_90a image (kernels/kernel_image.cuh).
+    return attr.binaryVersion == 90 && nvdet::kernels::kernel_image().arch_specific &&
+           encode_fn() != nullptr;
   }();
   return available;
 }
 
-cudaError_t launch_wgmma(const GemmKernelParams& p, bool split, int stages, cudaStream_t stream) {
-  if (p.tile_k != kTileK || !p.vec16) return cudaErrorInvalidValue;
+cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaStream_t stream) {
+  if (p.tile_k != kTileK || !p.vec16 || p.k <= 0 || ctas <= 0) return cudaErrorInvalidValue;
+  if (config < 0 || config >= kGemmWgmmaConfigCount) return cudaErrorInvalidValue;
   if (p.in_type == static_cast<int>(GemmType::kBF16))
-    return launch_typed<__nv_bfloat16>(p, split, stages, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, stream);
+    return launch_typed<__nv_bfloat16>(p, config, ctas, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, stream);
   if (p.in_type == static_cast<int>(GemmType::kFP16))
-    return launch_typed<__half>(p, split, stages, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, stream);
+    return launch_typed<__half>(p, config, ctas, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, stream);
   return cudaErrorInvalidValue;
 }
 

@@ -131,12 +131,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(CpuBackends, RegistrationsDescribeThemselves) {
   const auto regs = cpu_backend_registrations();
-  ASSERT_EQ(regs.size(), 3u);
+  ASSERT_EQ(regs.size(), 4u);
   EXPECT_EQ(regs[0].info.name, "cpu-reference");
   EXPECT_EQ(regs[1].info.name, "cpu-invariant");
   EXPECT_EQ(regs[2].info.name, "cpu-variant");
+  EXPECT_EQ(regs[3].info.name, "cpu-portable");
   EXPECT_TRUE(regs[1].info.invariant_by_design);
   EXPECT_FALSE(regs[2].info.invariant_by_design);
+  EXPECT_TRUE(regs[3].info.invariant_by_design);
   for (const char* op : {"gemm", "rmsnorm", "log_softmax", "attention_decode", "attention_prefill"}) {
     EXPECT_TRUE(regs[2].info.stands_for.count(op)) << op;
   }
@@ -151,7 +153,7 @@ TEST(CpuBackends, RunRejectsBadArguments) {
   HostTensor a(DType::kFP32, {2, 8}), w(DType::kFP32, {4, 7});
   fill_normal(a, 1, 1);
   fill_normal(w, 1, 2);
-  for (const char* name : {"cpu-reference", "cpu-invariant", "cpu-variant"}) {
+  for (const char* name : {"cpu-reference", "cpu-invariant", "cpu-variant", "cpu-portable"}) {
     try {
       cpu_backend(name)->run(GemmArgs{&a, &w}, nullptr);
       ADD_FAILURE() << name << " accepted a.k != w.k";

@@ -2,8 +2,9 @@
 // cuda-invariant backend bitwise batch-invariant: a probe row placed first, in the middle or last
 // of batches of every size 1..512 and powers of two up to 8192, over repeats, for bf16, fp16 and
 // fp32, odd shapes, bias and every output type, and with heavy cuBLAS work running concurrently.
-// The invariant kernels' schedules (split-chunks, in-CTA) and the portable mma.sync path are also
-// forced through the kernel API and compared bitwise.
+// The invariant kernels' choices are also forced through the kernel API and compared bitwise: every
+// wgmma tile configuration and persistent CTA count, the mma.sync path's schedules (split-chunks,
+// in-CTA), and the portable mma.sync path on its own.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -131,7 +132,8 @@ TEST(GpuGemm, EveryBackendMatchesTheCpuReference) {
       {DType::kFP32, DType::kBF16, 3, 300, 700, true},
   };
   auto reference = make_backend("cpu-reference");
-  const std::vector<std::string> gpu_backends = {"cublas", "cublaslt-nosplit",
+  // cublaslt-ws1k too: a split-K that dropped the K tail would show here (K = 4100, 1001, 3000).
+  const std::vector<std::string> gpu_backends = {"cublas", "cublaslt-nosplit", "cublaslt-ws1k",
                                                  "cuda-vendor-policy", "cuda-invariant"};
   std::map<std::string, std::unique_ptr<Backend>> backends;
   for (const auto& name : gpu_backends) backends[name] = make_backend(name);
@@ -385,18 +387,21 @@ class InvariantKernels : public ::testing::Test {
   // Output rows of a[first : first + m] · w^T under the given forcing, as bytes.
   std::vector<uint8_t> run(const void* a, const void* w, const void* bias, int first, int m,
                            int n, int k, nvdet_kernels::GemmSchedule schedule,
-                           nvdet_kernels::GemmPath path, nvdet_kernels::GemmPlan* plan_out) {
+                           nvdet_kernels::GemmPath path, nvdet_kernels::GemmPlan* plan_out,
+                           nvdet_kernels::GemmType in_type = nvdet_kernels::GemmType::kBF16,
+                           int force_config = -1, int force_ctas = 0) {
     nvdet_kernels::GemmProblem p;
     p.a = static_cast<const uint16_t*>(a) + size_t(first) * k;
     p.w = w;
     p.bias = bias;
     p.m = m, p.n = n, p.k = k, p.lda = k, p.ldw = k, p.ldo = n;
-    p.in_type = nvdet_kernels::GemmType::kBF16;
+    p.in_type = in_type;
     p.out_type = nvdet_kernels::GemmType::kFP32;
     void* out = scratch(size_t(m) * n * 4);
+    EXPECT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten shows
     p.out = out;
-    const nvdet_kernels::GemmPlan plan =
-        nvdet_kernels::gemm_invariant_plan(p, device_, schedule, path);
+    const nvdet_kernels::GemmPlan plan = nvdet_kernels::gemm_invariant_plan(
+        p, device_, schedule, path, force_config, force_ctas);
     if (plan_out) *plan_out = plan;
     void* ws = plan.workspace_bytes ? scratch(plan.workspace_bytes) : nullptr;
     EXPECT_EQ(nvdet_kernels::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, nullptr),
@@ -410,7 +415,7 @@ class InvariantKernels : public ::testing::Test {
   std::vector<void*> buffers_;
 };
 
-TEST_F(InvariantKernels, ForcedSchedulesGiveIdenticalBitsOnEveryPath) {
+TEST_F(InvariantKernels, ForcedSchedulesGiveIdenticalBitsOnThePortablePath) {
   const int n = 1000, k = 3136, rows = 1100;
   const HostTensor a = seeded_rows(DType::kBF16, rows, k, 1);
   const HostTensor w = seeded_rows(DType::kBF16, n, k, 1u << 20, 0.05f);
@@ -420,7 +425,7 @@ TEST_F(InvariantKernels, ForcedSchedulesGiveIdenticalBitsOnEveryPath) {
   void* db = upload(bias);
   using nvdet_kernels::GemmPath;
   using nvdet_kernels::GemmSchedule;
-  for (GemmPath path : {GemmPath::kAuto, GemmPath::kMmaSync}) {
+  for (GemmPath path : {GemmPath::kMmaSync}) {
     std::set<std::string> schedules_seen;
     for (int m : {1, 16, 17, 64, 200, 1000}) {
       std::vector<uint8_t> first;
@@ -466,20 +471,79 @@ TEST_F(InvariantKernels, PortablePathIsBatchInvariantOnThisDevice) {
   }
 }
 
+// The wgmma path (sm_90a): every tile configuration (tile widths N = 32..256, one or two consumer
+// warpgroups) and several persistent CTA counts, for rows at every position of batches of several
+// sizes, must give the bits of the automatic plan at the largest batch. Three shapes: bf16 with an
+// even N (two-column stores) and a K tail inside a k tile; fp16 with an odd N (single stores,
+// partial tiles in N); bf16 with an odd K (operands staged into 16-byte rows first).
+TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
+  using nvdet_kernels::GemmPath;
+  using nvdet_kernels::GemmSchedule;
+  using nvdet_kernels::GemmType;
+  struct Shape {
+    GemmType type;
+    DType dtype;
+    int n, k;
+  };
+  const int rows = 300;
+  for (const Shape sh : {Shape{GemmType::kBF16, DType::kBF16, 1000, 3144},
+                         Shape{GemmType::kFP16, DType::kFP16, 4097, 1000},
+                         Shape{GemmType::kBF16, DType::kBF16, 520, 1001}}) {
+    const HostTensor a = seeded_rows(sh.dtype, rows, sh.k, 1);
+    const HostTensor w = seeded_rows(sh.dtype, sh.n, sh.k, 1u << 20, 0.05f);
+    const HostTensor bias = seeded_vector(sh.dtype, sh.n, 1u << 21);
+    void* da = upload(a);
+    void* dw = upload(w);
+    void* db = upload(bias);
+    nvdet_kernels::GemmPlan plan;
+    const auto ref = run(da, dw, db, 0, rows, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto,
+                         &plan, sh.type);
+    if (plan.path != GemmPath::kWgmma) GTEST_SKIP() << "no sm_90a wgmma path on this device";
+    for (int config = 0; config < nvdet_kernels::kGemmWgmmaConfigCount; ++config) {
+      for (int ctas : {0, 1, 5}) {
+        for (int m : {1, 17, 64, 130, rows}) {
+          const auto bits = run(da, dw, db, 0, m, sh.n, sh.k, GemmSchedule::kAuto,
+                                GemmPath::kAuto, &plan, sh.type, config, ctas);
+          ASSERT_EQ(plan.config, config);
+          ASSERT_EQ(plan.staged_k > 0, sh.k % 8 != 0);
+          if (ctas > 0) ASSERT_LE(plan.ctas, ctas);
+          const bool same = std::equal(bits.begin(), bits.end(), ref.begin());
+          EXPECT_TRUE(same) << "n=" << sh.n << " k=" << sh.k << " config " << config << " ("
+                            << plan.tile_m << "x" << plan.tile_n << ", " << plan.ctas
+                            << " CTAs) m=" << m << " differs from the automatic plan";
+        }
+      }
+    }
+  }
+}
+
+// The arithmetic (path, K plan, k tile) is the same for every M; on the wgmma path the tile width
+// is part of the schedule (the test above shows it does not change bits), elsewhere it is fixed.
+// The automatic plan must also use more than one wgmma configuration over M, so that the forcing
+// above covers choices the planner really makes.
 TEST_F(InvariantKernels, OnlyTheScheduleDependsOnM) {
   nvdet_kernels::GemmProblem p;
   p.a = p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // aligned; never dereferenced
   p.n = 4096, p.k = 14336, p.lda = p.ldw = p.k, p.ldo = p.n;
   p.in_type = nvdet_kernels::GemmType::kBF16;
-  std::set<std::string> arithmetic;
-  for (int m = 1; m <= 8192; m = m < 64 ? m + 1 : m * 2) {
-    p.m = m;
-    const auto plan = nvdet_kernels::gemm_invariant_plan(p, device_);
-    arithmetic.insert(std::string(nvdet_kernels::gemm_path_name(plan.path)) + " kc=" +
-                      std::to_string(plan.chunk_k) + " chunks=" + std::to_string(plan.chunks) +
-                      " tk=" + std::to_string(plan.tile_k) + " tn=" + std::to_string(plan.tile_n));
+  for (nvdet_kernels::GemmPath path :
+       {nvdet_kernels::GemmPath::kAuto, nvdet_kernels::GemmPath::kMmaSync}) {
+    std::set<std::string> arithmetic;
+    std::set<int> configs;
+    for (int m = 1; m <= 8192; m = m < 64 ? m + 1 : m * 2) {
+      p.m = m;
+      const auto plan = nvdet_kernels::gemm_invariant_plan(
+          p, device_, nvdet_kernels::GemmSchedule::kAuto, path);
+      const bool wgmma = plan.path == nvdet_kernels::GemmPath::kWgmma;
+      arithmetic.insert(std::string(nvdet_kernels::gemm_path_name(plan.path)) + " kc=" +
+                        std::to_string(plan.chunk_k) + " chunks=" + std::to_string(plan.chunks) +
+                        " tk=" + std::to_string(plan.tile_k) +
+                        (wgmma ? std::string() : " tn=" + std::to_string(plan.tile_n)));
+      if (wgmma) configs.insert(plan.config);
+    }
+    EXPECT_EQ(arithmetic.size(), 1u);
+    if (!configs.empty()) EXPECT_GE(configs.size(), 3u);
   }
-  EXPECT_EQ(arithmetic.size(), 1u);
 }
 
 #endif  // NVDET_WITH_CUDA

@@ -8,6 +8,7 @@
 
 #include "lib/core/error.h"
 #include "lib/manifest/manifest.h"
+#include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"
 #include "lib/tensorio/nvdet_dump.h"
 #include "lib/tensorio/safetensors.h"
@@ -215,6 +216,73 @@ TEST(Manifest, JsonRoundTripKeepsEveryEntry) {
   EXPECT_TRUE(partial.passed);
   EXPECT_EQ(partial.missing.size(), 6u);
   EXPECT_FALSE(verify_manifest(back, "m", run_audit(s, only_invariant), VerifyOptions{true, ""}).passed);
+}
+
+// --verify-as RUN=RECORDED: this run's RUN is held to RECORDED's hashes. cuda-portable stands in
+// here as a renamed cpu-portable run (on a GPU the real one is checked by reports/portable-golden.sh).
+TEST(Manifest, VerifyAsComparesOneBackendWithAnothersHashes) {
+  const Scenario s = parse_scenario(kScenario, "s.yaml");
+  AuditOptions portable_only;
+  portable_only.backends = {"cpu-portable"};
+  Manifest m;
+  m.add(run_audit(s, portable_only));
+
+  AuditResult renamed = run_audit(s, portable_only);
+  for (BackendOutcome& b : renamed.backends) b.name = "cuda-portable";
+  for (CaseRecord& c : renamed.cases) c.backend = "cuda-portable";
+  VerifyOptions as;
+  as.recorded_as = {{"cuda-portable", "cpu-portable"}};
+  const VerifyResult v = verify_manifest(m, "m", renamed, as);
+  EXPECT_TRUE(v.passed) << v.verdict;
+  EXPECT_EQ(v.compared, 3 * 2);  // contexts x requests
+  EXPECT_TRUE(v.missing.empty());
+  EXPECT_TRUE(v.added.empty());
+  EXPECT_NE(render_verify_text(v).find("cuda-portable checked against the hashes recorded for "
+                                       "cpu-portable"),
+            std::string::npos);
+  // Without the mapping the same run matches nothing.
+  const VerifyResult plain = verify_manifest(m, "m", renamed, VerifyOptions{true, ""});
+  EXPECT_FALSE(plain.passed);
+  EXPECT_EQ(plain.compared, 0);
+
+  // cpu-reference (expectation report) held to cpu-portable's hashes: every change fails.
+  AuditOptions reference_only;
+  reference_only.backends = {"cpu-reference"};
+  VerifyOptions ref_as;
+  ref_as.recorded_as = {{"cpu-reference", "cpu-portable"}};
+  const VerifyResult differ = verify_manifest(m, "m", run_audit(s, reference_only), ref_as);
+  EXPECT_FALSE(differ.passed);
+  ASSERT_FALSE(differ.changes.empty());
+  EXPECT_TRUE(differ.changes[0].fails);
+  EXPECT_EQ(differ.changes[0].expectation, "report");
+}
+
+TEST(ManifestCli, VerifyAsThroughTheCli) {
+  const Fixture f = make_fixture();
+  ASSERT_EQ(run_nvdet("audit " + f.scenario.string() + " --backends cpu-portable --record " +
+                      f.manifest.string())
+                .exit_code,
+            0);
+  const auto same = run_nvdet("audit " + f.scenario.string() + " --backends cpu-portable --verify " +
+                              f.manifest.string() + " --verify-as cpu-portable=cpu-portable");
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  // cpu-reference rounds from double: other bits, and a change fails although it is `report`.
+  // (cpu-invariant would pass here: with K = 128 its plan is one sequential chunk, the same sums.)
+  const auto other = run_nvdet("audit " + f.scenario.string() + " --backends cpu-reference --verify " +
+                               f.manifest.string() + " --verify-as cpu-reference=cpu-portable");
+  EXPECT_EQ(other.exit_code, 1) << other.out << other.err;
+  EXPECT_NE(other.out.find("CHANGED cpu-reference"), std::string::npos) << other.out;
+
+  const std::string base = "audit " + f.scenario.string() + " --backends cpu-invariant ";
+  for (const std::string& bad :
+       {base + "--verify-as cpu-invariant=cpu-portable",                           // no --verify
+        base + "--verify " + f.manifest.string() + " --verify-as cpu-invariant",    // no '='
+        base + "--verify " + f.manifest.string() + " --verify-as cpu-invariant=cpu-variant",  // not recorded
+        base + "--verify " + f.manifest.string() + " --verify-as cpu-variant=cpu-portable"}) {  // not run
+    const auto r = run_nvdet(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("--verify-as"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

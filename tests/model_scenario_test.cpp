@@ -37,6 +37,10 @@ TEST(ModelScenario, CpuInvariantGivesOneCompletionAndVariantMore) {
   EXPECT_EQ(inv.max_distinct_results, 1);
   EXPECT_EQ(inv.divergent_contexts, 0);
   EXPECT_TRUE(inv.passed) << inv.verdict;
+  const BackendOutcome& portable = outcome(r, "cpu-portable");
+  EXPECT_EQ(portable.max_distinct_completions, 1);
+  EXPECT_EQ(portable.max_distinct_results, 1);
+  EXPECT_TRUE(portable.passed) << portable.verdict;
   EXPECT_GT(var.max_distinct_completions, 1);
   EXPECT_TRUE(var.passed) << var.verdict;
   EXPECT_TRUE(r.summary.passed);

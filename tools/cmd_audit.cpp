@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -41,6 +42,7 @@ struct AuditFlags {
   bool skip_unavailable = false;
   std::string record, verify, dump_dir;  // --record, --verify, --dump (lib/manifest/manifest.h)
   bool strict = false;
+  std::vector<std::string> verify_as;  // --verify-as RUN=RECORDED
 };
 
 struct Planned {
@@ -102,6 +104,9 @@ int run(const AuditFlags& f) {
   const std::vector<ReportFormat> formats = parse_report_formats(f.formats);
   // A bad manifest is bad input: read it before any backend runs.
   std::optional<Manifest> golden;
+  std::map<std::string, std::string> recorded_as;
+  for (const std::string& a : f.verify_as) recorded_as.insert(parse_verify_as(a));
+  if (!recorded_as.empty() && f.verify.empty()) throw_input_error("--verify-as needs --verify");
   if (!f.verify.empty()) golden = read_manifest(f.verify);
   const std::vector<Planned> planned = plan(f, formats, golden);
   if (f.list_contexts) {
@@ -130,7 +135,9 @@ int run(const AuditFlags& f) {
     }
     AuditResult result = run_audit(s, opts);
     progress.finish();
-    if (golden) attach_verify(result, verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir}));
+    if (golden) {
+      attach_verify(result, verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir, recorded_as}));
+    }
     if (f.quiet) {
       fmt::print("{}: audit {}\n", s.name, result.summary.passed ? "PASSED" : "FAILED");
     } else {
@@ -183,6 +190,10 @@ Action add_audit_command(CLI::App& app) {
                   "Compare hashes with this manifest (exit 1 if an invariant backend's changed)");
   cmd->add_flag("--strict", flags->strict,
                 "With --verify: fail on any changed, missing or new hash, whatever the backend");
+  cmd->add_option("--verify-as", flags->verify_as,
+                  "With --verify: compare this run's backend RUN with the hashes recorded for "
+                  "RECORDED (RUN=RECORDED, e.g. cuda-portable=cpu-portable); any change fails")
+      ->delimiter(',');
   cmd->add_option("--dump", flags->dump_dir,
                   "Write the probed requests' outputs as safetensors files under this folder");
   return [flags, format] {

@@ -8,6 +8,9 @@
 #include "lib/core/system_info.h"
 #include "lib/report/system_info_json.h"
 #include "tools/command.h"
+#if NVDET_WITH_CUDA
+#include "lib/cuda/kernel_paths.h"
+#endif
 
 namespace nvdet::cli {
 
@@ -48,6 +51,15 @@ Action add_info_command(CLI::App& app) {
       }
     }
     if (s.gpus.empty()) fmt::print("GPUs: none ({})\n", s.device_error);
+#if NVDET_WITH_CUDA
+    if (!s.gpus.empty()) {
+      fmt::print("kernel image on GPU 0: {}\n",
+                 cuda::kernel_image_description(s.compiled_architectures));
+      for (const auto& [backend, path] : cuda::gpu_backend_paths()) {
+        fmt::print("path of {} on GPU 0: {}\n", backend, path);
+      }
+    }
+#endif
     fmt::print("backends:");
     for (const BackendRegistration& r : backend_registry()) fmt::print(" {}", r.info.name);
     fmt::print("\n");

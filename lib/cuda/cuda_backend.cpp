@@ -1,9 +1,10 @@
-// The four CUDA backends: one class, parameterised by flavor, that dispatches each op to its
-// op file and runs or times the prepared call.
+// The four vendor and invariant CUDA backends: one class, parameterised by flavor, that dispatches
+// each op to its op file and runs or times the prepared call. (cuda-portable: portable_backend.cpp.)
 #include <memory>
 
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/kernel_paths.h"
 
 namespace nvdet::cuda {
 namespace {
@@ -34,8 +35,10 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // Every call's notes say which path ran and from which kernel image (machine code or PTX
+  // JIT-compiled by the driver), so each report names them.
   PreparedCall prepare(const OpArgs& args, RunNotes* notes) {
-    return std::visit(
+    PreparedCall call = std::visit(
         [&](const auto& a) -> PreparedCall {
           using T = std::decay_t<decltype(a)>;
           if constexpr (std::is_same_v<T, GemmArgs>) return prepare_gemm(ctx_, flavor_, a, notes);
@@ -49,6 +52,16 @@ class CudaBackend final : public Backend {
             return prepare_attention_prefill(ctx_, flavor_, a, notes);
         },
         args);
+    if (notes) {
+      if (!notes->count("path")) {
+        const bool gemm = std::holds_alternative<GemmArgs>(args);
+        (*notes)["path"] = !gemm                                ? "cuda-cores-fp32"
+                           : flavor_ == CudaFlavor::kInvariant ? (*notes)["kernel"]
+                                                                : "cublasLt";
+      }
+      (*notes)["kernel_image"] = kernel_image_description(NVDET_CUDA_ARCHITECTURES);
+    }
+    return call;
   }
 
   BackendInfo info_;

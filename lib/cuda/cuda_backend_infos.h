@@ -23,6 +23,10 @@ inline std::vector<BackendInfo> cuda_backend_infos() {
   std::map<std::string, std::string> nosplit_stands_for = vendor_policy_stands_for;
   nosplit_stands_for["gemm"] =
       "cuBLASLt with CUBLASLT_REDUCTION_SCHEME_NONE (serving stacks' 'deterministic' setting)";
+  std::map<std::string, std::string> ws1k_stands_for = vendor_policy_stands_for;
+  ws1k_stands_for["gemm"] =
+      "cuBLASLt default heuristic limited to a 1 KiB workspace (vLLM batch-invariant mode: "
+      "CUBLASLT_WORKSPACE_SIZE=1, which PyTorch reads in KiB)";
   std::map<std::string, std::string> vendor_stands_for = vendor_policy_stands_for;
   vendor_stands_for["gemm"] = cublas_stands_for["gemm"];
   return {
@@ -31,11 +35,17 @@ inline std::vector<BackendInfo> cuda_backend_infos() {
       {"cublaslt-nosplit",
        "cuBLASLt GEMM restricted to reduction scheme NONE; other ops as cuda-vendor-policy", true,
        false, nosplit_stands_for},
+      {"cublaslt-ws1k",
+       "cuBLASLt GEMM, default heuristic with a 1 KiB workspace; other ops as cuda-vendor-policy",
+       true, false, ws1k_stands_for},
       {"cuda-vendor-policy",
        "attention and norm kernels whose split counts follow the batch, as serving schedulers do",
        true, false, vendor_stands_for},
       {"cuda-invariant", "nvdet's batch-invariant CUDA kernels (fixed reduction plans)", true, true,
        {}},
+      {"cuda-portable",
+       "IEEE fp32 CUDA-core kernels, bitwise equal to cpu-portable on the CPU and on any GPU", true,
+       true, {}},
   };
 }
 

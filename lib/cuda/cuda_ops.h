@@ -12,6 +12,8 @@ enum class CudaFlavor {
   kCublasLtNoSplit,  // GEMM: cuBLASLt with reduction scheme NONE; other ops: vendor policy
   kInvariant,        // this project's batch-invariant kernels for every op
   kVendorPolicy,     // attention/norm kernels whose splits follow the batch; GEMM: as kCublas
+  kCublasLtSmallWorkspace,  // GEMM: cuBLASLt default heuristic with a 1 KiB workspace (vLLM's
+                            // batch-invariant setting); other ops: vendor policy
 };
 
 PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
@@ -24,6 +26,9 @@ PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
                                       const AttentionDecodeArgs& args, RunNotes* notes);
 PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
                                        const AttentionPrefillArgs& args, RunNotes* notes);
+
+// cuda-portable, every op (portable_ops.cpp; its own Backend class, portable_backend.cpp).
+PreparedCall prepare_portable(DeviceContext& ctx, const OpArgs& args, RunNotes* notes);
 
 // GB/s (bytes read + written) of a 256 MiB device-to-device copy: median of `reps` timed copies.
 double measure_copy_bandwidth_gbps(DeviceContext& ctx, int warmup, int reps);

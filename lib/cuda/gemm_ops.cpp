@@ -1,11 +1,14 @@
 // GEMM for the CUDA backends: out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]).
 //
-// Vendor flavors (cublas, cuda-vendor-policy, cublaslt-nosplit) call cuBLASLt the way PyTorch's
+// Vendor flavors (cublas, cuda-vendor-policy, cublaslt-nosplit, cublaslt-ws1k) call cuBLASLt the
+// way PyTorch's
 // linear does: in cuBLAS's column-major terms D[n, m] = op_T(W)[n, k] · A[k, m], with W read as
 // a k x n column-major matrix (the row-major [n, k] weight) and A as k x m (the row-major [m, k]
 // activations); D (n x m column-major) is exactly the row-major [m, n] output. The algorithm is
 // the first result of cublasLtMatmulAlgoGetHeuristic; the nosplit flavor restricts the
-// preference to CUBLASLT_REDUCTION_SCHEME_NONE. What was chosen goes into RunNotes, because that
+// preference to CUBLASLT_REDUCTION_SCHEME_NONE; the ws1k flavor leaves the heuristic alone but
+// offers it a 1 KiB workspace, as PyTorch does under CUBLASLT_WORKSPACE_SIZE=1 (vLLM's
+// batch-invariant mode), which rules out the split-K algorithms that reduce in a workspace. What was chosen goes into RunNotes, because that
 // is what explains a divergence.
 //
 // The invariant flavor calls nvdet's own kernels (kernels/gemm_invariant.cuh).
@@ -25,6 +28,7 @@ namespace nvdet::cuda {
 namespace {
 
 constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
+constexpr size_t kLtSmallWorkspaceBytes = 1024;  // CUBLASLT_WORKSPACE_SIZE=1 (KiB) in PyTorch
 
 cudaDataType_t cuda_data_type(DType t) {
   switch (t) {
@@ -147,6 +151,8 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   const DType d_dtype = direct ? out : DType::kFP32;
   const bool tf32 = in == DType::kFP32 && args.allow_tf32;
   const bool nosplit = flavor == CudaFlavor::kCublasLtNoSplit;
+  const size_t ws_bytes = flavor == CudaFlavor::kCublasLtSmallWorkspace ? kLtSmallWorkspaceBytes
+                                                                         : kLtWorkspaceBytes;
 
   const GemmInputs dev = upload_inputs(ctx, args);
   PreparedCall call;
@@ -219,7 +225,7 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
     cublasLtMatmulPreference_t raw_pref = nullptr;
     check(cublasLtMatmulPreferenceCreate(&raw_pref), "cublasLtMatmulPreferenceCreate");
     LtPref pref(raw_pref);
-    const uint64_t max_ws = kLtWorkspaceBytes;
+    const uint64_t max_ws = ws_bytes;
     check(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &max_ws, sizeof(max_ws)),
           "setting the workspace limit");
@@ -244,7 +250,7 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   }
   describe_algo(heuristic, tf32, direct, notes);
 
-  void* workspace = ctx.workspace(kLtWorkspaceBytes);
+  void* workspace = ctx.workspace(ws_bytes);
   cublasLtHandle_t handle = ctx.cublas_lt();
   const void* a_ptr = dev.a;
   const void* w_ptr = dev.w;
@@ -253,8 +259,7 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
     const float alpha = 1.0f, beta = 0.0f;
     const cublasStatus_t st = cublasLtMatmul(
         handle, desc.get(), &alpha, w_ptr, w_layout.get(), a_ptr, a_layout.get(), &beta, d_ptr,
-        d_layout.get(), d_ptr, d_layout.get(), &heuristic.algo, workspace, kLtWorkspaceBytes,
-        stream);
+        d_layout.get(), d_ptr, d_layout.get(), &heuristic.algo, workspace, ws_bytes, stream);
     // PreparedCall speaks cudaError_t; the closest codes keep the failure's nature visible.
     if (st == CUBLAS_STATUS_NOT_SUPPORTED) return cudaErrorNotSupported;
     if (st == CUBLAS_STATUS_ALLOC_FAILED) return cudaErrorMemoryAllocation;
@@ -309,6 +314,14 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmArgs& args, RunNote
     (*notes)["tile"] = std::to_string(plan.tile_m) + "x" + std::to_string(plan.tile_n) + "x" +
                        std::to_string(plan.tile_k) + " (m x n x k)";
     (*notes)["stages"] = std::to_string(plan.stages);
+    if (plan.path == nvdet_kernels::GemmPath::kWgmma) {
+      (*notes)["ctas"] = std::to_string(plan.ctas);
+      (*notes)["k_order"] = "one wgmma chain over the whole of K";
+      if (plan.staged_k > 0) {
+        (*notes)["operands"] = "copied to rows of " + std::to_string(plan.staged_k) +
+                               " elements (K or stride not TMA-addressable)";
+      }
+    }
     if (in == DType::kFP32 && args.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
   }
 
@@ -330,7 +343,8 @@ PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs&
     case CudaFlavor::kInvariant: return prepare_invariant(ctx, args, notes);
     case CudaFlavor::kCublas:
     case CudaFlavor::kVendorPolicy:
-    case CudaFlavor::kCublasLtNoSplit: break;
+    case CudaFlavor::kCublasLtNoSplit:
+    case CudaFlavor::kCublasLtSmallWorkspace: break;
   }
   return prepare_cublaslt(ctx, flavor, args, notes);
 }

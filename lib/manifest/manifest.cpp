@@ -364,6 +364,25 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
   VerifyResult v;
   v.manifest = manifest_path;
   v.scenario = now.name;
+  v.recorded_as = options.recorded_as;
+  for (const auto& [run, recorded] : options.recorded_as) {
+    if (!rec.entries.count(recorded)) {
+      throw_input_error(fmt::format("--verify-as {}={}: manifest '{}' holds no hashes of backend '{}' "
+                                    "for scenario '{}'",
+                                    run, recorded, manifest_path, recorded, now.name));
+    }
+    const bool runs = std::any_of(result.backends.begin(), result.backends.end(),
+                                  [&](const BackendOutcome& b) { return b.name == run; });
+    if (!runs) {
+      throw_input_error(fmt::format("--verify-as {}={}: this audit of '{}' does not run backend '{}'",
+                                    run, recorded, now.name, run));
+    }
+  }
+  // The manifest backend whose hashes this run's `backend` must reproduce.
+  auto recorded_name = [&](const std::string& backend) {
+    const auto it = options.recorded_as.find(backend);
+    return it == options.recorded_as.end() ? backend : it->second;
+  };
   v.environment = environment_changes(m.system, result.system);
   std::map<std::string, std::string> expect;
   for (const BackendOutcome& b : result.backends) expect[b.name] = expectation_name(b.expect);
@@ -373,9 +392,10 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
   std::map<std::tuple<std::string, std::string, int, int64_t>, bool> seen;
   for (const CaseRecord& c : result.cases) {
     for (const RequestRecord& rr : c.requests) {
-      seen[{c.backend, c.context_id, c.repeat, rr.request}] = true;
+      const std::string recorded = recorded_name(c.backend);
+      seen[{recorded, c.context_id, c.repeat, rr.request}] = true;
       const ManifestEntry* e = nullptr;
-      if (auto b = rec.entries.find(c.backend); b != rec.entries.end()) {
+      if (auto b = rec.entries.find(recorded); b != rec.entries.end()) {
         if (auto cx = b->second.find(c.context_id); cx != b->second.end()) {
           if (auto rp = cx->second.repeats.find(c.repeat); rp != cx->second.repeats.end()) {
             if (auto q = rp->second.find(rr.request); q != rp->second.end()) e = &q->second;
@@ -406,7 +426,7 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
         ++ch.changed_tokens;
       }
       if (ch.first_token < 0 && ch.tokens_recorded != ch.tokens_now) ch.first_token = static_cast<int64_t>(common);
-      ch.fails = options.strict || ch.expectation == "invariant";
+      ch.fails = options.strict || ch.expectation == "invariant" || recorded != c.backend;
       if (dumps) {
         const auto old_file = dump_file_path(resolve_dump_dir(m.dump_dir, manifest_path), now.name,
                                              c.backend, c.context_index, c.context_id, c.repeat);
@@ -449,6 +469,16 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
                             v.changes.size(), v.compared, failing, v.missing.size(), v.added.size());
   }
   return v;
+}
+
+std::pair<std::string, std::string> parse_verify_as(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size() ||
+      text.find('=', eq + 1) != std::string::npos) {
+    throw_input_error("--verify-as takes RUN=RECORDED (e.g. cuda-portable=cpu-portable), not '" +
+                      text + "'");
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
 }  // namespace nvdet

@@ -23,6 +23,12 @@
 // manifest extends that promise across machines. Changes of `variant` and `report` backends
 // (vendor libraries are free to change their kernels between versions) are reported, not
 // failing. `strict` fails on any change and on missing or new entries too.
+//
+// Cross-backend verification (`--verify-as RUN=RECORDED`, VerifyOptions::recorded_as): this run's
+// backend RUN is compared with the hashes the manifest holds for backend RECORDED, e.g. a
+// manifest recorded by cpu-portable in CI verified by cuda-portable on a GPU. Asking for it is a
+// claim that the two produce the same bits, so any changed hash of RUN fails, whatever its
+// expectation. RECORDED must be in the manifest's scenario and RUN in this audit (else bad input).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -88,6 +94,7 @@ Manifest read_manifest(const std::filesystem::path& path);
 struct VerifyOptions {
   bool strict = false;
   std::string dump_dir;  // this run's --dump folder ("" = none): enables element-wise detail
+  std::map<std::string, std::string> recorded_as;  // this run's backend -> manifest backend
 };
 
 // The manifest's record of scenario `name`; throws kBadInput naming the file and the scenarios it
@@ -102,6 +109,9 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
 
 // "driver 580.95 → 580.159", "GPU NVIDIA H100 → NVIDIA H200", ...: the facts that differ.
 std::vector<std::string> environment_changes(const SystemInfo& recorded, const SystemInfo& now);
+
+// Parses "RUN=RECORDED" (the --verify-as value); throws kBadInput for another shape.
+std::pair<std::string, std::string> parse_verify_as(const std::string& text);
 
 // The verify result is part of the audit result (AuditResult::verify, lib/runner/verify_result.h);
 // lib/report/verify_report.h renders it as text and JSON.

@@ -1,4 +1,4 @@
-// The three CPU backends and their registrations. They share one Backend class; the flavor picks
+// The four CPU backends and their registrations. They share one Backend class; the flavor picks
 // which kernel set runs. All ops and all three dtypes are supported by every flavor.
 #include <memory>
 
@@ -8,7 +8,7 @@
 namespace nvdet {
 namespace {
 
-enum class CpuFlavor { kReference, kInvariant, kVariant };
+enum class CpuFlavor { kReference, kInvariant, kVariant, kPortable };
 
 class CpuBackend final : public Backend {
  public:
@@ -24,29 +24,31 @@ class CpuBackend final : public Backend {
 
  private:
   HostTensor dispatch(const GemmArgs& a, RunNotes* n) const {
-    return pick(cpu::reference_gemm, cpu::invariant_gemm, cpu::variant_gemm)(a, n);
+    return pick(cpu::reference_gemm, cpu::invariant_gemm, cpu::variant_gemm, cpu::portable_gemm)(a, n);
   }
   HostTensor dispatch(const RmsNormArgs& a, RunNotes* n) const {
-    return pick(cpu::reference_rmsnorm, cpu::invariant_rmsnorm, cpu::variant_rmsnorm)(a, n);
+    return pick(cpu::reference_rmsnorm, cpu::invariant_rmsnorm, cpu::variant_rmsnorm,
+                cpu::portable_rmsnorm)(a, n);
   }
   HostTensor dispatch(const LogSoftmaxArgs& a, RunNotes* n) const {
     return pick(cpu::reference_log_softmax, cpu::invariant_log_softmax,
-                cpu::variant_log_softmax)(a, n);
+                cpu::variant_log_softmax, cpu::portable_log_softmax)(a, n);
   }
   HostTensor dispatch(const AttentionDecodeArgs& a, RunNotes* n) const {
     return pick(cpu::reference_attention_decode, cpu::invariant_attention_decode,
-                cpu::variant_attention_decode)(a, n);
+                cpu::variant_attention_decode, cpu::portable_attention_decode)(a, n);
   }
   HostTensor dispatch(const AttentionPrefillArgs& a, RunNotes* n) const {
     return pick(cpu::reference_attention_prefill, cpu::invariant_attention_prefill,
-                cpu::variant_attention_prefill)(a, n);
+                cpu::variant_attention_prefill, cpu::portable_attention_prefill)(a, n);
   }
   template <class F>
-  F pick(F reference, F invariant, F variant) const {
+  F pick(F reference, F invariant, F variant, F portable) const {
     switch (flavor_) {
       case CpuFlavor::kReference: return reference;
       case CpuFlavor::kInvariant: return invariant;
       case CpuFlavor::kVariant: return variant;
+      case CpuFlavor::kPortable: return portable;
     }
     return reference;
   }
@@ -96,9 +98,15 @@ std::vector<BackendRegistration> cpu_backend_registrations() {
            "chunked-prefill / cascade attention that splits the KV reduction at the prefix and "
            "chunk boundaries and merges the partial states"},
       }};
+  BackendInfo portable{"cpu-portable",
+                       "CPU twin of cuda-portable: IEEE fp32 ops only, bitwise equal to it on any GPU",
+                       false,
+                       true,
+                       {}};
   return {registration(reference, CpuFlavor::kReference),
           registration(invariant, CpuFlavor::kInvariant),
-          registration(variant, CpuFlavor::kVariant)};
+          registration(variant, CpuFlavor::kVariant),
+          registration(portable, CpuFlavor::kPortable)};
 }
 
 }  // namespace nvdet

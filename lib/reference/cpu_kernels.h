@@ -1,5 +1,5 @@
 #pragma once
-// The CPU kernels behind cpu-reference, cpu-invariant and cpu-variant. Arguments have passed
+// The CPU kernels behind cpu-reference, cpu-invariant, cpu-variant and cpu-portable. Arguments have passed
 // validate_op_args. Each returns the output tensor and may add facts to `notes` (nullable).
 #include "lib/backend/backend.h"
 
@@ -25,5 +25,13 @@ HostTensor variant_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
 HostTensor variant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
 HostTensor variant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
 HostTensor variant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
+
+// cpu-portable: the arithmetic of kernels/portable_ops.cuh, bitwise equal to cuda-portable
+// (portable_kernels.cpp).
+HostTensor portable_gemm(const GemmArgs& args, RunNotes* notes);
+HostTensor portable_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
+HostTensor portable_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
+HostTensor portable_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
+HostTensor portable_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
 
 }  // namespace nvdet::cpu

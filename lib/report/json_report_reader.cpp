@@ -220,6 +220,7 @@ AuditResult parse(const json& j) {
     vr.verdict = v.value("verdict", "");
     vr.compared = v.value("compared", 0);
     vr.environment = v.value("environment", std::vector<std::string>{});
+    vr.recorded_as = v.value("recorded_as", std::map<std::string, std::string>{});
     for (const json& c : v.value("changes", json::array())) {
       ManifestChange ch;
       ch.backend = c.at("backend").get<std::string>();

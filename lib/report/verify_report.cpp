@@ -28,6 +28,9 @@ std::pair<std::string, std::string> short_hashes(const Hash128& recorded, const 
 
 std::string render_verify_text(const VerifyResult& v) {
   std::string s = fmt::format("verify {} against {}\n", v.scenario, v.manifest);
+  for (const auto& [run, recorded] : v.recorded_as) {
+    s += fmt::format("  {} checked against the hashes recorded for {}\n", run, recorded);
+  }
   if (v.environment.empty()) {
     s += "  environment: unchanged\n";
   } else {
@@ -109,7 +112,8 @@ ojson verify_to_json(const VerifyResult& v) {
   };
   return {{"manifest", v.manifest},   {"scenario", v.scenario},     {"passed", v.passed},
           {"verdict", v.verdict},     {"compared", v.compared},     {"environment", v.environment},
-          {"changes", changes},       {"missing", refs(v.missing)}, {"new", refs(v.added)}};
+          {"changes", changes},       {"missing", refs(v.missing)}, {"new", refs(v.added)},
+          {"recorded_as", v.recorded_as}};
 }
 
 }  // namespace nvdet

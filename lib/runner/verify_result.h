@@ -4,6 +4,7 @@
 // and the entries recorded but not run or run but not recorded. It is part of the audit result
 // (AuditResult::verify) so that every writer states the same verdict as the exit code.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct VerifyResult {
   std::vector<ManifestChange> changes;
   std::vector<ManifestEntryRef> missing;  // recorded but not run now
   std::vector<ManifestEntryRef> added;    // run now but not recorded
+  std::map<std::string, std::string> recorded_as;  // --verify-as: run backend -> recorded backend
   int compared = 0;
   bool passed = true;
   std::string verdict;  // one sentence

@@ -1,0 +1,87 @@
+#include "lib/cuda/kernel_paths.h"
+
+#include <cuda_runtime.h>
+
+#include <sstream>
+
+#include "kernels/gemm_invariant.cuh"
+#include "kernels/kernel_image.cuh"
+
+namespace nvdet::cuda {
+namespace {
+
+// True when `architectures` holds machine code for sm_<arch> (an entry "90", "90-real",
+// "90a" or "90a-real"; "-virtual" entries are PTX only). CMake's "native" and "all" sets are
+// taken to hold it.
+bool has_machine_code(const std::string& architectures, int arch) {
+  std::stringstream list(architectures);
+  std::string entry;
+  const std::string number = std::to_string(arch);
+  while (std::getline(list, entry, ',')) {
+    if (entry.ends_with("-virtual")) continue;
+    if (entry == "native" || entry == "all" || entry == "all-major") return true;  // CMake's sets
+    const std::string base = entry.substr(0, entry.find('-'));
+    if (base == number || base == number + "a" || base == number + "f") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string kernel_image_description(const std::string& architectures) {
+  const kernels::KernelImage& img = kernels::kernel_image();
+  if (!img.ok) {
+    return std::string("no kernel image runs on this device (") + cudaGetErrorString(img.error) +
+           ")";
+  }
+  const std::string device = "sm_" + std::to_string(img.device_arch);
+  if (img.binary_version != img.code_arch || !has_machine_code(architectures, img.code_arch)) {
+    return "compute_" + std::to_string(img.code_arch) + (img.arch_specific ? "a" : "") +
+           " PTX, JIT-compiled by the driver for " + device;
+  }
+  std::string s =
+      "sm_" + std::to_string(img.code_arch) + (img.arch_specific ? "a" : "") + " machine code";
+  if (img.device_arch != img.code_arch) s += " on an " + device + " device";
+  return s;
+}
+
+std::vector<std::pair<std::string, std::string>> gpu_backend_paths() {
+  int device = 0;
+  cudaDeviceProp props{};
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaGetDeviceProperties(&props, device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  // The invariant GEMM's own choice for a 16-byte-aligned bf16 problem (pointers are only
+  // inspected for alignment, never read).
+  nvdet_kernels::GemmProblem prob;
+  prob.a = prob.w = reinterpret_cast<const void*>(uintptr_t{256});
+  prob.m = 1;
+  prob.n = prob.k = 4096;
+  prob.lda = prob.ldw = prob.ldo = 4096;
+  nvdet_kernels::GemmDevice dev;
+  dev.cc_major = props.major;
+  dev.cc_minor = props.minor;
+  dev.sm_count = props.multiProcessorCount;
+  const std::string invariant_gemm =
+      nvdet_kernels::gemm_path_name(nvdet_kernels::gemm_invariant_plan(prob, dev).path);
+  const std::string cores = "CUDA cores (fp32 accumulation)";
+  const std::string vendor =
+      "GEMM: cuBLASLt's heuristic (its choice is in each run's notes); "
+      "other ops: " +
+      cores;
+  return {
+      {"cublas", vendor},
+      {"cublaslt-nosplit", vendor},
+      {"cuda-vendor-policy", vendor},
+      {"cuda-invariant", "GEMM bf16/fp16: " + invariant_gemm + ", fp32: " +
+                             nvdet_kernels::gemm_path_name(nvdet_kernels::GemmPath::kFfma) +
+                             "; other ops: " + cores},
+      {"cuda-portable",
+       "every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise equal "
+       "to cpu-portable)"},
+  };
+}
+
+}  // namespace nvdet::cuda
