@@ -8,31 +8,35 @@ set -euo pipefail
 nvdet=${NVDET_BUILD:-build}/tools/nvdet
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for dir in reports/h200/audit reports/h200/model; do
-  for report in "$dir"/*.json "$dir"/*.json.gz; do
-    [[ -e $report ]] || continue
+# Every audit report under reports/ (found by its keys; bench, bisect, verify and manifest files
+# have other shapes), written again in the formats that sit beside it.
+formats_beside() {  # formats_beside DIR NAME
+  local f=md,json
+  [[ -e $1/$2.html ]] && f=$f,html
+  [[ -e $1/$2.junit.xml ]] && f=$f,junit
+  echo "$f"
+}
+find reports -name '*.json' -o -name '*.json.gz' | sort | while read -r report; do
+    dir=$(dirname "$report")
     # Only audit reports (bench, bisect and manifest files have other shapes).
     case $report in
       *.gz)
         name=$(basename "$report" .json.gz)
         gzip -dc "$report" >"$tmp/$name.json"
-        grep -q '"schema_version"' "$tmp/$name.json" && grep -q '"divergences"' "$tmp/$name.json" || continue
-        formats=md,json
-        [[ -e $dir/$name.html ]] && formats=$formats,html
+        grep -q '"divergences"' "$tmp/$name.json" && grep -q '"cases"' "$tmp/$name.json" || continue
+        formats=$(formats_beside "$dir" "$name")
         "$nvdet" report "$tmp/$name.json" --report-dir "$tmp/out" --format "$formats" >/dev/null || [[ $? == 1 ]]
         gzip -9n <"$tmp/out/$name.json" >"$report"
         rm "$tmp/out/$name.json"
         cp "$tmp/out/$name".* "$dir/"
         ;;
       *)
-        grep -q '"divergences"' "$report" || continue
+        grep -q '"divergences"' "$report" && grep -q '"cases"' "$report" || continue
         name=$(basename "$report" .json)
-        formats=md,json
-        [[ -e $dir/$name.html ]] && formats=$formats,html
+        formats=$(formats_beside "$dir" "$name")
         # Exit 1 restates a failed audit; anything else is an error.
         "$nvdet" report "$report" --report-dir "$dir" --format "$formats" >/dev/null || [[ $? == 1 ]]
         ;;
     esac
     echo "re-rendered $report ($formats)"
-  done
 done
