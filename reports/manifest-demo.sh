@@ -24,5 +24,8 @@ rep[req]["hash"] = h[:-1] + ("0" if h[-1] != "0" else "1")  # one hex digit chan
 json.dump(m, open(dst, "w"), indent=1)
 print(f"altered {backend} / {ctx} / request {req}: {h} -> {rep[req]['hash']}")
 PY
-"$nvdet" audit "$scenario" --verify "$out/manifest-altered.json" >"$out/manifest-verify-altered.txt" 2>&1
+# The failed verify is part of the audit's result: every report format says FAIL (JUnit: a
+# failing verify/<backend> case), as the exit code does.
+"$nvdet" audit "$scenario" --verify "$out/manifest-altered.json" \
+  --report-dir "$out/verify-altered" --format md,json,junit,html >"$out/manifest-verify-altered.txt" 2>&1
 echo "verify against the altered manifest: exit $?" | tee -a "$out/manifest-demo.txt"

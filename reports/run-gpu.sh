@@ -30,7 +30,7 @@ done
 for entry in ${NVDET_BENCH:-}; do  # SCENARIO or SCENARIO@FILTER-REGEX
   s=${entry%%@*}
   filter=${entry#"$s"}
-  step "bench-$(basename "$s" .yaml)" "$nvdet" bench "$s" --report-dir "$out" \
+  step "bench-$(basename "$s" .yaml)" "$nvdet" bench "$s" --report-dir "$out" --format md,json,csv \
     ${filter:+--filter "${filter#@}"}
 done
 cat "$out/summary.txt"

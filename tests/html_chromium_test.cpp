@@ -11,6 +11,7 @@
 #include <string>
 
 #include "lib/report/html_report.h"
+#include "lib/report/json_report_reader.h"
 #include "tests/report_sample_result.h"
 #include "tests/test_support.h"
 
@@ -63,7 +64,8 @@ struct Rendered {
   std::string log;
 };
 
-Rendered render(const std::string& browser, const fs::path& page, const fs::path& work) {
+Rendered render(const std::string& browser, const fs::path& page, const fs::path& work,
+                const std::string& window = "") {
   const fs::path out = work / "dom.html", err = work / "stderr.txt";
   // A fresh profile keeps the run independent of any user state; --no-sandbox because tests may
   // run as root in containers.
@@ -71,6 +73,7 @@ Rendered render(const std::string& browser, const fs::path& page, const fs::path
                           " --headless --disable-gpu --no-sandbox --no-first-run"
                           " --disable-extensions --disable-dev-shm-usage --enable-logging=stderr --v=0"
                           " --user-data-dir=" + (work / "profile").string() +
+                          (window.empty() ? std::string() : " --window-size=" + window) +
                           " --virtual-time-budget=2000 --dump-dom file://" + page.string() +
                           " >" + out.string() + " 2>" + err.string() + " </dev/null";
   const int status = std::system(cmd.c_str());
@@ -110,6 +113,59 @@ TEST(HtmlChromium, ReportLoadsWithoutErrorsAndHasItsSections) {
   // The SVG was parsed as SVG (its cells are in the DOM with their titles).
   EXPECT_NE(r.dom.find("<rect class=\"cell\""), std::string::npos);
   EXPECT_NE(r.dom.find("<title>batch=5, position=first: result #3"), std::string::npos);
+  fs::remove_all(work);
+}
+
+// Measures the laid-out page: how far the document is wider than the window, and each table and
+// heatmap whose right edge lies past the window's (a column a reader could not see without
+// scrolling). Written at the end of the body, after layout.
+constexpr const char* kLayoutProbe = R"(<div id="nvdet-layout"></div>
+<script>
+(function(){
+  var w = document.documentElement.clientWidth, cut = [];
+  var boxes = document.querySelectorAll('table, svg');
+  for (var i = 0; i < boxes.length; i++) {
+    var r = boxes[i].getBoundingClientRect();
+    if (r.right > w + 0.5) cut.push((boxes[i].id || boxes[i].parentNode.id || boxes[i].tagName) + ':' + Math.round(r.right));
+  }
+  document.getElementById('nvdet-layout').textContent = 'width=' + w + ' overflow=' +
+      (document.documentElement.scrollWidth - w) + ' cut=' + cut.length + ' [' + cut.join(' ') + '] tables=' + boxes.length;
+})();
+</script>
+)";
+
+std::string layout_line(const std::string& dom) {
+  const size_t at = dom.find("<div id=\"nvdet-layout\">");
+  if (at == std::string::npos) return "";
+  const size_t start = at + 23, end = dom.find("</div>", start);
+  return dom.substr(start, end - start);
+}
+
+// At a usual 1280-pixel window, nothing is cut off: no table or heatmap reaches past the window
+// and the page does not scroll sideways; several notes are folded into <details>. Checked on the
+// hand-built sample and on the committed H200 decode sweep (300 contexts, 10 groups).
+TEST(HtmlChromium, FitsA1280PixelWindow) {
+  const std::string browser = find_chromium();
+  if (browser.empty()) GTEST_SKIP() << "no chromium on PATH";
+  const fs::path work = testing::make_temp_dir("chromium-layout");
+  const fs::path h200 = testing::source_dir() / "reports" / "h200" / "audit" / "decode-kv-sweep.json";
+  std::vector<std::pair<std::string, std::string>> pages = {
+      {"sample", render_html_report(testing::make_sample_audit_result())}};
+  if (fs::exists(h200)) pages.emplace_back("h200", render_html_report(read_audit_report(h200.string())));
+  for (const auto& [name, html] : pages) {
+    std::string page = html;
+    page.insert(page.rfind("</body>"), kLayoutProbe);
+    testing::write_file(work / (name + ".html"), page);
+    const Rendered r = render(browser, work / (name + ".html"), work, "1280,900");
+    ASSERT_EQ(r.exit_code, 0) << r.log;
+    const std::string line = layout_line(r.dom);
+    ASSERT_EQ(line.rfind("width=", 0), 0u) << name << ": no layout line\n" << r.log;
+    const int width = std::stoi(line.substr(6));
+    EXPECT_GT(width, 1200) << line;  // the window size took effect
+    EXPECT_LE(width, 1280) << line;
+    EXPECT_NE(line.find(" overflow=0 cut=0 []"), std::string::npos) << name << ": " << line;
+    EXPECT_NE(r.dom.find("<details><summary>Results per group"), std::string::npos) << name;
+  }
   fs::remove_all(work);
 }
 

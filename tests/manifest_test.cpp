@@ -8,6 +8,7 @@
 
 #include "lib/core/error.h"
 #include "lib/manifest/manifest.h"
+#include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"
 #include "lib/tensorio/nvdet_dump.h"
 #include "lib/tensorio/safetensors.h"

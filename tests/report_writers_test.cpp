@@ -429,13 +429,15 @@ TEST(HtmlReport, HasSectionsHeatmapCellsAndEscapes) {
   EXPECT_EQ(count_of(variant_map, "data-class=\"1\""), 2u);  // position=last, batch 2 and 32
   EXPECT_EQ(count_of(variant_map, "data-class=\"2\""), 5u);  // position=first, batch 5..8, 16
   EXPECT_NE(variant_map.find("<title>batch=5, position=first: result #3"), std::string::npos);
-  EXPECT_NE(variant_map.find("3 distinct results over 20 contexts"), std::string::npos);
+  EXPECT_NE(variant_map.find("Request 0 over 20 contexts: 3 distinct results."), std::string::npos);
   // cpu-invariant's map shows request 7 (the request that diverged).
   const std::string invariant_map = html.substr(invariant, html.find("id=\"heatmap-cpu-canary\"") - invariant);
-  EXPECT_NE(invariant_map.find("Request 7: 2 distinct results"), std::string::npos);
+  EXPECT_NE(invariant_map.find("Request 7 over 20 contexts: 2 distinct results."), std::string::npos);
   // Divergence table rows, and the inf/nan mismatch.
   EXPECT_EQ(count_of(html, "<tr data-backend="), 9u);
-  EXPECT_NE(html.find("<td class=\"num\">inf</td><td class=\"num\">nan</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">inf<br><code>0x7f80</code></td><td class=\"num\">nan<br>"
+                      "<code>0x7fc0</code></td><td class=\"num\">n/a<br>nan<br>inf</td>"),
+            std::string::npos);
   // Escaping: the description's markup is text.
   EXPECT_EQ(html.find("<script>alert(1)"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; friends"), std::string::npos);
@@ -464,6 +466,85 @@ TEST(HtmlReport, ThreeVaryingAxesFoldIntoMixedCells) {
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 80u);  // still 10 × 2 per backend
   EXPECT_EQ(count_of(html, "data-class=\"mixed\""), 1u);
   EXPECT_NE(html.find("url(#mixed-cpu-variant)"), std::string::npos);
+}
+
+// A sweep over a request-defining axis (kv_len): every group computes a different request, so
+// hashes differ between groups by construction. An invariant backend whose every group holds one
+// result is drawn in one colour ("same as its group's baseline"), never as distinct results.
+AuditResult grouped_result(int kv_lens, int classes_in_first_group) {
+  AuditResult r;
+  r.scenario.name = "kv";
+  r.scenario.op = "attention_decode";
+  r.scenario.requests = {0};
+  std::vector<std::string> kv, batch = {"1", "2", "4", "8", "16", "32", "64"};
+  for (int k = 0; k < kv_lens; ++k) kv.push_back(std::to_string(256 * (k + 1)));
+  r.scenario.axes = {{"kv_len", kv}, {"batch", batch}};
+  BackendOutcome b;
+  b.name = "cuda-invariant";
+  b.expect = Expectation::kInvariant;
+  r.backends.push_back(b);
+  int index = 0;
+  for (int k = 0; k < kv_lens; ++k) {
+    for (size_t bi = 0; bi < batch.size(); ++bi) {
+      CaseRecord c;
+      c.backend = b.name;
+      c.context_index = index++;
+      c.context_id = "attention_decode(kv_len=" + kv[k] + ",batch=" + batch[bi] + ")";
+      c.context_values = {{"kv_len", kv[k]}, {"batch", batch[bi]}};
+      c.group = "kv_len=" + kv[k];
+      // Group k's request has its own bits; in the first group, batch i gives result i.
+      uint64_t variant = k == 0 ? std::min<uint64_t>(bi, classes_in_first_group - 1) : 0;
+      c.requests = {{0, Hash128{0x1000ull + k, variant}, {}, {}}};
+      r.cases.push_back(c);
+    }
+  }
+  return r;
+}
+
+std::set<std::string> fills_of(const std::string& html, const std::string& data_class) {
+  std::set<std::string> fills;
+  const std::regex re("data-class=\"" + data_class + "\"[^>]* fill=\"([^\"]+)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it) {
+    fills.insert((*it)[1]);
+  }
+  return fills;
+}
+
+TEST(HtmlReport, HeatmapComparesEachCellWithItsOwnGroupsBaseline) {
+  const std::string html = render_html_report(grouped_result(12, 1));
+  EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 84u);
+  EXPECT_EQ(count_of(html, "data-class=\"0\""), 84u) << html;  // all equal to their group's baseline
+  EXPECT_EQ(fills_of(html, "0").size(), 1u);
+  EXPECT_NE(html.find("in 12 groups"), std::string::npos);
+  EXPECT_NE(html.find("every group gave one result."), std::string::npos);
+  EXPECT_NE(html.find("same as its group&#39;s baseline of 1 in group kv_len=512"), std::string::npos);
+  EXPECT_EQ(html.find("result #"), std::string::npos);
+}
+
+TEST(HtmlReport, FewResultsGetTheirOwnColoursManyAreShadedByCount) {
+  // 3 results in the first group: three colours, none shared.
+  std::string html = render_html_report(grouped_result(3, 3));
+  std::set<std::string> all;
+  for (const char* c : {"0", "1", "2"}) {
+    const auto f = fills_of(html, c);
+    ASSERT_EQ(f.size(), 1u) << c;
+    all.insert(*f.begin());
+  }
+  EXPECT_EQ(all.size(), 3u);
+  EXPECT_NE(html.find("up to 3 distinct results in one group"), std::string::npos);
+  // 7 results: the differing cells are shaded by the group's count (one shade for all six),
+  // and each result is listed with its count in the folded table.
+  html = render_html_report(grouped_result(3, 7));
+  std::set<std::string> differing;
+  for (int c = 1; c < 7; ++c) {
+    const auto f = fills_of(html, std::to_string(c));
+    differing.insert(f.begin(), f.end());
+  }
+  EXPECT_EQ(differing.size(), 1u);
+  EXPECT_EQ(differing.count(*fills_of(html, "0").begin()), 0u);
+  EXPECT_EQ(count_of(html, "data-group-distinct=\"7\""), 7u);
+  EXPECT_NE(html.find("<details><summary>Results per group (3)</summary>"), std::string::npos);
+  EXPECT_NE(html.find("#7 000000000000 (1)"), std::string::npos) << html;
 }
 
 TEST(HtmlReport, NoSweepDrawsOneCell) {
@@ -558,8 +639,8 @@ BenchResult sample_bench(double copy_gbps) {
   r.baseline = "cuda-vendor-policy";
   r.copy_gbps = copy_gbps;
   if (copy_gbps > 0) r.system.gpus.push_back(GpuInfo{0, "NVIDIA H200", 132, "9.0", 0, 0});
-  BenchRow vendor{"c", "cuda-vendor-policy", 100.0, 99.0, 0.1, 2000.0, 1.0, 0.0, true};
-  BenchRow inv{"c", "cuda-invariant", 125.0, 120.0, 0.08, 1600.0, 1.25, 0.0, true};
+  BenchRow vendor{"c", "cuda-vendor-policy", 100.0, 99.0, 0.1, 2000.0, 1.0, 0.0, true, 104.5};
+  BenchRow inv{"c", "cuda-invariant", 125.0, 120.0, 0.08, 1600.0, 1.25, 0.0, true, 131.25};
   if (copy_gbps > 0) {
     vendor.copy_fraction = vendor.gbps / copy_gbps;
     inv.copy_fraction = inv.gbps / copy_gbps;
@@ -571,15 +652,22 @@ BenchResult sample_bench(double copy_gbps) {
 TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   const std::string md = render_bench_markdown(sample_bench(4000.0));
   EXPECT_NE(md.find("Copy ceiling: 4000 GB/s"), std::string::npos) << md;
-  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100.00 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
+  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100.00 | 99.00-104.50 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| c | cuda-invariant | 125.00 | 0.1 | 1600 | 40% | 1.25x | 0.80x |"),
+  EXPECT_NE(md.find("| c | cuda-invariant | 125.00 | 120.00-131.25 | 0.1 | 1600 | 40% | 1.25x | 0.80x |"),
             std::string::npos)
       << md;
   const nlohmann::json j = bench_to_json(sample_bench(4000.0));
   EXPECT_DOUBLE_EQ(j.at("copy_gbps").get<double>(), 4000.0);
   EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("copy_fraction").get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("max_us").get<double>(), 131.25);
+  const std::string csv = render_bench_csv(sample_bench(4000.0));
+  EXPECT_EQ(csv,
+            "scenario,context,backend,median_us,min_us,max_us,tflops,gbps,copy_fraction,time_ratio,"
+            "device_timed\n"
+            "s,c,cuda-vendor-policy,100.000,99.000,104.500,0.1000,2000.00,0.5000,1.0000,true\n"
+            "s,c,cuda-invariant,125.000,120.000,131.250,0.0800,1600.00,0.4000,1.2500,true\n");
 }
 
 TEST(BenchReport, WithoutACopyCeilingTheShareIsADash) {

@@ -33,10 +33,12 @@ std::filesystem::path make_temp_dir(const std::string& tag) {
   return dir;
 }
 
-CommandResult run_nvdet(const std::string& args) {
+CommandResult run_nvdet(const std::string& args) { return run_nvdet_env("", args); }
+
+CommandResult run_nvdet_env(const std::string& env, const std::string& args) {
   const auto dir = make_temp_dir("cmd");
   const auto out = dir / "stdout", err = dir / "stderr";
-  const std::string cmd = nvdet_binary().string() + " " + args + " >" + out.string() + " 2>" +
+  const std::string cmd = (env.empty() ? "" : env + " ") + nvdet_binary().string() + " " + args + " >" + out.string() + " 2>" +
                           err.string() + " </dev/null";
   const int status = std::system(cmd.c_str());
   CommandResult r;
@@ -45,6 +47,10 @@ CommandResult run_nvdet(const std::string& args) {
   r.err = read_file(err);
   std::filesystem::remove_all(dir);
   return r;
+}
+
+CommandResult run_nvdet_in(const std::filesystem::path& cwd, const std::string& args) {
+  return run_nvdet_env("cd '" + cwd.string() + "' &&", args);
 }
 
 bool gpu_available() {

@@ -17,6 +17,11 @@ struct CommandResult {
 };
 // Runs `nvdet ARGS` (arguments joined with spaces; quote them yourself) and captures its output.
 CommandResult run_nvdet(const std::string& args);
+// Same, with environment assignments ("NAME=value NAME2=value") for the command only.
+CommandResult run_nvdet_env(const std::string& env, const std::string& args);
+
+// Same, run from folder `cwd` (relative paths in ARGS are taken from there).
+CommandResult run_nvdet_in(const std::filesystem::path& cwd, const std::string& args);
 
 // True when a CUDA build sees a device; false otherwise (GPU tests GTEST_SKIP on false).
 bool gpu_available();

@@ -1,17 +1,26 @@
 // nvdet audit SCENARIO...: run every context of each scenario through its backends, compare the
 // probed requests' outputs bit for bit, and exit 0 only if every expectation held.
+//
+// Everything that can be checked is checked before the first context runs: every scenario file
+// is loaded and validated, names are unique, backends and filters are valid, the manifest to
+// verify is read, and every output target (report folder and files, manifest, dump folder) is
+// of the right kind and writable. A mistake costs seconds, not a whole audit.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "lib/core/error.h"
 #include "lib/manifest/manifest.h"
-#include "lib/report/console_summary.h"
 #include "lib/report/atomic_file.h"
+#include "lib/report/ci_output.h"
+#include "lib/report/console_summary.h"
 #include "lib/report/report_writers.h"
+#include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"
 #include "lib/tensorio/nvdet_dump.h"
 #include "tools/command.h"
@@ -19,47 +28,116 @@
 namespace nvdet::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct AuditFlags {
   std::vector<std::string> scenarios;
   std::vector<std::string> backends;
   std::string report_dir;
   std::string formats = "md,json";
+  bool format_given = false;  // --format on the command line
   std::string filter;
   bool quiet = false;
+  bool list_contexts = false;
+  bool skip_unavailable = false;
   std::string record, verify, dump_dir;  // --record, --verify, --dump (lib/manifest/manifest.h)
   bool strict = false;
   std::vector<std::string> verify_as;  // --verify-as RUN=RECORDED
 };
 
+struct Planned {
+  Scenario scenario;
+  std::vector<Context> contexts;
+};
+
+AuditOptions options_for(const AuditFlags& f) {
+  AuditOptions opts;
+  opts.backends = f.backends;
+  opts.context_filter = f.filter;
+  opts.skip_unavailable = f.skip_unavailable;
+  return opts;
+}
+
+// Loads and checks every scenario and output target; throws (exit 2 or 3) before anything runs.
+std::vector<Planned> plan(const AuditFlags& f, const std::vector<ReportFormat>& formats,
+                          const std::optional<Manifest>& golden) {
+  if (f.format_given && f.report_dir.empty()) {
+    throw_input_error("--format needs --report-dir (the folder the reports are written to)");
+  }
+  std::vector<Planned> planned;
+  std::map<std::string, std::string> path_of_name;
+  for (const std::string& path : f.scenarios) {
+    Scenario s = load_scenario(path);
+    const auto [it, fresh] = path_of_name.emplace(s.name, path);
+    if (!fresh) {
+      throw_input_error("two scenarios are named '" + s.name + "' (" + it->second + " and " + path +
+                        "): their reports and manifest entries would overwrite each other");
+    }
+    if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
+    std::vector<Context> contexts = check_audit(s, options_for(f));
+    planned.push_back({std::move(s), std::move(contexts)});
+  }
+  if (f.list_contexts) return planned;
+  // Output targets: the right kind and writable, before the first context runs.
+  if (!f.report_dir.empty()) {
+    prepare_output_dir(f.report_dir, "report");
+    std::set<std::string> bases;
+    for (const Planned& p : planned) {
+      const std::string base = report_base_name(p.scenario.name);
+      if (!bases.insert(base).second) {
+        throw_input_error("two scenarios would write the same reports '" + base +
+                          ".*' in " + f.report_dir);
+      }
+      for (const ReportFormat fmt : formats) {
+        check_output_file(fs::path(f.report_dir) / (base + std::string(report_file_extension(fmt))),
+                          "report");
+      }
+      if (golden) check_output_file(fs::path(f.report_dir) / (base + ".verify.json"), "report");
+    }
+  }
+  if (!f.record.empty()) check_output_file(f.record, "manifest");
+  if (!f.dump_dir.empty()) prepare_output_dir(f.dump_dir, "dump");
+  return planned;
+}
+
 int run(const AuditFlags& f) {
   const std::vector<ReportFormat> formats = parse_report_formats(f.formats);
-  bool all_passed = true;
   // A bad manifest is bad input: read it before any backend runs.
   std::optional<Manifest> golden;
   std::map<std::string, std::string> recorded_as;
   for (const std::string& a : f.verify_as) recorded_as.insert(parse_verify_as(a));
   if (!recorded_as.empty() && f.verify.empty()) throw_input_error("--verify-as needs --verify");
   if (!f.verify.empty()) golden = read_manifest(f.verify);
+  const std::vector<Planned> planned = plan(f, formats, golden);
+  if (f.list_contexts) {
+    for (const Planned& p : planned) {
+      fmt::print("{}: {} contexts\n", p.scenario.name, p.contexts.size());
+      for (const Context& c : p.contexts) fmt::print("  {}\n", c.id);
+    }
+    return 0;
+  }
+
+  bool all_passed = true;
   Manifest recording;
-  for (const std::string& path : f.scenarios) {
-    const Scenario s = load_scenario(path);
-    if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
-    AuditOptions opts;
+  for (const Planned& p : planned) {
+    const Scenario& s = p.scenario;
+    AuditOptions opts = options_for(f);
     if (!f.dump_dir.empty()) {
       opts.on_outputs = [&](const CaseRecord& c, const std::vector<RequestOutput>& outputs) {
         write_case_dump(f.dump_dir, s.name, c, outputs);
       };
     }
-    opts.backends = f.backends;
-    opts.context_filter = f.filter;
     TerminalProgress progress(stderr);
     if (!f.quiet) {
-      opts.on_progress = [&](const AuditProgress& p) {
-        progress.update(p.done, p.total, p.backend, p.context);
+      opts.on_progress = [&](const AuditProgress& pr) {
+        progress.update(pr.done, pr.total, pr.backend, pr.context, pr.context_number, pr.contexts);
       };
     }
-    const AuditResult result = run_audit(s, opts);
+    AuditResult result = run_audit(s, opts);
     progress.finish();
+    if (golden) {
+      attach_verify(result, verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir, recorded_as}));
+    }
     if (f.quiet) {
       fmt::print("{}: audit {}\n", s.name, result.summary.passed ? "PASSED" : "FAILED");
     } else {
@@ -69,23 +147,15 @@ int run(const AuditFlags& f) {
       for (const auto& written : write_reports(result, f.report_dir, formats)) {
         if (!f.quiet) fmt::print("report: {}\n", written.string());
       }
-    }
-    all_passed = all_passed && result.summary.passed;
-    if (golden) {
-      const VerifyResult v = verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir, recorded_as});
-      if (f.quiet) {
-        fmt::print("{}: verify {}\n", s.name, v.passed ? "PASSED" : "FAILED");
-      } else {
-        fmt::print("{}", render_verify_text(v));
-      }
-      if (!f.report_dir.empty() &&
+      if (result.verify &&
           std::find(formats.begin(), formats.end(), ReportFormat::kJson) != formats.end()) {
-        const auto file = std::filesystem::path(f.report_dir) / (report_base_name(result) + ".verify.json");
-        write_file_atomic(file, verify_to_json(v).dump(2) + "\n", "report");
+        const auto file = fs::path(f.report_dir) / (report_base_name(result) + ".verify.json");
+        write_file_atomic(file, verify_to_json(*result.verify).dump(2) + "\n", "report");
         if (!f.quiet) fmt::print("report: {}\n", file.string());
       }
-      all_passed = all_passed && v.passed;
     }
+    publish_to_ci(result);
+    all_passed = all_passed && result.summary.passed;
     if (!f.record.empty()) recording.add(result);
   }
   if (!f.record.empty()) {
@@ -104,11 +174,17 @@ Action add_audit_command(CLI::App& app) {
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
   cmd->add_option("--backends", flags->backends, "Run only these backends (comma separated)")
       ->delimiter(',');
-  cmd->add_option("--report-dir", flags->report_dir, "Write reports into this folder");
-  cmd->add_option("--format", flags->formats, "Report formats: md,json,junit,html")
-      ->capture_default_str();
+  cmd->add_option("--report-dir", flags->report_dir, "Write reports into this folder (created)");
+  CLI::Option* format = cmd->add_option("--format", flags->formats,
+                                        "Report formats: md,json,junit,html (needs --report-dir)")
+                            ->capture_default_str();
   cmd->add_option("--filter", flags->filter, "Run only contexts whose id matches this regex");
   cmd->add_flag("--quiet", flags->quiet, "Print one line per scenario");
+  cmd->add_flag("--list-contexts", flags->list_contexts,
+                "Check the scenarios, print their expanded contexts (after --filter) and exit");
+  cmd->add_flag("--skip-unavailable", flags->skip_unavailable,
+                "Skip backends this machine cannot run (GPU backends without a GPU); reported as "
+                "skipped in every format");
   cmd->add_option("--record", flags->record, "Write a golden manifest of every hash to this file");
   cmd->add_option("--verify", flags->verify,
                   "Compare hashes with this manifest (exit 1 if an invariant backend's changed)");
@@ -120,7 +196,10 @@ Action add_audit_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--dump", flags->dump_dir,
                   "Write the probed requests' outputs as safetensors files under this folder");
-  return [flags] { return run(*flags); };
+  return [flags, format] {
+    flags->format_given = format->count() > 0;
+    return run(*flags);
+  };
 }
 
 }  // namespace nvdet::cli

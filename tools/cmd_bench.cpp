@@ -1,6 +1,12 @@
 // nvdet bench SCENARIO...: invariant vs vendor kernel time, as ratios measured in one run.
+// As with audit, every scenario and output target is checked before anything is timed.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "lib/core/error.h"
 #include "lib/report/atomic_file.h"
 #include "lib/report/bench_report.h"
 #include "lib/report/console_summary.h"
@@ -10,25 +16,80 @@
 namespace nvdet::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct BenchFlags {
   std::vector<std::string> scenarios;
   std::vector<std::string> backends;
   std::string baseline;
   std::string filter;
   std::string report_dir;
+  std::string formats = "md,json";
+  bool format_given = false;
   int warmup = 5;
   int reps = 20;
 };
 
+// "md,json,csv" -> the file extensions to write, in order.
+std::vector<std::string> bench_formats(const std::string& csv) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= csv.size()) {
+    const size_t comma = std::min(csv.find(',', start), csv.size());
+    std::string name = csv.substr(start, comma - start);
+    start = comma + 1;
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (name.empty()) continue;
+    if (name == "markdown") name = "md";
+    if (name != "md" && name != "json" && name != "csv") {
+      throw_input_error("unknown bench format '" + name + "' (known formats: md, json, csv)");
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  if (out.empty()) throw_input_error("no bench format given (known formats: md, json, csv)");
+  return out;
+}
+
+BenchOptions options_for(const BenchFlags& f) {
+  BenchOptions opts;
+  opts.backends = f.backends;
+  opts.baseline = f.baseline;
+  opts.context_filter = f.filter;
+  opts.timing = {f.warmup, f.reps};
+  return opts;
+}
+
 int run(const BenchFlags& f) {
   if (f.warmup < 0 || f.reps < 1) throw_input_error("--warmup must be >= 0 and --reps >= 1");
+  const std::vector<std::string> formats = bench_formats(f.formats);
+  if (f.format_given && f.report_dir.empty()) {
+    throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
+  }
+  // Check everything before the first measurement.
+  std::vector<Scenario> scenarios;
+  std::map<std::string, std::string> path_of_name;
   for (const std::string& path : f.scenarios) {
-    const Scenario s = load_scenario(path);
-    BenchOptions opts;
-    opts.backends = f.backends;
-    opts.baseline = f.baseline;
-    opts.context_filter = f.filter;
-    opts.timing = {f.warmup, f.reps};
+    Scenario s = load_scenario(path);
+    const auto [it, fresh] = path_of_name.emplace(s.name, path);
+    if (!fresh) {
+      throw_input_error("two scenarios are named '" + s.name + "' (" + it->second + " and " + path +
+                        "): their bench tables would overwrite each other");
+    }
+    check_bench(s, options_for(f));
+    scenarios.push_back(std::move(s));
+  }
+  const fs::path dir(f.report_dir);
+  if (!f.report_dir.empty()) {
+    prepare_output_dir(dir, "bench report");
+    for (const Scenario& s : scenarios) {
+      for (const std::string& ext : formats) {
+        check_output_file(dir / ("bench-" + s.name + "." + ext), "bench report");
+      }
+    }
+  }
+  for (const Scenario& s : scenarios) {
+    BenchOptions opts = options_for(f);
     TerminalProgress progress(stderr);
     opts.on_progress = [&](int done, int total, const std::string& what) {
       progress.update(done, total, what, "");
@@ -38,10 +99,13 @@ int run(const BenchFlags& f) {
     const std::string md = render_bench_markdown(r);
     fmt::print("{}\n", md);
     if (!f.report_dir.empty()) {
-      const std::filesystem::path dir(f.report_dir);
-      write_file_atomic(dir / ("bench-" + s.name + ".md"), md, "bench report");
-      write_file_atomic(dir / ("bench-" + s.name + ".json"), bench_to_json(r).dump(2) + "\n",
-                        "bench report");
+      for (const std::string& ext : formats) {
+        const fs::path file = dir / ("bench-" + s.name + "." + ext);
+        const std::string content = ext == "md"     ? md
+                                    : ext == "json" ? bench_to_json(r).dump(2) + "\n"
+                                                    : render_bench_csv(r);
+        write_file_atomic(file, content, "bench report");
+      }
     }
   }
   return 0;
@@ -58,11 +122,18 @@ Action add_bench_command(CLI::App& app) {
                   "Backend the ratios are taken against (default: cudnn for attention, cublas, "
                   "else the first vendor-style backend)");
   cmd->add_option("--filter", flags->filter, "Only contexts whose id matches this regex");
-  cmd->add_option("--report-dir", flags->report_dir, "Write bench-<scenario>.md/.json here");
+  cmd->add_option("--report-dir", flags->report_dir,
+                  "Write bench-<scenario>.md/.json/.csv here (the folder is created)");
+  CLI::Option* format = cmd->add_option("--format", flags->formats,
+                                        "Bench table formats: md,json,csv (needs --report-dir)")
+                            ->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Warm-up runs per measurement")->capture_default_str();
-  cmd->add_option("--reps", flags->reps, "Timed runs per measurement (median reported)")
+  cmd->add_option("--reps", flags->reps, "Timed runs per measurement (median and spread reported)")
       ->capture_default_str();
-  return [flags] { return run(*flags); };
+  return [flags, format] {
+    flags->format_given = format->count() > 0;
+    return run(*flags);
+  };
 }
 
 }  // namespace nvdet::cli

@@ -1,8 +1,12 @@
 // nvdet info: the machine, the GPUs, CUDA, cuBLAS, compiled architectures and backends.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/backend/backend.h"
+#include "lib/core/error.h"
 #include "lib/core/system_info.h"
+#include "lib/report/system_info_json.h"
 #include "tools/command.h"
 #if NVDET_WITH_CUDA
 #include "lib/cuda/kernel_paths.h"
@@ -11,9 +15,25 @@
 namespace nvdet::cli {
 
 Action add_info_command(CLI::App& app) {
-  app.add_subcommand("info", "Show devices, driver, CUDA, cuBLAS, architectures and backends");
-  return [] {
+  auto format = std::make_shared<std::string>("text");
+  CLI::App* cmd =
+      app.add_subcommand("info", "Show devices, driver, CUDA, cuBLAS, architectures and backends");
+  cmd->add_option("--format", *format, "text or json (the audit report's \"device\" object, "
+                                       "plus the backends)")
+      ->capture_default_str();
+  return [format] {
+    if (*format != "text" && *format != "json") {
+      throw_input_error("unknown --format '" + *format + "' (text or json)");
+    }
     const SystemInfo s = collect_system_info();
+    if (*format == "json") {
+      auto j = system_info_json<nlohmann::ordered_json>(s);
+      nlohmann::ordered_json backends = nlohmann::ordered_json::array();
+      for (const BackendRegistration& r : backend_registry()) backends.push_back(r.info.name);
+      j["backends"] = backends;
+      fmt::print("{}\n", j.dump(2));
+      return 0;
+    }
     fmt::print("nvdet {}\n", s.nvdet_version);
     fmt::print("host: {}\n", s.host);
     fmt::print("host floating-point flags: {}\n", s.cxx_fp_flags);

@@ -1,19 +1,57 @@
 // nvdet list: the ops, backends and sweep axes this build knows.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/backend/backend.h"
 #include "lib/scenario/scenario.h"
+#include "lib/core/error.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
+namespace {
+
+constexpr ScenarioOp kOps[] = {ScenarioOp::kGemm, ScenarioOp::kRmsNorm, ScenarioOp::kLogSoftmax,
+                               ScenarioOp::kAttentionDecode, ScenarioOp::kAttentionPrefill,
+                               ScenarioOp::kModel};
+
+// The same facts as the text listing, for tools.
+nlohmann::ordered_json list_json() {
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array(), backends = ops, axes = ops;
+  for (ScenarioOp op : kOps) ops.push_back(std::string(scenario_op_name(op)));
+  for (const BackendRegistration& r : backend_registry()) {
+    backends.push_back({{"name", r.info.name},
+                        {"kind", r.info.gpu ? "gpu" : "cpu"},
+                        {"description", r.info.description},
+                        {"invariant_by_design", r.info.invariant_by_design},
+                        {"stands_for", r.info.stands_for}});
+  }
+  for (const AxisDescription& a : known_axes()) {
+    nlohmann::ordered_json a_ops = nlohmann::ordered_json::array();
+    for (ScenarioOp op : a.ops) a_ops.push_back(std::string(scenario_op_name(op)));
+    axes.push_back({{"name", a.name}, {"help", a.help}, {"ops", a_ops},
+                    {"defines_request", a.defines_request}});
+  }
+  return {{"ops", ops},
+          {"backends", backends},
+          {"axes", axes},
+          {"expectations", {"invariant", "variant", "report"}}};
+}
+
+}  // namespace
 
 Action add_list_command(CLI::App& app) {
-  app.add_subcommand("list", "List ops, backends and sweep axes");
-  return [] {
+  auto format = std::make_shared<std::string>("text");
+  CLI::App* cmd = app.add_subcommand("list", "List ops, backends and sweep axes");
+  cmd->add_option("--format", *format, "text or json")->capture_default_str();
+  return [format] {
+    if (*format == "json") {
+      fmt::print("{}\n", list_json().dump(2));
+      return 0;
+    }
+    if (*format != "text") throw_input_error("unknown --format '" + *format + "' (text or json)");
     fmt::print("ops:\n");
-    for (ScenarioOp op : {ScenarioOp::kGemm, ScenarioOp::kRmsNorm, ScenarioOp::kLogSoftmax,
-                          ScenarioOp::kAttentionDecode, ScenarioOp::kAttentionPrefill,
-                          ScenarioOp::kModel}) {
+    for (ScenarioOp op : kOps) {
       fmt::print("  {}\n", scenario_op_name(op));
     }
     fmt::print("backends:\n");
@@ -27,7 +65,10 @@ Action add_list_command(CLI::App& app) {
     fmt::print("sweep axes:\n");
     for (const AxisDescription& a : known_axes()) {
       std::string ops;
-      for (ScenarioOp op : a.ops) ops += (ops.empty() ? "" : ",") + std::string(scenario_op_name(op));
+      for (ScenarioOp op : a.ops) {
+        if (!ops.empty()) ops += ",";
+        ops += scenario_op_name(op);
+      }
       fmt::print("  {:<15} {} (ops: {})\n", a.name, a.help, ops);
     }
     fmt::print("expectations: invariant, variant, report\n");

@@ -15,5 +15,6 @@ Action add_info_command(CLI::App& app);
 Action add_list_command(CLI::App& app);
 Action add_diff_command(CLI::App& app);
 Action add_bisect_command(CLI::App& app);
+Action add_report_command(CLI::App& app);
 
 }  // namespace nvdet::cli

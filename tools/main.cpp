@@ -6,6 +6,8 @@
 #include <string>
 
 #include "lib/core/error.h"
+#include "lib/report/atomic_file.h"
+#include "lib/scenario/typo_hint.h"
 #include "tools/command.h"
 
 int main(int argc, char** argv) {
@@ -19,8 +21,10 @@ int main(int argc, char** argv) {
       {"bench", nvdet::cli::add_bench_command(app)},
       {"info", nvdet::cli::add_info_command(app)},
       {"list", nvdet::cli::add_list_command(app)},
+      {"report", nvdet::cli::add_report_command(app)},
   };
 
+  nvdet::install_interrupt_cleanup();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -30,6 +34,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // An unknown subcommand arrives as an extra positional argument: hint at the nearest one.
+    std::string hint;
+    if (argc > 1 && argv[1][0] != '-' && actions.find(argv[1]) == actions.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, action] : actions) names.push_back(name);
+      hint = nvdet::typo_hint(argv[1], names);
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      std::fprintf(stderr, "nvdet: unknown command '%s'%s (commands: %s)\n", argv[1], hint.c_str(),
+                   known.c_str());
+      return static_cast<int>(nvdet::ExitCode::kBadInput);
+    }
     std::fprintf(stderr, "nvdet: %s (see nvdet --help)\n", e.what());
     return static_cast<int>(nvdet::ExitCode::kBadInput);
   }

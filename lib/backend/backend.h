@@ -39,6 +39,7 @@ struct Timing {
   double median_us = 0.0;
   double min_us = 0.0;
   int repetitions = 0;
+  double max_us = 0.0;  // with min_us: the spread of the timed runs
 };
 
 class Backend {

@@ -27,7 +27,7 @@ class CudaBackend final : public Backend {
     validate_op_args(args);
     PreparedCall call = prepare(args, nullptr);
     const EventTiming t = time_prepared(ctx_, call, opts.warmup, opts.repetitions);
-    return Timing{t.median_us, t.min_us, opts.repetitions};
+    return Timing{t.median_us, t.min_us, opts.repetitions, t.max_us};
   }
 
   std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {

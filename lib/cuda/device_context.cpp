@@ -181,7 +181,7 @@ EventTiming time_prepared(DeviceContext& ctx, PreparedCall& call, int warmup, in
   }
   for (auto& e : events) cudaEventDestroy(e);
   std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us.front()};
+  return {us[us.size() / 2], us.front(), us.back()};
 }
 
 }  // namespace nvdet::cuda

@@ -97,9 +97,9 @@ struct PreparedCall {
 
 // Runs the call once and returns its output.
 HostTensor run_prepared(DeviceContext& ctx, PreparedCall& call);
-// Median and minimum device time over `reps` launches after `warmup`, with CUDA events.
+// Median, minimum and maximum device time over `reps` launches after `warmup`, with CUDA events.
 struct EventTiming {
-  double median_us, min_us;
+  double median_us, min_us, max_us;
 };
 EventTiming time_prepared(DeviceContext& ctx, PreparedCall& call, int warmup, int reps);
 

@@ -148,9 +148,6 @@ std::optional<AnyTensor> load_dumped(const std::filesystem::path& file, int64_t 
   }
 }
 
-std::string ref_text(const ManifestEntryRef& r) {
-  return fmt::format("{} {} repeat {} request {}", r.backend, r.context, r.repeat, r.request);
-}
 
 }  // namespace
 
@@ -482,96 +479,6 @@ std::pair<std::string, std::string> parse_verify_as(const std::string& text) {
                       text + "'");
   }
   return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-std::string render_verify_text(const VerifyResult& v) {
-  std::string s = fmt::format("verify {} against {}\n", v.scenario, v.manifest);
-  for (const auto& [run, recorded] : v.recorded_as) {
-    s += fmt::format("  {} checked against the hashes recorded for {}\n", run, recorded);
-  }
-  if (v.environment.empty()) {
-    s += "  environment: unchanged\n";
-  } else {
-    for (const std::string& e : v.environment) s += "  environment: " + e + "\n";
-  }
-  constexpr size_t kShown = 10;
-  for (size_t i = 0; i < v.changes.size() && i < kShown; ++i) {
-    const ManifestChange& c = v.changes[i];
-    s += fmt::format("  {} {} {} repeat {} request {}: {} → {}", c.fails ? "CHANGED" : "changed", c.backend,
-                     c.context, c.repeat, c.request, c.recorded.hex().substr(0, 12),
-                     c.now.hex().substr(0, 12));
-    if (c.first_token >= 0) {
-      s += fmt::format(", first at token {} ({} of {} tokens differ)", c.first_token, c.changed_tokens,
-                       std::min(c.tokens_recorded, c.tokens_now));
-    }
-    if (c.tokens_recorded != c.tokens_now) {
-      s += fmt::format(", {} tokens recorded, {} now", c.tokens_recorded, c.tokens_now);
-    }
-    s += fmt::format(" [{}]\n", c.expectation.empty() ? "not in this run's backends" : c.expectation);
-    if (c.elementwise && c.elementwise->first) {
-      const FirstMismatch& f = *c.elementwise->first;
-      std::string coords;
-      for (size_t k = 0; k < f.coords.size(); ++k) coords += (k ? ", " : "") + std::to_string(f.coords[k]);
-      const std::string ulp = f.ulp == std::numeric_limits<uint64_t>::max() ? std::string("NaN involved")
-                                                                           : fmt::format("{} ulp", f.ulp);
-      s += fmt::format("      first mismatch: element ({}): {:.9g} vs {:.9g} (bits {} vs {}, {}); "
-                       "max |diff| {:.3g}, {} elements differ\n",
-                       coords, f.a, f.b, f.a_bits, f.b_bits, ulp, c.elementwise->max_abs_diff,
-                       c.elementwise->mismatch_count);
-    } else if (c.elementwise) {
-      s += "      the two dumps are identical element by element (the recorded dump does not match "
-           "the recorded hash)\n";
-    } else if (!c.dump_note.empty()) {
-      s += "      no element-wise detail: " + c.dump_note + "\n";
-    }
-  }
-  if (v.changes.size() > kShown) s += fmt::format("  ... and {} more changes\n", v.changes.size() - kShown);
-  for (size_t i = 0; i < v.missing.size() && i < kShown; ++i) {
-    s += "  missing (recorded, not run): " + ref_text(v.missing[i]) + "\n";
-  }
-  if (v.missing.size() > kShown) s += fmt::format("  ... and {} more missing\n", v.missing.size() - kShown);
-  for (size_t i = 0; i < v.added.size() && i < kShown; ++i) {
-    s += "  new (run, not recorded): " + ref_text(v.added[i]) + "\n";
-  }
-  if (v.added.size() > kShown) s += fmt::format("  ... and {} more new\n", v.added.size() - kShown);
-  s += fmt::format("verify {}: {}\n", v.passed ? "PASSED" : "FAILED", v.verdict);
-  return s;
-}
-
-ojson verify_to_json(const VerifyResult& v) {
-  ojson changes = ojson::array();
-  for (const ManifestChange& c : v.changes) {
-    ojson j = {{"backend", c.backend},
-               {"expectation", c.expectation},
-               {"context", c.context},
-               {"repeat", c.repeat},
-               {"request", c.request},
-               {"recorded_hash", c.recorded.hex()},
-               {"hash", c.now.hex()},
-               {"first_token", c.first_token < 0 ? ojson(nullptr) : ojson(c.first_token)},
-               {"changed_tokens", c.changed_tokens},
-               {"tokens_recorded", c.tokens_recorded},
-               {"tokens", c.tokens_now},
-               {"fails", c.fails}};
-    if (c.elementwise && c.elementwise->first) {
-      j["first_mismatch"] = first_mismatch_to_json(*c.elementwise->first);
-      j["max_abs_diff"] = json_number(c.elementwise->max_abs_diff);
-      j["max_rel_diff"] = json_number(c.elementwise->max_rel_diff);
-      j["mismatch_count"] = c.elementwise->mismatch_count;
-    }
-    changes.push_back(j);
-  }
-  auto refs = [](const std::vector<ManifestEntryRef>& rs) {
-    ojson a = ojson::array();
-    for (const auto& r : rs) {
-      a.push_back({{"backend", r.backend}, {"context", r.context}, {"repeat", r.repeat}, {"request", r.request}});
-    }
-    return a;
-  };
-  return {{"manifest", v.manifest},   {"scenario", v.scenario},     {"passed", v.passed},
-          {"verdict", v.verdict},     {"compared", v.compared},     {"environment", v.environment},
-          {"changes", changes},       {"missing", refs(v.missing)}, {"new", refs(v.added)},
-          {"recorded_as", v.recorded_as}};
 }
 
 }  // namespace nvdet

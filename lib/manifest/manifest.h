@@ -42,6 +42,7 @@
 #include "lib/core/system_info.h"
 #include "lib/hash/hash.h"
 #include "lib/runner/audit_result.h"
+#include "lib/runner/verify_result.h"
 
 namespace nvdet {
 
@@ -96,39 +97,6 @@ struct VerifyOptions {
   std::map<std::string, std::string> recorded_as;  // this run's backend -> manifest backend
 };
 
-struct ManifestChange {
-  std::string backend, expectation, context;
-  int context_index = 0;
-  int repeat = 0;
-  int64_t request = 0;
-  Hash128 recorded, now;
-  int64_t first_token = -1;       // first token whose hash differs (-1: token hashes unavailable)
-  int64_t tokens_recorded = 0, tokens_now = 0;
-  int64_t changed_tokens = 0;     // over the tokens both have
-  bool fails = false;             // counts against the verdict (invariant backend, or strict)
-  std::optional<TensorComparison> elementwise;  // from the two dumps, when both exist
-  std::string dump_note;          // why there is no element-wise detail ("" when there is)
-};
-
-struct ManifestEntryRef {
-  std::string backend, context;
-  int repeat = 0;
-  int64_t request = 0;
-};
-
-struct VerifyResult {
-  std::string manifest;  // the file, as given
-  std::string scenario;
-  std::vector<std::string> environment;  // "driver 580.95 → 580.159", in a fixed order
-  std::vector<ManifestChange> changes;
-  std::vector<ManifestEntryRef> missing;  // recorded but not run now
-  std::vector<ManifestEntryRef> added;    // run now but not recorded
-  std::map<std::string, std::string> recorded_as;  // as given in VerifyOptions
-  int compared = 0;
-  bool passed = true;
-  std::string verdict;  // one sentence
-};
-
 // The manifest's record of scenario `name`; throws kBadInput naming the file and the scenarios it
 // holds when there is none (checked before an audit runs, so a wrong manifest fails fast).
 const ManifestScenario& manifest_scenario(const Manifest& m, const std::string& manifest_path,
@@ -145,7 +113,7 @@ std::vector<std::string> environment_changes(const SystemInfo& recorded, const S
 // Parses "RUN=RECORDED" (the --verify-as value); throws kBadInput for another shape.
 std::pair<std::string, std::string> parse_verify_as(const std::string& text);
 
-std::string render_verify_text(const VerifyResult& v);
-nlohmann::ordered_json verify_to_json(const VerifyResult& v);
+// The verify result is part of the audit result (AuditResult::verify, lib/runner/verify_result.h);
+// lib/report/verify_report.h renders it as text and JSON.
 
 }  // namespace nvdet

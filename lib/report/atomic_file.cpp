@@ -1,10 +1,14 @@
 #include "lib/report/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -18,12 +22,79 @@ namespace {
                     "': " + std::strerror(err));
 }
 
+// The temporary files of writes in progress, for the signal handler to remove. Fixed storage and
+// atomics only: a handler may touch nothing else. A write registers its temporary name before
+// creating the file, so a signal can never leave one behind unregistered.
+constexpr int kTempSlots = 32;
+constexpr size_t kTempPathMax = 4096;
+char g_temp_paths[kTempSlots][kTempPathMax];
+std::atomic<bool> g_temp_claimed[kTempSlots];  // slot taken by a write
+std::atomic<bool> g_temp_ready[kTempSlots];    // its name is complete: the handler may unlink it
+
+int register_temp(const std::filesystem::path& temp) {
+  const std::string& s = temp.native();
+  if (s.size() >= kTempPathMax) return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    bool expected = false;
+    if (!g_temp_claimed[i].compare_exchange_strong(expected, true)) continue;
+    std::memcpy(g_temp_paths[i], s.c_str(), s.size() + 1);
+    g_temp_ready[i].store(true);
+    return i;
+  }
+  return -1;  // more concurrent writes than slots: the write still works, only not cleaned up
+}
+
+void unregister_temp(int slot) {
+  if (slot < 0) return;
+  g_temp_ready[slot].store(false);
+  g_temp_claimed[slot].store(false);
+}
+
+extern "C" void remove_temps_and_exit(int sig) {
+  for (int i = 0; i < kTempSlots; ++i) {
+    if (g_temp_ready[i].load()) ::unlink(g_temp_paths[i]);
+  }
+  ::_exit(128 + sig);
+}
+
+std::string reason_not_regular(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "it is a folder, not a regular file";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "it is a device node, not a regular file";
+  if (S_ISFIFO(st.st_mode)) return "it is a FIFO, not a regular file";
+  if (S_ISSOCK(st.st_mode)) return "it is a socket, not a regular file";
+  return "it is not a regular file";
+}
+
+[[noreturn]] void fail_reason(const std::filesystem::path& path, std::string_view what,
+                              const std::string& reason) {
+  throw_input_error("cannot write " + std::string(what) + " '" + path.string() + "': " + reason);
+}
+
+// Throws when something other than a regular file or a symbolic link sits at `path`.
+void refuse_non_regular(const std::filesystem::path& path, std::string_view what) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // absent (or unreadable: the write will say)
+  if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return;
+  fail_reason(path, what, reason_not_regular(st));
+}
+
+// Test hook: NVDET_TEST_HOLD_WRITE_MS keeps each temporary file in place that long before it is
+// renamed, so that a test can interrupt nvdet while a write is in progress and check that the
+// temporary file is removed. Unset (always, outside tests), it costs one getenv per write.
+void hold_for_tests() {
+  const char* ms = std::getenv("NVDET_TEST_HOLD_WRITE_MS");
+  if (!ms || !*ms) return;
+  const long v = std::strtol(ms, nullptr, 10);
+  if (v > 0 && v < 600000) ::usleep(static_cast<useconds_t>(v) * 1000);
+}
+
 // A temporary name in the target's own folder (rename across file systems is not atomic),
 // unique per process and per call so that concurrent writers never share one.
 std::filesystem::path temp_path_for(const std::filesystem::path& path) {
   static std::atomic<unsigned> counter{0};
-  const std::string name = "." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                           "-" + std::to_string(counter++);
+  std::string name = ".";
+  name.append(path.filename().string()).append(".tmp-").append(std::to_string(::getpid()));
+  name.append("-").append(std::to_string(counter++));
   return path.parent_path() / name;
 }
 
@@ -32,13 +103,20 @@ std::filesystem::path temp_path_for(const std::filesystem::path& path) {
 void write_file_atomic(const std::filesystem::path& path, std::string_view content,
                        std::string_view what) {
   if (path.filename().empty()) fail(path, what, EISDIR);
+  refuse_non_regular(path, what);
   const std::filesystem::path temp = temp_path_for(path);
+  const int slot = register_temp(temp);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, what, errno);
+  if (fd < 0) {
+    const int err = errno;
+    unregister_temp(slot);
+    fail(path, what, err);
+  }
 
   auto abandon = [&](int err) {
     ::close(fd);
     ::unlink(temp.c_str());
+    unregister_temp(slot);
     fail(path, what, err);
   };
   const char* data = content.data();
@@ -52,19 +130,32 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     data += n;
     left -= static_cast<size_t>(n);
   }
+  hold_for_tests();
   // The data must be on disk before the rename makes it visible, or a crash could leave an
   // empty file under the final name.
   if (::fsync(fd) != 0) abandon(errno);
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
+    unregister_temp(slot);
     fail(path, what, err);
+  }
+  // Checked again just before the rename: something may have appeared at the target while the
+  // content was written.
+  try {
+    refuse_non_regular(path, what);
+  } catch (...) {
+    ::unlink(temp.c_str());
+    unregister_temp(slot);
+    throw;
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
+    unregister_temp(slot);
     fail(path, what, err);
   }
+  unregister_temp(slot);
   // Make the rename itself durable. Best effort: some file systems refuse fsync on a folder,
   // and the file is complete either way.
   const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
@@ -73,6 +164,39 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     ::fsync(dir_fd);
     ::close(dir_fd);
   }
+}
+
+void check_output_file(const std::filesystem::path& path, std::string_view what) {
+  if (path.filename().empty()) fail(path, what, EISDIR);
+  refuse_non_regular(path, what);
+  const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) fail(path, what, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    std::string reason = "its parent '";
+    reason.append(dir.string()).append("' is not a folder");
+    fail_reason(path, what, reason);
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(path, what, errno);
+}
+
+void prepare_output_dir(const std::filesystem::path& dir, std::string_view what) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) fail_reason(dir, what, ec.message());
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) fail(dir, what, errno);
+  if (!S_ISDIR(st.st_mode)) fail_reason(dir, what, "not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(dir, what, errno);
+}
+
+void install_interrupt_cleanup() {
+  struct sigaction sa {};
+  sa.sa_handler = remove_temps_and_exit;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
 }
 
 }  // namespace nvdet

@@ -19,17 +19,41 @@ std::string render_bench_markdown(const BenchResult& r) {
                      r.copy_gbps);
   }
   s += fmt::format(
-      "| context | backend | median us | TFLOP/s | GB/s | % of copy | time vs {} | throughput vs "
-      "{} |\n",
+      "| context | backend | median us | spread us (min-max) | TFLOP/s | GB/s | % of copy | time vs "
+      "{} | throughput vs {} |\n",
       r.baseline, r.baseline);
-  s += "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  s += "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const BenchRow& row : r.rows) {
     const std::string copy =
         row.copy_fraction > 0 ? fmt::format("{:.0f}%", 100.0 * row.copy_fraction) : "-";
-    s += fmt::format("| {} | {}{} | {:.2f} | {:.1f} | {:.0f} | {} | {:.2f}x | {:.2f}x |\n",
+    s += fmt::format("| {} | {}{} | {:.2f} | {:.2f}-{:.2f} | {:.1f} | {:.0f} | {} | {:.2f}x | {:.2f}x |\n",
                      row.context, row.backend, row.device_timed ? "" : " (host)", row.median_us,
-                     row.tflops, row.gbps, copy, row.time_ratio,
+                     row.min_us, row.max_us, row.tflops, row.gbps, copy, row.time_ratio,
                      row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
+  }
+  return s;
+}
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string render_bench_csv(const BenchResult& r) {
+  std::string s =
+      "scenario,context,backend,median_us,min_us,max_us,tflops,gbps,copy_fraction,time_ratio,"
+      "device_timed\n";
+  for (const BenchRow& row : r.rows) {
+    s += fmt::format("{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{:.2f},{:.4f},{:.4f},{}\n",
+                     csv_field(r.scenario), csv_field(row.context), csv_field(row.backend),
+                     row.median_us, row.min_us, row.max_us, row.tflops, row.gbps,
+                     row.copy_fraction, row.time_ratio, row.device_timed ? "true" : "false");
   }
   return s;
 }
@@ -54,6 +78,7 @@ nlohmann::json bench_to_json(const BenchResult& r) {
                          {"backend", row.backend},
                          {"median_us", row.median_us},
                          {"min_us", row.min_us},
+                         {"max_us", row.max_us},
                          {"tflops", row.tflops},
                          {"gbps", row.gbps},
                          {"time_ratio", row.time_ratio},

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 
+#include "lib/report/verify_report.h"
 #include "lib/runner/verdict.h"
 
 namespace nvdet {
@@ -51,6 +54,11 @@ std::string render_console_summary(const AuditResult& r) {
                                                r.system.cublas_version);
   s += "device: " + device + "\n";
   for (const BackendOutcome& o : r.backends) {
+    if (o.skipped) {
+      s += fmt::format("  SKIP {:<20} expect {:<9} {}\n", o.name, expectation_name(o.expect),
+                       o.skip_reason);
+      continue;
+    }
     s += fmt::format("  {} {:<20} expect {:<9} {}\n", o.passed ? "PASS" : "FAIL", o.name,
                      expectation_name(o.expect), o.verdict);
     const Divergence* first = nullptr;
@@ -91,19 +99,59 @@ std::string render_console_summary(const AuditResult& r) {
     const std::string where = divergent_contexts_line(r, o.name);
     if (!where.empty()) s += "       diverging contexts: " + where + "\n";
   }
-  s += fmt::format("audit {}: {} of {} backends met their expectation ({:.1f} s)\n",
-                   r.summary.passed ? "PASSED" : "FAILED",
-                   r.summary.backends - r.summary.failed_backends, r.summary.backends,
+  if (r.verify) s += render_verify_text(*r.verify);
+  const int ran = r.summary.backends - r.summary.skipped_backends;
+  s += fmt::format("audit {}: {} of {} backends met their expectation{}{} ({:.1f} s)\n",
+                   r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
+                   r.summary.skipped_backends
+                       ? fmt::format(", {} skipped", r.summary.skipped_backends)
+                       : std::string(),
+                   !r.verify ? std::string()
+                             : r.verify->passed ? ", manifest verified"
+                                                : ", manifest verify FAILED",
                    r.summary.seconds);
   return s;
 }
 
-TerminalProgress::TerminalProgress(std::FILE* stream)
-    : stream_(stream), active_(stream && ::isatty(::fileno(stream))) {}
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double progress_interval(double requested) {
+  if (requested >= 0) return requested;
+  if (const char* env = std::getenv("NVDET_PROGRESS_INTERVAL")) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end != env && v >= 0 && v < 1e9) return v;
+  }
+  return 30.0;
+}
+
+}  // namespace
+
+TerminalProgress::TerminalProgress(std::FILE* stream, double interval_s)
+    : stream_(stream),
+      terminal_(stream && ::isatty(::fileno(stream))),
+      interval_s_(progress_interval(interval_s)),
+      started_(now_seconds()),
+      last_line_(started_) {}
 
 void TerminalProgress::update(int done, int total, const std::string& backend,
-                              const std::string& context) {
-  if (!active_) return;
+                              const std::string& context, int context_number, int contexts) {
+  if (!stream_) return;
+  if (!terminal_) {
+    const double t = now_seconds();
+    if (t - last_line_ < interval_s_ || done >= total) return;
+    last_line_ = t;
+    const std::string where =
+        contexts > 0 ? fmt::format("context {} of {}, ", context_number, contexts) : std::string();
+    fmt::print(stream_, "progress: {}{} of {} cases, {:.0f} s elapsed ({} {})\n", where, done, total,
+               t - started_, backend, context);
+    std::fflush(stream_);
+    return;
+  }
   std::string line = fmt::format("[{:>4}/{}] {} {}", done, total, backend, context);
   if (line.size() > 110) line = line.substr(0, 107) + "...";
   fmt::print(stream_, "\r{:<{}}", line, last_width_);
@@ -112,7 +160,7 @@ void TerminalProgress::update(int done, int total, const std::string& backend,
 }
 
 void TerminalProgress::finish() {
-  if (!active_ || last_width_ == 0) return;
+  if (!terminal_ || last_width_ == 0) return;
   fmt::print(stream_, "\r{:<{}}\r", "", last_width_);
   std::fflush(stream_);
   last_width_ = 0;

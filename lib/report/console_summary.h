@@ -10,17 +10,25 @@ namespace nvdet {
 
 std::string render_console_summary(const AuditResult& r);
 
-// Progress on a terminal: one line rewritten in place ("[ 37/128] cublas gemm(batch=33,...)").
-// Prints nothing when `stream` is not a terminal, so logs stay clean.
+// Progress on stderr. On a terminal: one line rewritten in place ("[ 37/128] cublas
+// gemm(batch=33,...)"). Elsewhere (a CI log): a plain line at most every `interval_s` seconds,
+// "progress: context 10 of 32, 37 of 128 cases, 42 s elapsed (cublas gemm(batch=33,...))" (the
+// context part when known), so that a long audit
+// shows it is alive without flooding the log. Progress never goes to stdout and changes no
+// report or exit code. NVDET_PROGRESS_INTERVAL (seconds) overrides the default of 30.
 class TerminalProgress {
  public:
-  explicit TerminalProgress(std::FILE* stream);
-  void update(int done, int total, const std::string& backend, const std::string& context);
+  explicit TerminalProgress(std::FILE* stream, double interval_s = -1.0);
+  // `context_number` of `contexts` (1-based) is printed when `contexts` > 0.
+  void update(int done, int total, const std::string& backend, const std::string& context,
+              int context_number = 0, int contexts = 0);
   void finish();
 
  private:
   std::FILE* stream_;
-  bool active_;
+  bool terminal_;
+  double interval_s_;
+  double started_ = 0.0, last_line_ = 0.0;
   size_t last_width_ = 0;
 };
 

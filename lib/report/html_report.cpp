@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "lib/report/report_text.h"
+#include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -18,11 +19,6 @@ namespace {
 using namespace report_text;
 
 constexpr size_t kMaxDivergenceRows = 500;
-// Hash classes beyond the palette reuse its colours; the hover title always names the class.
-constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-constexpr size_t kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
-constexpr const char* kNotRunColour = "#eeeeee";
 
 std::string esc(std::string_view text) { return html_escape(text); }
 
@@ -38,10 +34,11 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24p
 h1 .pass{color:#1b7f3b}h1 .fail{color:#b3261e}
 table{border-collapse:collapse;margin:8px 0 16px}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
+td.wrap{overflow-wrap:anywhere;min-width:9em}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}h1 code,h3 code{font-size:inherit}
 .ok{color:#1b7f3b;font-weight:bold}.bad{color:#b3261e;font-weight:bold}
-.muted{color:#666;font-size:13px}td.num,td code{white-space:nowrap}.heatmap{overflow-x:auto;margin-bottom:12px}
+.muted{color:#666;font-size:13px}td.num,td code{white-space:nowrap}td code+code{margin-left:6px}.heatmap{overflow-x:auto;margin-bottom:12px}
 .legend span{display:inline-block;margin-right:14px;font-size:13px}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle;border:1px solid #999}
 section{margin-bottom:28px}
@@ -103,7 +100,16 @@ void write_summary(std::ostringstream& o, const AuditResult& r) {
     << esc(plural(sum.cases, "case", "cases")) << ", "
     << esc(plural(sum.divergences, "divergence", "divergences")) << ", "
     << esc(plural(sum.failed_backends, "failed backend", "failed backends")) << ", "
+    << (sum.skipped_backends
+            ? esc(plural(sum.skipped_backends, "skipped backend", "skipped backends")) + ", "
+            : std::string())
     << esc(short_number(sum.seconds)) << " s</td></tr>\n";
+  if (r.verify) {
+    o << "<tr><th>Manifest</th><td><code>" << esc(r.verify->manifest) << "</code>: "
+      << (r.verify->passed ? "<span class=\"ok\">verified</span>"
+                           : "<span class=\"bad\">verify FAILED</span>")
+      << " (" << esc(r.verify->verdict) << ")</td></tr>\n";
+  }
   o << "</table>\n</section>\n";
 }
 
@@ -113,19 +119,47 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
        "<th>Distinct results</th><th>Verdict</th><th>Stands for</th></tr></thead>\n<tbody>\n";
   for (const BackendOutcome& b : r.backends) {
     const std::vector<std::string> stands = stands_for_lines(b, r.scenario.op);
+    if (b.skipped) {
+      o << "<tr class=\"skipped\"><td><code>" << esc(b.name) << "</code>" << (b.gpu ? " (GPU)" : "")
+        << "</td><td>" << expectation_name(b.expect)
+        << "</td><td class=\"num\">0</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td>"
+           "<td><span class=\"muted\">skipped:</span> "
+        << esc(b.skip_reason) << "</td><td>" << esc(join(stands, "; ")) << "</td></tr>\n";
+      continue;
+    }
     o << "<tr><td><code>" << esc(b.name) << "</code>" << (b.gpu ? " (GPU)" : "")
       << "<br><span class=\"muted\">" << esc(b.description) << "</span></td><td>"
       << expectation_name(b.expect) << "</td><td class=\"num\">" << b.contexts_run
       << "</td><td class=\"num\">" << b.divergent_contexts << "</td><td class=\"num\">"
       << b.run_to_run_divergences << "</td><td class=\"num\">" << b.max_distinct_results
-      << "</td><td>" << (b.passed ? "<span class=\"ok\">&#10003;</span> " : "<span class=\"bad\">&#10007;</span> ")
+      << "</td><td class=\"wrap\">" << (b.passed ? "<span class=\"ok\">&#10003;</span> " : "<span class=\"bad\">&#10007;</span> ")
       << esc(b.verdict) << "</td><td>" << esc(join(stands, "; ")) << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n</section>\n";
 }
 
-// One backend's heatmap: the hash of one request in every context (repeat 0), classed by first
-// appearance (class 0 is the baseline's result), laid out over the first two varying axes.
+// Cell colours. A cell says whether the request's bits equal those of the baseline of its own
+// group (the contexts that share the request-defining axis values: kv_len, prompt_len, ...), and
+// how many distinct results that group has. Contexts of different groups compute different
+// requests, so their hashes are never compared with each other.
+constexpr const char* kSameColour = "#4e79a7";
+// Few classes (every group has at most kFewClasses results): each result of a group after its
+// baseline's gets its own colour, never reused.
+constexpr size_t kFewClasses = 4;
+constexpr const char* kClassColours[kFewClasses - 1] = {"#f28e2b", "#e15759", "#b07aa1"};
+// More: a differing cell is shaded by its group's distinct-result count (2, 3, 4, 5, 6+), and
+// the results are listed per group.
+constexpr const char* kCountShades[] = {"#fdd0a2", "#fdae6b", "#f16913", "#d94801", "#7f2704"};
+constexpr size_t kCountShadeCount = sizeof(kCountShades) / sizeof(kCountShades[0]);
+constexpr const char* kNotRunColour = "#eeeeee";
+
+std::string count_shade(size_t distinct) {
+  return kCountShades[std::min(distinct, kCountShadeCount + 1) - 2];
+}
+
+// One backend's heatmap: the hash of one request in every context (repeat 0), classed within
+// its group by first appearance in sweep order (class 0 is the group's baseline result), laid out
+// over the first two varying axes.
 void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOutcome& b) {
   std::vector<const CaseRecord*> cases;
   for (const CaseRecord& c : r.cases) {
@@ -161,32 +195,71 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     }
   }
 
-  // Classes of the request's hash, in sweep order.
-  std::vector<Hash128> classes;
-  std::vector<int> class_count;
+  // Classes of the request's hash within each group, in sweep order.
+  struct Group {
+    std::string name, baseline_context;
+    std::vector<Hash128> classes;
+    std::vector<int> class_count;
+  };
+  std::vector<Group> groups;
   struct Point {
     const CaseRecord* c;
+    size_t group;
     int cls;
   };
   std::vector<Point> points;
   for (const CaseRecord* c : cases) {
     for (const RequestRecord& q : c->requests) {
       if (q.request != request) continue;
-      auto it = std::find(classes.begin(), classes.end(), q.hash);
-      if (it == classes.end()) {
-        classes.push_back(q.hash);
-        class_count.push_back(0);
-        it = classes.end() - 1;
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.name == c->group; });
+      if (g == groups.end()) {
+        groups.push_back({c->group, c->context_id, {}, {}});
+        g = groups.end() - 1;
       }
-      const int cls = static_cast<int>(it - classes.begin());
-      ++class_count[cls];
-      points.push_back({c, cls});
+      auto it = std::find(g->classes.begin(), g->classes.end(), q.hash);
+      if (it == g->classes.end()) {
+        g->classes.push_back(q.hash);
+        g->class_count.push_back(0);
+        it = g->classes.end() - 1;
+      }
+      const int cls = static_cast<int>(it - g->classes.begin());
+      ++g->class_count[cls];
+      points.push_back({c, static_cast<size_t>(g - groups.begin()), cls});
     }
   }
-  o << "<p>Request " << request << ": " << esc(plural(static_cast<int64_t>(classes.size()),
-                                                       "distinct result", "distinct results"))
-    << " over " << esc(plural(static_cast<int64_t>(points.size()), "context", "contexts"))
-    << ".</p>\n";
+  size_t most = 1, differing_groups = 0;
+  for (const Group& g : groups) {
+    most = std::max(most, g.classes.size());
+    differing_groups += g.classes.size() > 1;
+  }
+  const bool few = most <= kFewClasses;
+  auto fill_of = [&](const Point& p) -> std::string {
+    if (p.cls == 0) return kSameColour;
+    return few ? kClassColours[p.cls - 1] : count_shade(groups[p.group].classes.size());
+  };
+  auto class_text = [&](const Point& p) {
+    const Group& g = groups[p.group];
+    std::string t = p.cls == 0 ? "same as its group's baseline" : "result #" + std::to_string(p.cls + 1);
+    t += " of " + std::to_string(g.classes.size()) + " in ";
+    t += g.name.empty() ? std::string("the sweep") : "group " + g.name;
+    return t;
+  };
+
+  o << "<p>Request " << request << " over "
+    << esc(plural(static_cast<int64_t>(points.size()), "context", "contexts"));
+  if (groups.size() > 1) {
+    o << " in " << groups.size() << " groups (contexts with the same request-defining values; "
+      << "each is compared with its own first context): ";
+    if (differing_groups == 0) {
+      o << "every group gave one result.";
+    } else {
+      o << esc(plural(static_cast<int64_t>(differing_groups), "group", "groups"))
+        << " with more than one result, up to " << most << " distinct results in one group.";
+    }
+  } else {
+    o << ": " << esc(plural(static_cast<int64_t>(most), "distinct result", "distinct results")) << ".";
+  }
+  o << "</p>\n";
 
   // Layout: x = first varying axis, y = second (a strip when there is one; one cell when none).
   const auto axes = varying_axes(r);
@@ -200,8 +273,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     y_name = axes[1].first;
     y_values = axes[1].second;
   }
-  // Each cell collects the classes of the contexts that fall in it; with more than two varying
-  // axes several contexts share a cell, and a cell whose contexts disagree is drawn as mixed.
+  // Each cell collects the contexts that fall in it; with more than two varying axes several
+  // contexts share a cell, and a cell whose contexts disagree is drawn as mixed.
   std::map<std::pair<size_t, size_t>, std::vector<const Point*>> cells;
   for (const Point& p : points) {
     size_t xi = 0, yi = 0;
@@ -221,12 +294,15 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   }
 
   const size_t nx = x_values.size(), ny = y_values.size();
-  const int cell = nx <= 32 ? 22 : nx <= 48 ? 18 : std::max(5, static_cast<int>(960 / nx));
   size_t longest_y = 0;
   for (const std::string& v : y_values) longest_y = std::max(longest_y, v.size());
   size_t longest_x = 0;
   for (const std::string& v : x_values) longest_x = std::max(longest_x, v.size());
   const int left = 12 + static_cast<int>(std::min<size_t>(longest_y, 24) * 7) + (y_name.empty() ? 0 : 16);
+  // Cells shrink so that the map fits a 1280-pixel window (page margins and scroll bar taken
+  // off); below 5 pixels a cell could not be pointed at, and the map scrolls instead.
+  const int fit = (1180 - left - 10) / static_cast<int>(std::max<size_t>(nx, 1));
+  const int cell = std::clamp(fit, 5, 22);
   const int top = 8;
   const int bottom = 20 + static_cast<int>(std::min<size_t>(longest_x, 16) * 7);
   const int width = left + static_cast<int>(nx) * cell + 10;
@@ -245,20 +321,20 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
       std::string title;
       if (!x_name.empty()) title += x_name + "=" + x_values[xi];
       if (!y_name.empty()) title += ", " + y_name + "=" + y_values[yi];
-      std::string fill = kNotRunColour, cls_attr = "none";
+      std::string fill = kNotRunColour, cls_attr = "none", distinct_attr;
       const auto it = cells.find({xi, yi});
       if (it == cells.end()) {
         title += (title.empty() ? "" : ": ") + std::string("not run");
       } else {
-        std::set<int> seen;
-        for (const Point* p : it->second) seen.insert(p->cls);
+        std::set<std::pair<size_t, int>> seen;
+        for (const Point* p : it->second) seen.insert({p->group, p->cls});
         if (seen.size() == 1) {
-          const int cls = *seen.begin();
-          fill = kPalette[static_cast<size_t>(cls) % kPaletteSize];
-          cls_attr = std::to_string(cls);
-          title += std::string(title.empty() ? "" : ": ") +
-                   (cls == 0 ? "same as baseline" : "result #" + std::to_string(cls + 1)) + " (" +
-                   classes[cls].hex().substr(0, 12) + ")";
+          const Point& p = *it->second.front();
+          fill = fill_of(p);
+          cls_attr = std::to_string(p.cls);
+          distinct_attr = std::to_string(groups[p.group].classes.size());
+          title += std::string(title.empty() ? "" : ": ") + class_text(p) + " (" +
+                   groups[p.group].classes[p.cls].hex().substr(0, 12) + ")";
         } else {
           fill = "url(#mixed-" + id_fragment(b.name) + ")";
           cls_attr = "mixed";
@@ -266,14 +342,15 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
         }
         if (seen.size() > 1 || it->second.size() > 1) {
           for (const Point* p : it->second) {
-            title += "\n" + context_label(r, p->c->context_id) + " -> " +
-                     (p->cls == 0 ? "same as baseline" : "result #" + std::to_string(p->cls + 1));
+            title.append("\n").append(context_label(r, p->c->context_id)).append(" -> ");
+            title.append(class_text(*p));
           }
         }
       }
-      o << "<rect class=\"cell\" data-class=\"" << cls_attr << "\" x=\"" << x << "\" y=\"" << y
-        << "\" width=\"" << cell - 1 << "\" height=\"" << cell - 1 << "\" fill=\"" << esc(fill)
-        << "\"><title>" << esc(title) << "</title></rect>\n";
+      o << "<rect class=\"cell\" data-class=\"" << cls_attr << "\"";
+      if (!distinct_attr.empty()) o << " data-group-distinct=\"" << distinct_attr << "\"";
+      o << " x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell - 1 << "\" height=\"" << cell - 1
+        << "\" fill=\"" << esc(fill) << "\"><title>" << esc(title) << "</title></rect>\n";
     }
   }
   // Axis labels: y on the left, x rotated under the columns (thinned out when columns are narrow).
@@ -296,24 +373,60 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
          "different results (hover for the list).";
   }
   o << "</p>\n";
-  o << "<div class=\"legend\">";
-  for (size_t c = 0; c < classes.size(); ++c) {
-    o << "<span><i style=\"background:" << kPalette[c % kPaletteSize] << "\"></i>"
-      << (c == 0 ? std::string("same as baseline") : "result #" + std::to_string(c + 1)) << " <code>"
-      << classes[c].hex().substr(0, 12) << "</code> (" << class_count[c] << ")</span>";
+  o << "<div class=\"legend\"><span><i style=\"background:" << kSameColour
+    << "\"></i>same bits as its group's baseline</span>";
+  if (few) {
+    for (size_t c = 1; c < most; ++c) {
+      o << "<span><i style=\"background:" << kClassColours[c - 1] << "\"></i>result #" << c + 1
+        << " of its group</span>";
+    }
+  } else {
+    for (size_t d = 2; d <= kCountShadeCount + 1; ++d) {
+      o << "<span><i style=\"background:" << count_shade(d) << "\"></i>differs; group has " << d
+        << (d == kCountShadeCount + 1 ? "+" : "") << " results</span>";
+    }
   }
   if (axes.size() > 2) {
     o << "<span><i style=\"background:repeating-linear-gradient(45deg,#fff 0 3px,#333 3px 4px)\"></i>mixed</span>";
   }
-  o << "<span><i style=\"background:" << kNotRunColour << "\"></i>not run</span></div>\n</div>\n";
+  o << "<span><i style=\"background:" << kNotRunColour << "\"></i>not run</span></div>\n";
+  // Every result of every group, with its hash and count: folded, since a wide sweep has many.
+  o << "<details><summary>Results per group (" << groups.size() << ")</summary>\n<table>\n"
+       "<thead><tr><th>Group</th><th>Baseline</th><th>Distinct</th><th>Results (contexts)</th></tr>"
+       "</thead>\n<tbody>\n";
+  for (const Group& g : groups) {
+    std::vector<std::string> results;
+    for (size_t c = 0; c < g.classes.size(); ++c) {
+      results.push_back("<code>" + esc((c == 0 ? std::string("baseline") : "#" + std::to_string(c + 1)) +
+                                       " " + g.classes[c].hex().substr(0, 12) + " (" +
+                                       std::to_string(g.class_count[c]) + ")") + "</code>");
+    }
+    o << "<tr><td>" << esc(g.name.empty() ? std::string("all contexts") : g.name) << "</td><td>"
+      << esc(context_label(r, g.baseline_context)) << "</td><td class=\"num\">" << g.classes.size()
+      << "</td><td>" << join(results, " ") << "</td></tr>\n";
+  }
+  o << "</tbody>\n</table>\n</details>\n</div>\n";
 }
 
 void write_heatmaps(std::ostringstream& o, const AuditResult& r) {
   o << "<section id=\"heatmaps\">\n<h2>Results over the sweep</h2>\n"
-       "<p class=\"muted\">Each cell is one context; its colour is the class of the request's "
-       "output hash, numbered in sweep order (the first is the baseline's result). Hover a cell for its context.</p>\n";
-  for (const BackendOutcome& b : r.backends) write_heatmap(o, r, b);
+       "<p class=\"muted\">Each cell is one context. Its colour says whether the request's output "
+       "has the same bits as in the baseline of its group (the first context with the same "
+       "request-defining values, such as <code>kv_len</code>), and otherwise which of the "
+       "group's results it is. Hover a cell for its context.</p>\n";
+  for (const BackendOutcome& b : r.backends) {
+    if (!b.skipped) write_heatmap(o, r, b);
+  }
   o << "</section>\n";
+}
+
+// The notes that differ, folded when there are several so that the column stays narrow.
+std::string folded_notes(const std::vector<std::string>& notes) {
+  if (notes.empty()) return "none";
+  if (notes.size() == 1) return esc(notes.front());
+  std::string out = "<details><summary>" + std::to_string(notes.size()) + " notes</summary>";
+  for (const std::string& n : notes) out += esc(n) + "<br>";
+  return out + "</details>";
 }
 
 void write_divergences(std::ostringstream& o, const AuditResult& r) {
@@ -327,34 +440,79 @@ void write_divergences(std::ostringstream& o, const AuditResult& r) {
   for (const Divergence& d : r.divergences) names.insert(d.backend);
   for (const std::string& n : names) o << "<option value=\"" << esc(n) << "\">" << esc(n) << "</option>";
   o << "</select></label></p>\n";
-  o << "<table id=\"divergence-table\">\n<thead><tr><th>Backend</th><th>Kind</th><th>Request</th>"
-       "<th>Token</th><th>Baseline</th><th>Context</th><th>Element</th><th>a</th><th>b</th>"
-       "<th>a bits</th><th>b bits</th><th>ULP</th><th>max |&Delta;|</th><th>max rel</th>"
-       "<th>Mismatching</th><th>Notes that differ</th></tr></thead>\n<tbody>\n";
+  // Ten columns, values over their bit patterns: the table fits a 1280-pixel window.
+  o << "<table id=\"divergence-table\">\n<thead><tr><th>Backend</th><th>Request, token</th>"
+       "<th>Baseline</th><th>Context</th><th>Element</th><th>a</th><th>b</th>"
+       "<th>ULP, max |&Delta;|, max rel</th><th>Mismatching</th><th>Notes that differ</th></tr>"
+       "</thead>\n<tbody>\n";
   for (size_t i = 0; i < r.divergences.size() && i < kMaxDivergenceRows; ++i) {
     const Divergence& d = r.divergences[i];
     const FirstMismatch& m = d.first_mismatch;
     const auto notes = notes_that_differ(d.baseline_notes, d.notes);
     std::string context = context_label(r, d.context);
-    if (d.kind == "run-to-run") context += " (repeat " + std::to_string(d.repeat) + ")";
-    o << "<tr data-backend=\"" << esc(d.backend) << "\"><td><code>" << esc(d.backend)
-      << "</code></td><td>" << esc(d.kind) << "</td><td class=\"num\">" << d.request
-      << "</td><td class=\"num\">" << d.token << "</td><td>" << esc(context_label(r, d.baseline_context))
-      << "</td><td>" << esc(context) << "</td><td>"
+    if (d.kind == "run-to-run") context += " (run-to-run, repeat " + std::to_string(d.repeat) + ")";
+    o << "<tr data-backend=\"" << esc(d.backend) << "\" data-kind=\"" << esc(d.kind)
+      << "\"><td><code>" << esc(d.backend) << "</code></td><td class=\"num\">" << d.request
+      << ", " << d.token << "</td><td class=\"wrap\">" << esc(context_label(r, d.baseline_context))
+      << "</td><td class=\"wrap\">" << esc(context) << "</td><td>"
       << esc(named_coords(m.coords, r.scenario.coord_names)) << " <span class=\"muted\">(#"
       << m.flat_index << ")</span></td><td class=\"num\">" << esc(exact_number(m.a))
-      << "</td><td class=\"num\">" << esc(exact_number(m.b)) << "</td><td><code>" << esc(m.a_bits)
-      << "</code></td><td><code>" << esc(m.b_bits) << "</code></td><td class=\"num\">"
-      << esc(ulp_text(m.ulp)) << "</td><td class=\"num\">" << esc(short_number(d.max_abs_diff))
-      << "</td><td class=\"num\">" << esc(short_number(d.max_rel_diff)) << "</td><td>"
+      << "<br><code>" << esc(m.a_bits) << "</code></td><td class=\"num\">"
+      << esc(exact_number(m.b)) << "<br><code>" << esc(m.b_bits) << "</code></td><td class=\"num\">"
+      << esc(ulp_text(m.ulp)) << "<br>" << esc(short_number(d.max_abs_diff)) << "<br>"
+      << esc(short_number(d.max_rel_diff)) << "</td><td>"
       << esc(plural(d.mismatch_count, "element", "elements")) << ", " << d.mismatched_tokens << "/"
-      << d.tokens << " tokens</td><td>" << esc(notes.empty() ? "none" : join(notes, "; "))
-      << "</td></tr>\n";
+      << d.tokens << " tokens</td><td>" << folded_notes(notes) << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n";
   if (r.divergences.size() > kMaxDivergenceRows) {
     o << "<p class=\"muted\">" << r.divergences.size() - kMaxDivergenceRows
       << " more divergences are in the JSON report.</p>\n";
+  }
+  o << "</section>\n";
+}
+
+constexpr size_t kMaxVerifyRows = 200;
+
+// With --verify: the manifest check, part of the verdict in the title.
+void write_verify(std::ostringstream& o, const AuditResult& r) {
+  if (!r.verify) return;
+  const VerifyResult& v = *r.verify;
+  o << "<section id=\"verify\">\n<h2>Manifest <code>" << esc(v.manifest) << "</code>: "
+    << (v.passed ? "<span class=\"ok\">verified</span>" : "<span class=\"bad\">FAILED</span>")
+    << "</h2>\n<p>" << esc(v.verdict) << ".</p>\n";
+  if (v.environment.empty()) {
+    o << "<p class=\"muted\">Environment unchanged since the recording.</p>\n";
+  } else {
+    o << "<ul>\n";
+    for (const std::string& e : v.environment) o << "<li>" << esc(e) << "</li>\n";
+    o << "</ul>\n";
+  }
+  if (!v.changes.empty()) {
+    o << "<table id=\"verify-table\">\n<thead><tr><th>Backend</th><th>Expectation</th><th>Context</th>"
+         "<th>Repeat</th><th>Request</th><th>First changed token</th><th>Recorded</th><th>Now</th>"
+         "<th>Fails</th></tr></thead>\n<tbody>\n";
+    for (size_t i = 0; i < v.changes.size() && i < kMaxVerifyRows; ++i) {
+      const ManifestChange& c = v.changes[i];
+      const auto [recorded, now] = short_hashes(c.recorded, c.now);
+      o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
+        << esc(c.expectation.empty() ? "not run now" : c.expectation) << "</td><td>"
+        << esc(context_label(r, c.context)) << "</td><td class=\"num\">" << c.repeat
+        << "</td><td class=\"num\">" << c.request << "</td><td class=\"num\">"
+        << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a"))
+        << "</td><td><code>" << recorded << "</code></td><td><code>" << now << "</code></td><td>"
+        << (c.fails ? "<span class=\"bad\">yes</span>" : "no") << "</td></tr>\n";
+    }
+    o << "</tbody>\n</table>\n";
+    if (v.changes.size() > kMaxVerifyRows) {
+      o << "<p class=\"muted\">" << v.changes.size() - kMaxVerifyRows
+        << " more changes are in the JSON report.</p>\n";
+    }
+  }
+  if (!v.missing.empty() || !v.added.empty()) {
+    o << "<p>" << esc(plural(static_cast<int64_t>(v.missing.size()), "recorded entry", "recorded entries"))
+      << " not run, " << esc(plural(static_cast<int64_t>(v.added.size()), "new entry", "new entries"))
+      << " (listed in the JSON report).</p>\n";
   }
   o << "</section>\n";
 }
@@ -394,6 +552,7 @@ std::string render_html_report(const AuditResult& r) {
     << esc(r.scenario.name) << ": " << (r.summary.passed ? "PASS" : "FAIL") << "</title>\n<style>"
     << kStyle << "</style>\n</head>\n<body>\n";
   write_summary(o, r);
+  write_verify(o, r);
   write_backends(o, r);
   write_heatmaps(o, r);
   write_divergences(o, r);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -49,7 +50,9 @@ json backend_json(const BackendOutcome& b) {
           {"run_to_run_divergences", b.run_to_run_divergences},
           {"max_distinct_results", b.max_distinct_results},
           {"verdict", b.verdict},
-          {"stands_for", string_map(b.stands_for)}};
+          {"stands_for", string_map(b.stands_for)},
+          {"skipped", b.skipped}};
+  if (b.skipped) j["skip_reason"] = b.skip_reason;
   if (b.max_distinct_completions > 0) j["max_distinct_completions"] = b.max_distinct_completions;
   return j;
 }
@@ -69,6 +72,7 @@ json case_json(const CaseRecord& c) {
           {"context_index", c.context_index},
           {"context", c.context_id},
           {"context_values", values},
+          {"group", c.group},
           {"repeat", c.repeat},
           {"seconds", json_number(c.seconds)},
           {"notes", string_map(c.notes)},
@@ -110,13 +114,17 @@ json divergence_json(const Divergence& d) {
   return j;
 }
 
-json summary_json(const AuditSummary& s) {
+json summary_json(const AuditResult& r) {
+  const AuditSummary& s = r.summary;
   return {{"passed", s.passed},
+          // null without --verify; else whether the manifest check passed (part of "passed").
+          {"verify_passed", r.verify ? json(r.verify->passed) : json(nullptr)},
           {"backends", s.backends},
           {"contexts", s.contexts},
           {"cases", s.cases},
           {"divergences", s.divergences},
           {"failed_backends", s.failed_backends},
+          {"skipped_backends", s.skipped_backends},
           {"seconds", json_number(s.seconds)}};
 }
 
@@ -143,13 +151,15 @@ json audit_to_json(const AuditResult& r) {
   for (const BackendOutcome& b : r.backends) backends.push_back(backend_json(b));
   for (const CaseRecord& c : r.cases) cases.push_back(case_json(c));
   for (const Divergence& d : r.divergences) divergences.push_back(divergence_json(d));
-  return {{"schema_version", r.schema_version},
-          {"scenario", scenario_json(r.scenario)},
-          {"device", device_json(r.system)},
-          {"backends", backends},
-          {"cases", cases},
-          {"divergences", divergences},
-          {"summary", summary_json(r.summary)}};
+  json j = {{"schema_version", r.schema_version},
+            {"scenario", scenario_json(r.scenario)},
+            {"device", device_json(r.system)},
+            {"backends", backends},
+            {"cases", cases},
+            {"divergences", divergences},
+            {"summary", summary_json(r)}};
+  if (r.verify) j["verify"] = json::parse(verify_to_json(*r.verify).dump());
+  return j;
 }
 
 std::string render_json_report(const AuditResult& result) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -18,6 +19,8 @@ struct TestCase {
   std::string name;
   double seconds = 0.0;
   bool failed = false;
+  bool skipped = false;
+  std::string type = "divergence";  // the failure's type attribute
   std::string message;  // one line: the failure attribute
   std::string details;  // the failure body
 };
@@ -53,6 +56,13 @@ std::string mismatch_sentence(const AuditResult& r, const Divergence& d) {
 }
 
 std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& b) {
+  if (b.skipped) {
+    TestCase t;
+    t.name = b.name + "/skipped";
+    t.skipped = true;
+    t.message = b.skip_reason;
+    return {t};
+  }
   const std::vector<int64_t> requests = audited_requests(r);
   double backend_seconds = 0.0;
   for (const CaseRecord& c : r.cases) {
@@ -78,6 +88,7 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
       for (const Divergence* d : divs) t.details += mismatch_sentence(r, *d) + "\n";
     } else if (b.expect == Expectation::kVariant && !any_divergence) {
       t.failed = true;
+      t.type = "no-variation";
       t.message = "expected variation (a canary), but all " + std::to_string(b.contexts_run) +
                   " contexts gave the same bits for every request";
       t.details = b.verdict;
@@ -91,7 +102,74 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
     TestCase t;
     t.name = b.name + "/expectation";
     t.failed = true;
+    t.type = b.expect == Expectation::kVariant ? "no-variation" : "divergence";
     t.message = b.verdict.empty() ? "the backend's expectation failed" : b.verdict;
+    cases.push_back(std::move(t));
+  }
+  return cases;
+}
+
+std::string change_sentence(const ManifestChange& c) {
+  std::string s = "request " + std::to_string(c.request) + " at " + c.context + " (repeat " +
+                  std::to_string(c.repeat) + "): recorded " + c.recorded.hex() + ", now " +
+                  c.now.hex();
+  if (c.first_token >= 0) {
+    s += "; first changed token " + std::to_string(c.first_token) + " (" +
+         std::to_string(c.changed_tokens) + " of " +
+         std::to_string(std::min(c.tokens_recorded, c.tokens_now)) + " tokens differ)";
+  }
+  if (c.elementwise && c.elementwise->first) {
+    const FirstMismatch& m = *c.elementwise->first;
+    s += "; first mismatch (" + named_coords(m.coords, {}) + "): " + exact_number(m.a) + " vs " +
+         exact_number(m.b) + " (" + m.a_bits + " vs " + m.b_bits + ", " + ulp_text(m.ulp) + " ulp)";
+  }
+  return s;
+}
+
+// With --verify: one test case per backend and context group (the contexts that share the
+// request-defining axis values), failing where a hash that must not change moved; and one for
+// the manifest as a whole when it failed for another reason (missing or new entries, --strict).
+std::vector<TestCase> verify_cases(const AuditResult& r) {
+  const VerifyResult& v = *r.verify;
+  std::map<std::string, std::string> group_of;  // context id -> group
+  std::vector<std::pair<std::string, std::string>> keys;  // (backend, group), in run order
+  for (const CaseRecord& c : r.cases) {
+    group_of.emplace(c.context_id, c.group);
+    const std::pair<std::string, std::string> key{c.backend, c.group};
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  for (const ManifestChange& c : v.changes) {
+    const auto it = group_of.find(c.context);
+    const std::pair<std::string, std::string> key{c.backend, it == group_of.end() ? "" : it->second};
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  }
+  std::vector<TestCase> cases;
+  for (const auto& [backend, group] : keys) {
+    TestCase t;
+    t.name = "verify/" + backend + (group.empty() ? "" : "/" + group);
+    t.type = "manifest-mismatch";
+    int changed = 0;
+    for (const ManifestChange& c : v.changes) {
+      const auto it = group_of.find(c.context);
+      if (c.backend != backend || (it == group_of.end() ? "" : it->second) != group) continue;
+      ++changed;
+      if (!c.fails) continue;
+      if (!t.failed) t.message = "hash changed against " + v.manifest + ": " + change_sentence(c);
+      t.failed = true;
+      t.details += change_sentence(c) + "\n";
+    }
+    if (t.failed) {
+      t.message += " (" + plural(changed, "change", "changes") + " in this group)";
+    }
+    cases.push_back(std::move(t));
+  }
+  const bool shown = std::any_of(cases.begin(), cases.end(), [](const TestCase& t) { return t.failed; });
+  if (!v.passed && !shown) {
+    TestCase t;
+    t.name = "verify/manifest";
+    t.type = "manifest-mismatch";
+    t.failed = true;
+    t.message = "verify against " + v.manifest + " failed: " + v.verdict;
     cases.push_back(std::move(t));
   }
   return cases;
@@ -123,52 +201,80 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
+namespace {
+
+struct Suite {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> properties;
+  std::vector<TestCase> cases;
+};
+
+void write_suite(std::ostringstream& body, const std::string& classname, const Suite& s,
+                 int& total_tests, int& total_failures, int& total_skipped, double& total_seconds) {
+  int failures = 0, skipped = 0;
+  double seconds = 0.0;
+  for (const TestCase& t : s.cases) {
+    failures += t.failed;
+    skipped += t.skipped;
+    seconds += t.seconds;
+  }
+  total_tests += static_cast<int>(s.cases.size());
+  total_failures += failures;
+  total_skipped += skipped;
+  total_seconds += seconds;
+  body << "  <testsuite name=\"" << xml_escape(s.name) << "\" tests=\"" << s.cases.size()
+       << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"" << skipped << "\" time=\""
+       << seconds_attr(seconds) << "\">\n";
+  if (!s.properties.empty()) {
+    body << "    <properties>\n";
+    for (const auto& [k, v] : s.properties) {
+      body << "      <property name=\"" << xml_escape(k) << "\" value=\"" << xml_escape(v) << "\"/>\n";
+    }
+    body << "    </properties>\n";
+  }
+  for (const TestCase& t : s.cases) {
+    body << "    <testcase name=\"" << xml_escape(t.name) << "\" classname=\"" << classname
+         << "\" time=\"" << seconds_attr(t.seconds) << "\"";
+    if (t.skipped) {
+      body << ">\n      <skipped message=\"" << xml_escape(t.message) << "\"/>\n    </testcase>\n";
+    } else if (t.failed) {
+      body << ">\n      <failure type=\"" << xml_escape(t.type) << "\" message=\""
+           << xml_escape(t.message) << "\">" << xml_escape(t.details)
+           << "</failure>\n    </testcase>\n";
+    } else {
+      body << "/>\n";
+    }
+  }
+  body << "  </testsuite>\n";
+}
+
+}  // namespace
+
 std::string render_junit_report(const AuditResult& r) {
   std::ostringstream body;
-  int total_tests = 0, total_failures = 0;
+  int total_tests = 0, total_failures = 0, total_skipped = 0;
   double total_seconds = 0.0;
   const std::string classname = xml_escape(r.scenario.name);
   for (const BackendOutcome& b : r.backends) {
-    const std::vector<TestCase> cases = backend_cases(r, b);
-    int failures = 0;
-    double seconds = 0.0;
-    for (const TestCase& t : cases) {
-      failures += t.failed;
-      seconds += t.seconds;
-    }
-    total_tests += static_cast<int>(cases.size());
-    total_failures += failures;
-    total_seconds += seconds;
-    body << "  <testsuite name=\"" << xml_escape(b.name) << "\" tests=\"" << cases.size()
-         << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\" time=\""
-         << seconds_attr(seconds) << "\">\n";
-    body << "    <properties>\n";
-    body << "      <property name=\"expect\" value=\"" << expectation_name(b.expect) << "\"/>\n";
-    body << "      <property name=\"contexts_run\" value=\"" << b.contexts_run << "\"/>\n";
-    body << "      <property name=\"divergent_contexts\" value=\"" << b.divergent_contexts
-         << "\"/>\n";
-    body << "      <property name=\"max_distinct_results\" value=\"" << b.max_distinct_results
-         << "\"/>\n";
-    body << "      <property name=\"verdict\" value=\"" << xml_escape(b.verdict) << "\"/>\n";
-    body << "    </properties>\n";
-    for (const TestCase& t : cases) {
-      body << "    <testcase name=\"" << xml_escape(t.name) << "\" classname=\"" << classname
-           << "\" time=\"" << seconds_attr(t.seconds) << "\"";
-      if (!t.failed) {
-        body << "/>\n";
-        continue;
-      }
-      body << ">\n      <failure type=\"" << (b.expect == Expectation::kVariant ? "no-variation" : "divergence")
-           << "\" message=\"" << xml_escape(t.message) << "\">" << xml_escape(t.details)
-           << "</failure>\n    </testcase>\n";
-    }
-    body << "  </testsuite>\n";
+    Suite s{b.name, {}, backend_cases(r, b)};
+    s.properties = {{"expect", std::string(expectation_name(b.expect))},
+                    {"contexts_run", std::to_string(b.contexts_run)},
+                    {"divergent_contexts", std::to_string(b.divergent_contexts)},
+                    {"max_distinct_results", std::to_string(b.max_distinct_results)},
+                    {"verdict", b.skipped ? "skipped: " + b.skip_reason : b.verdict}};
+    write_suite(body, classname, s, total_tests, total_failures, total_skipped, total_seconds);
+  }
+  if (r.verify) {
+    Suite s{"verify", {{"manifest", r.verify->manifest}, {"verdict", r.verify->verdict}},
+            verify_cases(r)};
+    for (const std::string& e : r.verify->environment) s.properties.emplace_back("environment", e);
+    write_suite(body, classname, s, total_tests, total_failures, total_skipped, total_seconds);
   }
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o << "<testsuites name=\"nvdet audit " << xml_escape(r.scenario.name) << "\" tests=\""
-    << total_tests << "\" failures=\"" << total_failures << "\" errors=\"0\" time=\""
-    << seconds_attr(total_seconds) << "\">\n";
+    << total_tests << "\" failures=\"" << total_failures << "\" errors=\"0\" skipped=\""
+    << total_skipped << "\" time=\"" << seconds_attr(total_seconds) << "\">\n";
   o << body.str();
   o << "</testsuites>\n";
   return o.str();

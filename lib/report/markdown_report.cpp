@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "lib/report/report_text.h"
+#include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -80,6 +81,11 @@ void write_backend_table(std::ostringstream& o, const AuditResult& r) {
        "| Verdict |\n";
   o << "|---|---|---:|---:|---:|---:|---|\n";
   for (const BackendOutcome& b : r.backends) {
+    if (b.skipped) {
+      o << "| " << table_safe(code(b.name)) << " | " << expectation_name(b.expect)
+        << " | 0 | \u2013 | \u2013 | \u2013 | skipped: " << cell(b.skip_reason) << " |\n";
+      continue;
+    }
     o << "| " << table_safe(code(b.name)) << " | " << expectation_name(b.expect) << " | "
       << b.contexts_run << " | " << b.divergent_contexts << " | " << b.run_to_run_divergences
       << " | " << b.max_distinct_results << " | " << (b.passed ? "\u2713 " : "\u2717 ")
@@ -161,6 +167,43 @@ void write_backend_details(std::ostringstream& o, const AuditResult& r, const Ba
   write_divergence_table(o, r, divs);
 }
 
+constexpr size_t kMaxVerifyRows = 20;
+
+// With --verify: the manifest check, which takes part in the verdict in the title.
+void write_verify(std::ostringstream& o, const AuditResult& r) {
+  const VerifyResult& v = *r.verify;
+  o << "\n## Manifest " << code(v.manifest) << ": " << (v.passed ? "\u2713 verified" : "\u2717 FAILED")
+    << "\n\n" << text(v.verdict) << ".\n\n";
+  if (v.environment.empty()) {
+    o << "Environment unchanged since the recording.\n";
+  } else {
+    o << "Environment changes since the recording:\n\n";
+    for (const std::string& e : v.environment) o << "- " << text(e) << "\n";
+  }
+  if (!v.changes.empty()) {
+    o << "\n| Backend | Expectation | Context | Repeat | Request | First changed token | Recorded "
+         "| Now | Fails |\n|---|---|---|---:|---:|---:|---|---|---|\n";
+    for (size_t i = 0; i < v.changes.size() && i < kMaxVerifyRows; ++i) {
+      const ManifestChange& c = v.changes[i];
+      const auto [recorded, now] = short_hashes(c.recorded, c.now);
+      o << "| " << table_safe(code(c.backend)) << " | "
+        << cell(c.expectation.empty() ? "not run now" : c.expectation) << " | "
+        << cell(context_label(r, c.context)) << " | " << c.repeat << " | " << c.request << " | "
+        << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a")) << " | "
+        << code(recorded) << " | " << code(now)
+        << " | " << (c.fails ? "\u2717 yes" : "no") << " |\n";
+    }
+    if (v.changes.size() > kMaxVerifyRows) {
+      o << "\n" << v.changes.size() - kMaxVerifyRows << " more changes are in the JSON report.\n";
+    }
+  }
+  if (!v.missing.empty() || !v.added.empty()) {
+    o << "\n" << plural(static_cast<int64_t>(v.missing.size()), "recorded entry", "recorded entries")
+      << " not run, " << plural(static_cast<int64_t>(v.added.size()), "new entry", "new entries")
+      << " (listed in the JSON report).\n";
+  }
+}
+
 }  // namespace
 
 std::string render_markdown_report(const AuditResult& r) {
@@ -176,9 +219,17 @@ std::string render_markdown_report(const AuditResult& r) {
     << plural(s.divergences, "divergence", "divergences") << "; "
     << plural(s.failed_backends, "backend failed its expectation",
               "backends failed their expectation")
+    << (s.skipped_backends ? "; " + plural(s.skipped_backends, "backend skipped", "backends skipped")
+                           : std::string())
     << "; " << short_number(s.seconds) << " s.\n\n";
+  if (r.verify) {
+    o << "**Manifest** " << code(r.verify->manifest) << ": "
+      << (r.verify->passed ? "verified" : "**verify FAILED**") << " (" << text(r.verify->verdict)
+      << ").\n\n";
+  }
   write_backend_table(o, r);
   for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
+  if (r.verify) write_verify(o, r);
   return o.str();
 }
 

@@ -88,7 +88,11 @@ std::string render_report(const AuditResult& result, ReportFormat format) {
 }
 
 std::string report_base_name(const AuditResult& result) {
-  std::string name = result.scenario.name;
+  return report_base_name(result.scenario.name);
+}
+
+std::string report_base_name(const std::string& scenario_name) {
+  std::string name = scenario_name;
   for (char& c : name) {
     const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
     if (!ok) c = '-';

@@ -27,6 +27,7 @@ std::string render_report(const AuditResult& result, ReportFormat format);
 // The base file name of an audit's reports: the scenario name with anything but letters, digits,
 // '.', '_' and '-' replaced by '-' ("audit" when the name is empty).
 std::string report_base_name(const AuditResult& result);
+std::string report_base_name(const std::string& scenario_name);  // the same, from the name
 
 // Creates `dir` (and its parents) and writes `<base>.md`, `<base>.json`, `<base>.junit.xml`,
 // `<base>.html` for the requested formats, each atomically (see write_file_atomic). Returns the

@@ -1,5 +1,6 @@
 #include "lib/runner/audit.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "lib/core/error.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/verdict.h"
+#include "lib/scenario/typo_hint.h"
 
 namespace nvdet {
 namespace {
@@ -91,6 +93,7 @@ class BackendAudit {
     o.gpu = backend_.info().gpu;
     o.expect = spec_.expect;
     o.stands_for = backend_.info().stands_for;
+    o.scenario_line = spec_.where.line;
     o.contexts_run = static_cast<int>(contexts_.size());
     for (const auto& [request, hashes] : distinct_) {
       o.max_distinct_results = std::max(o.max_distinct_results, static_cast<int>(hashes.size()));
@@ -116,6 +119,7 @@ class BackendAudit {
       rec.backend = spec_.name;
       rec.context_index = c.index;
       rec.context_id = c.id;
+      rec.group = c.group;
       for (const auto& [axis, v] : c.values) rec.context_values.emplace_back(axis, axis_value_string(v));
       rec.repeat = rep;
       const auto t0 = Clock::now();
@@ -221,47 +225,118 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
   for (const BackendSpec& b : chosen) {
     if (find_backend(b.name)) continue;
     std::string known;
-    for (const auto& r : backend_registry()) known += (known.empty() ? "" : ", ") + r.info.name;
-    const std::string msg = "unknown backend '" + b.name + "' (known: " + known + ")";
+    std::vector<std::string> names;
+    for (const auto& r : backend_registry()) {
+      known += (known.empty() ? "" : ", ") + r.info.name;
+      names.push_back(r.info.name);
+    }
+    const std::string msg =
+        "unknown backend '" + b.name + "'" + typo_hint(b.name, names) + " (known: " + known + ")";
     if (b.where.file.empty()) throw_input_error(msg);
     throw_input_error(b.where, msg);
   }
   return chosen;
 }
 
+std::string backend_unavailable_reason(const std::string& name) {
+  const BackendRegistration* reg = find_backend(name);
+  if (!reg || !reg->info.gpu) return "";
+  const SystemInfo sys = collect_system_info();
+  if (!sys.gpus.empty()) return "";
+  if (!sys.cuda_built) return "needs a GPU; this nvdet was built without CUDA";
+  return "needs a GPU; none is available (" +
+         (sys.device_error.empty() ? std::string("no CUDA device") : sys.device_error) + ")";
+}
+
+namespace {
+
+void check_supports(const BackendSpec& spec, Backend& backend, const Scenario& s) {
+  for (OpKind op : ops_used_by(s.op)) {
+    if (!backend.supports(op, s.dtype)) {
+      throw_input_error(spec.where, "backend '" + spec.name + "' does not compute " +
+                                        std::string(op_name(op)) + " in " +
+                                        std::string(dtype_name(s.dtype)));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {
+  const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
+  for (const BackendSpec& spec : specs) {
+    const std::string unavailable = backend_unavailable_reason(spec.name);
+    if (!unavailable.empty()) {
+      if (options.skip_unavailable) continue;
+      throw_runtime_error("backend '" + spec.name + "' " + unavailable +
+                          " (--skip-unavailable skips such backends and reports them as skipped)");
+    }
+    // CPU backends are cheap to create; GPU ones are checked when the audit creates them.
+    if (!find_backend(spec.name)->info.gpu) {
+      std::unique_ptr<Backend> b = make_backend(spec.name);
+      check_supports(spec, *b, s);
+    }
+  }
+  return contexts;
+}
+
 AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
   const auto t0 = Clock::now();
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
-  const std::vector<Context> contexts =
-      filter_contexts(expand_contexts(s), options.context_filter);
+  const std::vector<Context> contexts = check_audit(s, options);
   std::unique_ptr<Workload> workload = make_workload(s);
 
   AuditResult result;
   result.scenario = summarize(s, *workload);
   result.system = collect_system_info();
-  AuditProgress progress;
-  progress.total = static_cast<int>(specs.size() * contexts.size()) * s.repeat;
 
+  // Backends skipped on request keep their place in the report, marked skipped.
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<BackendAudit>> audits;
-  for (const BackendSpec& spec : specs) {
-    backends.push_back(make_backend(spec.name));
-    for (OpKind op : ops_used_by(s.op)) {
-      if (!backends.back()->supports(op, s.dtype)) {
-        throw_input_error(spec.where, "backend '" + spec.name + "' does not compute " +
-                                          std::string(op_name(op)) + " in " +
-                                          std::string(dtype_name(s.dtype)));
-      }
+  std::vector<std::optional<BackendOutcome>> skipped(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const BackendSpec& spec = specs[i];
+    const std::string unavailable =
+        options.skip_unavailable ? backend_unavailable_reason(spec.name) : std::string();
+    if (!unavailable.empty()) {
+      BackendOutcome o;
+      const BackendInfo& info = find_backend(spec.name)->info;
+      o.name = spec.name;
+      o.description = info.description;
+      o.gpu = info.gpu;
+      o.expect = spec.expect;
+      o.stands_for = info.stands_for;
+      o.skipped = true;
+      o.skip_reason = unavailable;
+      o.scenario_line = spec.where.line;
+      o.verdict = "skipped: " + unavailable;
+      skipped[i] = std::move(o);
     }
+  }
+  AuditProgress progress;
+  const int running = static_cast<int>(
+      std::count_if(skipped.begin(), skipped.end(), [](const auto& o) { return !o; }));
+  progress.total = running * static_cast<int>(contexts.size()) * s.repeat;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (skipped[i]) continue;
+    const BackendSpec& spec = specs[i];
+    backends.push_back(make_backend(spec.name));
+    check_supports(spec, *backends.back(), s);
     audits.push_back(std::make_unique<BackendAudit>(spec, *backends.back(), *workload, contexts,
                                                     s, options, result, progress));
   }
   // Context-major: a context's inputs (a multi-gigabyte KV cache, say) are built once and
   // serve every backend and repeat before the next context is built.
+  progress.contexts = static_cast<int>(contexts.size());
   for (const Context& c : contexts) {
+    ++progress.context_number;
     for (auto& audit : audits) audit->run_context(c);
   }
-  for (auto& audit : audits) result.backends.push_back(audit->finish());
+  size_t next_audit = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    result.backends.push_back(skipped[i] ? *skipped[i] : audits[next_audit++]->finish());
+  }
 
   AuditSummary& sum = result.summary;
   sum.backends = static_cast<int>(result.backends.size());
@@ -269,11 +344,20 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
   sum.cases = static_cast<int>(result.cases.size());
   sum.divergences = static_cast<int>(result.divergences.size());
   for (const BackendOutcome& o : result.backends) {
-    if (!o.passed) ++sum.failed_backends;
+    if (o.skipped) {
+      ++sum.skipped_backends;
+    } else if (!o.passed) {
+      ++sum.failed_backends;
+    }
   }
   sum.passed = sum.failed_backends == 0;
   sum.seconds = seconds_since(t0);
   return result;
+}
+
+void attach_verify(AuditResult& result, VerifyResult verify) {
+  result.summary.passed = result.summary.passed && verify.passed;
+  result.verify = std::move(verify);
 }
 
 }  // namespace nvdet

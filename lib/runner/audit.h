@@ -13,6 +13,7 @@ namespace nvdet {
 
 struct AuditProgress {
   int done = 0, total = 0;  // cases (backend × context × repeat)
+  int context_number = 0, contexts = 0;  // the context being run: 1-based, of how many
   std::string backend, context;
 };
 
@@ -21,6 +22,9 @@ struct AuditOptions {
   // with expectation `report`.
   std::vector<std::string> backends;
   std::string context_filter;  // --filter REGEX
+  // Skip (and report as skipped) the backends this machine cannot run: GPU backends when no GPU
+  // is present. Without it such a backend fails the audit with exit 3 before anything runs.
+  bool skip_unavailable = false;
   std::function<void(const AuditProgress&)> on_progress;
   // Called after each case with its outputs (for --dump); the outputs die after the call.
   std::function<void(const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
@@ -31,6 +35,19 @@ struct AuditOptions {
 // the scenario's).
 std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names);
 
+// Why this machine cannot run backend `name` ("" when it can): a GPU backend without a GPU.
+std::string backend_unavailable_reason(const std::string& name);
+
+// Everything about one audit that can be checked before any context runs: the backends exist,
+// the filter is valid and matches, each backend that will run computes the scenario's op and
+// dtype, and (without options.skip_unavailable) that this machine can run every backend.
+// Throws what run_audit would throw, before anything is computed; returns the contexts.
+std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options);
+
 AuditResult run_audit(const Scenario& s, const AuditOptions& options);
+
+// Makes a manifest verification part of the audit's result: the audit passes only when its
+// expectations held and the verification passed, so that every writer and the exit code agree.
+void attach_verify(AuditResult& result, VerifyResult verify);
 
 }  // namespace nvdet

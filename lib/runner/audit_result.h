@@ -11,6 +11,7 @@
 #include "lib/compare/compare.h"
 #include "lib/core/system_info.h"
 #include "lib/hash/hash.h"
+#include "lib/runner/verify_result.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -39,6 +40,9 @@ struct CaseRecord {
   std::string backend;
   int context_index = 0;
   std::string context_id;
+  // The context's group: the values of its request-defining axes ("kv_len=255"; "" when none).
+  // Contexts of one group compute the same requests and share one baseline.
+  std::string group;
   std::vector<std::pair<std::string, std::string>> context_values;
   int repeat = 0;
   std::vector<RequestRecord> requests;
@@ -93,15 +97,23 @@ struct BackendOutcome {
   int max_distinct_completions = 0;  // model scenarios: most distinct completions of one request
   std::string verdict;             // one sentence for humans
   std::map<std::string, std::string> stands_for;
+  // Not run, on request (`--skip-unavailable`), because this machine cannot run it (a GPU
+  // backend without a GPU). A skipped backend neither passes nor fails; every writer says so.
+  bool skipped = false;
+  std::string skip_reason;
+  int scenario_line = 0;  // the line naming the backend in the scenario file (0: not from it)
 };
 
 struct AuditSummary {
+  // The audit's verdict, the one the exit code states: every expectation held and, with
+  // --verify, the manifest check passed.
   bool passed = true;
   int backends = 0;
   int contexts = 0;
   int cases = 0;
   int divergences = 0;
   int failed_backends = 0;
+  int skipped_backends = 0;
   double seconds = 0.0;
 };
 
@@ -113,6 +125,9 @@ struct AuditResult {
   std::vector<CaseRecord> cases;
   std::vector<Divergence> divergences;
   AuditSummary summary;
+  // With --verify: the comparison with the golden manifest (lib/manifest). It takes part in
+  // summary.passed (see attach_verify in lib/runner/audit.h).
+  std::optional<VerifyResult> verify;
 };
 
 }  // namespace nvdet

@@ -6,6 +6,7 @@
 
 #include "lib/core/error.h"
 #include "lib/runner/audit.h"
+#include "lib/scenario/typo_hint.h"
 #include "lib/workloads/workload.h"
 
 namespace nvdet {
@@ -23,7 +24,7 @@ Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
                      .count());
   }
   std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us.front(), reps};
+  return {us[us.size() / 2], us.front(), reps, us.back()};
 }
 
 // The vendor kernel users actually run: cuDNN's SDPA for attention, cuBLAS for GEMM.
@@ -33,7 +34,10 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
     for (const BackendSpec& s : specs) {
       if (s.name == requested) return requested;
     }
-    throw_input_error("--baseline '" + requested + "' is not among the backends being timed");
+    std::vector<std::string> names;
+    for (const BackendSpec& s : specs) names.push_back(s.name);
+    throw_input_error("--baseline '" + requested + "'" + typo_hint(requested, names) +
+                      " is not among the backends being timed");
   }
   const bool attention = op == ScenarioOp::kAttentionDecode || op == ScenarioOp::kAttentionPrefill;
   for (const char* preferred : {attention ? "cudnn" : "cublas", "cublas"}) {
@@ -49,6 +53,16 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
 }
 
 }  // namespace
+
+void check_bench(const Scenario& s, const BenchOptions& options) {
+  const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  (void)filter_contexts(expand_contexts(s), options.context_filter);
+  (void)pick_baseline(specs, options.baseline);
+  for (const BackendSpec& spec : specs) {
+    const std::string unavailable = backend_unavailable_reason(spec.name);
+    if (!unavailable.empty()) throw_runtime_error("backend '" + spec.name + "' " + unavailable);
+  }
+}
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
@@ -87,6 +101,7 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
       row.backend = b->info().name;
       row.median_us = t->median_us;
       row.min_us = t->min_us;
+      row.max_us = t->max_us;
       row.tflops = bc->flops / (t->median_us * 1e-6) / 1e12;
       row.gbps = bc->bytes / (t->median_us * 1e-6) / 1e9;
       if (row.device_timed && result.copy_gbps > 0) row.copy_fraction = row.gbps / result.copy_gbps;

@@ -28,6 +28,7 @@ struct BenchRow {
   double time_ratio = 0.0;        // this backend's time / the baseline's (1.0 for the baseline)
   double copy_fraction = 0.0;     // gbps / BenchResult::copy_gbps (0 when that was not measured)
   bool device_timed = true;       // false: host wall clock (CPU backends)
+  double max_us = 0.0;            // with min_us: the spread of the timed runs
 };
 
 struct BenchResult {
@@ -39,6 +40,10 @@ struct BenchResult {
   double copy_gbps = 0.0;
   std::vector<BenchRow> rows;
 };
+
+// What can be checked before anything is timed: the backends exist, the filter is valid and
+// matches, the baseline is among the backends. Throws kBadInput as run_bench would.
+void check_bench(const Scenario& s, const BenchOptions& options);
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options);
 

@@ -1,0 +1,68 @@
+#include "lib/report/ci_output.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "lib/report/markdown_report.h"
+
+namespace nvdet {
+
+std::string github_escape(std::string_view text, bool property) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '%': out += "%25"; break;
+      case '\r': out += "%0D"; break;
+      case '\n': out += "%0A"; break;
+      case ':': out += property ? "%3A" : ":"; break;
+      case ',': out += property ? "%2C" : ","; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string github_error_annotations(const AuditResult& r) {
+  std::string out;
+  const std::string& file = r.scenario.path;
+  for (const BackendOutcome& b : r.backends) {
+    if (b.skipped || b.passed) continue;
+    std::string props = "file=" + github_escape(file, true);
+    if (b.scenario_line > 0) props += ",line=" + std::to_string(b.scenario_line);
+    props += ",title=" + github_escape("nvdet audit " + r.scenario.name + ": " + b.name +
+                                           " expected " + std::string(expectation_name(b.expect)),
+                                       true);
+    out += "::error " + props + "::" + github_escape(b.name + ": " + b.verdict, false) + "\n";
+  }
+  if (r.verify && !r.verify->passed) {
+    out += "::error file=" + github_escape(r.verify->manifest, true) + ",title=" +
+           github_escape("nvdet audit " + r.scenario.name + ": manifest verify failed", true) +
+           "::" + github_escape(r.verify->verdict, false) + "\n";
+  }
+  return out;
+}
+
+void publish_to_ci(const AuditResult& r) {
+  if (const char* path = std::getenv("GITHUB_STEP_SUMMARY"); path && *path) {
+    const std::string md = render_markdown_report(r) + "\n";
+    std::FILE* f = std::fopen(path, "a");
+    const bool ok = f && std::fwrite(md.data(), 1, md.size(), f) == md.size();
+    const int err = errno;
+    if (f && std::fclose(f) != 0 && ok) {
+      fmt::print(stderr, "nvdet: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n", path,
+                 std::strerror(errno));
+    } else if (!ok) {
+      fmt::print(stderr, "nvdet: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n", path,
+                 std::strerror(err));
+    }
+  }
+  if (const char* gha = std::getenv("GITHUB_ACTIONS"); gha && std::string_view(gha) == "true") {
+    fmt::print("{}", github_error_annotations(r));
+  }
+}
+
+}  // namespace nvdet

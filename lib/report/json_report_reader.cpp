@@ -1,0 +1,280 @@
+#include "lib/report/json_report_reader.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "lib/core/error.h"
+#include "lib/scenario/scenario.h"
+
+namespace nvdet {
+namespace {
+
+using nlohmann::json;
+
+// The inverse of json_number: "nan", "inf" and "-inf" are strings.
+double number(const json& v) {
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    throw json::other_error::create(501, "'" + s + "' is not a number", &v);
+  }
+  return v.get<double>();
+}
+
+Hash128 hash(const json& v) {
+  Hash128 h;
+  if (!Hash128::from_hex(v.get<std::string>(), h)) {
+    throw json::other_error::create(501, "'" + v.get<std::string>() + "' is not a hash", &v);
+  }
+  return h;
+}
+
+RunNotes notes(const json& v) {
+  RunNotes n;
+  for (const auto& [k, val] : v.items()) n[k] = val.get<std::string>();
+  return n;
+}
+
+Expectation expectation(const std::string& s) {
+  for (Expectation e : {Expectation::kInvariant, Expectation::kVariant, Expectation::kReport}) {
+    if (expectation_name(e) == s) return e;
+  }
+  throw json::other_error::create(501, "unknown expectation '" + s + "'", nullptr);
+}
+
+SystemInfo system(const json& j) {
+  SystemInfo s;
+  s.nvdet_version = j.value("nvdet_version", "");
+  s.host = j.value("host", "");
+  s.cuda_built = j.value("cuda_built", false);
+  s.compiled_architectures = j.value("compiled_architectures", "");
+  s.cuda_fp_flags = j.value("cuda_fp_flags", "");
+  s.cxx_fp_flags = j.value("cxx_fp_flags", "");
+  s.driver_version = j.value("driver_version", "");
+  s.cuda_runtime_version = j.value("cuda_runtime_version", "");
+  s.cublas_version = j.value("cublas_version", "");
+  s.device_error = j.value("device_error", "");
+  for (const json& g : j.value("gpus", json::array())) {
+    GpuInfo gi;
+    gi.index = g.value("index", 0);
+    gi.name = g.value("name", "");
+    gi.sm_count = g.value("sm_count", 0);
+    gi.compute_capability = g.value("compute_capability", "");
+    gi.memory_bytes = g.value("memory_bytes", uint64_t{0});
+    gi.l2_bytes = g.value("l2_bytes", uint64_t{0});
+    s.gpus.push_back(gi);
+  }
+  return s;
+}
+
+FirstMismatch first_mismatch(const json& j) {
+  FirstMismatch m;
+  m.flat_index = j.at("flat_index").get<int64_t>();
+  m.coords = j.at("coords").get<std::vector<int64_t>>();
+  m.a = number(j.at("a"));
+  m.b = number(j.at("b"));
+  m.a_bits = j.at("a_bits").get<std::string>();
+  m.b_bits = j.at("b_bits").get<std::string>();
+  m.ulp = j.at("ulp").is_null() ? std::numeric_limits<uint64_t>::max() : j.at("ulp").get<uint64_t>();
+  return m;
+}
+
+// The group of a context from its values: its request-defining axes, in sweep order, as
+// expand_contexts names it.
+std::string group_of(const ScenarioSummary& s,
+                     const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string group;
+  for (const auto& [axis, ignored] : s.axes) {
+    bool defines = false;
+    for (const AxisDescription& a : known_axes()) defines |= a.name == axis && a.defines_request;
+    if (!defines) continue;
+    for (const auto& [k, v] : values) {
+      if (k == axis) group += (group.empty() ? "" : ",") + k + "=" + v;
+    }
+  }
+  return group;
+}
+
+AuditResult parse(const json& j) {
+  AuditResult r;
+  r.schema_version = j.at("schema_version").get<int>();
+  if (r.schema_version != kReportSchemaVersion) {
+    throw json::other_error::create(
+        501, "schema_version " + std::to_string(r.schema_version) + " (this nvdet reads " +
+                 std::to_string(kReportSchemaVersion) + ")", nullptr);
+  }
+  const json& sj = j.at("scenario");
+  ScenarioSummary& s = r.scenario;
+  s.name = sj.at("name").get<std::string>();
+  s.path = sj.value("path", "");
+  s.description = sj.value("description", "");
+  s.op = sj.at("op").get<std::string>();
+  s.dtype = sj.value("dtype", "");
+  s.out_dtype = sj.value("out_dtype", "");
+  s.seed = sj.value("seed", uint64_t{0});
+  s.requests = sj.value("requests", std::vector<int64_t>{});
+  s.repeat = sj.value("repeat", 1);
+  for (const json& a : sj.value("axes", json::array())) {
+    s.axes.emplace_back(a.at("name").get<std::string>(), a.at("values").get<std::vector<std::string>>());
+  }
+  s.coord_names = sj.value("coord_names", std::vector<std::string>{});
+  r.system = system(j.at("device"));
+
+  for (const json& b : j.at("backends")) {
+    BackendOutcome o;
+    o.name = b.at("name").get<std::string>();
+    o.description = b.value("description", "");
+    o.gpu = b.value("gpu", false);
+    o.expect = expectation(b.at("expect").get<std::string>());
+    o.passed = b.at("passed").get<bool>();
+    o.contexts_run = b.value("contexts_run", 0);
+    o.divergent_contexts = b.value("divergent_contexts", 0);
+    o.run_to_run_divergences = b.value("run_to_run_divergences", 0);
+    o.max_distinct_results = b.value("max_distinct_results", 1);
+    o.max_distinct_completions = b.value("max_distinct_completions", 0);
+    o.verdict = b.value("verdict", "");
+    o.stands_for = b.value("stands_for", std::map<std::string, std::string>{});
+    o.skipped = b.value("skipped", false);
+    o.skip_reason = b.value("skip_reason", "");
+    r.backends.push_back(std::move(o));
+  }
+  for (const json& c : j.at("cases")) {
+    CaseRecord rec;
+    rec.backend = c.at("backend").get<std::string>();
+    rec.context_index = c.at("context_index").get<int>();
+    rec.context_id = c.at("context").get<std::string>();
+    // In the order of the scenario's axes (a JSON object has no order of its own).
+    const json& values = c.value("context_values", json::object());
+    for (const auto& [axis, ignored] : s.axes) {
+      if (values.contains(axis)) rec.context_values.emplace_back(axis, values.at(axis).get<std::string>());
+    }
+    rec.group = c.contains("group") ? c.at("group").get<std::string>() : group_of(s, rec.context_values);
+    rec.repeat = c.value("repeat", 0);
+    rec.seconds = number(c.value("seconds", json(0.0)));
+    rec.notes = notes(c.value("notes", json::object()));
+    for (const json& q : c.at("requests")) {
+      RequestRecord rr;
+      rr.request = q.at("request").get<int64_t>();
+      rr.hash = hash(q.at("hash"));
+      for (const json& t : q.value("token_hashes", json::array())) rr.token_hashes.push_back(hash(t));
+      rr.completion = q.value("completion", std::vector<int32_t>{});
+      rec.requests.push_back(std::move(rr));
+    }
+    r.cases.push_back(std::move(rec));
+  }
+  for (const json& d : j.at("divergences")) {
+    Divergence v;
+    v.backend = d.at("backend").get<std::string>();
+    v.kind = d.at("kind").get<std::string>();
+    v.request = d.at("request").get<int64_t>();
+    v.token = d.value("token", int64_t{0});
+    v.baseline_context = d.at("baseline_context").get<std::string>();
+    v.context = d.at("context").get<std::string>();
+    v.repeat = d.value("repeat", 0);
+    v.first_mismatch = first_mismatch(d.at("first_mismatch"));
+    v.max_abs_diff = number(d.value("max_abs_diff", json(0.0)));
+    v.max_rel_diff = number(d.value("max_rel_diff", json(0.0)));
+    v.mismatch_count = d.value("mismatch_count", int64_t{0});
+    v.mismatched_tokens = d.value("mismatched_tokens", int64_t{0});
+    v.tokens = d.value("tokens", int64_t{0});
+    v.baseline_notes = notes(d.value("baseline_notes", json::object()));
+    v.notes = notes(d.value("notes", json::object()));
+    if (d.contains("completion")) {
+      const json& c = d.at("completion");
+      CompletionDivergence cd;
+      cd.step = c.at("step").get<int64_t>();
+      cd.baseline_token = c.at("baseline_token").get<int32_t>();
+      cd.token = c.at("token").get<int32_t>();
+      cd.baseline_logit_of_baseline_token = number(c.at("baseline_logit_of_baseline_token"));
+      cd.baseline_logit_of_token = number(c.at("baseline_logit_of_token"));
+      cd.logit_of_baseline_token = number(c.at("logit_of_baseline_token"));
+      cd.logit_of_token = number(c.at("logit_of_token"));
+      cd.baseline_margin = number(c.at("baseline_margin"));
+      v.completion = cd;
+    }
+    if (d.contains("first_op")) {
+      const json& f = d.at("first_op");
+      v.first_op = OpDivergence{f.at("step").get<int32_t>(), f.at("layer").get<int32_t>(),
+                                f.at("op").get<std::string>()};
+    }
+    r.divergences.push_back(std::move(v));
+  }
+  const json& sum = j.at("summary");
+  r.summary.passed = sum.at("passed").get<bool>();
+  r.summary.backends = sum.value("backends", 0);
+  r.summary.contexts = sum.value("contexts", 0);
+  r.summary.cases = sum.value("cases", 0);
+  r.summary.divergences = sum.value("divergences", 0);
+  r.summary.failed_backends = sum.value("failed_backends", 0);
+  r.summary.skipped_backends = sum.value("skipped_backends", 0);
+  r.summary.seconds = number(sum.value("seconds", json(0.0)));
+  if (j.contains("verify")) {
+    const json& v = j.at("verify");
+    VerifyResult vr;
+    vr.manifest = v.value("manifest", "");
+    vr.scenario = v.value("scenario", "");
+    vr.passed = v.at("passed").get<bool>();
+    vr.verdict = v.value("verdict", "");
+    vr.compared = v.value("compared", 0);
+    vr.environment = v.value("environment", std::vector<std::string>{});
+    vr.recorded_as = v.value("recorded_as", std::map<std::string, std::string>{});
+    for (const json& c : v.value("changes", json::array())) {
+      ManifestChange ch;
+      ch.backend = c.at("backend").get<std::string>();
+      ch.expectation = c.value("expectation", "");
+      ch.context = c.at("context").get<std::string>();
+      ch.repeat = c.value("repeat", 0);
+      ch.request = c.at("request").get<int64_t>();
+      ch.recorded = hash(c.at("recorded_hash"));
+      ch.now = hash(c.at("hash"));
+      ch.first_token = c.at("first_token").is_null() ? -1 : c.at("first_token").get<int64_t>();
+      ch.changed_tokens = c.value("changed_tokens", int64_t{0});
+      ch.tokens_recorded = c.value("tokens_recorded", int64_t{0});
+      ch.tokens_now = c.value("tokens", int64_t{0});
+      ch.fails = c.value("fails", false);
+      vr.changes.push_back(std::move(ch));
+    }
+    auto refs = [](const json& a) {
+      std::vector<ManifestEntryRef> out;
+      for (const json& x : a) {
+        out.push_back({x.at("backend").get<std::string>(), x.at("context").get<std::string>(),
+                       x.value("repeat", 0), x.at("request").get<int64_t>()});
+      }
+      return out;
+    };
+    vr.missing = refs(v.value("missing", json::array()));
+    vr.added = refs(v.value("new", json::array()));
+    r.verify = std::move(vr);  // summary.passed was read as written
+  }
+  return r;
+}
+
+}  // namespace
+
+AuditResult audit_from_json(const json& j, const std::string& what) {
+  try {
+    return parse(j);
+  } catch (const json::exception& e) {
+    std::string why = e.what();
+    // nlohmann prefixes "[json.exception.type_error.302] "; keep the sentence.
+    if (const size_t at = why.find("] "); at != std::string::npos) why = why.substr(at + 2);
+    throw_input_error("cannot read audit report '" + what + "': " + why);
+  }
+}
+
+AuditResult read_audit_report(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_input_error("cannot read audit report '" + path + "': no such file or not readable");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw_input_error("cannot read audit report '" + path + "': not JSON (" + std::string(e.what()) + ")");
+  }
+  return audit_from_json(j, path);
+}
+
+}  // namespace nvdet
