@@ -57,7 +57,7 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
 void check_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   (void)filter_contexts(expand_contexts(s), options.context_filter);
-  (void)pick_baseline(specs, options.baseline);
+  (void)pick_baseline(specs, options.baseline, s.op);
   for (const BackendSpec& spec : specs) {
     const std::string unavailable = backend_unavailable_reason(spec.name);
     if (!unavailable.empty()) throw_runtime_error("backend '" + spec.name + "' " + unavailable);
