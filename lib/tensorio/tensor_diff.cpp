@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include "lib/compare/any_compare.h"
 #include "lib/core/error.h"
@@ -38,11 +39,13 @@ bool is_npy(const fs::path& p) {
 
 void add_safetensors(const fs::path& p, const std::string& prefix, const DiffOptions& o,
                      std::vector<Source>& out) {
-  const SafetensorsFile f = SafetensorsFile::open(p);
-  for (const std::string& name : f.names()) {
+  // One file object shared by every tensor's loader: copying it into each loader would copy its
+  // whole index per tensor (memory quadratic in the tensor count).
+  const auto f = std::make_shared<const SafetensorsFile>(SafetensorsFile::open(p));
+  for (const std::string& name : f->names()) {
     const std::string label = p.string() + ":" + name;
     out.push_back({prefix + name, name, label, [f, name, label, as = o.as] {
-                     AnyTensor t = f.read_any(name);
+                     AnyTensor t = f->read_any(name);
                      return as ? reinterpret_as(std::move(t), *as, label) : t;
                    }});
   }
