@@ -12,7 +12,11 @@
 #include <tuple>
 
 #include "lib/compare/any_compare.h"
+#include "lib/core/bounded_file.h"
+#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
+#include "lib/core/json_input.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/atomic_file.h"
 #include "lib/report/json_report.h"
 #include "lib/tensorio/nvdet_dump.h"
@@ -43,7 +47,8 @@ class Reader {
   explicit Reader(std::string what) : what_(std::move(what)) {}
 
   [[noreturn]] void fail(const std::string& where, const std::string& why) const {
-    throw_input_error(what_ + " is corrupt: " + where + " " + why);
+    // `where` holds keys from the file: escaped and bounded like any excerpt.
+    throw_input_error(what_ + " is corrupt: " + excerpt(where, 128) + " " + why);
   }
   const json& field(const json& obj, const std::string& key, const std::string& where) const {
     if (!obj.is_object()) fail(where, "is not an object");
@@ -73,13 +78,8 @@ class Reader {
     return integer(field(obj, key, where), where + "." + key);
   }
   int64_t key_integer(const std::string& key, const std::string& where) const {
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(key, &used);
-      if (used == key.size()) return v;
-    } catch (const std::exception&) {
-    }
-    fail(where, "has the key '" + key + "', which is not an integer");
+    if (const auto v = parse_integer<int64_t>(key)) return *v;
+    fail(where, "has the key '" + excerpt(key) + "', which is not an integer");
   }
   Hash128 hash(const json& v, const std::string& where) const {
     Hash128 h;
@@ -299,20 +299,8 @@ void write_manifest(const std::filesystem::path& path, Manifest m, const std::st
 }
 
 Manifest read_manifest(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw_input_error("cannot read manifest '" + path.string() + "': " + std::strerror(errno));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw_input_error("manifest '" + path.string() + "' is not valid JSON (truncated or corrupt at byte " +
-                      std::to_string(e.byte) + " of " + std::to_string(text.size()) + ")");
-  }
+  const std::string text = read_bounded_file(path, kMaxJsonFileBytes, "manifest");
+  const json j = parse_json_input(text, "manifest '" + path.string() + "'");
   return manifest_from_json(j, "manifest '" + path.string() + "'");
 }
 
