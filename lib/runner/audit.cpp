@@ -229,9 +229,20 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
   return chosen;
 }
 
+void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
+                           const Budget& budget) {
+  bool gpu = false;
+  for (const BackendSpec& spec : specs) {
+    const BackendRegistration* r = find_backend(spec.name);
+    gpu = gpu || (r && r->info.gpu);
+  }
+  check_budget(s, estimate_scenario(s), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
+}
+
 AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
   const auto t0 = Clock::now();
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  check_scenario_budget(s, specs, options.budget);  // before any context or tensor exists
   const std::vector<Context> contexts =
       filter_contexts(expand_contexts(s), options.context_filter);
   std::unique_ptr<Workload> workload = make_workload(s);

@@ -47,6 +47,7 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  check_scenario_budget(s, specs, Budget{});  // the audit's default limits
   const std::vector<Context> contexts =
       filter_contexts(expand_contexts(s), options.context_filter);
   std::unique_ptr<Workload> workload = make_workload(s);
