@@ -130,6 +130,24 @@ TEST(YamlGuard, CommaThatStartsANodeIsRefusedAtOnce) {
   }
 }
 
+TEST(YamlGuard, TopLevelTaggedOrAnchoredValueIsRefusedAtOnce) {
+  // Found by fuzz_scenario: properties, a plain scalar, then a line starting with '?' made
+  // yaml-cpp 0.7 loop (tests/fuzz/regressions/scenario/yaml-cpp-loop-*-key-indicator.yaml).
+  for (const char* text : {"! a\n?\n", "!t a\n? b\n", "&x a\n? b\n: c\n", "!!str a\n\n?\n",
+                           "&x !t a b\n?\n"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string msg = scenario_error(text);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << text;
+    EXPECT_NE(msg.find("s.yaml:1:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("a value with an anchor or tag at the top level"), std::string::npos)
+        << msg;
+  }
+  // Anchors on keys and on nested values are fine.
+  EXPECT_NO_THROW(parse_scenario("&k name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\n"
+                                 "seed: &s 1\nbackends: {cpu-invariant: invariant}\n",
+                                 "s.yaml"));
+}
+
 TEST(YamlGuard, CommasWhereYamlAllowsThemStillLoad) {
   // Inside flow collections, plain and quoted scalars, comments and block scalars.
   const std::string base = "name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\nseed: 1\n"

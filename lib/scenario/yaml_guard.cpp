@@ -75,6 +75,10 @@ class Guard {
       skip_to_eol();
       return;
     }
+    // Properties (&anchor, !tag) that open a line at the top level: yaml-cpp 0.7 loops when a
+    // plain scalar follows them and a later line starts with '?'. A scenario never has a lone
+    // value at its top level, so that shape is refused outright.
+    root_properties_ = flow_depth_ == 0 && i_ == line_start && (at(i_) == '&' || at(i_) == '!');
     tokens(static_cast<long>(indent));
   }
 
@@ -99,6 +103,8 @@ class Guard {
         skip_to_eol();
         return;
       }
+      const bool after_root_properties = root_properties_ && c != '&' && c != '!';
+      if (c != '&' && c != '!') root_properties_ = false;
       if (c == '\'' || c == '"') {
         quoted(c);
         continue;
@@ -143,7 +149,10 @@ class Guard {
         skip_to_eol();
         return;
       }
+      const size_t start = i_;
       plain();
+      if (after_root_properties && at(i_) != ':')
+        fail(start, "a value with an anchor or tag at the top level; a scenario is a map of keys");
     }
   }
 
@@ -193,6 +202,7 @@ class Guard {
   size_t flow_depth_ = 0;
   size_t aliases_ = 0;
   long block_indent_ = -1;  // >= 0 while inside a block scalar opened on a line of that indent
+  bool root_properties_ = false;  // the line so far holds only top-level &anchor / !tag words
 };
 
 }  // namespace
