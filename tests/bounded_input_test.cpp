@@ -16,6 +16,7 @@
 #include "lib/scenario/scenario.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"
+#include "lib/tensorio/tensor_diff.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -253,6 +254,23 @@ TEST(HostileTensorFiles, SafetensorsHugeNumbersAndNames) {
   write_file(path, big);
   EXPECT_NE(input_error_of([&] { SafetensorsFile::open(path); }).find("exceeds the file size"),
             std::string::npos);
+}
+
+TEST(HostileTensorFiles, DiffShowsTensorNamesEscaped) {
+  const auto dir = make_temp_dir("hostile-diff");
+  AnyTensor t;
+  t.type = ElemType::kU8;
+  t.shape = {1};
+  t.bytes = {std::byte{7}};
+  const std::string evil = "w\x1b[2J\x1b]0;title\x07";
+  write_safetensors_any(dir / "a.safetensors", {{evil, &t}, {"x", &t}});
+  write_safetensors_any(dir / "b.safetensors", {{"x", &t}});
+  const DiffResult r = diff_tensor_files(dir / "a.safetensors", dir / "b.safetensors", {});
+  const std::string text = render_diff_text(r, false);
+  EXPECT_NE(text.find("only in " + (dir / "a.safetensors").string() + ": w\\x1b[2J\\x1b]0;title\\x07"),
+            std::string::npos)
+      << text;
+  for (const char c : text) EXPECT_NE(c, '\x1b') << text;
 }
 
 TEST(HostileJsonFiles, ManifestAndCheckpointConfig) {
