@@ -273,6 +273,23 @@ TEST(HostileTensorFiles, DiffShowsTensorNamesEscaped) {
   for (const char c : text) EXPECT_NE(c, '\x1b') << text;
 }
 
+TEST(HostileJsonFiles, ManifestSystemFieldsOfTheWrongTypeReadAsUnknown) {
+  // Found by fuzz_manifest: "cuda_built": {} threw nlohmann's type_error out of the reader (an
+  // 'internal error' in nvdet). The informational system fields now fall back instead.
+  nlohmann::json j = nlohmann::json::parse(
+      testing::read_file(source_dir() / "tests/fuzz/corpus/manifest/gemm-two-batches.json"));
+  j["system"]["cuda_built"] = nlohmann::json::object();
+  j["system"]["gpus"] = nlohmann::json::array(
+      {{{"index", "x"}, {"sm_count", 1e300}, {"memory_bytes", -5}, {"l2_bytes", true}}});
+  const Manifest m = manifest_from_json(j, "m.json");
+  EXPECT_FALSE(m.system.cuda_built);
+  ASSERT_EQ(m.system.gpus.size(), 1u);
+  EXPECT_EQ(m.system.gpus[0].index, 0);
+  EXPECT_EQ(m.system.gpus[0].sm_count, 0);
+  EXPECT_EQ(m.system.gpus[0].memory_bytes, 0u);
+  EXPECT_EQ(m.system.gpus[0].l2_bytes, 0u);
+}
+
 TEST(HostileJsonFiles, ManifestAndCheckpointConfig) {
   const auto dir = make_temp_dir("hostile-json");
   write_file(dir / "m.json", R"({"nvdet_manifest": 1e999})");

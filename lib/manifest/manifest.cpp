@@ -10,6 +10,7 @@
 #include <sstream>
 #include <system_error>
 #include <tuple>
+#include <utility>
 
 #include "lib/compare/any_compare.h"
 #include "lib/core/bounded_file.h"
@@ -70,6 +71,26 @@ class Reader {
     auto it = obj.find(key);
     return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
   }
+  // The informational system fields: a value of another type, or out of range, reads as the
+  // fallback (as str_or does), never as an exception from the JSON library.
+  bool bool_or(const json& obj, const std::string& key, bool fallback) const {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  }
+  template <class T>
+  T int_or(const json& obj, const std::string& key, T fallback) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
+    if (it->is_number_unsigned()) {
+      const uint64_t u = it->get<uint64_t>();
+      return std::in_range<T>(u) ? static_cast<T>(u) : fallback;
+    }
+    if (it->is_number_integer()) {
+      const int64_t v = it->get<int64_t>();
+      return std::in_range<T>(v) ? static_cast<T>(v) : fallback;
+    }
+    return fallback;
+  }
   int64_t integer(const json& v, const std::string& where) const {
     if (!v.is_number_integer()) fail(where, "is not an integer");
     return v.get<int64_t>();
@@ -98,7 +119,7 @@ SystemInfo system_from_json(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("system", "is not an object");
   s.nvdet_version = r.str_or(j, "nvdet_version", "");
   s.host = r.str_or(j, "host", "");
-  s.cuda_built = j.value("cuda_built", false);
+  s.cuda_built = r.bool_or(j, "cuda_built", false);
   s.compiled_architectures = r.str_or(j, "compiled_architectures", "");
   s.cuda_fp_flags = r.str_or(j, "cuda_fp_flags", "");
   s.cxx_fp_flags = r.str_or(j, "cxx_fp_flags", "");
@@ -110,12 +131,12 @@ SystemInfo system_from_json(const json& j, const Reader& r) {
     for (const json& g : *it) {
       if (!g.is_object()) r.fail("system.gpus", "holds something that is not an object");
       GpuInfo gi;
-      gi.index = g.value("index", 0);
+      gi.index = r.int_or(g, "index", 0);
       gi.name = r.str_or(g, "name", "");
-      gi.sm_count = g.value("sm_count", 0);
+      gi.sm_count = r.int_or(g, "sm_count", 0);
       gi.compute_capability = r.str_or(g, "compute_capability", "");
-      gi.memory_bytes = g.value("memory_bytes", uint64_t{0});
-      gi.l2_bytes = g.value("l2_bytes", uint64_t{0});
+      gi.memory_bytes = r.int_or(g, "memory_bytes", decltype(gi.memory_bytes){0});
+      gi.l2_bytes = r.int_or(g, "l2_bytes", decltype(gi.l2_bytes){0});
       s.gpus.push_back(gi);
     }
   }
