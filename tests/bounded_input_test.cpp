@@ -115,6 +115,11 @@ TEST(YamlGuard, CommaThatStartsANodeIsRefusedAtOnce) {
       {"\"s\" ,", "s.yaml:1:5: "},
       {"&x ,", "s.yaml:1:4: "},
       {"# note\n,", "s.yaml:2:1: "},
+      // Found by fuzz_scenario: yaml-cpp ends a tag at '"' (and other bytes outside its tag
+      // alphabet), so the comma after the quoted scalar starts a node.
+      {"!\"a\" ,", "s.yaml:1:6: "},
+      {"#0, k8}\n!\"euests: \" ,", "s.yaml:2:13: "},
+      {"!t\"a\" ,", "s.yaml:1:7: "},
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();

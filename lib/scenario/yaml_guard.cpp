@@ -1,5 +1,7 @@
 #include "lib/scenario/yaml_guard.h"
 
+#include <cctype>
+
 #include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
@@ -140,8 +142,12 @@ class Guard {
         word();
         continue;
       }
-      if (c == '&' || c == '!') {
+      if (c == '&') {
         word();
+        continue;
+      }
+      if (c == '!') {
+        tag();
         continue;
       }
       if ((c == '|' || c == '>') && flow_depth_ == 0) {
@@ -156,10 +162,24 @@ class Guard {
     }
   }
 
-  // An anchor, alias or tag: up to a blank or a flow indicator.
+  // An anchor or alias: up to a blank or a flow indicator (yaml-cpp reads any other byte as part
+  // of its name).
   void word() {
     ++i_;
     while (i_ < t_.size() && !blank(t_[i_]) && !flow_indicator(t_[i_])) ++i_;
+  }
+
+  // A tag, exactly as far as yaml-cpp 0.7 reads one: word characters and #;/?:@&=+$_.~*'()%!.
+  // Whatever follows starts the next token even without a blank ('!"a" ,' is a tag, a quoted
+  // scalar and a comma to yaml-cpp, and loops it), so the guard must end the tag where it does.
+  void tag() {
+    ++i_;
+    static constexpr std::string_view kTagPunct = "-#;/?:@&=+$_.~*'()%!";
+    while (i_ < t_.size()) {
+      const unsigned char c = static_cast<unsigned char>(t_[i_]);
+      if (!std::isalnum(c) && kTagPunct.find(static_cast<char>(c)) == std::string_view::npos) break;
+      ++i_;
+    }
   }
 
   // A quoted scalar, possibly over several lines. An unterminated one is yaml-cpp's to report.
