@@ -107,6 +107,10 @@ class Guard {
       }
       const bool after_root_properties = root_properties_ && c != '&' && c != '!';
       if (c != '&' && c != '!') root_properties_ = false;
+      // After top-level properties only a plain key may follow: yaml-cpp also loops on a tag
+      // followed by quoted scalars ('!t""""K# e' then '? ?'), and a scenario needs neither.
+      if (after_root_properties && !starts_plain(c))
+        fail(i_, "a value with an anchor or tag at the top level; a scenario is a map of keys");
       if (c == '\'' || c == '"') {
         quoted(c);
         continue;
@@ -160,6 +164,15 @@ class Guard {
       if (after_root_properties && at(i_) != ':')
         fail(start, "a value with an anchor or tag at the top level; a scenario is a map of keys");
     }
+  }
+
+  // Whether `c` at position i_ starts a plain scalar (not an indicator, quote or flow bracket).
+  bool starts_plain(char c) const {
+    if (std::string_view("'\"[]{},|>*&!#%@`").find(c) != std::string_view::npos) return false;
+    if ((c == '-' || c == '?' || c == ':') &&
+        (blank(at(i_ + 1)) || (flow_depth_ > 0 && flow_indicator(at(i_ + 1)))))
+      return false;
+    return true;
   }
 
   // An anchor or alias: up to a blank or a flow indicator (yaml-cpp reads any other byte as part
