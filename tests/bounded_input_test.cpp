@@ -112,7 +112,7 @@ TEST(YamlGuard, CommaThatStartsANodeIsRefusedAtOnce) {
       {",a", "s.yaml:1:1: "},
       {"--- ,", "s.yaml:1:5: "},
       {"- a\n,", "s.yaml:2:1: "},
-      {"\"s\" ,", "s.yaml:1:5: "},
+      {"k: \"s\" ,", "s.yaml:1:8: "},
       {"k: &x ,", "s.yaml:1:7: "},
       {"# note\n,", "s.yaml:2:1: "},
   };
@@ -147,6 +147,16 @@ TEST(YamlGuard, TopLevelTaggedOrAnchoredValueIsRefusedAtOnce) {
   // Found by fuzz_scenario: yaml-cpp ends a tag at '"', then reads a quoted scalar and a comma.
   EXPECT_NE(scenario_error("#0, k8}\n!\"euests: \" ,")
                 .find("s.yaml:2:2: a value with an anchor or tag at the top level"),
+            std::string::npos);
+  // Found by fuzz_scenario: any top-level value that is not a key ('\'\')', 'a b'), then a
+  // line starting with '?', loops yaml-cpp too; so does a complex key.
+  for (const char* text : {"'')\n? ", "\"x\" y\n? a\n", "a b\n? c\n"}) {
+    const std::string msg = scenario_error(text);
+    EXPECT_NE(msg.find("s.yaml:1:1: a line at the top level of a scenario must start a 'key:'"),
+              std::string::npos)
+        << msg;
+  }
+  EXPECT_NE(scenario_error("? a\n: b\n").find("s.yaml:1:1: complex keys ('? ') are not used"),
             std::string::npos);
   // Anchors on keys and on nested values are fine.
   EXPECT_NO_THROW(parse_scenario("&k name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\n"

@@ -81,6 +81,7 @@ class Guard {
     // plain scalar follows them and a later line starts with '?'. A scenario never has a lone
     // value at its top level, so that shape is refused outright.
     root_properties_ = flow_depth_ == 0 && i_ == line_start && (at(i_) == '&' || at(i_) == '!');
+    if (flow_depth_ == 0 && i_ == line_start) top_level_line();
     tokens(static_cast<long>(indent));
   }
 
@@ -164,6 +165,36 @@ class Guard {
       if (after_root_properties && at(i_) != ':')
         fail(start, "a value with an anchor or tag at the top level; a scenario is a map of keys");
     }
+  }
+
+  // A line that starts at column 1 outside any [ ] or { }: in a scenario (a map) it starts a
+  // 'key:'. yaml-cpp 0.7 loops on top-level lines that hold a value that is not a key followed
+  // by a line starting with '?' ('\'\')' then '? ', 'a b' forms), so the guard refuses a
+  // top-level scalar that is not a key, and complex keys ('? '), which scenarios never use. Lines
+  // starting with '-' (a list at the top) are left to the parser, which says the scenario must be
+  // a map.
+  void top_level_line() {
+    const char c = at(i_);
+    if (c == '?' && blank(at(i_ + 1)))
+      fail(i_, "complex keys ('? ') are not used in scenarios; write 'key: value'");
+    const size_t start = i_;
+    size_t end = i_;
+    if (c == '\'' || c == '"') {
+      const size_t save = i_;
+      quoted(c);
+      end = i_;
+      while (at(end) == ' ' || at(end) == '\t') ++end;
+      i_ = save;
+      if (at(end) != ':' || !blank(at(end + 1)))
+        fail(start, "a line at the top level of a scenario must start a 'key:'");
+      return;
+    }
+    if (!starts_plain(c) || c == '\t' || c == '\r' || c == '\n' || c == ' ' || c == '\0') return;
+    const size_t save = i_;
+    plain();
+    end = i_;
+    i_ = save;
+    if (at(end) != ':') fail(start, "a line at the top level of a scenario must start a 'key:'");
   }
 
   // Whether `c` at position i_ starts a plain scalar (not an indicator, quote or flow bracket).
