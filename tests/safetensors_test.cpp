@@ -162,7 +162,7 @@ TEST(Safetensors, CorruptFilesAreRefusedWithOneSentence) {
     EXPECT_EQ(msg.rfind(path.string() + ": ", 0), 0u) << c.label << ": " << msg;
   }
   EXPECT_NE(input_error([&] { (void)SafetensorsFile::open(dir / "missing.safetensors"); })
-                .find("cannot open"),
+                .find("cannot read safetensors file"),
             std::string::npos);
 }
 

@@ -535,7 +535,7 @@ TEST(ScenarioLoaderTest, UnreadableFilesAreInputErrorsWithoutALine) {
             "cannot read scenario '" + missing + "': No such file or directory");
   const std::string dir = testing::make_temp_dir("scenario-dir").string();
   EXPECT_EQ(input_error_of([&] { load_scenario(dir); }),
-            "cannot read scenario '" + dir + "': Is a directory");
+            "scenario '" + dir + "' is not a regular file (it is a folder)");
 }
 
 TEST(ScenarioLoaderTest, YamlSyntaxErrorsCarryYamlCppsWordsAndLocation) {

@@ -43,7 +43,15 @@ struct AuditFlags {
   std::string record, verify, dump_dir;  // --record, --verify, --dump (lib/manifest/manifest.h)
   bool strict = false;
   std::vector<std::string> verify_as;  // --verify-as RUN=RECORDED
+  uint64_t max_contexts = kDefaultMaxContexts;
+  std::string max_host_bytes, max_device_bytes;  // "" = sized to this machine
 };
+
+std::optional<uint64_t> byte_limit(const std::string& flag, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (const auto b = parse_byte_size(text)) return b;
+  throw_input_error(flag + " '" + text + "' is not a size (bytes, or a number with K, M, G or T)");
+}
 
 struct Planned {
   Scenario scenario;
@@ -55,6 +63,8 @@ AuditOptions options_for(const AuditFlags& f) {
   opts.backends = f.backends;
   opts.context_filter = f.filter;
   opts.skip_unavailable = f.skip_unavailable;
+  opts.budget = Budget{f.max_contexts, byte_limit("--max-host-bytes", f.max_host_bytes),
+                       byte_limit("--max-device-bytes", f.max_device_bytes)};
   return opts;
 }
 
@@ -196,6 +206,15 @@ Action add_audit_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--dump", flags->dump_dir,
                   "Write the probed requests' outputs as safetensors files under this folder");
+  cmd->add_option("--max-contexts", flags->max_contexts,
+                  "Refuse scenarios that sweep more contexts than this (exit 2)")
+      ->capture_default_str();
+  cmd->add_option("--max-host-bytes", flags->max_host_bytes,
+                  "Refuse scenarios estimated to need more host memory per context (exit 3); "
+                  "default: 3/4 of the memory available now (e.g. 64G)");
+  cmd->add_option("--max-device-bytes", flags->max_device_bytes,
+                  "Refuse scenarios estimated to need more GPU memory per context (exit 3); "
+                  "default: the GPU's free memory");
   return [flags, format] {
     flags->format_given = format->count() > 0;
     return run(*flags);

@@ -6,6 +6,7 @@
 #include "lib/core/error.h"
 #include "lib/model/bisect.h"
 #include "lib/report/bisect_html.h"
+#include "lib/runner/audit.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
@@ -37,6 +38,10 @@ int run(const BisectFlags& f) {
     throw_input_error("--format must be text, json or html, got '" + f.format + "'");
   }
   const Scenario s = load_scenario(f.scenario);
+  // The audit's default budget: a model that cannot fit is refused before its weights exist.
+  check_scenario_budget(s, select_backends(s, f.backend.empty() ? std::vector<std::string>{}
+                                                                : std::vector{f.backend}),
+                        Budget{});
   BisectOptions o;
   o.request = f.request;
   o.context = parse_pairs(f.context, "--context");

@@ -1,6 +1,8 @@
 #pragma once
 // The device and software a run happened on. Recorded in every report and manifest, printed by
 // `nvdet info`, and compared by `nvdet audit --verify` to name what changed between two runs.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,5 +33,9 @@ struct SystemInfo {
 
 // Reads what is there; never throws (a missing device is recorded in device_error).
 SystemInfo collect_system_info();
+
+// Free memory of device 0 (cudaMemGetInfo), what the audit's device budget is measured against;
+// nullopt in a CPU-only build or where no device answers.
+std::optional<uint64_t> device_free_bytes();
 
 }  // namespace nvdet

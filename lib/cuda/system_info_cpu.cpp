@@ -13,4 +13,6 @@ SystemInfo collect_system_info() {
   return s;
 }
 
+std::optional<uint64_t> device_free_bytes() { return std::nullopt; }
+
 }  // namespace nvdet

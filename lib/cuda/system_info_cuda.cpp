@@ -60,4 +60,18 @@ SystemInfo collect_system_info() {
   return s;
 }
 
+std::optional<uint64_t> device_free_bytes() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  size_t free = 0, total = 0;
+  if (cudaSetDevice(0) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return static_cast<uint64_t>(free);
+}
+
 }  // namespace nvdet

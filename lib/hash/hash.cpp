@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "lib/core/checked_parse.h"
+
 namespace nvdet {
 
 std::string Hash128::hex() const {
@@ -18,8 +20,11 @@ bool Hash128::from_hex(const std::string& s, Hash128& out) {
   for (char c : s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
-  out.high = std::stoull(s.substr(0, 16), nullptr, 16);
-  out.low = std::stoull(s.substr(16), nullptr, 16);
+  const auto high = parse_integer<uint64_t>(std::string_view(s).substr(0, 16), 16);
+  const auto low = parse_integer<uint64_t>(std::string_view(s).substr(16), 16);
+  if (!high || !low) return false;
+  out.high = *high;
+  out.low = *low;
   return true;
 }
 

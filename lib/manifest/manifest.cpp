@@ -10,9 +10,14 @@
 #include <sstream>
 #include <system_error>
 #include <tuple>
+#include <utility>
 
 #include "lib/compare/any_compare.h"
+#include "lib/core/bounded_file.h"
+#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
+#include "lib/core/json_input.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/atomic_file.h"
 #include "lib/report/json_report.h"
 #include "lib/tensorio/nvdet_dump.h"
@@ -43,7 +48,8 @@ class Reader {
   explicit Reader(std::string what) : what_(std::move(what)) {}
 
   [[noreturn]] void fail(const std::string& where, const std::string& why) const {
-    throw_input_error(what_ + " is corrupt: " + where + " " + why);
+    // `where` holds keys from the file: escaped and bounded like any excerpt.
+    throw_input_error(what_ + " is corrupt: " + excerpt(where, 128) + " " + why);
   }
   const json& field(const json& obj, const std::string& key, const std::string& where) const {
     if (!obj.is_object()) fail(where, "is not an object");
@@ -65,6 +71,26 @@ class Reader {
     auto it = obj.find(key);
     return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
   }
+  // The informational system fields: a value of another type, or out of range, reads as the
+  // fallback (as str_or does), never as an exception from the JSON library.
+  bool bool_or(const json& obj, const std::string& key, bool fallback) const {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  }
+  template <class T>
+  T int_or(const json& obj, const std::string& key, T fallback) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
+    if (it->is_number_unsigned()) {
+      const uint64_t u = it->get<uint64_t>();
+      return std::in_range<T>(u) ? static_cast<T>(u) : fallback;
+    }
+    if (it->is_number_integer()) {
+      const int64_t v = it->get<int64_t>();
+      return std::in_range<T>(v) ? static_cast<T>(v) : fallback;
+    }
+    return fallback;
+  }
   int64_t integer(const json& v, const std::string& where) const {
     if (!v.is_number_integer()) fail(where, "is not an integer");
     return v.get<int64_t>();
@@ -73,13 +99,8 @@ class Reader {
     return integer(field(obj, key, where), where + "." + key);
   }
   int64_t key_integer(const std::string& key, const std::string& where) const {
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(key, &used);
-      if (used == key.size()) return v;
-    } catch (const std::exception&) {
-    }
-    fail(where, "has the key '" + key + "', which is not an integer");
+    if (const auto v = parse_integer<int64_t>(key)) return *v;
+    fail(where, "has the key '" + excerpt(key) + "', which is not an integer");
   }
   Hash128 hash(const json& v, const std::string& where) const {
     Hash128 h;
@@ -98,7 +119,7 @@ SystemInfo system_from_json(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("system", "is not an object");
   s.nvdet_version = r.str_or(j, "nvdet_version", "");
   s.host = r.str_or(j, "host", "");
-  s.cuda_built = j.value("cuda_built", false);
+  s.cuda_built = r.bool_or(j, "cuda_built", false);
   s.compiled_architectures = r.str_or(j, "compiled_architectures", "");
   s.cuda_fp_flags = r.str_or(j, "cuda_fp_flags", "");
   s.cxx_fp_flags = r.str_or(j, "cxx_fp_flags", "");
@@ -110,12 +131,12 @@ SystemInfo system_from_json(const json& j, const Reader& r) {
     for (const json& g : *it) {
       if (!g.is_object()) r.fail("system.gpus", "holds something that is not an object");
       GpuInfo gi;
-      gi.index = g.value("index", 0);
+      gi.index = r.int_or(g, "index", 0);
       gi.name = r.str_or(g, "name", "");
-      gi.sm_count = g.value("sm_count", 0);
+      gi.sm_count = r.int_or(g, "sm_count", 0);
       gi.compute_capability = r.str_or(g, "compute_capability", "");
-      gi.memory_bytes = g.value("memory_bytes", uint64_t{0});
-      gi.l2_bytes = g.value("l2_bytes", uint64_t{0});
+      gi.memory_bytes = r.int_or(g, "memory_bytes", decltype(gi.memory_bytes){0});
+      gi.l2_bytes = r.int_or(g, "l2_bytes", decltype(gi.l2_bytes){0});
       s.gpus.push_back(gi);
     }
   }
@@ -296,20 +317,8 @@ void write_manifest(const std::filesystem::path& path, Manifest m, const std::st
 }
 
 Manifest read_manifest(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw_input_error("cannot read manifest '" + path.string() + "': " + std::strerror(errno));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw_input_error("manifest '" + path.string() + "' is not valid JSON (truncated or corrupt at byte " +
-                      std::to_string(e.byte) + " of " + std::to_string(text.size()) + ")");
-  }
+  const std::string text = read_bounded_file(path, kMaxJsonFileBytes, "manifest");
+  const json j = parse_json_input(text, "manifest '" + path.string() + "'");
   return manifest_from_json(j, "manifest '" + path.string() + "'");
 }
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "lib/backend/backend.h"
+#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/model/model_runner.h"
 #include "lib/runner/completion_compare.h"
@@ -62,8 +63,9 @@ Context context_with(const Context& base, const std::vector<std::pair<std::strin
                         "' is not an axis of model scenarios (" + model_axes_list() + ")");
     }
     AxisValue v = value;
-    if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
-      v = static_cast<int64_t>(std::stoll(value));
+    if (const std::optional<int64_t> n = parse_integer<int64_t>(value);
+        n && value.find_first_not_of("0123456789") == std::string::npos) {
+      v = *n;
     } else if (!((key == "position" && (value == "first" || value == "middle" || value == "last")) ||
                  (key == "prefill_chunk" && value == "whole"))) {
       throw_input_error(flag + " " + key + "=" + value + ": the value must be a non-negative integer" +

@@ -11,7 +11,9 @@
 #include <set>
 #include <sstream>
 
+#include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
+#include "lib/core/json_input.h"
 #include "lib/core/parallel.h"
 #include "lib/model/hf_config.h"
 #include "lib/tensorio/safetensors.h"
@@ -29,15 +31,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_input_error(path.string() + ": cannot be read (is this a checkpoint folder?)");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return json::parse(text.str());
-  } catch (const json::exception& e) {
-    throw_input_error(path.string() + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  // Bounded: a config.json that is a FIFO or a link to /dev/zero is refused, never read forever.
+  const std::string text = read_bounded_file(path, kMaxJsonFileBytes, "checkpoint file");
+  return parse_json_input(text, path.string());
 }
 
 // Which file holds each tensor: model.safetensors.index.json's weight_map, or the union of the

@@ -1,7 +1,9 @@
 #include "lib/model/model_runner.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/model/checkpoint.h"
 #include "lib/model/synthetic_checkpoint.h"
@@ -36,7 +38,8 @@ DecodeOptions ModelRunner::options_for(const Context& c) const {
   DecodeOptions o;
   const std::string chunk = c.get_string(
       "prefill_chunk", s_.model.prefill_chunk == 0 ? "whole" : std::to_string(s_.model.prefill_chunk));
-  o.prefill_chunk = chunk == "whole" ? 0 : std::stoi(chunk);
+  const std::optional<int32_t> parsed = parse_integer<int32_t>(chunk);
+  o.prefill_chunk = chunk == "whole" ? 0 : parsed.value_or(0);
   if (chunk != "whole" && o.prefill_chunk <= 0) {
     throw_input_error("context " + c.id + ": prefill_chunk must be at least 1");
   }

@@ -238,6 +238,16 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
   return chosen;
 }
 
+void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
+                           const Budget& budget) {
+  bool gpu = false;
+  for (const BackendSpec& spec : specs) {
+    const BackendRegistration* r = find_backend(spec.name);
+    gpu = gpu || (r && r->info.gpu);
+  }
+  check_budget(s, estimate_scenario(s), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
+}
+
 std::string backend_unavailable_reason(const std::string& name) {
   const BackendRegistration* reg = find_backend(name);
   if (!reg || !reg->info.gpu) return "";
@@ -264,6 +274,7 @@ void check_supports(const BackendSpec& spec, Backend& backend, const Scenario& s
 
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
+  check_scenario_budget(s, specs, options.budget);  // before any context or tensor exists
   std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
   for (const BackendSpec& spec : specs) {
     const std::string unavailable = backend_unavailable_reason(spec.name);

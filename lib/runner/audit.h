@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/runner/audit_result.h"
+#include "lib/runner/budget.h"
 #include "lib/runner/context.h"
 #include "lib/workloads/workload.h"
 
@@ -28,7 +29,13 @@ struct AuditOptions {
   std::function<void(const AuditProgress&)> on_progress;
   // Called after each case with its outputs (for --dump); the outputs die after the call.
   std::function<void(const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
+  Budget budget;  // --max-contexts, --max-host-bytes, --max-device-bytes (lib/runner/budget.h)
 };
+
+// Estimates the scenario's contexts and bytes and refuses it (exit 2 or 3) above the budget,
+// before anything is expanded or allocated. run_audit and run_bench call it first.
+void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
+                           const Budget& budget);
 
 // The backends an audit runs, with their expectations, after applying options.backends.
 // Throws kBadInput for names not in the registry (pointing at the scenario line when it is

@@ -1,13 +1,12 @@
 #include "lib/scenario/prompts_file.h"
 
-#include <cerrno>
 #include <charconv>
-#include <cstdio>
-#include <cstring>
 #include <sstream>
 #include <string_view>
 
+#include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 
 namespace nvdet {
 namespace {
@@ -17,16 +16,7 @@ bool is_separator(char c) { return c == ' ' || c == '\t' || c == '\r' || c == ',
 }  // namespace
 
 std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, int64_t max_token_id) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) throw_input_error("cannot read prompts file '" + path + "': " + std::strerror(errno));
-  std::string text;
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
-  const bool bad = std::ferror(file);
-  const int err = errno;
-  std::fclose(file);
-  if (bad) throw_input_error("cannot read prompts file '" + path + "': " + std::strerror(err));
+  const std::string text = read_bounded_file(path, kMaxPromptsFileBytes, "prompts file");
 
   std::vector<std::vector<int32_t>> prompts;
   std::istringstream lines(text);
@@ -50,7 +40,7 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, int
       const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
       if (ec != std::errc() || end != word.data() + word.size() || id < 0)
         throw_input_error(where,
-                          "token id '" + std::string(word) + "' is not a non-negative integer");
+                          "token id '" + excerpt(word) + "' is not a non-negative integer");
       if (id > max_token_id)
         throw_input_error(where, "token id " + std::to_string(id) +
                                      " is outside the vocabulary (0.." +

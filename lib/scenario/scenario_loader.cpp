@@ -67,9 +67,12 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/core/bounded_file.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/scenario/prompts_file.h"
 #include "lib/scenario/scenario.h"
 #include "lib/scenario/typo_hint.h"
+#include "lib/scenario/yaml_guard.h"
 
 namespace nvdet {
 namespace {
@@ -221,7 +224,7 @@ std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const Source
       std::string hint = typo_hint(f.name, known);
       if (hint.empty())
         hint = known_hint.empty() ? " (known keys: " + join(known) + ")" : known_hint;
-      fail(key, "unknown key '" + f.name + "' in " + what + hint);
+      fail(key, "unknown key '" + excerpt(f.name) + "' in " + what + hint);
     }
     if (const Field* first = find(fields, f.name))
       fail(key, "duplicate key '" + f.name + "' in " + what + " (first given at line " +
@@ -240,7 +243,7 @@ std::string ScenarioParser::describe(const YAML::Node& n) {
     case YAML::NodeType::Map:
       return "a map";
     case YAML::NodeType::Scalar:
-      return "'" + n.Scalar() + "'";
+      return "'" + excerpt(n.Scalar()) + "'";
     default:
       return "an undefined value";
   }
@@ -335,7 +338,7 @@ std::string ScenarioParser::text_of(const Field& f) const {
 DType ScenarioParser::dtype(const Field& f) const {
   const std::string word = string(f);
   if (const auto t = parse_dtype(word)) return *t;
-  fail(f, "unknown " + f.name + " '" + word + "'" + typo_hint(word, {"bf16", "fp16", "fp32"}) +
+  fail(f, "unknown " + f.name + " '" + excerpt(word) + "'" + typo_hint(word, {"bf16", "fp16", "fp32"}) +
               "; expected bf16, fp16 or fp32");
 }
 
@@ -357,7 +360,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
     const SourceLocation where = e.mark.is_null()
                                      ? SourceLocation{path_, 0, 0}
                                      : SourceLocation{path_, e.mark.line + 1, e.mark.column + 1};
-    fail(where, "YAML syntax error: " + e.msg);
+    fail(where, "YAML syntax error: " + excerpt(e.msg, 96));
   }
   if (docs.empty() || docs[0].IsNull())
     fail(SourceLocation{path_, 1, 1},
@@ -431,7 +434,7 @@ void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const 
   }
   if (!found)
     fail(op,
-         "unknown op '" + word + "'" + typo_hint(word, names) + "; expected " + join(names, " | "));
+         "unknown op '" + excerpt(word) + "'" + typo_hint(word, names) + "; expected " + join(names, " | "));
   s.dtype = dtype(dt);
   s.out_dtype = out_dtype ? dtype(*out_dtype) : s.dtype;
 }
@@ -868,19 +871,19 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
       fail(key, "backend names must be plain words, got " + describe(key));
     const std::string name = key.Scalar();
     if (std::find(seen.begin(), seen.end(), name) != seen.end())
-      fail(key, "backend '" + name + "' is listed twice in 'backends'");
+      fail(key, "backend '" + excerpt(name) + "' is listed twice in 'backends'");
     seen.push_back(name);
 
     Field expect{"expect", key, value};
     if (value.IsMap()) {
-      const auto fields = fields_of(value, at(value), "backend '" + name + "'", {"expect"});
+      const auto fields = fields_of(value, at(value), "backend '" + excerpt(name) + "'", {"expect"});
       const Field* e = find(fields, "expect");
       if (!e)
-        fail(value, "backend '" + name + "' is missing 'expect' (invariant, variant or report)");
+        fail(value, "backend '" + excerpt(name) + "' is missing 'expect' (invariant, variant or report)");
       expect = *e;
     } else if (!value.IsScalar()) {
       fail(Field{name, key, value},
-           "backend '" + name + "' needs an expectation (invariant, variant or report), got " +
+           "backend '" + excerpt(name) + "' needs an expectation (invariant, variant or report), got " +
                describe(value));
     }
     const std::string word = expect.value.Scalar();
@@ -892,7 +895,7 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
     else if (word == "report")
       spec.expect = Expectation::kReport;
     else
-      fail(expect, "unknown expectation '" + word + "' for backend '" + name + "'" +
+      fail(expect, "unknown expectation '" + excerpt(word) + "' for backend '" + excerpt(name) + "'" +
                        typo_hint(word, {"invariant", "variant", "report"}) +
                        "; expected invariant, variant or report");
     s.backends.push_back(std::move(spec));
@@ -984,24 +987,10 @@ void ScenarioParser::cross_check(const Scenario& s) {
   }
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file) throw_input_error("cannot read scenario '" + path + "': " + std::strerror(errno));
-  std::string text;
-  char buffer[1 << 14];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
-  const bool bad = std::ferror(file);
-  const int err = errno;
-  std::fclose(file);
-  // Reading a folder fails here (EISDIR), not at fopen.
-  if (bad) throw_input_error("cannot read scenario '" + path + "': " + std::strerror(err));
-  return text;
-}
-
 }  // namespace
 
 Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
+  check_yaml_guard(yaml_text, path);  // before yaml-cpp sees a byte: it can loop on some input
   try {
     return ScenarioParser(path).parse(yaml_text);
   } catch (const Error&) {
@@ -1011,7 +1000,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
     const SourceLocation where = e.mark.is_null()
                                      ? SourceLocation{path, 0, 0}
                                      : SourceLocation{path, e.mark.line + 1, e.mark.column + 1};
-    throw_input_error(where, "cannot read the scenario: " + e.msg);
+    throw_input_error(where, "cannot read the scenario: " + excerpt(e.msg, 96));
   } catch (const std::exception& e) {
     throw_input_error(SourceLocation{path, 0, 0},
                       std::string("cannot read the scenario: ") + e.what());
@@ -1019,7 +1008,7 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
 }
 
 Scenario load_scenario(const std::string& path) {
-  return parse_scenario(read_whole_file(path), path);
+  return parse_scenario(read_bounded_file(path, kMaxScenarioBytes, "scenario"), path);
 }
 
 }  // namespace nvdet

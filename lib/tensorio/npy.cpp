@@ -1,5 +1,7 @@
 #include "lib/tensorio/npy.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -8,7 +10,11 @@
 #include <sstream>
 #include <variant>
 
+#include "lib/core/bounded_file.h"
+#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
+#include "lib/core/host_memory.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/atomic_file.h"
 
 namespace nvdet {
@@ -16,6 +22,8 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
+constexpr size_t kMaxNpyHeaderBytes = size_t{1} << 20;  // numpy writes < 1 KB for any shape
+constexpr size_t kMaxNpyDims = 64;                        // numpy's own limit (NPY_MAXDIMS)
 
 [[noreturn]] void bad(const std::string& what, const std::string& message) {
   throw_input_error(what + ": " + message);
@@ -61,8 +69,9 @@ class HeaderParser {
     ++i_;
   }
   [[noreturn]] void fail(const std::string& why) {
+    const size_t from = i_ > 8 ? i_ - 8 : 0;
     bad(what_, "the .npy header is not a valid dict literal (" + why + " at character " +
-                   std::to_string(i_) + " of \"" + std::string(s_.substr(0, 80)) + "\")");
+                   std::to_string(i_) + ", near \"" + excerpt(s_.substr(from, 24)) + "\")");
   }
   std::string string_literal() {
     skip_space();
@@ -82,7 +91,9 @@ class HeaderParser {
     const std::string digits(s_.substr(start, i_ - start));
     if (digits.size() > 18) fail("dimension too large");
     if (peek() == 'L') ++i_;  // Python 2 long literals: (3L, 4L)
-    return std::stoll(digits);
+    const auto v = parse_integer<int64_t>(digits);
+    if (!v) fail("dimension too large");
+    return *v;
   }
   PyValue value() {
     const char c = peek();
@@ -101,6 +112,8 @@ class HeaderParser {
       while (true) {
         skip_space();
         if (peek() == ')') break;
+        if (dims.size() >= kMaxNpyDims)
+          fail("more than " + std::to_string(kMaxNpyDims) + " dimensions");
         dims.push_back(integer());
         skip_space();
         if (peek() == ',') {
@@ -128,7 +141,7 @@ struct Descr {
 
 Descr parse_descr(const std::string& d, const std::string& what) {
   auto unsupported = [&]() -> Descr {
-    bad(what, "unsupported .npy dtype '" + d +
+    bad(what, "unsupported .npy dtype '" + excerpt(d) +
                   "' (nvdet reads b1, i1/i2/i4/i8, u1/u2/u4/u8, f2, f4, f8 and V2)");
   };
   if (d.size() < 2) unsupported();
@@ -143,7 +156,9 @@ Descr parse_descr(const std::string& d, const std::string& what) {
   if (size_text.empty() || !std::all_of(size_text.begin(), size_text.end(), ::isdigit)) {
     unsupported();
   }
-  const int size = std::stoi(size_text);
+  const std::optional<int> parsed = parse_integer<int>(size_text);
+  if (!parsed) unsupported();  // "f99999999999": no such size
+  const int size = *parsed;
   switch (kind) {
     case 'b':
     case '?':
@@ -244,6 +259,10 @@ AnyTensor parse_npy(std::string_view bytes, const std::string& what, std::option
     header_len = byte_at(8) | (byte_at(9) << 8) | (byte_at(10) << 16) | (byte_at(11) << 24);
     header_start = 12;
   }
+  if (header_len > kMaxNpyHeaderBytes) {
+    bad(what, "the .npy header length " + std::to_string(header_len) + " is more than the limit of " +
+                  std::to_string(kMaxNpyHeaderBytes) + " bytes");
+  }
   if (header_len > bytes.size() - header_start) {
     bad(what, "the .npy header length " + std::to_string(header_len) + " exceeds the file size (" +
                   std::to_string(bytes.size()) + " bytes)");
@@ -285,12 +304,17 @@ AnyTensor parse_npy(std::string_view bytes, const std::string& what, std::option
 }
 
 AnyTensor read_npy(const std::filesystem::path& path, std::optional<ElemType> as) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_input_error(path.string() + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw_input_error(path.string() + ": cannot read");
-  const std::string bytes = ss.str();
+  // A regular file only (a FIFO or /dev/zero would block or never end), and one that fits in
+  // this machine's free memory (exit 3 when it does not: the input is fine, the machine small).
+  uint64_t size = 0;
+  ::close(open_regular_file(path, ".npy file", &size));
+  const uint64_t available = available_host_bytes();
+  if (size > available) {
+    throw_runtime_error(path.string() + ": the .npy file is " + std::to_string(size) +
+                        " bytes, more than the " + std::to_string(available) +
+                        " bytes of memory available here");
+  }
+  const std::string bytes = read_bounded_file(path, size, ".npy file");
   return parse_npy(bytes, path.string(), as);
 }
 

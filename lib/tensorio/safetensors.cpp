@@ -12,7 +12,10 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
+#include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
+#include "lib/core/json_input.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/atomic_file.h"
 
 namespace nvdet {
@@ -27,6 +30,9 @@ struct SafetensorsFile::Mapping {
 };
 
 namespace {
+
+// The reference implementation's limit: real headers are kilobytes, a few MB for huge models.
+constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t{100} << 20;
 
 struct DtypeInfo {
   const char* name;
@@ -74,7 +80,7 @@ std::optional<int64_t> non_negative(const nlohmann::json& v) {
 
 SafetensorsFile::Entry parse_entry(const std::filesystem::path& path, const std::string& name,
                                    const nlohmann::json& v, uint64_t buffer_size) {
-  const std::string what = "tensor '" + name + "'";
+  const std::string what = "tensor '" + excerpt(name) + "'";
   if (!v.is_object()) bad(path, what + " is not a JSON object");
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
     if (!v.contains(key)) bad(path, what + " has no \"" + key + "\"");
@@ -84,19 +90,19 @@ SafetensorsFile::Entry parse_entry(const std::filesystem::path& path, const std:
   if (!v["dtype"].is_string()) bad(path, what + ": \"dtype\" is not a string");
   e.dtype = v["dtype"].get<std::string>();
   const DtypeInfo* info = find_dtype(e.dtype);
-  if (!info) bad(path, what + " has unknown dtype '" + e.dtype + "'");
+  if (!info) bad(path, what + " has unknown dtype '" + excerpt(e.dtype) + "'");
   e.type = info->type;
   e.elem_bytes = info->bytes;
 
   if (!v["shape"].is_array()) bad(path, what + ": \"shape\" is not a list");
   for (const nlohmann::json& d : v["shape"]) {
     const auto dim = non_negative(d);
-    if (!dim) bad(path, what + ": shape " + v["shape"].dump() + " has a dimension that is not a non-negative integer");
+    if (!dim) bad(path, what + ": shape " + excerpt(v["shape"].dump()) + " has a dimension that is not a non-negative integer");
     e.shape.push_back(*dim);
   }
   const nlohmann::json& off = v["data_offsets"];
   if (!off.is_array() || off.size() != 2 || !non_negative(off[0]) || !non_negative(off[1])) {
-    bad(path, what + ": \"data_offsets\" must be two non-negative integers, not " + off.dump());
+    bad(path, what + ": \"data_offsets\" must be two non-negative integers, not " + excerpt(off.dump()));
   }
   e.begin = static_cast<uint64_t>(*non_negative(off[0]));
   e.end = static_cast<uint64_t>(*non_negative(off[1]));
@@ -142,15 +148,11 @@ std::string safetensors_dtype_name(ElemType t) {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) bad(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    bad(path, "is not a regular file");
-  }
+  // Non-blocking open and a regular-file check: a FIFO or device is refused, never waited on.
+  uint64_t file_size = 0;
+  const int fd = open_regular_file(path, "safetensors file", &file_size);
   auto map = std::make_shared<Mapping>();
-  map->size = static_cast<size_t>(st.st_size);
+  map->size = static_cast<size_t>(file_size);
   if (map->size > 0) {
     void* p = ::mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -173,14 +175,12 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
                   std::to_string(map->size) + " bytes)");
   }
   if (header_len == 0) bad(path, "header length is 0 (no JSON header)");
-  const std::string_view header_text(reinterpret_cast<const char*>(map->data) + 8, header_len);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(header_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    bad(path, "the header is not valid JSON (byte " + std::to_string(e.byte) +
-                  " of the header); the file is truncated or not a safetensors file");
+  if (header_len > kMaxSafetensorsHeaderBytes) {
+    bad(path, "header length " + std::to_string(header_len) + " is more than the limit of " +
+                  std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
   }
+  const std::string_view header_text(reinterpret_cast<const char*>(map->data) + 8, header_len);
+  const nlohmann::json header = parse_json_input(header_text, path.string() + ": the header");
   if (!header.is_object()) bad(path, "the header is not a JSON object");
 
   SafetensorsFile f;
@@ -191,7 +191,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     if (key == "__metadata__") {
       if (!value.is_object()) bad(path, "\"__metadata__\" is not a JSON object");
       for (const auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) bad(path, "\"__metadata__\" value of '" + mk + "' is not a string");
+        if (!mv.is_string())
+          bad(path, "\"__metadata__\" value of '" + excerpt(mk) + "' is not a string");
         f.metadata_[mk] = mv.get<std::string>();
       }
       continue;
@@ -205,8 +206,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   for (const Entry& e : f.entries_) {
     if (e.begin == e.end) continue;  // empty tensors occupy no bytes
     if (prev && e.begin < prev->end) {
-      bad(path, "tensors '" + prev->name + "' [" + std::to_string(prev->begin) + ", " +
-                    std::to_string(prev->end) + "] and '" + e.name + "' [" +
+      bad(path, "tensors '" + excerpt(prev->name) + "' [" + std::to_string(prev->begin) + ", " +
+                    std::to_string(prev->end) + "] and '" + excerpt(e.name) + "' [" +
                     std::to_string(e.begin) + ", " + std::to_string(e.end) + "] overlap");
     }
     prev = &e;
@@ -230,10 +231,10 @@ const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) co
   if (it == index_.end()) {
     std::string known;
     for (size_t i = 0; i < entries_.size() && i < 5; ++i) {
-      known += (i ? ", " : "") + entries_[i].name;
+      known += (i ? ", " : "") + excerpt(entries_[i].name);
     }
     if (entries_.size() > 5) known += ", ...";
-    bad(path_, "no tensor named '" + name + "'" +
+    bad(path_, "no tensor named '" + excerpt(name) + "'" +
                    (known.empty() ? std::string(" (the file holds none)") : " (it holds " + known + ")"));
   }
   return entries_[it->second];

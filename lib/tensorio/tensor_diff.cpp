@@ -7,9 +7,11 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include "lib/compare/any_compare.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/json_report.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"
@@ -38,11 +40,14 @@ bool is_npy(const fs::path& p) {
 
 void add_safetensors(const fs::path& p, const std::string& prefix, const DiffOptions& o,
                      std::vector<Source>& out) {
-  const SafetensorsFile f = SafetensorsFile::open(p);
-  for (const std::string& name : f.names()) {
-    const std::string label = p.string() + ":" + name;
+  // One file object shared by every tensor's loader: copying it into each loader would copy its
+  // whole index per tensor (memory quadratic in the tensor count).
+  const auto f = std::make_shared<const SafetensorsFile>(SafetensorsFile::open(p));
+  for (const std::string& name : f->names()) {
+    // Names come from the file: shown escaped (no control bytes reach a terminal or a log).
+    const std::string label = p.string() + ":" + excerpt(name, 128);
     out.push_back({prefix + name, name, label, [f, name, label, as = o.as] {
-                     AnyTensor t = f.read_any(name);
+                     AnyTensor t = f->read_any(name);
                      return as ? reinterpret_as(std::move(t), *as, label) : t;
                    }});
   }
@@ -75,7 +80,7 @@ std::vector<Source> sources_of(const fs::path& p, const DiffOptions& o) {
 
 std::string names_of(const std::vector<Source>& s) {
   std::string out;
-  for (size_t i = 0; i < s.size() && i < 5; ++i) out += (i ? ", " : "") + s[i].name;
+  for (size_t i = 0; i < s.size() && i < 5; ++i) out += (i ? ", " : "") + excerpt(s[i].name);
   if (s.size() > 5) out += ", ...";
   return out;
 }
@@ -173,7 +178,7 @@ std::string render_diff_text(const DiffResult& r, bool rows) {
     AnyTensor shape_only;
     shape_only.shape = d.shape;
     const std::string what = fmt::format("{} {}", elem_type_name(d.type), shape_only.shape_string());
-    const std::string title = many ? d.name + ": " : "";
+    const std::string title = many ? excerpt(d.name, 128) + ": " : "";
     if (d.cmp.identical) {
       if (many && r.tensors.size() > 10) continue;  // a dump folder: the count below says it
       s += fmt::format("{}identical: {} and {} hold the same {} tensor, bit for bit\n", title, d.a_label,
@@ -194,8 +199,8 @@ std::string render_diff_text(const DiffResult& r, bool rows) {
       s += fmt::format("  {} --atol {:g}\n", d.passed ? "within" : "NOT within", *r.atol);
     }
   }
-  for (const std::string& k : r.only_in_a) s += "only in " + r.a + ": " + k + "\n";
-  for (const std::string& k : r.only_in_b) s += "only in " + r.b + ": " + k + "\n";
+  for (const std::string& k : r.only_in_a) s += "only in " + r.a + ": " + excerpt(k, 128) + "\n";
+  for (const std::string& k : r.only_in_b) s += "only in " + r.b + ": " + excerpt(k, 128) + "\n";
   if (many) {
     s += fmt::format("{} of {} tensors differ{}\n", differing, r.tensors.size(),
                      r.only_in_a.size() + r.only_in_b.size() ? fmt::format(", {} on one side only",

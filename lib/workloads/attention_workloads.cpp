@@ -2,6 +2,7 @@
 // cache; the batch is the set of sequences processed together.
 #include <cmath>
 
+#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/workloads/batch_layout.h"
 #include "lib/workloads/paged_kv_builder.h"
@@ -91,7 +92,8 @@ class AttentionDecodeWorkload final : public Workload {
     const std::string filler = c.get_string(
         "filler_kv_len",
         s_.attention.filler_kv_len < 0 ? "same" : std::to_string(s_.attention.filler_kv_len));
-    const int32_t filler_len = filler == "same" ? kv_len : std::stoi(filler);
+    const int32_t filler_len =
+        filler == "same" ? kv_len : parse_integer<int32_t>(filler).value_or(0);  // 0: refused below
     if (kv_len <= 0 || filler_len <= 0) {
       throw_input_error("context " + c.id + ": KV lengths must be at least 1");
     }
@@ -208,7 +210,8 @@ class AttentionPrefillWorkload final : public Workload {
       throw_input_error("context " + c.id + ": prefix_len (" + std::to_string(st.prefix_len) +
                         ") must be below prompt_len (" + std::to_string(st.prompt_len) + ")");
     }
-    st.chunk = chunk == "whole" ? st.prompt_len - st.prefix_len : std::stoi(chunk);
+    st.chunk = chunk == "whole" ? st.prompt_len - st.prefix_len
+                                : parse_integer<int32_t>(chunk).value_or(0);  // 0: refused below
     if (st.chunk <= 0) throw_input_error("context " + c.id + ": prefill_chunk must be at least 1");
     std::vector<KvSequence> seqs;
     for (const BatchSlot& slot : st.layout.slots) {

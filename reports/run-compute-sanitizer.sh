@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# compute-sanitizer over the GPU tests: memcheck (with leak checking), racecheck, synccheck and
+# initcheck. Run from the repository root on a GPU machine with a CUDA build in $NVDET_BUILD
+# (default build-gpu/). Each tool's full output goes to $1 (default reports/h200/sanitizer)/
+# <tool>.txt, with its exact command; summary.txt lists each tool's exit code, time and the
+# tool's own ERROR SUMMARY line. Exit status: 0 only if every tool ran clean.
+#
+# The filters keep the whole run to a few minutes: memcheck and initcheck see every GPU test but
+# the 512-batch sweep (the same kernels as the other GEMM tests, 512 times over); racecheck and
+# synccheck, the slowest tools, see one test per kernel family that uses shared memory or
+# barriers (decode and prefill attention, both norms, the invariant GEMM's forced schedules and
+# odd shapes). Per-tool limit: NVDET_SANITIZER_TIMEOUT seconds (default 600).
+set -uo pipefail
+out=${1:-reports/h200/sanitizer}
+build=${NVDET_BUILD:-build-gpu}
+tests=$build/tests/nvdet_gpu_tests
+cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+limit=${NVDET_SANITIZER_TIMEOUT:-600}
+mkdir -p "$out"
+: >"$out/summary.txt"
+
+everything_but_sweep='*-GpuGemmInvariant.Bf16ProbeRowIsIdenticalForEveryBatchFrom1To512AndPowersOfTwo'
+one_per_family='GpuAttention.DecodeMatchesReference:GpuAttention.PrefillMatchesReference'
+one_per_family+=':GpuNorm.RmsNormMatchesReference:GpuNorm.LogSoftmaxMatchesReference'
+one_per_family+=':InvariantKernels.ForcedSchedulesGiveIdenticalBitsOnEveryPath'
+one_per_family+=':GpuGemmInvariant.OddShapesAreBatchInvariant'
+
+status=0
+run_tool() {  # run_tool TOOL FILTER EXTRA-ARGS...
+  local tool=$1 filter=$2
+  shift 2
+  local cmd=("$cs" --tool "$tool" --error-exitcode 99 --print-limit 50 "$@" "$tests"
+             --gtest_filter="$filter")
+  local t0=$SECONDS
+  { echo "\$ ${cmd[*]}"; timeout "$limit" "${cmd[@]}"; } >"$out/$tool.txt" 2>&1
+  local rc=$?  # 99: the tool found errors; 124: ran past the limit; 1: a test failed
+  local errors
+  errors=$(grep -h "ERROR SUMMARY" "$out/$tool.txt" | tail -n 1)
+  printf '%-10s exit %3d  %4d s  %s\n' "$tool" "$rc" "$((SECONDS - t0))" \
+    "${errors:-no ERROR SUMMARY line}" >>"$out/summary.txt"
+  [[ $rc -eq 0 ]] || status=1
+}
+"$cs" --version >"$out/version.txt" 2>&1
+run_tool memcheck "$everything_but_sweep" --leak-check full
+run_tool initcheck "$everything_but_sweep"
+run_tool racecheck "$one_per_family" --racecheck-report analysis
+run_tool synccheck "$one_per_family"
+cat "$out/summary.txt"
+exit $status

@@ -1,0 +1,7 @@
+// libFuzzer target: the checkpoint_config reader (see tests/fuzz/fuzz_entries.h).
+#include "tests/fuzz/fuzz_entries.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nvdet::fuzz::checkpoint_config(data, size);
+  return 0;
+}

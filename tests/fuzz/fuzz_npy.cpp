@@ -1,0 +1,7 @@
+// libFuzzer target: the npy reader (see tests/fuzz/fuzz_entries.h).
+#include "tests/fuzz/fuzz_entries.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nvdet::fuzz::npy(data, size);
+  return 0;
+}
