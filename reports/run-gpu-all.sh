@@ -75,14 +75,8 @@ run_lane gemm &
 run_lane gemm-ws &
 run_lane attn-norm &
 if [[ -z ${NVDET_SKIP_SANITIZERS:-} ]]; then
-  (
-    # Small problems that reach every kernel; the sanitizers slow kernels by 10-100x.
-    f='GpuGemm.*:InvariantKernels.*:GpuAttention.*:GpuCudnnAttention.*:GpuNorm.*:GpuPortable.*BitwiseEqual*'
-    for tool in memcheck racecheck synccheck initcheck; do
-      step sanitize "$tool" 0 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-        "$tests" --gtest_filter="$f"
-    done
-  ) &
+  NVDET_BUILD=$build NVDET_SANITIZER_TIMEOUT=${NVDET_STEP_TIMEOUT:-420} \
+    step sanitize compute-sanitizer 0 reports/run-compute-sanitizer.sh "$out/sanitize/tools" &
 fi
 (
   NVDET_SKIP_BENCH=1 step portable golden 0 reports/portable-golden.sh "$out/portable/golden" \
