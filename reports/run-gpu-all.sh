@@ -56,7 +56,8 @@ lane_of() {  # the long, host-bound model audits get lanes of their own
     model-*) echo model-c ;;
     gemm-ws1k-*) echo gemm-ws ;;
     gemm-*) echo gemm ;;
-    *) echo attn-norm ;;
+    decode-*) echo decode ;;
+    *) echo prefill-norm ;;
   esac
 }
 
@@ -73,7 +74,8 @@ run_lane model-a &
 run_lane model-b &
 run_lane gemm &
 run_lane gemm-ws &
-run_lane attn-norm &
+run_lane decode &
+run_lane prefill-norm &
 if [[ -z ${NVDET_SKIP_SANITIZERS:-} ]]; then
   NVDET_BUILD=$build NVDET_SANITIZER_TIMEOUT=${NVDET_STEP_TIMEOUT:-420} \
     step sanitize compute-sanitizer 0 reports/run-compute-sanitizer.sh "$out/sanitize/tools" &
