@@ -1,6 +1,8 @@
 #include "lib/cuda/device_context.h"
 
 #include <algorithm>
+#include <mutex>
+#include <vector>
 #include <string>
 
 #include "lib/core/error.h"
@@ -63,6 +65,23 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+namespace {
+
+// Every live context of the process, and the bytes their caches hold together. Each GPU backend
+// has its own context; with a budget per context, four backends in one audit could cache the
+// whole card between them and leave nothing for the next allocation.
+struct CacheRegistry {
+  std::mutex mutex;
+  std::vector<DeviceContext*> contexts;
+  size_t cached_bytes = 0;
+};
+CacheRegistry& cache_registry() {
+  static CacheRegistry r;
+  return r;
+}
+
+}  // namespace
+
 DeviceContext::DeviceContext() {
   int count = 0;
   const cudaError_t st = cudaGetDeviceCount(&count);
@@ -75,12 +94,20 @@ DeviceContext::DeviceContext() {
   check(cudaSetDevice(device_), "cudaSetDevice");
   check(cudaGetDeviceProperties(&props_, device_), "cudaGetDeviceProperties");
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  // Keep at most a quarter of the card's memory in cached copies of inputs.
+  // Keep at most a quarter of the card's memory in cached copies of inputs, all contexts together.
   cache_budget_ = props_.totalGlobalMem / 4;
+  CacheRegistry& r = cache_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.contexts.push_back(this);
 }
 
 DeviceContext::~DeviceContext() {
-  cache_.clear();
+  {
+    CacheRegistry& r = cache_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    while (!cache_.empty()) drop_least_recent();
+    r.contexts.erase(std::remove(r.contexts.begin(), r.contexts.end(), this), r.contexts.end());
+  }
   workspace_ = DeviceBuffer();
   if (cublas_) cublasDestroy(cublas_);
   if (cublas_lt_) cublasLtDestroy(cublas_lt_);
@@ -100,11 +127,24 @@ cublasLtHandle_t DeviceContext::cublas_lt() {
   return cublas_lt_;
 }
 
+void DeviceContext::drop_least_recent() {
+  const size_t bytes = cache_.back().buffer.bytes();
+  cache_bytes_ -= bytes;
+  cache_registry().cached_bytes -= bytes;
+  cache_.pop_back();
+}
+
 void DeviceContext::evict_until(size_t incoming) {
-  while (!cache_.empty() && cache_bytes_ + incoming > cache_budget_) {
-    cache_bytes_ -= cache_.back().buffer.bytes();
-    cache_.pop_back();
+  CacheRegistry& r = cache_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  // Other contexts' copies go first: backends run one call at a time, so none of their pointers
+  // is in use while this context prepares its call. Then this context's least recently used.
+  for (DeviceContext* other : r.contexts) {
+    while (other != this && !other->cache_.empty() && r.cached_bytes + incoming > cache_budget_) {
+      other->drop_least_recent();
+    }
   }
+  while (!cache_.empty() && r.cached_bytes + incoming > cache_budget_) drop_least_recent();
 }
 
 const void* DeviceContext::upload(const HostTensor& t) {
@@ -120,6 +160,11 @@ const void* DeviceContext::upload(const HostTensor& t) {
         "copying an input to the device");
   check(cudaStreamSynchronize(stream_), "copying an input to the device");
   cache_bytes_ += buf.bytes();
+  {
+    CacheRegistry& r = cache_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.cached_bytes += buf.bytes();
+  }
   cache_.push_front({t.uid(), std::move(buf)});
   return cache_.front().buffer.get();
 }

@@ -57,7 +57,8 @@ class DeviceContext {
   int sm_count() const { return props_.multiProcessorCount; }
 
   // Device copy of a host tensor, cached by uid (least recently used copies are dropped past
-  // a byte budget). The pointer stays valid until the next call to upload().
+  // a byte budget shared by every context of the process, other contexts' copies first). The
+  // pointer stays valid until the next call to upload() on this context.
   const void* upload(const HostTensor& t);
   // Uploads a small host array (page tables, lengths) into a fresh buffer.
   DeviceBuffer upload_array(const void* data, size_t bytes);
@@ -73,6 +74,7 @@ class DeviceContext {
     DeviceBuffer buffer;
   };
   void evict_until(size_t incoming_bytes);
+  void drop_least_recent();  // callers hold the registry lock
 
   int device_ = 0;
   cudaDeviceProp props_{};
