@@ -75,14 +75,7 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<ReportFormat>& 
     throw_input_error("--format needs --report-dir (the folder the reports are written to)");
   }
   std::vector<Planned> planned;
-  std::map<std::string, std::string> path_of_name;
-  for (const std::string& path : f.scenarios) {
-    Scenario s = load_scenario(path);
-    const auto [it, fresh] = path_of_name.emplace(s.name, path);
-    if (!fresh) {
-      throw_input_error("two scenarios are named '" + s.name + "' (" + it->second + " and " + path +
-                        "): their reports and manifest entries would overwrite each other");
-    }
+  for (Scenario& s : load_scenarios(f.scenarios, "reports and manifest entries")) {
     if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
     std::vector<Context> contexts = check_audit(s, options_for(f));
     planned.push_back({std::move(s), std::move(contexts)});

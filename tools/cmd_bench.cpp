@@ -67,18 +67,8 @@ int run(const BenchFlags& f) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
   }
   // Check everything before the first measurement.
-  std::vector<Scenario> scenarios;
-  std::map<std::string, std::string> path_of_name;
-  for (const std::string& path : f.scenarios) {
-    Scenario s = load_scenario(path);
-    const auto [it, fresh] = path_of_name.emplace(s.name, path);
-    if (!fresh) {
-      throw_input_error("two scenarios are named '" + s.name + "' (" + it->second + " and " + path +
-                        "): their bench tables would overwrite each other");
-    }
-    check_bench(s, options_for(f));
-    scenarios.push_back(std::move(s));
-  }
+  const std::vector<Scenario> scenarios = load_scenarios(f.scenarios, "bench tables");
+  for (const Scenario& s : scenarios) check_bench(s, options_for(f));
   const fs::path dir(f.report_dir);
   if (!f.report_dir.empty()) {
     prepare_output_dir(dir, "bench report");

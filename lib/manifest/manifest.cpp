@@ -380,8 +380,9 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
                                     "for scenario '{}'",
                                     run, recorded, manifest_path, recorded, now.name));
     }
+    const std::string& run_name = run;  // a structured binding cannot be captured before C++20
     const bool runs = std::any_of(result.backends.begin(), result.backends.end(),
-                                  [&](const BackendOutcome& b) { return b.name == run; });
+                                  [&](const BackendOutcome& b) { return b.name == run_name; });
     if (!runs) {
       throw_input_error(fmt::format("--verify-as {}={}: this audit of '{}' does not run backend '{}'",
                                     run, recorded, now.name, run));

@@ -1,5 +1,9 @@
 #include "lib/scenario/scenario.h"
 
+#include <map>
+
+#include "lib/core/error.h"
+
 namespace nvdet {
 
 std::string_view scenario_op_name(ScenarioOp op) {
@@ -56,6 +60,22 @@ const std::vector<AxisDescription>& known_axes() {
       {"max_new_tokens", {O::kModel}, "tokens to decode greedily", true},
   };
   return axes;
+}
+
+std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths,
+                                     const std::string& outputs) {
+  std::vector<Scenario> scenarios;
+  std::map<std::string, std::string> path_of_name;
+  for (const std::string& path : paths) {
+    Scenario s = load_scenario(path);
+    const auto [it, fresh] = path_of_name.emplace(s.name, path);
+    if (!fresh) {
+      throw_input_error("two scenarios are named '" + s.name + "' (" + it->second + " and " + path +
+                        "): their " + outputs + " would overwrite each other");
+    }
+    scenarios.push_back(std::move(s));
+  }
+  return scenarios;
 }
 
 }  // namespace nvdet
