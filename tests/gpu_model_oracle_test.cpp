@@ -99,20 +99,10 @@ TEST(GpuModelOracle, WideHeadModelsRunWhollyOnTheGpu) {
   // at most for cpu-invariant; the bound is the same 0.03.
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   for (const auto& [name, text] : kWideHeadConfigs) {
-    const std::filesystem::path dir = wide_head_config_dir(name, text);
-    const ModelWeights ref_w = load_synthetic_checkpoint(dir.string(), 5, DType::kFP32);
-    const ModelWeights bf16_w = load_synthetic_checkpoint(dir.string(), 5, DType::kBF16);
-    DecodeOptions opt;
-    opt.max_new_tokens = kWideSteps;
-    auto ref = make_backend("cpu-reference");
-    const Oracle o =
-        oracle_from(greedy_decode(*ref, ref_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0),
-                    kWidePrompts[0]);
+    const WideHeadCase c = wide_head_case(name, text);
     for (const char* gpu : kGpuBackends) {
       auto backend = make_backend(gpu);
-      const OracleMatch m = compare_with_oracle(
-          greedy_decode(*backend, bf16_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0), o,
-          kBf16Bound, name + " " + gpu);
+      const OracleMatch m = check_wide_head(*backend, c, kBf16Bound, name + " " + gpu);
       EXPECT_GE(m.compared_steps, 2) << name << " " << gpu;
       std::cout << name << " " << gpu << " bf16, whole model: max error " << m.max_error
                 << " of the scale over " << m.compared_steps << " steps\n";

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "lib/backend/backend.h"
 #include "lib/model/decoder.h"
+#include "lib/model/synthetic_checkpoint.h"
 #include "lib/tensorio/npy.h"
 #include "tests/test_support.h"
 
@@ -150,6 +152,33 @@ inline Oracle oracle_from(const SequenceResult& r, const std::vector<int32_t>& p
   o.vocab = r.logits.dim(1);
   o.logits.assign(r.logits.data_as<float>(), r.logits.data_as<float>() + r.logits.numel());
   return o;
+}
+
+// One model of kWideHeadConfigs, ready to check: its seeded weights in bf16, and the oracle that
+// cpu-reference computes from the same weights in fp32 for the first of kWidePrompts.
+struct WideHeadCase {
+  ModelWeights bf16_weights;
+  DecodeOptions options;
+  Oracle oracle;
+};
+inline WideHeadCase wide_head_case(const std::string& name, const std::string& text) {
+  const std::filesystem::path dir = wide_head_config_dir(name, text);
+  WideHeadCase c;
+  c.bf16_weights = load_synthetic_checkpoint(dir.string(), 5, DType::kBF16);
+  c.options.max_new_tokens = kWideSteps;
+  const ModelWeights fp32_weights = load_synthetic_checkpoint(dir.string(), 5, DType::kFP32);
+  auto ref = make_backend("cpu-reference");
+  c.oracle = oracle_from(
+      greedy_decode(*ref, fp32_weights, kWidePrompts, {0}, c.options, nullptr, nullptr).at(0),
+      kWidePrompts[0]);
+  return c;
+}
+// `backend`'s bf16 decode of the case's prompt against its oracle.
+inline OracleMatch check_wide_head(Backend& backend, const WideHeadCase& c, double bound,
+                                   const std::string& what) {
+  return compare_with_oracle(
+      greedy_decode(backend, c.bf16_weights, kWidePrompts, {0}, c.options, nullptr, nullptr).at(0),
+      c.oracle, bound, what);
 }
 
 }  // namespace nvdet::testing

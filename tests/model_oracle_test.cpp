@@ -83,19 +83,9 @@ TEST(ModelOracle, WideHeadModelsInBf16StayCloseToTheFp32Reference) {
   // The CPU side of the GPU tests' whole-model check (gpu_model_oracle_test.cpp): the same
   // 128-wide-head models decoded in bf16 by cpu-invariant against cpu-reference in fp32.
   for (const auto& [name, text] : kWideHeadConfigs) {
-    const std::filesystem::path dir = wide_head_config_dir(name, text);
-    const ModelWeights ref_w = load_synthetic_checkpoint(dir.string(), 5, DType::kFP32);
-    const ModelWeights bf16_w = load_synthetic_checkpoint(dir.string(), 5, DType::kBF16);
-    DecodeOptions opt;
-    opt.max_new_tokens = kWideSteps;
-    auto ref = make_backend("cpu-reference");
-    const Oracle o =
-        oracle_from(greedy_decode(*ref, ref_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0),
-                    kWidePrompts[0]);
+    const WideHeadCase c = wide_head_case(name, text);
     auto inv = make_backend("cpu-invariant");
-    const OracleMatch m = compare_with_oracle(
-        greedy_decode(*inv, bf16_w, kWidePrompts, {0}, opt, nullptr, nullptr).at(0), o,
-        kWideBf16Bound, name);
+    const OracleMatch m = check_wide_head(*inv, c, kWideBf16Bound, name);
     EXPECT_GE(m.compared_steps, 2) << name;
     std::cout << name << " cpu-invariant bf16: max error " << m.max_error << " of the scale over "
               << m.compared_steps << " steps\n";
