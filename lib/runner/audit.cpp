@@ -248,46 +248,37 @@ void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& sp
   check_budget(s, estimate_scenario(s), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
 }
 
-std::string backend_unavailable_reason(const std::string& name) {
-  const BackendRegistration* reg = find_backend(name);
-  if (!reg || !reg->info.gpu) return "";
-  const SystemInfo sys = collect_system_info();
-  if (!sys.gpus.empty()) return "";
-  if (!sys.cuda_built) return "needs a GPU; this nvdet was built without CUDA";
-  return "needs a GPU; none is available (" +
-         (sys.device_error.empty() ? std::string("no CUDA device") : sys.device_error) + ")";
-}
-
-namespace {
-
-void check_supports(const BackendSpec& spec, Backend& backend, const Scenario& s) {
+Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
+  Support device_refusal;
   for (OpKind op : ops_used_by(s.op)) {
-    if (!backend.supports(op, s.dtype)) {
-      throw_input_error(spec.where, "backend '" + spec.name + "' does not compute " +
-                                        std::string(op_name(op)) + " in " +
-                                        std::string(dtype_name(s.dtype)));
-    }
+    Support answer = backend_supports(name, op, s.dtype, device);
+    if (answer.status == Support::Status::kUnsupportedOp) return answer;
+    if (!answer.ok() && device_refusal.ok()) device_refusal = std::move(answer);
   }
+  return device_refusal;
 }
 
-}  // namespace
+std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
+                                  const DeviceFacts& device, bool skip_unavailable) {
+  const Support answer = scenario_support(s, spec.name, device);
+  if (answer.ok()) return "";
+  const std::string what = "backend '" + spec.name + "' " + answer.reason;
+  if (answer.status == Support::Status::kUnsupportedOp) {
+    if (spec.where.file.empty()) throw_input_error(what);
+    throw_input_error(spec.where, what);
+  }
+  if (skip_unavailable) return answer.reason;
+  throw_runtime_error(what +
+                      " (--skip-unavailable skips such backends and reports them as skipped)");
+}
 
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   check_scenario_budget(s, specs, options.budget);  // before any context or tensor exists
   std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
+  const DeviceFacts device = device_facts();
   for (const BackendSpec& spec : specs) {
-    const std::string unavailable = backend_unavailable_reason(spec.name);
-    if (!unavailable.empty()) {
-      if (options.skip_unavailable) continue;
-      throw_runtime_error("backend '" + spec.name + "' " + unavailable +
-                          " (--skip-unavailable skips such backends and reports them as skipped)");
-    }
-    // CPU backends are cheap to create; GPU ones are checked when the audit creates them.
-    if (!find_backend(spec.name)->info.gpu) {
-      std::unique_ptr<Backend> b = make_backend(spec.name);
-      check_supports(spec, *b, s);
-    }
+    (void)check_backend_support(s, spec, device, options.skip_unavailable);
   }
   return contexts;
 }
@@ -306,10 +297,11 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<BackendAudit>> audits;
   std::vector<std::optional<BackendOutcome>> skipped(specs.size());
+  const DeviceFacts device = device_facts();
   for (size_t i = 0; i < specs.size(); ++i) {
     const BackendSpec& spec = specs[i];
     const std::string unavailable =
-        options.skip_unavailable ? backend_unavailable_reason(spec.name) : std::string();
+        check_backend_support(s, spec, device, options.skip_unavailable);
     if (!unavailable.empty()) {
       BackendOutcome o;
       const BackendInfo& info = find_backend(spec.name)->info;
@@ -333,7 +325,6 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
     if (skipped[i]) continue;
     const BackendSpec& spec = specs[i];
     backends.push_back(make_backend(spec.name));
-    check_supports(spec, *backends.back(), s);
     audits.push_back(std::make_unique<BackendAudit>(spec, *backends.back(), *workload, contexts,
                                                     s, options, result, progress));
   }
