@@ -38,14 +38,18 @@ size_t count_of(const std::string& text, const std::string& needle) {
 TEST(ReportFormats, ParsesNamesAndAliases) {
   const auto all = parse_report_formats("md,json,junit,html");
   ASSERT_EQ(all.size(), 4u);
-  EXPECT_EQ(all[0], ReportFormat::kMarkdown);
-  EXPECT_EQ(all[1], ReportFormat::kJson);
-  EXPECT_EQ(all[2], ReportFormat::kJunit);
-  EXPECT_EQ(all[3], ReportFormat::kHtml);
+  EXPECT_EQ(all[0]->name(), "md");
+  EXPECT_EQ(all[1]->name(), "json");
+  EXPECT_EQ(all[2]->name(), "junit");
+  EXPECT_EQ(all[3]->name(), "html");
+  EXPECT_EQ(all[2]->extension(), ".junit.xml");
   const auto some = parse_report_formats(" JSON , markdown,json,");
   ASSERT_EQ(some.size(), 2u);
-  EXPECT_EQ(some[0], ReportFormat::kJson);
-  EXPECT_EQ(some[1], ReportFormat::kMarkdown);
+  EXPECT_EQ(some[0]->name(), "json");
+  EXPECT_EQ(some[1]->name(), "md");
+  EXPECT_EQ(parse_report_formats("XML").at(0)->name(), "junit");
+  // A companion is written with its format, never chosen by name.
+  EXPECT_THROW(parse_report_formats("verify"), Error);
 }
 
 TEST(ReportFormats, RejectsUnknownAndEmpty) {
@@ -590,7 +594,7 @@ TEST(WriteReports, RejectsUnwritableDirectoryAsBadInput) {
   testing::write_file(root / "file", "x");
   // A folder below a regular file cannot exist, even for root.
   try {
-    write_reports(r, root / "file" / "sub", {ReportFormat::kJson});
+    write_reports(r, root / "file" / "sub", {find_report_writer("json")});
     FAIL() << "wrote below a regular file";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
@@ -599,7 +603,7 @@ TEST(WriteReports, RejectsUnwritableDirectoryAsBadInput) {
   // The destination is a folder: the rename fails and the temporary file is cleaned up.
   std::filesystem::create_directories(root / "gemm-batch-sweep.json");
   try {
-    write_reports(r, root, {ReportFormat::kJson});
+    write_reports(r, root, {find_report_writer("json")});
     FAIL() << "replaced a folder";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
