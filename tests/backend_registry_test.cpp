@@ -181,6 +181,19 @@ TEST(BackendRegistry, GpuSupportTablesAreTruthful) {
             "needs a GPU; none is available (no CUDA-capable device is detected)");
   EXPECT_EQ(backend_supports("cudnn", OpKind::kGemm, DType::kBF16, cpu_only).status,
             Support::Status::kUnsupportedOp);
+  // A device older than the kernels' compute capability 8.0 is refused, naming it.
+  DeviceFacts volta = with_gpu;
+  volta.cc_major = 7;
+  for (const char* name : {"cublas", "cuda-invariant", "cuda-portable", "cudnn"}) {
+    const Support old = backend_supports(name, OpKind::kAttentionDecode, DType::kBF16, volta);
+    EXPECT_EQ(old.status, Support::Status::kUnsupportedDevice) << name;
+    // (A CUDA build without the cudnn backend says that first, for cudnn.)
+    if (std::string(name) != "cudnn" || find_backend("cudnn")->info.description.find("unavailable") ==
+                                            std::string::npos) {
+      EXPECT_EQ(old.reason, "needs a GPU of compute capability 8.0 or newer (device 0 is 7.0)")
+          << name;
+    }
+  }
   // The CPU backends need nothing of the machine.
   EXPECT_TRUE(backend_supports("cpu-reference", OpKind::kAttentionPrefill, DType::kFP32, cpu_only).ok());
 }

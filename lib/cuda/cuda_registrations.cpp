@@ -21,6 +21,15 @@ namespace {
 
 using OpDtypes = std::vector<std::pair<OpKind, std::vector<DType>>>;
 
+// Every GPU backend launches nvdet's kernels (cudnn: cuDNN's paged SDPA), which are built for
+// compute capability 8.0 and newer (README, "Supported GPUs"); an older device is refused before
+// anything runs rather than failing at its first launch.
+std::string needs_sm80(const DeviceFacts& d) {
+  if (d.cc_major >= 8) return "";
+  return "needs a GPU of compute capability 8.0 or newer (device 0 is " +
+         std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ")";
+}
+
 // The vendor and invariant flavors share their kernels: GEMM in every dtype (cuBLASLt, or the
 // invariant GEMM's FFMA path for fp32), the row kernels in every dtype, the split-KV attention
 // kernels in bf16 and fp16 only (kernels/split_kv_attention.cuh).
@@ -37,12 +46,12 @@ OpDtypes flavor_ops() {
 BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind) {
   (void)kind;  // unused where the factory is the CPU-only stub
   return {info, NVDET_GPU_FACTORY(info, cuda::make_cuda_backend(info, kind)),
-          supports_from({flavor_ops(), true, nullptr})};
+          supports_from({flavor_ops(), true, needs_sm80})};
 }
 
 BackendRegistration portable(BackendInfo info) {
   return {info, NVDET_GPU_FACTORY(info, cuda::make_portable_backend(info)),
-          supports_from({all_ops_all_dtypes(), true, nullptr})};
+          supports_from({all_ops_all_dtypes(), true, needs_sm80})};
 }
 
 // cuDNN's SDPA: attention only, in the 16-bit dtypes; the build must have the backend (cuDNN's
@@ -50,7 +59,7 @@ BackendRegistration portable(BackendInfo info) {
 BackendRegistration cudnn_sdpa(BackendInfo info) {
   const std::vector<DType> half = {DType::kBF16, DType::kFP16};
   SupportTable table{{{OpKind::kAttentionDecode, half}, {OpKind::kAttentionPrefill, half}}, true,
-                     nullptr};
+                     needs_sm80};
 #if NVDET_WITH_CUDA
   if (const std::string why = cudnn::cudnn_unavailable_reason(); !why.empty()) {
     info.description += " (unavailable: " + why + ")";
