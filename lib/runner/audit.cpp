@@ -1,5 +1,8 @@
 #include "lib/runner/audit.h"
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/types/span.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -23,11 +26,12 @@ double seconds_since(Clock::time_point t0) {
 RequestRecord hash_output(const RequestOutput& out) {
   RequestRecord r;
   r.request = out.request;
-  r.hash = hash_bytes(out.output.data(), out.output.nbytes());
+  const absl::Span<const std::byte> bytes(out.output.data(), out.output.nbytes());
+  r.hash = hash_bytes(bytes);
   const int64_t tokens = out.output.rank() ? out.output.dim(0) : 1;
-  const size_t row_bytes = tokens ? out.output.nbytes() / tokens : 0;
+  const size_t row_bytes = tokens ? bytes.size() / tokens : 0;
   for (int64_t t = 0; t < tokens; ++t) {
-    r.token_hashes.push_back(hash_bytes(out.output.data() + t * row_bytes, row_bytes));
+    r.token_hashes.push_back(hash_bytes(bytes.subspan(t * row_bytes, row_bytes)));
   }
   r.completion = out.completion;
   return r;
@@ -120,7 +124,7 @@ class BackendAudit {
       rec.context_index = c.index;
       rec.context_id = c.id;
       rec.group = c.group;
-      for (const auto& [axis, v] : c.values) rec.context_values.emplace_back(axis, axis_value_string(v));
+      rec.context_values = c.values;
       rec.repeat = rep;
       const auto t0 = Clock::now();
       std::vector<RequestOutput> outputs = workload_.run(backend_, c, &rec.notes);
@@ -133,16 +137,19 @@ class BackendAudit {
         const bool baseline_case = rep == 0 && (base.context.empty() || base.context == c.id);
         if (baseline_case) {
           base.context = c.id;
+          base.index = c.index;
           base.outputs[out.request] = out;
           base.notes = rec.notes;
         } else if (rep == 0) {
           if (auto d = compare_request(base.outputs.at(out.request), out)) {
-            record(*d, "context", out.request, base.context, c.id, 0, base.notes, rec.notes);
+            record(*d, DivergenceKind::kContext, out.request, {base.context, base.index}, c, 0,
+                   base.notes, rec.notes);
             context_diverged = true;
           }
         } else if (rep > 0) {
           if (auto d = compare_request(first_repeat.at(out.request), out)) {
-            record(*d, "run-to-run", out.request, c.id, c.id, rep, first_notes, rec.notes);
+            record(*d, DivergenceKind::kRunToRun, out.request, {c.id, c.index}, c, rep, first_notes,
+                   rec.notes);
             ++o.run_to_run_divergences;
           }
         }
@@ -157,13 +164,19 @@ class BackendAudit {
     if (context_diverged) ++o.divergent_contexts;
   }
 
-  void record(Divergence d, const char* kind, int64_t request, const std::string& base_ctx,
-              const std::string& ctx, int rep, const RunNotes& base_notes, const RunNotes& notes) {
+  struct ContextRef {
+    std::string id;
+    int index = 0;
+  };
+  void record(Divergence d, DivergenceKind kind, int64_t request, const ContextRef& base,
+              const Context& ctx, int rep, const RunNotes& base_notes, const RunNotes& notes) {
     d.backend = spec_.name;
     d.kind = kind;
     d.request = request;
-    d.baseline_context = base_ctx;
-    d.context = ctx;
+    d.baseline_context = base.id;
+    d.baseline_context_index = base.index;
+    d.context = ctx.id;
+    d.context_index = ctx.index;
     d.repeat = rep;
     d.baseline_notes = base_notes;
     d.notes = notes;
@@ -183,13 +196,15 @@ class BackendAudit {
   // first context.
   struct Baseline {
     std::string context;
+    int index = 0;
     std::map<int64_t, RequestOutput> outputs;
     RunNotes notes;
   };
   std::map<std::string, Baseline> baselines_;
-  // Distinct outputs and completions per (group, request).
-  std::map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;
-  std::map<std::pair<std::string, int64_t>, std::set<std::vector<int32_t>>> completions_;
+  // Distinct outputs and completions per (group, request): updated for every request of every
+  // case and only ever read for their largest size, so a hash map (order does not matter).
+  absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;
+  absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<std::vector<int32_t>>> completions_;
   std::optional<Divergence> first_divergence_;
 };
 
