@@ -75,7 +75,8 @@ TEST(ModelScenario, ArchitectureScenariosHoldInvariance) {
 
 TEST(ModelScenario, GpuModelScenariosLoad) {
   for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
-                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml"}) {
+                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml",
+                           "model-llama3-8b-32layer-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());
     EXPECT_EQ(s.op, ScenarioOp::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;

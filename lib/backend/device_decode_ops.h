@@ -48,7 +48,8 @@ class DeviceDecodeOps {
   virtual ~DeviceDecodeOps() = default;
 
   // ---- memory ----
-  virtual Buffer allocate(size_t bytes) = 0;  // throws Error(kRuntime) when out of memory
+  // Zero-filled; throws Error(kRuntime) when out of memory.
+  virtual Buffer allocate(size_t bytes) = 0;
   // Bytes the device has free now.
   virtual size_t free_bytes() = 0;
   // The device copy of a weight, uploaded on first use and shared by every backend of the

@@ -60,6 +60,10 @@ class CudaDecodeOps final : public DeviceDecodeOps {
   Buffer allocate(size_t bytes) override {
     auto owned = std::make_shared<DeviceBuffer>(std::max<size_t>(bytes, 1));
     void* p = owned->get();
+    // Zero-filled like the host engine's tensors: the attention kernels read whole pages of the
+    // KV cache and mask the slots past a sequence's length, and a masked 0 * NaN from stale
+    // memory would still reach the output.
+    check(cudaMemsetAsync(p, 0, owned->bytes(), ctx_.stream()), "clearing a decoder buffer");
     return Buffer(p, [owned](void*) mutable { owned.reset(); });
   }
 
