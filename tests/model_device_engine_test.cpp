@@ -238,7 +238,8 @@ TEST(DeviceEngine, RefusesADecodeThatDoesNotFitWithExit3) {
   const ModelWeights w = make_synthetic_weights(c.config, c.dtype, 1616);
   FakeDeviceBackend b("cpu-reference");
   const std::vector<int32_t> capacity = {26, 12, 49, 18, 35, 42};  // prompt + 9 per sequence
-  const DeviceDecodeFootprint f = device_decode_footprint(w, capacity, 6 * 16, 16, 0);
+  const DeviceDecodeFootprint f = device_decode_footprint(w, capacity, 6 * 16, 16, 0, true);
+  EXPECT_GE(f.trace, 256.0 * (1 << 20));
   EXPECT_DOUBLE_EQ(f.kv_cache, c.config.layers * PagedKvCache::bytes_for(
                                                      capacity, 16, c.config.num_kv_heads,
                                                      c.config.head_dim, c.dtype));

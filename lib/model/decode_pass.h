@@ -37,6 +37,8 @@ class PassTrace {
  public:
   virtual ~PassTrace() = default;
   virtual bool tracing() const = 0;
+  // Whether sequence `seq`'s rows are traced (the rows emit() will ask for).
+  virtual bool watched(size_t seq) const = 0;
   virtual void emit(const Pass& p, int32_t layer, std::string_view op, const RowFetch& rows) = 0;
   virtual void emit_head(const Pass& p, std::string_view op, const RowFetch& rows) = 0;
 };

@@ -261,6 +261,7 @@ class BatchDecoder final : public PassTrace {
   }
 
   bool tracing() const override { return observer_ != nullptr; }
+  bool watched(size_t seq) const override { return watch_index_.at(seq) >= 0; }
 
   // Hands the watched sequences' rows of a pass tensor to the observer (prefill: kept until
   // the prompt is complete).

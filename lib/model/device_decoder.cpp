@@ -29,9 +29,6 @@ struct DevTensor {
   std::vector<int64_t> shape;  // shape[0]: rows
 };
 
-const std::byte* bytes_at(const void* p, size_t offset) {
-  return static_cast<const std::byte*>(p) + offset;
-}
 void* bytes_at(void* p, size_t offset) { return static_cast<std::byte*>(p) + offset; }
 
 class DeviceEngine final : public PassEngine {
@@ -51,6 +48,7 @@ class DeviceEngine final : public PassEngine {
     const int64_t hidden = c_.hidden, inter = c_.intermediate;
     const int64_t q_dim = c_.q_dim(), kv_dim = c_.kv_dim(), qkv_dim = c_.qkv_dim();
     upload_pass_inputs(p);
+    begin_trace(p);
     const PagedKv kv = layout_.view(p.seqs, p.kv_lens);
 
     ops_.gather_rows(embed_, tokens_, rows, hidden * elem_, x_);
@@ -92,7 +90,10 @@ class DeviceEngine final : public PassEngine {
     }
     PassOutput out;
     const int64_t heads = static_cast<int64_t>(p.head_seqs.size());
-    if (heads == 0) return out;
+    if (heads == 0) {
+      flush_trace(p);
+      return out;
+    }
     const std::vector<int32_t> head_rows(p.head_rows.begin(), p.head_rows.end());
     ops_.upload(head_rows_, head_rows.data(), head_rows.size() * sizeof(int32_t));
     ops_.gather_rows(x_, head_rows_, heads, hidden * elem_, last_);
@@ -114,6 +115,7 @@ class DeviceEngine final : public PassEngine {
       ops_.download(row.mutable_data(), bytes_at(logits_, i * row_bytes), row_bytes);
       out.logits.push_back(std::move(row));
     }
+    flush_trace(p);
     return out;
   }
 
@@ -133,15 +135,15 @@ class DeviceEngine final : public PassEngine {
       if (!ops_.is_resident(*t)) upload += static_cast<double>(t->nbytes());
     }
     const DeviceDecodeFootprint f =
-        device_decode_footprint(w_, capacity, max_rows, page_size, upload);
+        device_decode_footprint(w_, capacity, max_rows, page_size, upload, trace_.tracing());
     const double free = static_cast<double>(ops_.free_bytes());
     if (f.total() > free) {
       throw_runtime_error(fmt::format(
           "the model decode needs {:.2f} GiB of device memory (weights to upload {:.2f}, KV cache "
-          "{:.2f}, activations {:.2f}, workspace {:.2f}) but only {:.2f} GiB are free; lower the "
-          "batch, prompt length or max_new_tokens",
+          "{:.2f}, activations {:.2f}, workspace {:.2f}, trace staging {:.2f}) but only {:.2f} GiB "
+          "are free; lower the batch, prompt length or max_new_tokens",
           f.total() / kGiB, f.weights / kGiB, f.kv_cache / kGiB, f.activations / kGiB,
-          f.workspace / kGiB, free / kGiB));
+          f.workspace / kGiB, f.trace / kGiB, free / kGiB));
     }
   }
 
@@ -188,6 +190,12 @@ class DeviceEngine final : public PassEngine {
     slots_ = static_cast<int64_t*>(buffer(r * sizeof(int64_t)));
     cos_ = static_cast<float*>(buffer(r * (c_.head_dim / 2) * sizeof(float)));
     sin_ = static_cast<float*>(buffer(r * (c_.head_dim / 2) * sizeof(float)));
+    if (trace_.tracing()) {
+      staging_bytes_ = static_cast<size_t>(trace_staging_bytes(w_, rows, batch));
+      staging_ = buffer(static_cast<double>(staging_bytes_));
+      trace_rows_ = static_cast<int32_t*>(buffer(r * sizeof(int32_t)));
+      trace_heads_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
+    }
     const double cache = static_cast<double>(layout_.total_pages()) * layout_.page_size() *
                          static_cast<double>(c_.kv_dim()) * e;
     for (int32_t l = 0; l < c_.layers; ++l) {
@@ -283,23 +291,87 @@ class DeviceEngine final : public PassEngine {
     keep_notes(notes_, tag, name, call_notes);
   }
 
-  RowFetch rows_of(const DevTensor& t) {
-    return [this, t](int64_t first, int64_t count) {
-      std::vector<int64_t> shape = t.shape;
-      shape[0] = count;
-      HostTensor out(t.dtype, std::move(shape));
-      const size_t row_bytes = out.nbytes() / static_cast<size_t>(std::max<int64_t>(count, 1));
-      ops_.download(out.mutable_data(), bytes_at(t.ptr, static_cast<size_t>(first) * row_bytes),
-                    out.nbytes());
-      return out;
-    };
+  // ---- the trace: the watched rows of each tensor are gathered on the device into a staging
+  // buffer as the pass goes, and downloaded once at its end (or when the buffer is full), then
+  // handed to the scheduler in emit order; a download per tensor and sequence would cost a
+  // device synchronisation each.
+  struct Staged {
+    bool head = false;
+    int32_t layer = 0;
+    std::string op;
+    DType dtype = DType::kBF16;
+    std::vector<int64_t> shape;  // shape[0]: the rows staged
+    size_t offset = 0, row_bytes = 0;
+  };
+
+  void begin_trace(const Pass& p) {
+    if (!trace_.tracing()) return;
+    std::vector<int32_t> rows, heads;
+    row_index_.assign(p.tokens.size(), -1);
+    head_index_.assign(p.head_seqs.size(), -1);
+    for (size_t i = 0; i < p.seqs.size(); ++i) {
+      if (!trace_.watched(p.seqs[i])) continue;
+      for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
+        row_index_[r] = static_cast<int32_t>(rows.size());
+        rows.push_back(r);
+      }
+    }
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      if (!trace_.watched(p.head_seqs[i])) continue;
+      head_index_[i] = static_cast<int32_t>(heads.size());
+      heads.push_back(static_cast<int32_t>(i));
+    }
+    traced_rows_ = static_cast<int64_t>(rows.size());
+    traced_heads_ = static_cast<int64_t>(heads.size());
+    ops_.upload(trace_rows_, rows.data(), rows.size() * sizeof(int32_t));
+    ops_.upload(trace_heads_, heads.data(), heads.size() * sizeof(int32_t));
+  }
+
+  void stage(const Pass& p, bool head, int32_t layer, std::string_view op, const DevTensor& t) {
+    const int64_t n = head ? traced_heads_ : traced_rows_;
+    if (!trace_.tracing() || n == 0) return;
+    size_t row_bytes = dtype_size(t.dtype);
+    for (size_t d = 1; d < t.shape.size(); ++d) row_bytes *= static_cast<size_t>(t.shape[d]);
+    const size_t bytes = static_cast<size_t>(n) * row_bytes;
+    if (staged_used_ + bytes > staging_bytes_) flush_trace(p);
+    ops_.gather_rows(t.ptr, head ? trace_heads_ : trace_rows_, n, static_cast<int64_t>(row_bytes),
+                     bytes_at(staging_, staged_used_));
+    Staged s{head, layer, std::string(op), t.dtype, t.shape, staged_used_, row_bytes};
+    s.shape[0] = n;
+    staged_.push_back(std::move(s));
+    staged_used_ += bytes;
+  }
+
+  void flush_trace(const Pass& p) {
+    if (staged_.empty()) return;
+    staged_host_.resize(staged_used_);
+    ops_.download(staged_host_.data(), staging_, staged_used_);
+    for (const Staged& s : staged_) {
+      const std::vector<int32_t>& index = s.head ? head_index_ : row_index_;
+      const RowFetch rows = [&](int64_t first, int64_t count) {
+        std::vector<int64_t> shape = s.shape;
+        shape[0] = count;
+        HostTensor out(s.dtype, std::move(shape));
+        std::memcpy(out.mutable_data(),
+                    staged_host_.data() + s.offset + static_cast<size_t>(index.at(first)) * s.row_bytes,
+                    static_cast<size_t>(count) * s.row_bytes);
+        return out;
+      };
+      if (s.head) {
+        trace_.emit_head(p, s.op, rows);
+      } else {
+        trace_.emit(p, s.layer, s.op, rows);
+      }
+    }
+    staged_.clear();
+    staged_used_ = 0;
   }
 
   void emit(const Pass& p, int32_t layer, std::string_view op, const DevTensor& t) {
-    if (trace_.tracing()) trace_.emit(p, layer, op, rows_of(t));
+    stage(p, false, layer, op, t);
   }
   void emit_head(const Pass& p, std::string_view op, const DevTensor& t) {
-    if (trace_.tracing()) trace_.emit_head(p, op, rows_of(t));
+    stage(p, true, -1, op, t);
   }
 
   DeviceDecodeOps& ops_;
@@ -325,6 +397,14 @@ class DeviceEngine final : public PassEngine {
   float *cos_ = nullptr, *sin_ = nullptr;
   std::vector<void*> k_, v_;
   std::vector<float> cos_host_, sin_host_;
+  // The trace's staging (see stage()).
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0, staged_used_ = 0;
+  int32_t *trace_rows_ = nullptr, *trace_heads_ = nullptr;
+  int64_t traced_rows_ = 0, traced_heads_ = 0;
+  std::vector<int32_t> row_index_, head_index_;  // pass row / head -> staged row, or -1
+  std::vector<Staged> staged_;
+  std::vector<std::byte> staged_host_;
 };
 
 }  // namespace
@@ -350,7 +430,7 @@ std::vector<const HostTensor*> weight_tensors(const ModelWeights& w) {
 DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
                                               const std::vector<int32_t>& capacity,
                                               int64_t max_rows, int32_t page_size,
-                                              double weights_to_upload) {
+                                              double weights_to_upload, bool tracing) {
   const ModelConfig& c = w.config;
   const double e = static_cast<double>(dtype_size(w.dtype));
   const double r = static_cast<double>(max_rows), b = static_cast<double>(capacity.size());
@@ -364,7 +444,22 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
   f.activations = r * per_row + b * (2.0 * c.hidden * e + c.vocab * sizeof(float) + 8.0);
   const double items = 3.0 * r + kMaxDecodeSplits * b;
   f.workspace = kLibraryBytes + items * c.num_heads * (c.head_dim + 2.0) * sizeof(float);
+  if (tracing) {
+    f.trace = trace_staging_bytes(w, max_rows, static_cast<int64_t>(capacity.size())) +
+              (r + b) * sizeof(int32_t);
+  }
   return f;
+}
+
+double trace_staging_bytes(const ModelWeights& w, int64_t max_rows, int64_t batch) {
+  const ModelConfig& c = w.config;
+  const double e = static_cast<double>(dtype_size(w.dtype));
+  const double widest_row =
+      std::max<double>({static_cast<double>(c.hidden), static_cast<double>(c.qkv_dim()),
+                        2.0 * c.intermediate}) * e;
+  const double largest = std::max(static_cast<double>(max_rows) * widest_row,
+                                  static_cast<double>(batch) * c.vocab * sizeof(float));
+  return std::max(256 * kMiB, largest);
 }
 
 std::unique_ptr<PassEngine> make_device_engine(DeviceDecodeOps& ops, const ModelWeights& w,

@@ -27,14 +27,19 @@ struct DeviceDecodeFootprint {
   double kv_cache = 0;     // K and V pages of every layer
   double activations = 0;  // one pass's tensors at the largest pass
   double workspace = 0;    // cuBLASLt and split-KV attention workspaces, an upper estimate
-  double total() const { return weights + kv_cache + activations + workspace; }
+  double trace = 0;        // staging of the traced rows (when tracing)
+  double total() const { return weights + kv_cache + activations + workspace + trace; }
 };
 
 // capacity[s]: the most tokens sequence s holds; max_rows: the most rows of any pass.
 DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
                                               const std::vector<int32_t>& capacity,
                                               int64_t max_rows, int32_t page_size,
-                                              double weights_to_upload);
+                                              double weights_to_upload, bool tracing);
+
+// Device bytes the traced rows of a pass are staged in before one download: 256 MiB, or the
+// largest single traced tensor when that is larger.
+double trace_staging_bytes(const ModelWeights& w, int64_t max_rows, int64_t batch);
 
 // Every weight tensor of the model that has storage (absent biases and norms are left out).
 std::vector<const HostTensor*> weight_tensors(const ModelWeights& w);
