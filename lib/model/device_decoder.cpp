@@ -332,7 +332,8 @@ class DeviceEngine final : public PassEngine {
     if (!trace_.tracing() || n == 0) return;
     size_t row_bytes = dtype_size(t.dtype);
     for (size_t d = 1; d < t.shape.size(); ++d) row_bytes *= static_cast<size_t>(t.shape[d]);
-    const size_t bytes = static_cast<size_t>(n) * row_bytes;
+    // Each tensor's rows start 16-byte aligned, as the gather kernel's word stores need.
+    const size_t bytes = (static_cast<size_t>(n) * row_bytes + 15) / 16 * 16;
     if (staged_used_ + bytes > staging_bytes_) flush_trace(p);
     ops_.gather_rows(t.ptr, head ? trace_heads_ : trace_rows_, n, static_cast<int64_t>(row_bytes),
                      bytes_at(staging_, staged_used_));
@@ -459,7 +460,7 @@ double trace_staging_bytes(const ModelWeights& w, int64_t max_rows, int64_t batc
                         2.0 * c.intermediate}) * e;
   const double largest = std::max(static_cast<double>(max_rows) * widest_row,
                                   static_cast<double>(batch) * c.vocab * sizeof(float));
-  return std::max(256 * kMiB, largest);
+  return std::max(256 * kMiB, largest + 16);
 }
 
 std::unique_ptr<PassEngine> make_device_engine(DeviceDecodeOps& ops, const ModelWeights& w,
