@@ -3,6 +3,8 @@
 // with GQA, biases, Qwen3's q/k norms, llama3 RoPE scaling, chunked prefill and bf16 / fp16.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <iostream>
 #include <memory>
 
 #include "lib/backend/backend.h"
@@ -38,8 +40,14 @@ TEST(GpuDeviceDecoder, BitwiseEqualToTheHostPath) {
       ASSERT_NE(b->device_decode_ops(), nullptr);
       for (const bool trace : {false, true}) {
         Decoded host, device;
+        const auto t0 = std::chrono::steady_clock::now();
         decode(*b, w, true, trace, host);
+        const auto t1 = std::chrono::steady_clock::now();
         decode(*b, w, false, trace, device);
+        const auto t2 = std::chrono::steady_clock::now();
+        std::cout << c.name << " " << name << (trace ? " traced" : "") << ": host path "
+                  << std::chrono::duration<double>(t1 - t0).count() << " s, device path "
+                  << std::chrono::duration<double>(t2 - t1).count() << " s\n";
         EXPECT_EQ(host.notes.at("decoder").rfind("host", 0), 0u);
         EXPECT_EQ(device.notes.at("decoder").rfind("device-resident", 0), 0u);
         ASSERT_EQ(host.results.size(), device.results.size());
