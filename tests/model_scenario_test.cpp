@@ -80,6 +80,11 @@ TEST(ModelScenario, GpuModelScenariosLoad) {
     EXPECT_EQ(s.op, ScenarioOp::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;
   }
+  // The 32-layer throughput scenario of the device-resident decoder's H200 check.
+  const Scenario big = load_scenario(
+      (nvdet::testing::source_dir() / "reports/h200/model/model-llama3-8b-32layer-gpu.yaml").string());
+  EXPECT_EQ(big.op, ScenarioOp::kModel);
+  EXPECT_EQ(expand_contexts(big).size(), 2u);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "lib/manifest/manifest.h"
 #include "lib/report/atomic_file.h"
 #include "lib/report/ci_output.h"
+#include "lib/model/decode_progress.h"
 #include "lib/report/console_summary.h"
 #include "lib/report/report_writers.h"
 #include "lib/runner/audit.h"
@@ -129,11 +130,22 @@ int run(const AuditFlags& f) {
       };
     }
     TerminalProgress progress(stderr);
+    AuditProgress last;  // the case under way, for the model decode's per-step progress
     if (!f.quiet) {
       opts.on_progress = [&](const AuditProgress& pr) {
+        last = pr;
         progress.update(pr.done, pr.total, pr.backend, pr.context, pr.context_number, pr.contexts);
       };
+      set_decode_progress_sink([&](const DecodeProgress& d) {
+        progress.update(last.done, last.total, d.backend, d.context, last.context_number,
+                        last.contexts,
+                        fmt::format("step {} of {}, {:.0f} tokens/s", d.steps_done, d.steps_total,
+                                    d.tokens_per_second));
+      });
     }
+    struct SinkReset {  // the sink refers to this iteration's locals
+      ~SinkReset() { set_decode_progress_sink(nullptr); }
+    } sink_reset;
     AuditResult result = run_audit(s, opts);
     progress.finish();
     if (golden) {

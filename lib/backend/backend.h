@@ -15,6 +15,8 @@
 
 namespace nvdet {
 
+class DeviceDecodeOps;  // lib/backend/device_decode_ops.h
+
 struct BackendInfo {
   std::string name;         // "cpu-reference", "cublas", ...
   std::string description;  // one line for `nvdet list`
@@ -99,6 +101,10 @@ class Backend {
   virtual std::optional<double> copy_bandwidth_gbps(const TimingOptions& /*opts*/) {
     return std::nullopt;
   }
+
+  // GPU backends whose ops can run on device buffers (lib/backend/device_decode_ops.h): the
+  // model decoder then keeps weights, KV cache and activations on the device. Others: null.
+  virtual DeviceDecodeOps* device_decode_ops() { return nullptr; }
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;

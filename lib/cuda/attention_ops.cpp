@@ -27,19 +27,31 @@ void check_supported(const char* op, DType dtype, int32_t num_heads, int32_t num
 
 // Uploads q, k, v, the page table and the plan; fills the kernel parameters. The plan and the
 // output are owned by the call.
-kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall& call,
-                                               const HostTensor& q, const PagedKv& kv,
-                                               int32_t num_heads, int32_t num_kv_heads,
-                                               int32_t head_dim, float scale, DType out_dtype,
-                                               const AttentionPlan& plan) {
+// The host tensors of an op, uploaded (pointers taken once all three are resident).
+AttentionOperands upload_operands(DeviceContext& ctx, const HostTensor& q, const PagedKv& kv) {
   ctx.upload(q);
   ctx.upload(*kv.k);
   ctx.upload(*kv.v);
+  AttentionOperands o;
+  o.q = ctx.upload(q);
+  o.k = ctx.upload(*kv.k);
+  o.v = ctx.upload(*kv.v);
+  o.dtype = q.dtype();
+  return o;
+}
+
+// Uploads the page table and the plan; fills the kernel parameters. The plan (and the output,
+// unless the operands give one) are owned by the call.
+kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall& call,
+                                               const AttentionOperands& ops, const PagedKv& kv,
+                                               int32_t num_heads, int32_t num_kv_heads,
+                                               int32_t head_dim, float scale, DType out_dtype,
+                                               const AttentionPlan& plan) {
   kernels::SplitKvAttentionParams p;
-  p.q = ctx.upload(q);
-  p.k = ctx.upload(*kv.k);
-  p.v = ctx.upload(*kv.v);
-  p.dtype = q.dtype();
+  p.q = ops.q;
+  p.k = ops.k;
+  p.v = ops.v;
+  p.dtype = ops.dtype;
   p.out_dtype = out_dtype;
   p.max_pages_per_seq = kv.max_pages_per_seq;
   p.page_size = kv.page_size;
@@ -62,9 +74,13 @@ kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall&
 
   call.out_dtype = out_dtype;
   call.out_shape = {p.num_rows, num_heads, head_dim};
-  call.owned.emplace_back(static_cast<size_t>(p.num_rows) * num_heads * head_dim *
-                          dtype_size(out_dtype));
-  p.out = call.owned.back().get();
+  if (ops.out) {
+    p.out = ops.out;
+  } else {
+    call.owned.emplace_back(static_cast<size_t>(p.num_rows) * num_heads * head_dim *
+                            dtype_size(out_dtype));
+    p.out = call.owned.back().get();
+  }
   call.output = p.out;
   p.workspace = static_cast<float*>(ctx.workspace(
       kernels::split_kv_attention_workspace_bytes(p.num_items, num_heads, head_dim)));
@@ -77,6 +93,15 @@ PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
                                       const AttentionDecodeArgs& args, RunNotes* notes) {
   check_supported("attention_decode", args.q->dtype(), args.num_heads, args.num_kv_heads,
                   args.head_dim);
+  return prepare_attention_decode_device(ctx, flavor, args, upload_operands(ctx, *args.q, args.kv),
+                                         notes);
+}
+
+PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flavor,
+                                             const AttentionDecodeArgs& args,
+                                             const AttentionOperands& ops, RunNotes* notes) {
+  check_supported("attention_decode", ops.dtype, args.num_heads, args.num_kv_heads,
+                  args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
   const AttentionPlan plan =
       invariant ? invariant_decode_plan(args.kv.kv_lens, invariant_attention_split_size(args.splits))
@@ -84,7 +109,7 @@ PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
                                      args.splits);
   PreparedCall call;
   const kernels::SplitKvAttentionParams p =
-      prepare_params(ctx, call, *args.q, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
+      prepare_params(ctx, call, ops, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
                      args.scale, args.out_dtype, plan);
   call.launch = [p](cudaStream_t s) { return kernels::launch_attention_decode(p, s); };
   if (notes) {
@@ -106,13 +131,22 @@ PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
                                        const AttentionPrefillArgs& args, RunNotes* notes) {
   check_supported("attention_prefill", args.q->dtype(), args.num_heads, args.num_kv_heads,
                   args.head_dim);
+  return prepare_attention_prefill_device(ctx, flavor, args,
+                                          upload_operands(ctx, *args.q, args.kv), notes);
+}
+
+PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor flavor,
+                                              const AttentionPrefillArgs& args,
+                                              const AttentionOperands& ops, RunNotes* notes) {
+  check_supported("attention_prefill", ops.dtype, args.num_heads, args.num_kv_heads,
+                  args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
   const AttentionPlan plan =
       invariant ? invariant_prefill_plan(args.q_start, args.kv.kv_lens)
                 : vendor_prefill_plan(args.q_start, args.prefix_len, args.kv.kv_lens);
   PreparedCall call;
   const kernels::SplitKvAttentionParams p =
-      prepare_params(ctx, call, *args.q, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
+      prepare_params(ctx, call, ops, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
                      args.scale, args.out_dtype, plan);
   call.launch = [p](cudaStream_t s) { return kernels::launch_attention_prefill(p, s); };
   if (notes) {

@@ -32,6 +32,11 @@ class CudaBackend final : public Backend {
     return measure_copy_bandwidth_gbps(ctx_, opts.warmup, opts.repetitions);
   }
 
+  DeviceDecodeOps* device_decode_ops() override {
+    if (!decode_ops_) decode_ops_ = make_cuda_decode_ops(ctx_, flavor_);
+    return decode_ops_.get();
+  }
+
  private:
   // Every call's notes say which path ran and from which kernel image (machine code or PTX
   // JIT-compiled by the driver), so each report names them.
@@ -50,21 +55,14 @@ class CudaBackend final : public Backend {
             return prepare_attention_prefill(ctx_, flavor_, a, notes);
         },
         args);
-    if (notes) {
-      if (!notes->count("path")) {
-        const bool gemm = std::holds_alternative<GemmArgs>(args);
-        (*notes)["path"] = !gemm                                ? "cuda-cores-fp32"
-                           : flavor_ == CudaFlavor::kInvariant ? (*notes)["kernel"]
-                                                                : "cublasLt";
-      }
-      (*notes)["kernel_image"] = kernel_image_description(NVDET_CUDA_ARCHITECTURES);
-    }
+    add_path_notes(flavor_, std::holds_alternative<GemmArgs>(args), notes);
     return call;
   }
 
   BackendInfo info_;
   CudaFlavor flavor_;
   DeviceContext ctx_;
+  std::unique_ptr<DeviceDecodeOps> decode_ops_;  // after ctx_: destroyed before it
 };
 
 }  // namespace

@@ -2,7 +2,10 @@
 // The per-op halves of the CUDA backends. Each backend is one CudaFlavor; each op file
 // (gemm_ops.cpp, norm_ops.cpp, attention_ops.cpp) turns an op's arguments into a PreparedCall for
 // that flavor.
+#include <memory>
+
 #include "lib/backend/backend.h"
+#include "lib/backend/device_decode_ops.h"
 #include "lib/cuda/cuda_factories.h"
 #include "lib/cuda/device_context.h"
 
@@ -18,6 +21,56 @@ PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
                                       const AttentionDecodeArgs& args, RunNotes* notes);
 PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
                                        const AttentionPrefillArgs& args, RunNotes* notes);
+
+// Device-pointer halves of the ops above, for callers whose tensors are already on the device (the
+// device-resident decoder, lib/cuda/device_decode_ops.cpp): the same plans, kernels and notes as
+// prepare_*, which upload host tensors and then call these. An operand's output pointer may be
+// null (the call then owns a fresh output buffer).
+struct GemmOperands {
+  const void* a = nullptr;     // [m, k]
+  const void* w = nullptr;     // [n, k]
+  const void* bias = nullptr;  // [n] in the input dtype, or null
+  void* out = nullptr;         // [m, n] of out_dtype
+  int64_t m = 0, n = 0, k = 0;
+  DType in = DType::kBF16, out_dtype = DType::kFP32;
+  bool allow_tf32 = false;
+};
+PreparedCall prepare_gemm_device(DeviceContext& ctx, CudaFlavor flavor, const GemmOperands& g,
+                                 RunNotes* notes);
+
+struct RmsNormOperands {
+  const void* x = nullptr;       // [rows, d]
+  const void* weight = nullptr;  // [d]
+  void* out = nullptr;           // [rows, d] of out_dtype
+  int64_t rows = 0, d = 0;
+  DType dtype = DType::kBF16, out_dtype = DType::kBF16;
+  float eps = 1e-6f;
+};
+PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
+                                    const RmsNormOperands& r, RunNotes* notes);
+
+// The attention ops' device buffers; everything else (lengths, page table, heads, splits) comes
+// from the op's arguments, whose q / kv.k / kv.v tensors are not read.
+struct AttentionOperands {
+  const void* q = nullptr;  // [rows, num_heads, head_dim]
+  const void* k = nullptr;  // [pages, page_size, num_kv_heads, head_dim]
+  const void* v = nullptr;
+  void* out = nullptr;      // [rows, num_heads, head_dim] of out_dtype
+  DType dtype = DType::kBF16;
+};
+PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flavor,
+                                             const AttentionDecodeArgs& args,
+                                             const AttentionOperands& ops, RunNotes* notes);
+PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor flavor,
+                                              const AttentionPrefillArgs& args,
+                                              const AttentionOperands& ops, RunNotes* notes);
+
+// The notes every CUDA backend call ends with: which path ran ("path", unless the op set it) and
+// from which kernel image.
+void add_path_notes(CudaFlavor flavor, bool gemm, RunNotes* notes);
+
+// The device-resident decoder's entry points for one of these backends (device_decode_ops.cpp).
+std::unique_ptr<DeviceDecodeOps> make_cuda_decode_ops(DeviceContext& ctx, CudaFlavor flavor);
 
 // cuda-portable, every op (portable_ops.cpp; its own Backend class, portable_backend.cpp).
 PreparedCall prepare_portable(DeviceContext& ctx, const OpArgs& args, RunNotes* notes);

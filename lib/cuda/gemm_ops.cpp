@@ -143,24 +143,31 @@ void describe_algo(const cublasLtMatmulHeuristicResult_t& h, bool tf32, bool dir
   if (!direct) (*notes)["output"] = "fp32 then rounded to out_dtype";
 }
 
-PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
-                              RunNotes* notes) {
-  const DType in = args.a->dtype(), out = args.out_dtype;
-  const int64_t m = args.a->dim(0), k = args.a->dim(1), n = args.w->dim(0);
+// The output buffer: the caller's, or one the call owns.
+void* output_of(PreparedCall& call, const GemmOperands& g) {
+  call.out_dtype = g.out_dtype;
+  call.out_shape = {g.m, g.n};
+  if (!g.out) call.owned.emplace_back(static_cast<size_t>(g.m * g.n) * dtype_size(g.out_dtype));
+  call.output = g.out ? g.out : call.owned.back().get();
+  return const_cast<void*>(call.output);
+}
+
+// `host_bias`: the bias on the host, for the case where D's type differs from the input type
+// (fp32 D for a 16-bit output), whose epilogue needs it converted; device-only callers have none
+// and are refused that case.
+PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmOperands& g,
+                              const HostTensor* host_bias, RunNotes* notes) {
+  const DType in = g.in, out = g.out_dtype;
+  const int64_t m = g.m, k = g.k, n = g.n;
   const bool direct = lt_writes_directly(in, out);
   const DType d_dtype = direct ? out : DType::kFP32;
-  const bool tf32 = in == DType::kFP32 && args.allow_tf32;
+  const bool tf32 = in == DType::kFP32 && g.allow_tf32;
   const bool nosplit = flavor == CudaFlavor::kCublasLtNoSplit;
   const size_t ws_bytes = flavor == CudaFlavor::kCublasLtSmallWorkspace ? kLtSmallWorkspaceBytes
                                                                          : kLtWorkspaceBytes;
 
-  const GemmInputs dev = upload_inputs(ctx, args);
   PreparedCall call;
-  call.out_dtype = out;
-  call.out_shape = {m, n};
-  call.owned.emplace_back(static_cast<size_t>(m * n) * dtype_size(out));
-  void* out_ptr = call.owned.back().get();
-  call.output = out_ptr;
+  void* out_ptr = output_of(call, g);
   void* d_ptr = out_ptr;
   if (!direct) {
     call.owned.emplace_back(static_cast<size_t>(m * n) * sizeof(float));
@@ -170,14 +177,17 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   // The bias epilogue reads a vector of D's type. D's type is the input type or fp32, so the
   // conversion below is exact.
   const void* bias_ptr = nullptr;
-  if (args.bias) {
+  if (g.bias) {
     if (d_dtype == in) {
-      bias_ptr = dev.bias;
-    } else {
+      bias_ptr = g.bias;
+    } else if (host_bias) {
       HostTensor b(d_dtype, {n});
-      for (int64_t i = 0; i < n; ++i) b.set(i, args.bias->get(i));
+      for (int64_t i = 0; i < n; ++i) b.set(i, host_bias->get(i));
       call.owned.push_back(ctx.upload_array(b.data(), b.nbytes()));
       bias_ptr = call.owned.back().get();
+    } else {
+      throw_input_error("gemm on device buffers: a bias with an output type other than the input "
+                        "type or fp32 is not supported");
     }
   }
 
@@ -252,8 +262,8 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
 
   void* workspace = ctx.workspace(ws_bytes);
   cublasLtHandle_t handle = ctx.cublas_lt();
-  const void* a_ptr = dev.a;
-  const void* w_ptr = dev.w;
+  const void* a_ptr = g.a;
+  const void* w_ptr = g.w;
   const int mi = static_cast<int>(m), ni = static_cast<int>(n);
   call.launch = [=](cudaStream_t stream) -> cudaError_t {
     const float alpha = 1.0f, beta = 0.0f;
@@ -274,22 +284,18 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmA
 
 // ---- nvdet's invariant kernels ------------------------------------------------------------------
 
-PreparedCall prepare_invariant(DeviceContext& ctx, const GemmArgs& args, RunNotes* notes) {
-  const DType in = args.a->dtype(), out = args.out_dtype;
-  const int64_t m = args.a->dim(0), k = args.a->dim(1), n = args.w->dim(0);
-  const GemmInputs dev = upload_inputs(ctx, args);
+PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNotes* notes) {
+  const DType in = g.in, out = g.out_dtype;
+  const int64_t m = g.m, k = g.k, n = g.n;
 
   PreparedCall call;
-  call.out_dtype = out;
-  call.out_shape = {m, n};
-  call.owned.emplace_back(static_cast<size_t>(m * n) * dtype_size(out));
-  call.output = call.owned.back().get();
+  void* out_ptr = output_of(call, g);
 
   nvdet_kernels::GemmProblem prob;
-  prob.a = dev.a;
-  prob.w = dev.w;
-  prob.bias = dev.bias;
-  prob.out = call.owned.back().get();
+  prob.a = g.a;
+  prob.w = g.w;
+  prob.bias = g.bias;
+  prob.out = out_ptr;
   prob.m = static_cast<int>(m);
   prob.n = static_cast<int>(n);
   prob.k = static_cast<int>(k);
@@ -322,7 +328,7 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmArgs& args, RunNote
                                " elements (K or stride not TMA-addressable)";
       }
     }
-    if (in == DType::kFP32 && args.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
+    if (in == DType::kFP32 && g.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
   }
 
   call.launch = [prob, plan, workspace](cudaStream_t stream) {
@@ -334,19 +340,44 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmArgs& args, RunNote
 
 }  // namespace
 
-PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
-                          RunNotes* notes) {
-  if (args.a->dim(0) > INT32_MAX || args.w->dim(0) > INT32_MAX || args.a->dim(1) > INT32_MAX) {
+namespace {
+
+PreparedCall prepare_gemm_operands(DeviceContext& ctx, CudaFlavor flavor, const GemmOperands& g,
+                                   const HostTensor* host_bias, RunNotes* notes) {
+  if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX) {
     throw_input_error("gemm: dimensions beyond 2^31 - 1 are not supported on the GPU");
   }
   switch (flavor) {
-    case CudaFlavor::kInvariant: return prepare_invariant(ctx, args, notes);
+    case CudaFlavor::kInvariant: return prepare_invariant(ctx, g, notes);
     case CudaFlavor::kCublas:
     case CudaFlavor::kVendorPolicy:
     case CudaFlavor::kCublasLtNoSplit:
     case CudaFlavor::kCublasLtSmallWorkspace: break;
   }
-  return prepare_cublaslt(ctx, flavor, args, notes);
+  return prepare_cublaslt(ctx, flavor, g, host_bias, notes);
+}
+
+}  // namespace
+
+PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
+                          RunNotes* notes) {
+  const GemmInputs dev = upload_inputs(ctx, args);
+  GemmOperands g;
+  g.a = dev.a;
+  g.w = dev.w;
+  g.bias = dev.bias;
+  g.m = args.a->dim(0);
+  g.k = args.a->dim(1);
+  g.n = args.w->dim(0);
+  g.in = args.a->dtype();
+  g.out_dtype = args.out_dtype;
+  g.allow_tf32 = args.allow_tf32;
+  return prepare_gemm_operands(ctx, flavor, g, args.bias, notes);
+}
+
+PreparedCall prepare_gemm_device(DeviceContext& ctx, CudaFlavor flavor, const GemmOperands& g,
+                                 RunNotes* notes) {
+  return prepare_gemm_operands(ctx, flavor, g, nullptr, notes);
 }
 
 }  // namespace nvdet::cuda

@@ -53,16 +53,35 @@ void check_rows(const char* op, int64_t rows, int64_t row_len) {
 
 PreparedCall prepare_rmsnorm(DeviceContext& ctx, CudaFlavor flavor, const RmsNormArgs& args,
                              RunNotes* notes) {
-  const int64_t rows = args.x->dim(0), d = args.x->dim(1);
-  check_rows("rmsnorm", rows, d);
-  const DType dtype = args.x->dtype(), out_dtype = args.out_dtype;
-  const float eps = args.eps;
+  check_rows("rmsnorm", args.x->dim(0), args.x->dim(1));
   ctx.upload(*args.x);
   ctx.upload(*args.weight);
-  const void* x = ctx.upload(*args.x);
-  const void* w = ctx.upload(*args.weight);
+  RmsNormOperands r;
+  r.x = ctx.upload(*args.x);
+  r.weight = ctx.upload(*args.weight);
+  r.rows = args.x->dim(0);
+  r.d = args.x->dim(1);
+  r.dtype = args.x->dtype();
+  r.out_dtype = args.out_dtype;
+  r.eps = args.eps;
+  return prepare_rmsnorm_device(ctx, flavor, r, notes);
+}
+
+PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
+                                    const RmsNormOperands& r, RunNotes* notes) {
+  const int64_t rows = r.rows, d = r.d;
+  check_rows("rmsnorm", rows, d);
+  const DType dtype = r.dtype, out_dtype = r.out_dtype;
+  const float eps = r.eps;
+  const void* x = r.x;
+  const void* w = r.weight;
   PreparedCall call;
-  void* out = add_output(call, out_dtype, rows, d);
+  void* out = r.out ? r.out : add_output(call, out_dtype, rows, d);
+  if (r.out) {
+    call.out_dtype = out_dtype;
+    call.out_shape = {rows, d};
+    call.output = out;
+  }
 
   if (flavor == CudaFlavor::kInvariant) {
     const RowPlan plan{kernels::rmsnorm_invariant_block_threads(d, dtype), 1};

@@ -2,32 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "lib/backend/device_decode_ops.h"
 #include "lib/core/error.h"
+#include "lib/model/decode_pass.h"
+#include "lib/model/device_decoder.h"
 #include "lib/model/host_ops.h"
 #include "lib/model/kv_cache.h"
 
 namespace nvdet {
 namespace {
-
-// Host memory the batch's KV caches (all layers) may take.
-constexpr double kMaxKvBytes = 16.0 * (1 << 30);
-
-// One forward pass over some rows of some sequences: a prefill chunk or a decode step.
-struct Pass {
-  bool prefill = false;
-  int32_t step = 0;
-  std::vector<size_t> seqs;        // the sequences in this pass, in batch order
-  std::vector<int32_t> row_start;  // [seqs + 1]: each sequence's rows in the pass
-  std::vector<int32_t> tokens;     // per row
-  std::vector<int32_t> positions;  // per row: absolute position in its sequence
-  std::vector<int32_t> kv_lens;    // per sequence: cached tokens once this pass has written
-  std::vector<size_t> head_seqs;   // sequences whose next-token logits this pass produces
-  std::vector<int64_t> head_rows;  // their rows (each one's last row in the pass)
-};
 
 HostTensor gather_rows(const HostTensor& t, const std::vector<int64_t>& rows) {
   std::vector<int64_t> shape = t.shape();
@@ -68,62 +56,22 @@ HostTensor concat_rows(const std::vector<HostTensor>& pieces) {
   return out;
 }
 
-class BatchDecoder {
+// The host engine: every op through Backend::run with host tensors, the KV cache on the host,
+// the elementwise steps in host_ops.h.
+// kAuto's opt-in: the device-resident path is taken only when asked for, until its bitwise
+// equality with the host path has been shown on a GPU.
+bool use_device_path(DecodePath path) {
+  if (path != DecodePath::kAuto) return path == DecodePath::kDevice;
+  const char* v = std::getenv("NVDET_DEVICE_DECODE");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+class HostEngine final : public PassEngine {
  public:
-  BatchDecoder(Backend& backend, const ModelWeights& w,
-               const std::vector<std::vector<int32_t>>& prompts, const std::vector<size_t>& watched,
-               const DecodeOptions& options, TensorObserver* observer, RunNotes* notes)
-      : backend_(backend), w_(w), c_(w.config), prompts_(prompts), watched_(watched),
-        options_(options), observer_(observer), notes_(notes), rope_(w.config) {}
-
-  std::vector<SequenceResult> run() {
-    check_inputs();
-    make_caches();
-    watch_index_.assign(prompts_.size(), -1);
-    for (size_t i = 0; i < watched_.size(); ++i) watch_index_.at(watched_[i]) = static_cast<int>(i);
-    results_.resize(watched_.size());
-    for (SequenceResult& r : results_) {
-      r.logits = HostTensor(DType::kFP32, {options_.max_new_tokens, c_.vocab});
-    }
-    pending_.resize(watched_.size());
-    last_token_.assign(prompts_.size(), 0);
-
-    prefill();
-    for (int32_t step = 1; step < options_.max_new_tokens; ++step) decode(step);
-    if (notes_) (*notes_)["batch"] = std::to_string(prompts_.size());
-    return std::move(results_);
-  }
-
- private:
-  void check_inputs() const {
-    if (prompts_.empty()) throw_input_error("the model's batch holds no prompts");
-    if (options_.page_size < 1) throw_input_error("page_size must be at least 1");
-    if (options_.max_new_tokens < 1) throw_input_error("max_new_tokens must be at least 1");
-    if (options_.prefill_chunk < 0) throw_input_error("prefill_chunk must be at least 1");
-    for (const auto& p : prompts_) {
-      if (p.empty()) throw_input_error("a prompt of the batch holds no tokens");
-      const int64_t length = static_cast<int64_t>(p.size()) + options_.max_new_tokens - 1;
-      if (c_.sliding_window > 0 && length > c_.sliding_window) {
-        throw_input_error("the model's 'sliding_window' is " + std::to_string(c_.sliding_window) +
-                          " tokens but a sequence of this run reaches " + std::to_string(length) +
-                          "; sliding-window attention is not implemented, only full attention "
-                          "(equal to it while sequences fit the window)");
-      }
-      for (int32_t id : p) {
-        if (id < 0 || id >= c_.vocab) {
-          throw_input_error("token id " + std::to_string(id) + " is outside the model's vocabulary (0.." +
-                            std::to_string(c_.vocab - 1) + ")");
-        }
-      }
-    }
-  }
-
-  void make_caches() {
-    std::vector<int32_t> capacity;
-    for (const auto& p : prompts_) {
-      capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
-    }
-    const double bytes = c_.layers * PagedKvCache::bytes_for(capacity, options_.page_size,
+  HostEngine(Backend& backend, const ModelWeights& w, const std::vector<int32_t>& capacity,
+             const DecodeOptions& options, PassTrace& trace, RunNotes* notes)
+      : backend_(backend), w_(w), c_(w.config), trace_(trace), notes_(notes), rope_(w.config) {
+    const double bytes = c_.layers * PagedKvCache::bytes_for(capacity, options.page_size,
                                                               c_.num_kv_heads, c_.head_dim, w_.dtype);
     if (bytes > kMaxKvBytes) {
       throw_input_error("the batch's KV cache would take " +
@@ -133,83 +81,13 @@ class BatchDecoder {
                         " MiB); lower batch, prompt length or max_new_tokens");
     }
     for (int32_t l = 0; l < c_.layers; ++l) {
-      caches_.push_back(std::make_unique<PagedKvCache>(capacity, options_.page_size,
+      caches_.push_back(std::make_unique<PagedKvCache>(capacity, options.page_size,
                                                        c_.num_kv_heads, c_.head_dim, w_.dtype));
     }
   }
 
-  void prefill() {
-    size_t longest = 0;
-    for (const auto& p : prompts_) longest = std::max(longest, p.size());
-    const int32_t chunk =
-        options_.prefill_chunk > 0 ? options_.prefill_chunk : static_cast<int32_t>(longest);
-    int passes = 0;
-    for (int32_t start = 0; start < static_cast<int32_t>(longest); start += chunk, ++passes) {
-      Pass p;
-      p.prefill = true;
-      p.row_start.push_back(0);
-      for (size_t s = 0; s < prompts_.size(); ++s) {
-        const int32_t len = static_cast<int32_t>(prompts_[s].size());
-        if (len <= start) continue;
-        const int32_t n = std::min(chunk, len - start);
-        p.seqs.push_back(s);
-        for (int32_t i = 0; i < n; ++i) {
-          p.tokens.push_back(prompts_[s][start + i]);
-          p.positions.push_back(start + i);
-        }
-        p.row_start.push_back(static_cast<int32_t>(p.tokens.size()));
-        p.kv_lens.push_back(start + n);
-        if (start + n == len) {
-          p.head_seqs.push_back(s);
-          p.head_rows.push_back(p.row_start.back() - 1);
-        }
-      }
-      const HostTensor logits = forward(p, passes == 0 ? "prefill" : nullptr);
-      take_tokens(p, logits);
-    }
-    if (notes_) (*notes_)["prefill_passes"] = std::to_string(passes);
-    // Step 0's tensors of the watched sequences, whole prompts, in trace order.
-    for (size_t w = 0; observer_ && w < pending_.size(); ++w) {
-      for (Pending& e : pending_[w]) {
-        observer_->observe(w, 0, e.layer, e.op, concat_rows(e.pieces));
-      }
-      pending_[w].clear();
-    }
-  }
-
-  void decode(int32_t step) {
-    Pass p;
-    p.step = step;
-    p.row_start.push_back(0);
-    for (size_t s = 0; s < prompts_.size(); ++s) {
-      const int32_t len = static_cast<int32_t>(prompts_[s].size());
-      p.seqs.push_back(s);
-      p.tokens.push_back(last_token_[s]);
-      p.positions.push_back(len + step - 1);
-      p.row_start.push_back(static_cast<int32_t>(s + 1));
-      p.kv_lens.push_back(len + step);
-      p.head_seqs.push_back(s);
-      p.head_rows.push_back(static_cast<int64_t>(s));
-    }
-    const HostTensor logits = forward(p, step == 1 ? "decode" : nullptr);
-    take_tokens(p, logits);
-  }
-
-  // Greedy choice for every sequence the pass produced logits for.
-  void take_tokens(const Pass& p, const HostTensor& logits) {
-    const size_t row_bytes = static_cast<size_t>(c_.vocab) * sizeof(float);
-    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
-      const size_t s = p.head_seqs[i];
-      last_token_[s] = argmax_row(logits, static_cast<int64_t>(i));
-      if (const int w = watch_index_[s]; w >= 0) {
-        std::memcpy(results_[w].logits.mutable_data() + p.step * row_bytes,
-                    logits.data() + i * row_bytes, row_bytes);
-        results_[w].completion.push_back(last_token_[s]);
-      }
-    }
-  }
-
-  HostTensor forward(const Pass& p, const char* notes_tag) {
+  PassOutput forward(const Pass& p, const std::vector<bool>& want_logits,
+                     const char* notes_tag) override {
     HostTensor x = embed_tokens(w_.embed, p.tokens);
     emit(p, -1, "embed", x);
     for (int32_t l = 0; l < c_.layers; ++l) {
@@ -249,13 +127,31 @@ class BatchDecoder {
       x = add(x, d);
       emit(p, l, "mlp_residual", x);
     }
-    if (p.head_seqs.empty()) return HostTensor(DType::kFP32, {0, c_.vocab});
+    PassOutput out;
+    if (p.head_seqs.empty()) return out;
     const HostTensor last = gather_rows(x, p.head_rows);
     const HostTensor fn = rmsnorm(last, w_.final_norm, notes_tag, "final_norm");
-    emit_head(p, "final_norm", fn);
-    HostTensor logits = gemm(fn, w_.lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
-    emit_head(p, "logits", logits);
-    return logits;
+    if (trace_.tracing()) trace_.emit_head(p, "final_norm", rows_of(fn));
+    const HostTensor logits = gemm(fn, w_.lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
+    if (trace_.tracing()) trace_.emit_head(p, "logits", rows_of(logits));
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      out.tokens.push_back(argmax_row(logits, static_cast<int64_t>(i)));
+      out.logits.push_back(want_logits[i] ? logits.slice_rows(static_cast<int64_t>(i), 1)
+                                          : HostTensor());
+    }
+    return out;
+  }
+
+ private:
+  // Host memory the batch's KV caches (all layers) may take.
+  static constexpr double kMaxKvBytes = 16.0 * (1 << 30);
+
+  static RowFetch rows_of(const HostTensor& t) {
+    return [&t](int64_t first, int64_t count) { return t.slice_rows(first, count); };
+  }
+
+  void emit(const Pass& p, int32_t layer, std::string_view op, const HostTensor& t) {
+    if (trace_.tracing()) trace_.emit(p, layer, op, rows_of(t));
   }
 
   static const HostTensor* bias_of(const HostTensor& b) { return b.empty() ? nullptr : &b; }
@@ -300,24 +196,14 @@ class BatchDecoder {
 
   HostTensor attention(const Pass& p, const PagedKvCache& cache, const HostTensor& q,
                        const char* tag) {
-    // The fields prefill and decode share: the queries, this pass's view of the cache, the heads.
-    auto common = [&](auto a) {
-      a.q = &q;
-      a.kv = cache.view(p.seqs, p.kv_lens);
-      a.num_heads = c_.num_heads;
-      a.num_kv_heads = c_.num_kv_heads;
-      a.head_dim = c_.head_dim;
-      a.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
-      a.out_dtype = w_.dtype;
-      return a;
-    };
     if (p.prefill) {
-      AttentionPrefillArgs a = common(AttentionPrefillArgs{});
-      a.q_start = p.row_start;
-      a.prefix_len.assign(p.seqs.size(), 0);
+      AttentionPrefillArgs a = prefill_attention_args(p, c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
+      a.q = &q;
       return run_op(a, tag, "attention");
     }
-    return run_op(common(AttentionDecodeArgs{}), tag, "attention");
+    AttentionDecodeArgs a = decode_attention_args(c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
+    a.q = &q;
+    return run_op(a, tag, "attention");
   }
 
   // Runs one backend call; with a tag, its notes are kept as "<tag>.<name>.<key>".
@@ -325,28 +211,194 @@ class BatchDecoder {
     if (!tag || !notes_) return backend_.run(args, nullptr);
     RunNotes call_notes;
     HostTensor out = backend_.run(args, &call_notes);
-    for (const auto& [k, v] : call_notes) {
-      (*notes_)[std::string(tag) + "." + name + "." + k] = v;
-    }
+    keep_notes(notes_, tag, name, call_notes);
     return out;
   }
 
+  Backend& backend_;
+  const ModelWeights& w_;
+  const ModelConfig& c_;
+  PassTrace& trace_;
+  RunNotes* notes_;
+  Rope rope_;
+  std::vector<std::unique_ptr<PagedKvCache>> caches_;
+};
+
+// The scheduler: checks the inputs, cuts the prompts into prefill passes and then decode steps,
+// keeps the greedy tokens and the watched sequences' logits, and hands the watched rows of every
+// traced tensor to the observer in trace order.
+class BatchDecoder final : public PassTrace {
+ public:
+  BatchDecoder(Backend& backend, const ModelWeights& w,
+               const std::vector<std::vector<int32_t>>& prompts, const std::vector<size_t>& watched,
+               const DecodeOptions& options, TensorObserver* observer, RunNotes* notes)
+      : backend_(backend), w_(w), c_(w.config), prompts_(prompts), watched_(watched),
+        options_(options), observer_(observer), notes_(notes) {}
+
+  std::vector<SequenceResult> run() {
+    check_inputs();
+    std::vector<int32_t> capacity;
+    for (const auto& p : prompts_) {
+      capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
+    }
+    DeviceDecodeOps* device = use_device_path(options_.path) ? backend_.device_decode_ops()
+                                                              : nullptr;
+    if (device) {
+      engine_ = make_device_engine(*device, w_, capacity, max_pass_rows(), options_, *this, notes_);
+    } else {
+      engine_ = std::make_unique<HostEngine>(backend_, w_, capacity, options_, *this, notes_);
+    }
+    watch_index_.assign(prompts_.size(), -1);
+    for (size_t i = 0; i < watched_.size(); ++i) watch_index_.at(watched_[i]) = static_cast<int>(i);
+    results_.resize(watched_.size());
+    for (SequenceResult& r : results_) {
+      r.logits = HostTensor(DType::kFP32, {options_.max_new_tokens, c_.vocab});
+    }
+    pending_.resize(watched_.size());
+    last_token_.assign(prompts_.size(), 0);
+
+    prefill();
+    for (int32_t step = 1; step < options_.max_new_tokens; ++step) {
+      decode(step);
+      if (options_.on_step) options_.on_step(step + 1, options_.max_new_tokens);
+    }
+    if (notes_) {
+      (*notes_)["batch"] = std::to_string(prompts_.size());
+      (*notes_)["decoder"] = device ? "device-resident (weights, KV cache and activations on the GPU)"
+                                    : "host (each op through the backend's run)";
+    }
+    return std::move(results_);
+  }
+
+  bool tracing() const override { return observer_ != nullptr; }
+  bool watched(size_t seq) const override { return watch_index_.at(seq) >= 0; }
+
   // Hands the watched sequences' rows of a pass tensor to the observer (prefill: kept until
   // the prompt is complete).
-  void emit(const Pass& p, int32_t layer, std::string_view op, const HostTensor& t) {
+  void emit(const Pass& p, int32_t layer, std::string_view op, const RowFetch& rows) override {
     if (!observer_) return;
     for (size_t i = 0; i < p.seqs.size(); ++i) {
       const int w = watch_index_[p.seqs[i]];
       if (w < 0) continue;
-      deliver(p, w, layer, op, t.slice_rows(p.row_start[i], p.row_start[i + 1] - p.row_start[i]));
+      deliver(p, w, layer, op, rows(p.row_start[i], p.row_start[i + 1] - p.row_start[i]));
     }
   }
 
-  void emit_head(const Pass& p, std::string_view op, const HostTensor& t) {
+  void emit_head(const Pass& p, std::string_view op, const RowFetch& rows) override {
     if (!observer_) return;
     for (size_t i = 0; i < p.head_seqs.size(); ++i) {
       const int w = watch_index_[p.head_seqs[i]];
-      if (w >= 0) deliver(p, w, -1, op, t.slice_rows(static_cast<int64_t>(i), 1));
+      if (w >= 0) deliver(p, w, -1, op, rows(static_cast<int64_t>(i), 1));
+    }
+  }
+
+ private:
+  void check_inputs() const {
+    if (prompts_.empty()) throw_input_error("the model's batch holds no prompts");
+    if (options_.page_size < 1) throw_input_error("page_size must be at least 1");
+    if (options_.max_new_tokens < 1) throw_input_error("max_new_tokens must be at least 1");
+    if (options_.prefill_chunk < 0) throw_input_error("prefill_chunk must be at least 1");
+    for (const auto& p : prompts_) {
+      if (p.empty()) throw_input_error("a prompt of the batch holds no tokens");
+      const int64_t length = static_cast<int64_t>(p.size()) + options_.max_new_tokens - 1;
+      if (c_.sliding_window > 0 && length > c_.sliding_window) {
+        throw_input_error("the model's 'sliding_window' is " + std::to_string(c_.sliding_window) +
+                          " tokens but a sequence of this run reaches " + std::to_string(length) +
+                          "; sliding-window attention is not implemented, only full attention "
+                          "(equal to it while sequences fit the window)");
+      }
+      for (int32_t id : p) {
+        if (id < 0 || id >= c_.vocab) {
+          throw_input_error("token id " + std::to_string(id) + " is outside the model's vocabulary (0.." +
+                            std::to_string(c_.vocab - 1) + ")");
+        }
+      }
+    }
+  }
+
+  int32_t prefill_chunk() const {
+    size_t longest = 0;
+    for (const auto& p : prompts_) longest = std::max(longest, p.size());
+    return options_.prefill_chunk > 0 ? options_.prefill_chunk : static_cast<int32_t>(longest);
+  }
+
+  // The most rows any pass holds: the first prefill pass (every prompt's first chunk) or a
+  // decode step (one row per sequence).
+  int64_t max_pass_rows() const {
+    const int64_t chunk = prefill_chunk();
+    int64_t first = 0;
+    for (const auto& p : prompts_) first += std::min<int64_t>(chunk, static_cast<int64_t>(p.size()));
+    return std::max<int64_t>(first, static_cast<int64_t>(prompts_.size()));
+  }
+
+  void prefill() {
+    size_t longest = 0;
+    for (const auto& p : prompts_) longest = std::max(longest, p.size());
+    const int32_t chunk = prefill_chunk();
+    int passes = 0;
+    for (int32_t start = 0; start < static_cast<int32_t>(longest); start += chunk, ++passes) {
+      Pass p;
+      p.prefill = true;
+      p.row_start.push_back(0);
+      for (size_t s = 0; s < prompts_.size(); ++s) {
+        const int32_t len = static_cast<int32_t>(prompts_[s].size());
+        if (len <= start) continue;
+        const int32_t n = std::min(chunk, len - start);
+        p.seqs.push_back(s);
+        for (int32_t i = 0; i < n; ++i) {
+          p.tokens.push_back(prompts_[s][start + i]);
+          p.positions.push_back(start + i);
+        }
+        p.row_start.push_back(static_cast<int32_t>(p.tokens.size()));
+        p.kv_lens.push_back(start + n);
+        if (start + n == len) {
+          p.head_seqs.push_back(s);
+          p.head_rows.push_back(p.row_start.back() - 1);
+        }
+      }
+      run_pass(p, passes == 0 ? "prefill" : nullptr);
+    }
+    if (notes_) (*notes_)["prefill_passes"] = std::to_string(passes);
+    // Step 0's tensors of the watched sequences, whole prompts, in trace order.
+    for (size_t w = 0; observer_ && w < pending_.size(); ++w) {
+      for (Pending& e : pending_[w]) {
+        observer_->observe(w, 0, e.layer, e.op, concat_rows(e.pieces));
+      }
+      pending_[w].clear();
+    }
+  }
+
+  void decode(int32_t step) {
+    Pass p;
+    p.step = step;
+    p.row_start.push_back(0);
+    for (size_t s = 0; s < prompts_.size(); ++s) {
+      const int32_t len = static_cast<int32_t>(prompts_[s].size());
+      p.seqs.push_back(s);
+      p.tokens.push_back(last_token_[s]);
+      p.positions.push_back(len + step - 1);
+      p.row_start.push_back(static_cast<int32_t>(s + 1));
+      p.kv_lens.push_back(len + step);
+      p.head_seqs.push_back(s);
+      p.head_rows.push_back(static_cast<int64_t>(s));
+    }
+    run_pass(p, step == 1 ? "decode" : nullptr);
+  }
+
+  // Runs the pass and keeps the greedy choice of every sequence it produced logits for.
+  void run_pass(const Pass& p, const char* notes_tag) {
+    std::vector<bool> want(p.head_seqs.size());
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) want[i] = watch_index_[p.head_seqs[i]] >= 0;
+    const PassOutput out = engine_->forward(p, want, notes_tag);
+    const size_t row_bytes = static_cast<size_t>(c_.vocab) * sizeof(float);
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      const size_t s = p.head_seqs[i];
+      last_token_[s] = out.tokens.at(i);
+      if (const int w = watch_index_[s]; w >= 0) {
+        std::memcpy(results_[w].logits.mutable_data() + p.step * row_bytes,
+                    out.logits.at(i).data(), row_bytes);
+        results_[w].completion.push_back(last_token_[s]);
+      }
     }
   }
 
@@ -378,8 +430,7 @@ class BatchDecoder {
   DecodeOptions options_;
   TensorObserver* observer_;
   RunNotes* notes_;
-  Rope rope_;
-  std::vector<std::unique_ptr<PagedKvCache>> caches_;
+  std::unique_ptr<PassEngine> engine_;
   std::vector<int> watch_index_;
   std::vector<SequenceResult> results_;
   std::vector<std::vector<Pending>> pending_;
@@ -387,6 +438,36 @@ class BatchDecoder {
 };
 
 }  // namespace
+
+void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes) {
+  if (!tag || !notes) return;
+  for (const auto& [k, v] : call_notes) (*notes)[std::string(tag) + "." + name + "." + k] = v;
+}
+
+AttentionDecodeArgs decode_attention_args(const ModelConfig& c, DType dtype, PagedKv kv) {
+  AttentionDecodeArgs a;
+  a.kv = std::move(kv);
+  a.num_heads = c.num_heads;
+  a.num_kv_heads = c.num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.out_dtype = dtype;
+  return a;
+}
+
+AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c, DType dtype,
+                                            PagedKv kv) {
+  AttentionPrefillArgs a;
+  a.kv = std::move(kv);
+  a.num_heads = c.num_heads;
+  a.num_kv_heads = c.num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.out_dtype = dtype;
+  a.q_start = p.row_start;
+  a.prefix_len.assign(p.seqs.size(), 0);
+  return a;
+}
 
 std::vector<SequenceResult> greedy_decode(Backend& backend, const ModelWeights& weights,
                                           const std::vector<std::vector<int32_t>>& prompts,

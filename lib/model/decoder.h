@@ -2,9 +2,17 @@
 // Greedy decoding of a batch of prompts through a Llama/Mistral/Qwen-style decoder whose
 // reductions all run on a Backend: RMSNorm (rmsnorm, and Qwen3's per-head q/k norms), projections and LM head (gemm), attention over a paged KV
 // cache (attention_prefill for prompt chunks, attention_decode for generated tokens). Embedding,
-// RoPE, residual adds and SwiGLU run on the host and are batch-invariant by construction
-// (host_ops.h). So the only way a sequence's bits can depend on its neighbours is through the
+// RoPE, residual adds and SwiGLU are elementwise and batch-invariant by construction
+// (host_ops.h, kernels/decode_elementwise.cuh). So the only way a sequence's bits can depend on its neighbours is through the
 // backend's kernels, which is what the audit is after.
+//
+// Where it runs: a backend that offers device_decode_ops() (lib/backend/device_decode_ops.h) gets
+// the device-resident engine (device_decoder.h): weights uploaded once per process and shared by
+// every backend, the paged KV cache and every op of a step on the device, with only the greedy
+// tokens, the watched sequences' logits rows and (when tracing) their rows of each op coming back.
+// Every other backend gets the host engine below, one Backend::run call per op. Both engines
+// compute the same ops in the same order with the same kernels, and the elementwise steps with the
+// same IEEE operations, so their results are bitwise equal (tests/gpu_device_decoder_test.cpp).
 //
 // Schedule (as a serving engine runs it): chunked prefill first, every sequence that still has
 // prompt tokens contributing its next `prefill_chunk` tokens to one pass (one GEMM / RMSNorm /
@@ -12,6 +20,7 @@
 // prompt token, giving step 0's logits. Then max_new_tokens - 1 decode steps, each one pass of one
 // row per sequence (one attention_decode call per layer for the whole batch).
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -20,10 +29,25 @@
 
 namespace nvdet {
 
+enum class DecodePath {
+  kAuto,    // the device path where the backend offers it and NVDET_DEVICE_DECODE=1, else host
+  kHost,    // always the host path
+  kDevice,  // the device path where the backend offers it
+};
+
 struct DecodeOptions {
   int32_t prefill_chunk = 0;  // prompt tokens per sequence per prefill pass; 0 = whole prompt
   int32_t page_size = 16;
   int32_t max_new_tokens = 16;
+  // Backends that offer device_decode_ops() (the CUDA backends but cuda-portable and cudnn) can
+  // decode with weights, KV cache and activations resident on the device, calling the same
+  // kernels as their run(); its results are meant to be bitwise those of the host path, which
+  // every other backend takes. Until that equality has been shown on hardware
+  // (tests/gpu_device_decoder_test.cpp), audits take the host path unless the environment sets
+  // NVDET_DEVICE_DECODE=1 (kAuto); the tests force one path or the other.
+  DecodePath path = DecodePath::kAuto;
+  // Called after each decode step with (steps done, max_new_tokens), for progress lines.
+  std::function<void(int32_t done, int32_t total)> on_step;
 };
 
 // The ops of the trace, in the order one pass computes them. Layer -1 holds the ops outside the

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/portable_math.cuh"
 #include "lib/core/error.h"
 
 namespace nvdet {
@@ -61,6 +62,14 @@ Rope::Rope(const ModelConfig& c)
   }
 }
 
+void Rope::cos_sin(int32_t position, float* cos_out, float* sin_out) const {
+  for (int32_t i = 0; i < head_dim_ / 2; ++i) {
+    const double angle = static_cast<double>(position) * inv_freq_[i];
+    cos_out[i] = static_cast<float>(std::cos(angle));
+    sin_out[i] = static_cast<float>(std::sin(angle));
+  }
+}
+
 void Rope::apply(HostTensor& qkv, std::span<const int32_t> positions) const {
   const int64_t width = qkv.dim(1);
   const int32_t half = head_dim_ / 2;
@@ -69,11 +78,7 @@ void Rope::apply(HostTensor& qkv, std::span<const int32_t> positions) const {
   std::byte* base = qkv.mutable_data();
   std::vector<float> cosv(static_cast<size_t>(half)), sinv(static_cast<size_t>(half));
   for (size_t r = 0; r < positions.size(); ++r) {
-    for (int32_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(positions[r]) * inv_freq_[i];
-      cosv[i] = static_cast<float>(std::cos(angle));
-      sinv[i] = static_cast<float>(std::sin(angle));
-    }
+    cos_sin(positions[r], cosv.data(), sinv.data());
     for (int32_t h = 0; h < rotated_heads; ++h) {
       const int64_t head = static_cast<int64_t>(r) * width + int64_t{h} * head_dim_;
       for (int32_t i = 0; i < half; ++i) {
@@ -112,8 +117,10 @@ HostTensor swiglu(const HostTensor& gate_up) {
     for (int64_t j = 0; j < inter; ++j) {
       const float g = load(gate_up.data(), t, r * 2 * inter + j);
       const float u = load(gate_up.data(), t, r * 2 * inter + inter + j);
-      const float silu = g / (1.0f + std::exp(-g));
-      store(o, t, r * inter + j, silu * u);
+      // portable::exp, not std::exp: the device decoder (kernels/decode_elementwise.cu) computes
+      // the same expression with the same exp, and no libm exp is bitwise equal to CUDA's.
+      const float silu = portable::div(g, portable::add(1.0f, portable::exp(-g)));
+      store(o, t, r * inter + j, portable::mul(silu, u));
     }
   }
   return out;

@@ -26,6 +26,10 @@ class Rope {
  public:
   Rope(const ModelConfig& c);
   void apply(HostTensor& qkv, std::span<const int32_t> positions) const;
+  // The cos and sin of the head_dim / 2 angles of `position` (what apply() rotates by); the
+  // device decoder uploads these so that both paths rotate by the same floats.
+  void cos_sin(int32_t position, float* cos_out, float* sin_out) const;
+  int32_t head_dim() const { return head_dim_; }
 
  private:
   int32_t head_dim_, q_heads_, kv_heads_;
@@ -35,7 +39,9 @@ class Rope {
 // a + b elementwise (the residual stream), fp32 then rounded.
 HostTensor add(const HostTensor& a, const HostTensor& b);
 
-// SwiGLU: gate_up [rows, 2I] (gate columns first) -> silu(gate) * up [rows, I], fp32 then rounded.
+// SwiGLU: gate_up [rows, 2I] (gate columns first) -> silu(gate) * up [rows, I], fp32 then rounded;
+// silu(g) = g / (1 + exp(-g)) with kernels/portable_math.cuh's exp (within 2 ulp of the true
+// value), which the device decoder shares, so that both give the same bits.
 HostTensor swiglu(const HostTensor& gate_up);
 
 // A copy of `t` with a new shape of the same element count.

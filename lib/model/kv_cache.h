@@ -11,9 +11,30 @@
 
 namespace nvdet {
 
-class PagedKvCache {
+// Where each sequence's tokens live: the page layout alone, shared by the host cache below and
+// the device decoder's caches, so both address the same slots and build the same page tables.
+class KvPageLayout {
  public:
   // capacity[s]: the most tokens sequence s will ever hold.
+  KvPageLayout(std::span<const int32_t> capacity, int32_t page_size);
+
+  int32_t total_pages() const { return total_pages_; }  // at least 1
+  int32_t page_size() const { return page_size_; }
+  // The slot (page * page_size + offset) of token `position` of sequence `seq`.
+  int64_t slot(size_t seq, int32_t position) const;
+  // The attention ops' view for the sequences `seqs` (in that order) holding kv_lens[i] tokens
+  // each; k and v are left null for the caller to set.
+  PagedKv view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens) const;
+
+ private:
+  int32_t page_size_ = 0;
+  int32_t max_pages_ = 0;
+  int32_t total_pages_ = 1;
+  std::vector<int32_t> first_page_;  // per sequence
+};
+
+class PagedKvCache {
+ public:
   PagedKvCache(std::span<const int32_t> capacity, int32_t page_size, int32_t kv_heads,
                int32_t head_dim, DType dtype);
 
@@ -21,8 +42,8 @@ class PagedKvCache {
   // K) as token `position` of sequence `seq`.
   void write(size_t seq, int32_t position, const HostTensor& qkv, int64_t row, int64_t q_dim);
 
-  // The cache as the attention ops see it, for the sequences `seqs` (in that order) holding
-  // kv_lens[i] tokens each. The view borrows this cache's tensors.
+  // The cache as the attention ops see it (KvPageLayout::view); the view borrows this cache's
+  // tensors.
   PagedKv view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens) const;
 
   // Bytes a cache of this size takes (K and V), for the memory check before allocating.
@@ -30,11 +51,9 @@ class PagedKvCache {
                           int32_t head_dim, DType dtype);
 
  private:
+  KvPageLayout layout_;
   HostTensor k_, v_;  // [pages, page_size, kv_heads, head_dim]
-  int32_t page_size_ = 0;
-  int32_t max_pages_ = 0;
   int64_t row_elems_ = 0;
-  std::vector<int32_t> first_page_;  // per sequence
 };
 
 }  // namespace nvdet

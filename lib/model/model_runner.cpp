@@ -1,11 +1,13 @@
 #include "lib/model/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/model/checkpoint.h"
+#include "lib/model/decode_progress.h"
 #include "lib/model/synthetic_checkpoint.h"
 
 namespace nvdet {
@@ -66,7 +68,27 @@ std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
     }
     watched.push_back(b.probe_slot[static_cast<size_t>(it - s_.requests.begin())]);
   }
-  return greedy_decode(backend, *weights_, b.prompts, watched, options_for(c), observer, notes);
+  DecodeOptions options = options_for(c);
+  if (const DecodeProgressSink& sink = decode_progress_sink()) {
+    const auto start = std::chrono::steady_clock::now();
+    const double batch = static_cast<double>(b.prompts.size());
+    options.on_step = [&sink, &backend, &c, start, batch](int32_t done, int32_t total) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      sink({backend.info().name, c.id, done, total, s > 0 ? batch * done / s : 0.0});
+    };
+  }
+  return greedy_decode(backend, *weights_, b.prompts, watched, options, observer, notes);
 }
+
+namespace {
+DecodeProgressSink& progress_sink() {
+  static DecodeProgressSink sink;
+  return sink;
+}
+}  // namespace
+
+void set_decode_progress_sink(DecodeProgressSink sink) { progress_sink() = std::move(sink); }
+const DecodeProgressSink& decode_progress_sink() { return progress_sink(); }
 
 }  // namespace nvdet

@@ -137,7 +137,9 @@ TerminalProgress::TerminalProgress(std::FILE* stream, double interval_s)
       last_line_(started_) {}
 
 void TerminalProgress::update(int done, int total, const std::string& backend,
-                              const std::string& context, int context_number, int contexts) {
+                              const std::string& context, int context_number, int contexts,
+                              const std::string& detail) {
+  const std::string what = detail.empty() ? context : context + ": " + detail;
   if (!stream_) return;
   if (!terminal_) {
     const double t = now_seconds();
@@ -146,11 +148,11 @@ void TerminalProgress::update(int done, int total, const std::string& backend,
     const std::string where =
         contexts > 0 ? fmt::format("context {} of {}, ", context_number, contexts) : std::string();
     fmt::print(stream_, "progress: {}{} of {} cases, {:.0f} s elapsed ({} {})\n", where, done, total,
-               t - started_, backend, context);
+               t - started_, backend, what);
     std::fflush(stream_);
     return;
   }
-  std::string line = fmt::format("[{:>4}/{}] {} {}", done, total, backend, context);
+  std::string line = fmt::format("[{:>4}/{}] {} {}", done, total, backend, what);
   if (line.size() > 110) line = line.substr(0, 107) + "...";
   fmt::print(stream_, "\r{:<{}}", line, last_width_);
   last_width_ = line.size();

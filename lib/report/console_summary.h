@@ -19,9 +19,10 @@ std::string render_console_summary(const AuditResult& r);
 class TerminalProgress {
  public:
   explicit TerminalProgress(std::FILE* stream, double interval_s = -1.0);
-  // `context_number` of `contexts` (1-based) is printed when `contexts` > 0.
+  // `context_number` of `contexts` (1-based) is printed when `contexts` > 0; `detail` (e.g. a
+  // model decode's "step 120 of 256, 850 tokens/s") after the context when not empty.
   void update(int done, int total, const std::string& backend, const std::string& context,
-              int context_number = 0, int contexts = 0);
+              int context_number = 0, int contexts = 0, const std::string& detail = {});
   void finish();
 
  private:

@@ -119,6 +119,9 @@ class BackendAudit {
     for (int rep = 0; rep < s_.repeat; ++rep) {
       progress_.backend = spec_.name;
       progress_.context = c.id;
+      // Reported at the start of a case too, so that progress within it (a long model decode's
+      // steps) can name it.
+      if (options_.on_progress) options_.on_progress(progress_);
       CaseRecord rec;
       rec.backend = spec_.name;
       rec.context_index = c.index;

@@ -26,7 +26,7 @@ struct AuditOptions {
   // Skip (and report as skipped) the backends this machine cannot run: GPU backends when no GPU
   // is present. Without it such a backend fails the audit with exit 3 before anything runs.
   bool skip_unavailable = false;
-  std::function<void(const AuditProgress&)> on_progress;
+  std::function<void(const AuditProgress&)> on_progress;  // at the start and end of each case
   // Called after each case with its outputs (for --dump); the outputs die after the call.
   std::function<void(const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
   Budget budget;  // --max-contexts, --max-host-bytes, --max-device-bytes (lib/runner/budget.h)

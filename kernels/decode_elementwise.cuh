@@ -1,0 +1,46 @@
+#pragma once
+// The decoder's elementwise steps on the device: embedding / row gather, RoPE, the paged KV
+// cache write, residual add, SwiGLU and greedy argmax. See decode_elementwise.cu for why each
+// one gives the host's bits (lib/model/host_ops.h computes the same steps on the host).
+//
+// This header includes nothing from lib/: element types are given as DecodeElem.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace nvdet::kernels {
+
+enum class DecodeElem { kF32, kBF16, kF16 };
+
+// out[i, :] = table[rows[i], :] for i < count; each row is row_bytes bytes (a bit copy).
+cudaError_t launch_gather_rows(const void* table, const int32_t* rows, int64_t count,
+                               int64_t row_bytes, void* out, cudaStream_t stream);
+
+// Rotate-half RoPE in place over the first rotated_heads heads (Q then K) of each qkv row:
+// x0' = x0 * cos - x1 * sin, x1' = x1 * cos + x0 * sin, i < head_dim / 2, with cos/sin given per
+// row as [rows, head_dim / 2] fp32 tables (computed on the host, exactly as host_ops does).
+cudaError_t launch_rope(DecodeElem t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
+                        int32_t rotated_heads, const float* cos, const float* sin,
+                        cudaStream_t stream);
+
+// For each row r: K columns [q_dim, q_dim + kv_dim) and V columns [q_dim + kv_dim, q_dim +
+// 2 kv_dim) of qkv row r are copied to slot slots[r] of the caches ([slots, kv_dim] each).
+cudaError_t launch_kv_write(const void* qkv, int64_t rows, int64_t width, int64_t q_dim,
+                            int64_t kv_dim, int64_t elem_bytes, const int64_t* slots, void* k,
+                            void* v, cudaStream_t stream);
+
+// x[i] = x[i] + y[i], fp32 then rounded to t.
+cudaError_t launch_residual_add(DecodeElem t, void* x, const void* y, int64_t n,
+                                cudaStream_t stream);
+
+// out[r, j] = silu(g) * u, g = gate_up[r, j], u = gate_up[r, inter + j], silu(g) = g / (1 +
+// exp(-g)) with portable_math.cuh's exp (the host's swiglu uses the same one).
+cudaError_t launch_swiglu(DecodeElem t, const void* gate_up, void* out, int64_t rows,
+                          int64_t inter, cudaStream_t stream);
+
+// out[r] = index of the largest value of fp32 row r (lowest index on ties, NaN never wins, 0
+// when the whole row is NaN), as lib/model/host_ops.h's argmax_row.
+cudaError_t launch_argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out,
+                               cudaStream_t stream);
+
+}  // namespace nvdet::kernels

@@ -1,0 +1,88 @@
+#pragma once
+// What a GPU backend offers a decoder that keeps its tensors on the device (lib/model/
+// device_decoder.h): device buffers, weights uploaded once and shared by every backend of the
+// process, and the backend's own op kernels (the ones run() uses) on device pointers, plus the
+// decoder's elementwise steps. Every call is enqueued in order on the backend's stream; only
+// download() waits for it.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "lib/backend/backend.h"
+
+namespace nvdet {
+
+// The op arguments below use the tensors' device addresses; shapes are given explicitly. An
+// attention call takes everything but its tensors from the op's arguments (whose q / kv.k /
+// kv.v are not read).
+struct DeviceGemmCall {
+  const void* a = nullptr;     // [m, k]
+  const void* w = nullptr;     // [n, k]
+  const void* bias = nullptr;  // [n] in the input dtype, or null
+  void* out = nullptr;         // [m, n] of out_dtype
+  int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::kBF16, out_dtype = DType::kFP32;
+};
+
+struct DeviceRmsNormCall {
+  const void* x = nullptr;       // [rows, d]
+  const void* weight = nullptr;  // [d]
+  void* out = nullptr;           // [rows, d]
+  int64_t rows = 0, d = 0;
+  DType dtype = DType::kBF16, out_dtype = DType::kBF16;
+  float eps = 1e-6f;
+};
+
+struct DeviceAttentionCall {
+  const void* q = nullptr;  // [rows, num_heads, head_dim]
+  const void* k = nullptr;  // [pages, page_size, num_kv_heads, head_dim]
+  const void* v = nullptr;
+  void* out = nullptr;      // [rows, num_heads, head_dim]
+  DType dtype = DType::kBF16;
+};
+
+class DeviceDecodeOps {
+ public:
+  using Buffer = std::shared_ptr<void>;  // freed when the last holder lets go
+  virtual ~DeviceDecodeOps() = default;
+
+  // ---- memory ----
+  // Zero-filled; throws Error(kRuntime) when out of memory.
+  virtual Buffer allocate(size_t bytes) = 0;
+  // Bytes the device has free now.
+  virtual size_t free_bytes() = 0;
+  // The device copy of a weight, uploaded on first use and shared by every backend of the
+  // process (keyed by the tensor's uid) until keep_resident_only() drops it.
+  virtual const void* resident(const HostTensor& t) = 0;
+  virtual bool is_resident(const HostTensor& t) = 0;
+  // Drops every resident copy whose uid is not listed (the weights of another model).
+  virtual void keep_resident_only(std::span<const uint64_t> uids) = 0;
+  // Host -> device (the host bytes may be reused once it returns); device -> host (waits for
+  // everything enqueued before it); device -> device, `rows` rows of `width` bytes each.
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                         size_t width, size_t rows) = 0;
+
+  // ---- the backend's ops, with the notes run() would give ----
+  virtual void gemm(const DeviceGemmCall& g, RunNotes* notes) = 0;
+  virtual void rmsnorm(const DeviceRmsNormCall& r, RunNotes* notes) = 0;
+  virtual void attention_decode(const AttentionDecodeArgs& args, const DeviceAttentionCall& t,
+                                RunNotes* notes) = 0;
+  virtual void attention_prefill(const AttentionPrefillArgs& args, const DeviceAttentionCall& t,
+                                 RunNotes* notes) = 0;
+
+  // ---- the decoder's elementwise steps (kernels/decode_elementwise.cuh) ----
+  virtual void gather_rows(const void* table, const int32_t* rows, int64_t count,
+                           int64_t row_bytes, void* out) = 0;
+  virtual void rope(DType t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
+                    int32_t rotated_heads, const float* cos, const float* sin) = 0;
+  virtual void kv_write(DType t, const void* qkv, int64_t rows, int64_t width, int64_t q_dim,
+                        int64_t kv_dim, const int64_t* slots, void* k, void* v) = 0;
+  virtual void residual_add(DType t, void* x, const void* y, int64_t n) = 0;
+  virtual void swiglu(DType t, const void* gate_up, void* out, int64_t rows, int64_t inter) = 0;
+  virtual void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) = 0;
+};
+
+}  // namespace nvdet

@@ -1,0 +1,232 @@
+// DeviceDecodeOps for the CUDA backends (cublas, cublaslt-*, cuda-invariant, cuda-vendor-policy):
+// the backend's own op halves on device pointers (prepare_*_device in the op files, the same
+// plans and kernels as run()), the decoder's elementwise kernels (kernels/decode_elementwise.cuh)
+// and a process-wide store of resident weights, so that every backend and context of an audit
+// decodes from one device copy of the model.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "kernels/decode_elementwise.cuh"
+#include "lib/backend/device_decode_ops.h"
+#include "lib/core/error.h"
+#include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/kernel_paths.h"
+
+namespace nvdet::cuda {
+
+void add_path_notes(CudaFlavor flavor, bool gemm, RunNotes* notes) {
+  if (!notes) return;
+  if (!notes->count("path")) {
+    (*notes)["path"] = !gemm                              ? "cuda-cores-fp32"
+                       : flavor == CudaFlavor::kInvariant ? (*notes)["kernel"]
+                                                          : "cublasLt";
+  }
+  (*notes)["kernel_image"] = kernel_image_description(NVDET_CUDA_ARCHITECTURES);
+}
+
+namespace {
+
+// Weights resident on the device for the whole process, by uid. Each is uploaded once, with the
+// copy finished before the pointer is handed out, so any backend's stream may read it.
+struct ResidentStore {
+  std::mutex mutex;
+  std::map<uint64_t, DeviceBuffer> buffers;
+};
+ResidentStore& resident_store() {
+  static ResidentStore s;
+  return s;
+}
+
+kernels::DecodeElem elem_of(DType t) {
+  switch (t) {
+    case DType::kBF16: return kernels::DecodeElem::kBF16;
+    case DType::kFP16: return kernels::DecodeElem::kF16;
+    case DType::kFP32: break;
+  }
+  return kernels::DecodeElem::kF32;
+}
+
+class CudaDecodeOps final : public DeviceDecodeOps {
+ public:
+  CudaDecodeOps(DeviceContext& ctx, CudaFlavor flavor) : ctx_(ctx), flavor_(flavor) {}
+  ~CudaDecodeOps() override { cudaStreamSynchronize(ctx_.stream()); }
+
+  Buffer allocate(size_t bytes) override {
+    auto owned = std::make_shared<DeviceBuffer>(std::max<size_t>(bytes, 1));
+    void* p = owned->get();
+    // Zero-filled like the host engine's tensors: the attention kernels read whole pages of the
+    // KV cache and mask the slots past a sequence's length, and a masked 0 * NaN from stale
+    // memory would still reach the output.
+    check(cudaMemsetAsync(p, 0, owned->bytes(), ctx_.stream()), "clearing a decoder buffer");
+    return Buffer(p, [owned](void*) mutable { owned.reset(); });
+  }
+
+  size_t free_bytes() override {
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return free;
+  }
+
+  const void* resident(const HostTensor& t) override {
+    ResidentStore& s = resident_store();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.buffers.find(t.uid());
+    if (it != s.buffers.end() && it->second.bytes() >= t.nbytes()) return it->second.get();
+    DeviceBuffer buf(std::max<size_t>(t.nbytes(), 1));
+    check(cudaMemcpyAsync(buf.get(), t.data(), t.nbytes(), cudaMemcpyHostToDevice, ctx_.stream()),
+          "uploading a weight");
+    check(cudaStreamSynchronize(ctx_.stream()), "uploading a weight");
+    const void* p = buf.get();
+    s.buffers[t.uid()] = std::move(buf);
+    return p;
+  }
+
+  bool is_resident(const HostTensor& t) override {
+    ResidentStore& s = resident_store();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.buffers.count(t.uid()) > 0;
+  }
+
+  void keep_resident_only(std::span<const uint64_t> uids) override {
+    const std::set<uint64_t> keep(uids.begin(), uids.end());
+    ResidentStore& s = resident_store();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    // No backend has work in flight between decodes (each ends by waiting for its tokens), and
+    // cudaFree waits for the device anyway.
+    for (auto it = s.buffers.begin(); it != s.buffers.end();) {
+      it = keep.count(it->first) ? std::next(it) : s.buffers.erase(it);
+    }
+  }
+
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx_.stream()),
+          "copying decoder inputs to the device");
+  }
+
+  void download(void* dst, const void* src, size_t bytes) override {
+    if (bytes) {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream()),
+            "copying decoder results to the host");
+    }
+    check(cudaStreamSynchronize(ctx_.stream()), "the decoder's kernels");
+    in_flight_.clear();  // every call enqueued so far has finished
+  }
+
+  void copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+                 size_t rows) override {
+    if (rows == 0 || width == 0) return;
+    check(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDeviceToDevice,
+                            ctx_.stream()),
+          "copying rows on the device");
+  }
+
+  void gemm(const DeviceGemmCall& g, RunNotes* notes) override {
+    GemmOperands o;
+    o.a = g.a;
+    o.w = g.w;
+    o.bias = g.bias;
+    o.out = g.out;
+    o.m = g.m;
+    o.n = g.n;
+    o.k = g.k;
+    o.in = g.dtype;
+    o.out_dtype = g.out_dtype;
+    launch(prepare_gemm_device(ctx_, flavor_, o, notes), true, notes);
+  }
+
+  void rmsnorm(const DeviceRmsNormCall& r, RunNotes* notes) override {
+    RmsNormOperands o;
+    o.x = r.x;
+    o.weight = r.weight;
+    o.out = r.out;
+    o.rows = r.rows;
+    o.d = r.d;
+    o.dtype = r.dtype;
+    o.out_dtype = r.out_dtype;
+    o.eps = r.eps;
+    launch(prepare_rmsnorm_device(ctx_, flavor_, o, notes), false, notes);
+  }
+
+  void attention_decode(const AttentionDecodeArgs& args, const DeviceAttentionCall& t,
+                        RunNotes* notes) override {
+    launch(prepare_attention_decode_device(ctx_, flavor_, args, operands(t), notes), false, notes);
+  }
+
+  void attention_prefill(const AttentionPrefillArgs& args, const DeviceAttentionCall& t,
+                         RunNotes* notes) override {
+    launch(prepare_attention_prefill_device(ctx_, flavor_, args, operands(t), notes), false,
+           notes);
+  }
+
+  void gather_rows(const void* table, const int32_t* rows, int64_t count, int64_t row_bytes,
+                   void* out) override {
+    check(kernels::launch_gather_rows(table, rows, count, row_bytes, out, ctx_.stream()),
+          "gathering rows");
+  }
+
+  void rope(DType t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
+            int32_t rotated_heads, const float* cos, const float* sin) override {
+    check(kernels::launch_rope(elem_of(t), qkv, rows, width, head_dim, rotated_heads, cos, sin,
+                               ctx_.stream()),
+          "RoPE");
+  }
+
+  void kv_write(DType t, const void* qkv, int64_t rows, int64_t width, int64_t q_dim,
+                int64_t kv_dim, const int64_t* slots, void* k, void* v) override {
+    check(kernels::launch_kv_write(qkv, rows, width, q_dim, kv_dim,
+                                   static_cast<int64_t>(dtype_size(t)), slots, k, v,
+                                   ctx_.stream()),
+          "writing the KV cache");
+  }
+
+  void residual_add(DType t, void* x, const void* y, int64_t n) override {
+    check(kernels::launch_residual_add(elem_of(t), x, y, n, ctx_.stream()), "a residual add");
+  }
+
+  void swiglu(DType t, const void* gate_up, void* out, int64_t rows, int64_t inter) override {
+    check(kernels::launch_swiglu(elem_of(t), gate_up, out, rows, inter, ctx_.stream()), "SwiGLU");
+  }
+
+  void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) override {
+    check(kernels::launch_argmax_rows(logits, rows, cols, out, ctx_.stream()), "greedy argmax");
+  }
+
+ private:
+  static AttentionOperands operands(const DeviceAttentionCall& t) {
+    AttentionOperands o;
+    o.q = t.q;
+    o.k = t.k;
+    o.v = t.v;
+    o.out = t.out;
+    o.dtype = t.dtype;
+    return o;
+  }
+
+  // Enqueues the call; its small buffers (plans, page tables) stay alive until the next
+  // download() has waited for it.
+  void launch(PreparedCall call, bool gemm, RunNotes* notes) {
+    add_path_notes(flavor_, gemm, notes);
+    check(call.launch(ctx_.stream()), "launching an op of the decoder");
+    check(cudaGetLastError(), "launching an op of the decoder");
+    in_flight_.push_back(std::move(call));
+  }
+
+  DeviceContext& ctx_;
+  CudaFlavor flavor_;
+  std::vector<PreparedCall> in_flight_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceDecodeOps> make_cuda_decode_ops(DeviceContext& ctx, CudaFlavor flavor) {
+  return std::make_unique<CudaDecodeOps>(ctx, flavor);
+}
+
+}  // namespace nvdet::cuda

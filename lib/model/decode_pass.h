@@ -1,0 +1,69 @@
+#pragma once
+// The pieces the decoder's scheduler (decoder.cpp) shares with the engines that compute its
+// passes: on the host through Backend::run (decoder.cpp) or resident on the device
+// (device_decoder.cpp). The scheduler decides what each pass holds; an engine computes it and
+// hands back only the greedy tokens, the logits rows asked for and, when tracing, the watched
+// rows of every op.
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "lib/model/model_config.h"
+
+namespace nvdet {
+
+// One forward pass over some rows of some sequences: a prefill chunk or a decode step.
+struct Pass {
+  bool prefill = false;
+  int32_t step = 0;
+  std::vector<size_t> seqs;        // the sequences in this pass, in batch order
+  std::vector<int32_t> row_start;  // [seqs + 1]: each sequence's rows in the pass
+  std::vector<int32_t> tokens;     // per row
+  std::vector<int32_t> positions;  // per row: absolute position in its sequence
+  std::vector<int32_t> kv_lens;    // per sequence: cached tokens once this pass has written
+  std::vector<size_t> head_seqs;   // sequences whose next-token logits this pass produces
+  std::vector<int64_t> head_rows;  // their rows (each one's last row in the pass)
+};
+
+// Rows [first, first + count) of one of a pass's tensors, fetched only when asked for.
+using RowFetch = std::function<HostTensor(int64_t first, int64_t count)>;
+
+// Where an engine reports the tensors of a pass (the scheduler passes the watched sequences'
+// rows on to the TensorObserver). emit: a tensor with one row per pass row; emit_head: one row
+// per head sequence.
+class PassTrace {
+ public:
+  virtual ~PassTrace() = default;
+  virtual bool tracing() const = 0;
+  // Whether sequence `seq`'s rows are traced (the rows emit() will ask for).
+  virtual bool watched(size_t seq) const = 0;
+  virtual void emit(const Pass& p, int32_t layer, std::string_view op, const RowFetch& rows) = 0;
+  virtual void emit_head(const Pass& p, std::string_view op, const RowFetch& rows) = 0;
+};
+
+struct PassOutput {
+  std::vector<int32_t> tokens;     // per head sequence: its greedy next token
+  std::vector<HostTensor> logits;  // per head sequence: fp32 [1, vocab] when asked for, else empty
+};
+
+class PassEngine {
+ public:
+  virtual ~PassEngine() = default;
+  // Computes pass p. want_logits[i]: head sequence i's logits row must come back. With a
+  // notes tag, layer 0's and the head's backend notes are kept as "<tag>.<op>.<key>".
+  virtual PassOutput forward(const Pass& p, const std::vector<bool>& want_logits,
+                             const char* notes_tag) = 0;
+};
+
+// The attention ops' arguments for a decode step / a prefill pass of the model (everything but
+// q; the KV view's tensors are the caller's).
+AttentionDecodeArgs decode_attention_args(const ModelConfig& c, DType dtype, PagedKv kv);
+AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c, DType dtype,
+                                            PagedKv kv);
+
+// Runs one backend call's notes into `notes` as "<tag>.<name>.<key>" (nothing without a tag).
+void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes);
+
+}  // namespace nvdet

@@ -1,0 +1,473 @@
+#include "lib/model/device_decoder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "lib/core/error.h"
+#include "lib/model/host_ops.h"
+#include "lib/model/kv_cache.h"
+
+namespace nvdet {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
+// cuBLASLt's workspace (lib/cuda/gemm_ops.cpp) and room for the libraries' own allocations
+// (handles, cuBLAS's internal buffers): not measured per call, so a fixed allowance.
+constexpr double kLibraryBytes = 32 * kMiB + 256 * kMiB;
+// Split-KV attention keeps one (head_dim + 2)-float partial per work item and head; items per
+// row: at most 3 in prefill, and a decode row is cut into at most this many splits by any plan.
+constexpr double kMaxDecodeSplits = 128;
+
+// A device tensor of the pass, as the trace sees it.
+struct DevTensor {
+  const void* ptr = nullptr;
+  DType dtype = DType::kBF16;
+  std::vector<int64_t> shape;  // shape[0]: rows
+};
+
+void* bytes_at(void* p, size_t offset) { return static_cast<std::byte*>(p) + offset; }
+
+class DeviceEngine final : public PassEngine {
+ public:
+  DeviceEngine(DeviceDecodeOps& ops, const ModelWeights& w, const std::vector<int32_t>& capacity,
+               int64_t max_rows, const DecodeOptions& options, PassTrace& trace, RunNotes* notes)
+      : ops_(ops), w_(w), c_(w.config), trace_(trace), notes_(notes), rope_(w.config),
+        layout_(capacity, options.page_size), elem_(dtype_size(w.dtype)) {
+    check_memory(capacity, max_rows, options.page_size);
+    upload_weights();
+    allocate(static_cast<int64_t>(capacity.size()), max_rows);
+  }
+
+  PassOutput forward(const Pass& p, const std::vector<bool>& want_logits,
+                     const char* notes_tag) override {
+    const int64_t rows = static_cast<int64_t>(p.tokens.size());
+    const int64_t hidden = c_.hidden, inter = c_.intermediate;
+    const int64_t q_dim = c_.q_dim(), kv_dim = c_.kv_dim(), qkv_dim = c_.qkv_dim();
+    upload_pass_inputs(p);
+    begin_trace(p);
+    const PagedKv kv = layout_.view(p.seqs, p.kv_lens);
+
+    ops_.gather_rows(embed_, tokens_, rows, hidden * elem_, x_);
+    emit(p, -1, "embed", {x_, w_.dtype, {rows, hidden}});
+    for (int32_t l = 0; l < c_.layers; ++l) {
+      const Layer& L = layers_[l];
+      const char* tag = l == 0 ? notes_tag : nullptr;
+      rmsnorm(x_, L.attn_norm, h_, rows, hidden, tag, "attn_norm");
+      emit(p, l, "attn_norm", {h_, w_.dtype, {rows, hidden}});
+      gemm(h_, L.qkv, L.qkv_bias, qkv_, rows, qkv_dim, hidden, w_.dtype, tag, "qkv");
+      emit(p, l, "qkv", {qkv_, w_.dtype, {rows, qkv_dim}});
+      if (c_.qk_norm) {
+        normalize_heads(rows, 0, c_.num_heads, L.q_norm, tag, "q_norm");
+        normalize_heads(rows, q_dim, c_.num_kv_heads, L.k_norm, tag, "k_norm");
+        emit(p, l, "qk_norm", {qkv_, w_.dtype, {rows, qkv_dim}});
+      }
+      ops_.rope(w_.dtype, qkv_, rows, qkv_dim, c_.head_dim, c_.num_heads + c_.num_kv_heads, cos_,
+                sin_);
+      emit(p, l, "rope", {qkv_, w_.dtype, {rows, qkv_dim}});
+      ops_.kv_write(w_.dtype, qkv_, rows, qkv_dim, q_dim, kv_dim, slots_, k_[l], v_[l]);
+      // The attention ops take the queries as [rows, heads, head_dim], contiguous.
+      ops_.copy_rows(q_, q_dim * elem_, qkv_, qkv_dim * elem_, q_dim * elem_, rows);
+      attention(p, kv, l, tag);
+      emit(p, l, "attention", {attn_, w_.dtype, {rows, c_.num_heads, c_.head_dim}});
+      gemm(attn_, L.o_proj, L.o_bias, o_, rows, hidden, q_dim, w_.dtype, tag, "o_proj");
+      emit(p, l, "o_proj", {o_, w_.dtype, {rows, hidden}});
+      ops_.residual_add(w_.dtype, x_, o_, rows * hidden);
+      emit(p, l, "attn_residual", {x_, w_.dtype, {rows, hidden}});
+      rmsnorm(x_, L.mlp_norm, h_, rows, hidden, tag, "mlp_norm");
+      emit(p, l, "mlp_norm", {h_, w_.dtype, {rows, hidden}});
+      gemm(h_, L.gate_up, L.gate_up_bias, gu_, rows, 2 * inter, hidden, w_.dtype, tag, "gate_up");
+      emit(p, l, "gate_up", {gu_, w_.dtype, {rows, 2 * inter}});
+      ops_.swiglu(w_.dtype, gu_, act_, rows, inter);
+      emit(p, l, "swiglu", {act_, w_.dtype, {rows, inter}});
+      gemm(act_, L.down, L.down_bias, d_, rows, hidden, inter, w_.dtype, tag, "down");
+      emit(p, l, "down", {d_, w_.dtype, {rows, hidden}});
+      ops_.residual_add(w_.dtype, x_, d_, rows * hidden);
+      emit(p, l, "mlp_residual", {x_, w_.dtype, {rows, hidden}});
+    }
+    PassOutput out;
+    const int64_t heads = static_cast<int64_t>(p.head_seqs.size());
+    if (heads == 0) {
+      flush_trace(p);
+      return out;
+    }
+    const std::vector<int32_t> head_rows(p.head_rows.begin(), p.head_rows.end());
+    ops_.upload(head_rows_, head_rows.data(), head_rows.size() * sizeof(int32_t));
+    ops_.gather_rows(x_, head_rows_, heads, hidden * elem_, last_);
+    rmsnorm(last_, final_norm_, fn_, heads, hidden, notes_tag, "final_norm");
+    emit_head(p, "final_norm", {fn_, w_.dtype, {heads, hidden}});
+    gemm(fn_, lm_head_, nullptr, logits_, heads, c_.vocab, hidden, DType::kFP32, notes_tag,
+         "lm_head");
+    emit_head(p, "logits", {logits_, DType::kFP32, {heads, c_.vocab}});
+    ops_.argmax_rows(static_cast<const float*>(logits_), heads, c_.vocab, tokens_out_);
+    out.tokens.resize(static_cast<size_t>(heads));
+    ops_.download(out.tokens.data(), tokens_out_, out.tokens.size() * sizeof(int32_t));
+    const size_t row_bytes = static_cast<size_t>(c_.vocab) * sizeof(float);
+    for (int64_t i = 0; i < heads; ++i) {
+      if (!want_logits[i]) {
+        out.logits.emplace_back();
+        continue;
+      }
+      HostTensor row(DType::kFP32, {1, c_.vocab});
+      ops_.download(row.mutable_data(), bytes_at(logits_, i * row_bytes), row_bytes);
+      out.logits.push_back(std::move(row));
+    }
+    flush_trace(p);
+    return out;
+  }
+
+ private:
+  struct Layer {
+    const void *attn_norm, *qkv, *qkv_bias, *q_norm, *k_norm, *o_proj, *o_bias, *mlp_norm,
+        *gate_up, *gate_up_bias, *down, *down_bias;
+  };
+
+  void check_memory(const std::vector<int32_t>& capacity, int64_t max_rows, int32_t page_size) {
+    const std::vector<const HostTensor*> tensors = weight_tensors(w_);
+    std::vector<uint64_t> uids;
+    for (const HostTensor* t : tensors) uids.push_back(t->uid());
+    ops_.keep_resident_only(uids);  // another model's weights make room first
+    double upload = 0;
+    for (const HostTensor* t : tensors) {
+      if (!ops_.is_resident(*t)) upload += static_cast<double>(t->nbytes());
+    }
+    const DeviceDecodeFootprint f =
+        device_decode_footprint(w_, capacity, max_rows, page_size, upload, trace_.tracing());
+    const double free = static_cast<double>(ops_.free_bytes());
+    if (f.total() > free) {
+      throw_runtime_error(fmt::format(
+          "the model decode needs {:.2f} GiB of device memory (weights to upload {:.2f}, KV cache "
+          "{:.2f}, activations {:.2f}, workspace {:.2f}, trace staging {:.2f}) but only {:.2f} GiB "
+          "are free; lower the batch, prompt length or max_new_tokens",
+          f.total() / kGiB, f.weights / kGiB, f.kv_cache / kGiB, f.activations / kGiB,
+          f.workspace / kGiB, f.trace / kGiB, free / kGiB));
+    }
+  }
+
+  const void* resident(const HostTensor& t) { return t.empty() ? nullptr : ops_.resident(t); }
+
+  void upload_weights() {
+    embed_ = resident(w_.embed);
+    final_norm_ = resident(w_.final_norm);
+    lm_head_ = resident(w_.lm_head);
+    for (const LayerWeights& L : w_.layers) {
+      layers_.push_back({resident(L.attn_norm), resident(L.qkv), resident(L.qkv_bias),
+                         resident(L.q_norm), resident(L.k_norm), resident(L.o_proj),
+                         resident(L.o_bias), resident(L.mlp_norm), resident(L.gate_up),
+                         resident(L.gate_up_bias), resident(L.down), resident(L.down_bias)});
+    }
+  }
+
+  void* buffer(double bytes) {
+    buffers_.push_back(ops_.allocate(static_cast<size_t>(bytes)));
+    return buffers_.back().get();
+  }
+
+  void allocate(int64_t batch, int64_t rows) {
+    const double e = static_cast<double>(elem_), r = static_cast<double>(rows);
+    x_ = buffer(r * c_.hidden * e);
+    h_ = buffer(r * c_.hidden * e);
+    o_ = buffer(r * c_.hidden * e);
+    d_ = buffer(r * c_.hidden * e);
+    qkv_ = buffer(r * c_.qkv_dim() * e);
+    q_ = buffer(r * c_.q_dim() * e);
+    attn_ = buffer(r * c_.q_dim() * e);
+    gu_ = buffer(r * 2.0 * c_.intermediate * e);
+    act_ = buffer(r * c_.intermediate * e);
+    if (c_.qk_norm) {
+      qk_in_ = buffer(r * c_.q_dim() * e);  // num_heads >= num_kv_heads: room for either
+      qk_out_ = buffer(r * c_.q_dim() * e);
+    }
+    last_ = buffer(static_cast<double>(batch) * c_.hidden * e);
+    fn_ = buffer(static_cast<double>(batch) * c_.hidden * e);
+    logits_ = buffer(static_cast<double>(batch) * c_.vocab * sizeof(float));
+    tokens_out_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
+    head_rows_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
+    tokens_ = static_cast<int32_t*>(buffer(r * sizeof(int32_t)));
+    slots_ = static_cast<int64_t*>(buffer(r * sizeof(int64_t)));
+    cos_ = static_cast<float*>(buffer(r * (c_.head_dim / 2) * sizeof(float)));
+    sin_ = static_cast<float*>(buffer(r * (c_.head_dim / 2) * sizeof(float)));
+    if (trace_.tracing()) {
+      staging_bytes_ = static_cast<size_t>(trace_staging_bytes(w_, rows, batch));
+      staging_ = buffer(static_cast<double>(staging_bytes_));
+      trace_rows_ = static_cast<int32_t*>(buffer(r * sizeof(int32_t)));
+      trace_heads_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
+    }
+    const double cache = static_cast<double>(layout_.total_pages()) * layout_.page_size() *
+                         static_cast<double>(c_.kv_dim()) * e;
+    for (int32_t l = 0; l < c_.layers; ++l) {
+      k_.push_back(buffer(cache));
+      v_.push_back(buffer(cache));
+    }
+  }
+
+  // The pass's token ids, RoPE tables (computed on the host exactly as host_ops' RoPE computes
+  // them) and cache slots.
+  void upload_pass_inputs(const Pass& p) {
+    const size_t rows = p.tokens.size();
+    const size_t half = static_cast<size_t>(c_.head_dim / 2);
+    ops_.upload(tokens_, p.tokens.data(), rows * sizeof(int32_t));
+    cos_host_.resize(rows * half);
+    sin_host_.resize(rows * half);
+    for (size_t r = 0; r < rows; ++r) {
+      rope_.cos_sin(p.positions[r], cos_host_.data() + r * half, sin_host_.data() + r * half);
+    }
+    ops_.upload(cos_, cos_host_.data(), cos_host_.size() * sizeof(float));
+    ops_.upload(sin_, sin_host_.data(), sin_host_.size() * sizeof(float));
+    std::vector<int64_t> slots(rows);
+    for (size_t i = 0; i < p.seqs.size(); ++i) {
+      for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
+        slots[r] = layout_.slot(p.seqs[i], p.positions[r]);
+      }
+    }
+    ops_.upload(slots_, slots.data(), slots.size() * sizeof(int64_t));
+  }
+
+  // Qwen3's q_norm / k_norm, as the host engine: the `heads` heads from column `first` of every
+  // qkv row gathered into [rows * heads, head_dim], one rmsnorm call, written back.
+  void normalize_heads(int64_t rows, int64_t first, int64_t heads, const void* weight,
+                       const char* tag, const char* name) {
+    const size_t bytes = static_cast<size_t>(heads * c_.head_dim) * elem_;
+    const size_t pitch = static_cast<size_t>(c_.qkv_dim()) * elem_;
+    void* cols = bytes_at(qkv_, static_cast<size_t>(first) * elem_);
+    ops_.copy_rows(qk_in_, bytes, cols, pitch, bytes, static_cast<size_t>(rows));
+    rmsnorm(qk_in_, weight, qk_out_, rows * heads, c_.head_dim, tag, name);
+    ops_.copy_rows(cols, pitch, qk_out_, bytes, bytes, static_cast<size_t>(rows));
+  }
+
+  void rmsnorm(const void* x, const void* weight, void* out, int64_t rows, int64_t d,
+               const char* tag, const char* name) {
+    DeviceRmsNormCall r;
+    r.x = x;
+    r.weight = weight;
+    r.out = out;
+    r.rows = rows;
+    r.d = d;
+    r.dtype = w_.dtype;
+    r.out_dtype = w_.dtype;
+    r.eps = c_.rms_eps;
+    with_notes(tag, name, [&](RunNotes* n) { ops_.rmsnorm(r, n); });
+  }
+
+  void gemm(const void* a, const void* weight, const void* bias, void* out, int64_t m, int64_t n,
+            int64_t k, DType out_dtype, const char* tag, const char* name) {
+    DeviceGemmCall g;
+    g.a = a;
+    g.w = weight;
+    g.bias = bias;
+    g.out = out;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.dtype = w_.dtype;
+    g.out_dtype = out_dtype;
+    with_notes(tag, name, [&](RunNotes* nt) { ops_.gemm(g, nt); });
+  }
+
+  void attention(const Pass& p, const PagedKv& kv, int32_t l, const char* tag) {
+    DeviceAttentionCall t;
+    t.q = q_;
+    t.k = k_[l];
+    t.v = v_[l];
+    t.out = attn_;
+    t.dtype = w_.dtype;
+    if (p.prefill) {
+      const AttentionPrefillArgs a = prefill_attention_args(p, c_, w_.dtype, kv);
+      with_notes(tag, "attention", [&](RunNotes* n) { ops_.attention_prefill(a, t, n); });
+    } else {
+      const AttentionDecodeArgs a = decode_attention_args(c_, w_.dtype, kv);
+      with_notes(tag, "attention", [&](RunNotes* n) { ops_.attention_decode(a, t, n); });
+    }
+  }
+
+  template <class F>
+  void with_notes(const char* tag, const char* name, F&& call) {
+    if (!tag || !notes_) return call(nullptr);
+    RunNotes call_notes;
+    call(&call_notes);
+    keep_notes(notes_, tag, name, call_notes);
+  }
+
+  // ---- the trace: the watched rows of each tensor are gathered on the device into a staging
+  // buffer as the pass goes, and downloaded once at its end (or when the buffer is full), then
+  // handed to the scheduler in emit order; a download per tensor and sequence would cost a
+  // device synchronisation each.
+  struct Staged {
+    bool head = false;
+    int32_t layer = 0;
+    std::string op;
+    DType dtype = DType::kBF16;
+    std::vector<int64_t> shape;  // shape[0]: the rows staged
+    size_t offset = 0, row_bytes = 0;
+  };
+
+  void begin_trace(const Pass& p) {
+    if (!trace_.tracing()) return;
+    std::vector<int32_t> rows, heads;
+    row_index_.assign(p.tokens.size(), -1);
+    head_index_.assign(p.head_seqs.size(), -1);
+    for (size_t i = 0; i < p.seqs.size(); ++i) {
+      if (!trace_.watched(p.seqs[i])) continue;
+      for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
+        row_index_[r] = static_cast<int32_t>(rows.size());
+        rows.push_back(r);
+      }
+    }
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      if (!trace_.watched(p.head_seqs[i])) continue;
+      head_index_[i] = static_cast<int32_t>(heads.size());
+      heads.push_back(static_cast<int32_t>(i));
+    }
+    traced_rows_ = static_cast<int64_t>(rows.size());
+    traced_heads_ = static_cast<int64_t>(heads.size());
+    ops_.upload(trace_rows_, rows.data(), rows.size() * sizeof(int32_t));
+    ops_.upload(trace_heads_, heads.data(), heads.size() * sizeof(int32_t));
+  }
+
+  void stage(const Pass& p, bool head, int32_t layer, std::string_view op, const DevTensor& t) {
+    const int64_t n = head ? traced_heads_ : traced_rows_;
+    if (!trace_.tracing() || n == 0) return;
+    size_t row_bytes = dtype_size(t.dtype);
+    for (size_t d = 1; d < t.shape.size(); ++d) row_bytes *= static_cast<size_t>(t.shape[d]);
+    // Each tensor's rows start 16-byte aligned, as the gather kernel's word stores need.
+    const size_t bytes = (static_cast<size_t>(n) * row_bytes + 15) / 16 * 16;
+    if (staged_used_ + bytes > staging_bytes_) flush_trace(p);
+    ops_.gather_rows(t.ptr, head ? trace_heads_ : trace_rows_, n, static_cast<int64_t>(row_bytes),
+                     bytes_at(staging_, staged_used_));
+    Staged s{head, layer, std::string(op), t.dtype, t.shape, staged_used_, row_bytes};
+    s.shape[0] = n;
+    staged_.push_back(std::move(s));
+    staged_used_ += bytes;
+  }
+
+  void flush_trace(const Pass& p) {
+    if (staged_.empty()) return;
+    staged_host_.resize(staged_used_);
+    ops_.download(staged_host_.data(), staging_, staged_used_);
+    for (const Staged& s : staged_) {
+      const std::vector<int32_t>& index = s.head ? head_index_ : row_index_;
+      const RowFetch rows = [&](int64_t first, int64_t count) {
+        std::vector<int64_t> shape = s.shape;
+        shape[0] = count;
+        HostTensor out(s.dtype, std::move(shape));
+        std::memcpy(out.mutable_data(),
+                    staged_host_.data() + s.offset + static_cast<size_t>(index.at(first)) * s.row_bytes,
+                    static_cast<size_t>(count) * s.row_bytes);
+        return out;
+      };
+      if (s.head) {
+        trace_.emit_head(p, s.op, rows);
+      } else {
+        trace_.emit(p, s.layer, s.op, rows);
+      }
+    }
+    staged_.clear();
+    staged_used_ = 0;
+  }
+
+  void emit(const Pass& p, int32_t layer, std::string_view op, const DevTensor& t) {
+    stage(p, false, layer, op, t);
+  }
+  void emit_head(const Pass& p, std::string_view op, const DevTensor& t) {
+    stage(p, true, -1, op, t);
+  }
+
+  DeviceDecodeOps& ops_;
+  const ModelWeights& w_;
+  const ModelConfig& c_;
+  PassTrace& trace_;
+  RunNotes* notes_;
+  Rope rope_;
+  KvPageLayout layout_;
+  size_t elem_;
+
+  const void* embed_ = nullptr;
+  const void* final_norm_ = nullptr;
+  const void* lm_head_ = nullptr;
+  std::vector<Layer> layers_;
+
+  std::vector<DeviceDecodeOps::Buffer> buffers_;
+  void *x_ = nullptr, *h_ = nullptr, *o_ = nullptr, *d_ = nullptr, *qkv_ = nullptr, *q_ = nullptr,
+       *attn_ = nullptr, *gu_ = nullptr, *act_ = nullptr, *qk_in_ = nullptr, *qk_out_ = nullptr,
+       *last_ = nullptr, *fn_ = nullptr, *logits_ = nullptr;
+  int32_t *tokens_ = nullptr, *tokens_out_ = nullptr, *head_rows_ = nullptr;
+  int64_t* slots_ = nullptr;
+  float *cos_ = nullptr, *sin_ = nullptr;
+  std::vector<void*> k_, v_;
+  std::vector<float> cos_host_, sin_host_;
+  // The trace's staging (see stage()).
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0, staged_used_ = 0;
+  int32_t *trace_rows_ = nullptr, *trace_heads_ = nullptr;
+  int64_t traced_rows_ = 0, traced_heads_ = 0;
+  std::vector<int32_t> row_index_, head_index_;  // pass row / head -> staged row, or -1
+  std::vector<Staged> staged_;
+  std::vector<std::byte> staged_host_;
+};
+
+}  // namespace
+
+std::vector<const HostTensor*> weight_tensors(const ModelWeights& w) {
+  std::vector<const HostTensor*> out;
+  auto add = [&](const HostTensor& t) {
+    if (!t.empty()) out.push_back(&t);
+  };
+  add(w.embed);
+  add(w.final_norm);
+  add(w.lm_head);
+  for (const LayerWeights& L : w.layers) {
+    for (const HostTensor* t : {&L.attn_norm, &L.qkv, &L.qkv_bias, &L.q_norm, &L.k_norm, &L.o_proj,
+                                &L.o_bias, &L.mlp_norm, &L.gate_up, &L.gate_up_bias, &L.down,
+                                &L.down_bias}) {
+      add(*t);
+    }
+  }
+  return out;
+}
+
+DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
+                                              const std::vector<int32_t>& capacity,
+                                              int64_t max_rows, int32_t page_size,
+                                              double weights_to_upload, bool tracing) {
+  const ModelConfig& c = w.config;
+  const double e = static_cast<double>(dtype_size(w.dtype));
+  const double r = static_cast<double>(max_rows), b = static_cast<double>(capacity.size());
+  DeviceDecodeFootprint f;
+  f.weights = weights_to_upload;
+  f.kv_cache = c.layers * PagedKvCache::bytes_for(capacity, page_size, c.num_kv_heads, c.head_dim,
+                                                  w.dtype);
+  const double per_row = (4.0 * c.hidden + c.qkv_dim() + 2.0 * c.q_dim() +
+                          3.0 * c.intermediate + (c.qk_norm ? 2.0 * c.q_dim() : 0.0)) * e +
+                         sizeof(int32_t) + sizeof(int64_t) + c.head_dim * sizeof(float);
+  f.activations = r * per_row + b * (2.0 * c.hidden * e + c.vocab * sizeof(float) + 8.0);
+  const double items = 3.0 * r + kMaxDecodeSplits * b;
+  f.workspace = kLibraryBytes + items * c.num_heads * (c.head_dim + 2.0) * sizeof(float);
+  if (tracing) {
+    f.trace = trace_staging_bytes(w, max_rows, static_cast<int64_t>(capacity.size())) +
+              (r + b) * sizeof(int32_t);
+  }
+  return f;
+}
+
+double trace_staging_bytes(const ModelWeights& w, int64_t max_rows, int64_t batch) {
+  const ModelConfig& c = w.config;
+  const double e = static_cast<double>(dtype_size(w.dtype));
+  const double widest_row =
+      std::max<double>({static_cast<double>(c.hidden), static_cast<double>(c.qkv_dim()),
+                        2.0 * c.intermediate}) * e;
+  const double largest = std::max(static_cast<double>(max_rows) * widest_row,
+                                  static_cast<double>(batch) * c.vocab * sizeof(float));
+  return std::max(256 * kMiB, largest + 16);
+}
+
+std::unique_ptr<PassEngine> make_device_engine(DeviceDecodeOps& ops, const ModelWeights& w,
+                                               const std::vector<int32_t>& capacity,
+                                               int64_t max_rows, const DecodeOptions& options,
+                                               PassTrace& trace, RunNotes* notes) {
+  return std::make_unique<DeviceEngine>(ops, w, capacity, max_rows, options, trace, notes);
+}
+
+}  // namespace nvdet

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The H200 check of the device-resident model decoder (run from the repository root on the GPU
+# machine, with an nvdet build in $NVDET_BUILD, default build-gpu/): its GPU test (host vs device
+# path, bitwise, every CUDA backend that offers it), then the whole-audit times of the model
+# scenarios and of the 32-layer 8B-shaped one (model-llama3-8b-32layer-gpu.yaml beside this
+# script), each audit's stdout/stderr and its report under $1
+# (default reports/out/device-decoder). Targets: model-decode.yaml <= 25 s for the whole audit;
+# model-llama3-8b-32layer-gpu.yaml <= 120 s. Tokens/s per context: batch x max_new_tokens /
+# the case's seconds in the JSON report (cases[].seconds).
+set -uo pipefail
+out=${1:-reports/out/device-decoder}
+mkdir -p "$out"
+build=${NVDET_BUILD:-build-gpu}
+export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$PWD/$build/tools/nvdet
+nvdet=$build/tools/nvdet
+log=$out/commands.log
+: >"$log"
+step() {  # step NAME COMMAND...: run, keep its output in $out/NAME.txt, log its exit code and time
+  local name=$1
+  shift
+  echo "\$ $*" >>"$log"
+  local t0=$SECONDS
+  timeout "${NVDET_STEP_TIMEOUT:-600}" "$@" >"$out/$name.txt" 2>&1
+  local rc=$?
+  echo "  -> exit $rc in $((SECONDS - t0)) s" >>"$log"
+  printf '%-40s exit %d  %4d s\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$out/summary.txt"
+}
+step gpu-device-decoder-test "$build/tests/nvdet_gpu_tests" --gtest_filter='GpuDeviceDecoder.*'
+# The device-resident path is opt-in until this script has shown it bitwise equal on the GPU.
+export NVDET_DEVICE_DECODE=1
+for s in scenarios/model-decode.yaml scenarios/model-decode-qwen-vocab.yaml scenarios/model-gpu.yaml \
+  reports/h200/model/model-llama3-8b-32layer-gpu.yaml; do
+  step "audit-$(basename "$s" .yaml)" "$nvdet" audit "$s" --report-dir "$out" --format md,json,html
+done
+step bisect-cublas "$nvdet" bisect scenarios/model-decode.yaml --backend cublas --request 0 \
+  --format json
