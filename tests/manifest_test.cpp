@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"

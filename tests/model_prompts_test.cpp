@@ -2,6 +2,7 @@
 // then seeded fillers; a probed prompt's ids never depend on the context.
 #include <gtest/gtest.h>
 
+#include "lib/loader/scenario_loader.h"
 #include "lib/model/prompts.h"
 #include "lib/runner/context.h"
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "lib/loader/scenario_loader.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/context.h"
 #include "lib/model/model_runner.h"
@@ -77,7 +78,7 @@ TEST(ModelScenario, GpuModelScenariosLoad) {
   for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
                            "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());
-    EXPECT_EQ(s.op, ScenarioOp::kModel) << name;
+    EXPECT_EQ(s.op, OpKind::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;
   }
 }

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/report/atomic_file.h"
 #include "lib/report/ci_output.h"

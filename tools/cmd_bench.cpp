@@ -7,6 +7,7 @@
 #include <map>
 
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/report/atomic_file.h"
 #include "lib/report/bench_report.h"
 #include "lib/report/console_summary.h"

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/model/bisect.h"
 #include "lib/report/bisect_html.h"
 #include "lib/runner/audit.h"
