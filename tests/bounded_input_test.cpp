@@ -17,7 +17,7 @@
 #include "lib/scenario/scenario.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"
-#include "lib/tensorio/tensor_diff.h"
+#include "lib/report/tensor_diff.h"
 #include "tests/test_support.h"
 
 namespace nvdet {

@@ -5,7 +5,7 @@
 
 #include "lib/compare/compare.h"
 #include "lib/core/error.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/workloads/batch_layout.h"
 
 namespace nvdet {

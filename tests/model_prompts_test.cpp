@@ -4,7 +4,7 @@
 
 #include "lib/loader/scenario_loader.h"
 #include "lib/model/prompts.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 
 namespace nvdet {
 namespace {

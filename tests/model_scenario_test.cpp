@@ -10,7 +10,7 @@
 
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/audit.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/model/model_runner.h"
 #include "tests/test_support.h"
 

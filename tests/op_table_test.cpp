@@ -13,7 +13,7 @@
 #include "lib/loader/op_table.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/budget.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "tests/test_support.h"
 
 namespace nvdet {

@@ -9,7 +9,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/hash/hash.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {

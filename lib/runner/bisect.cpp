@@ -1,4 +1,4 @@
-#include "lib/model/bisect.h"
+#include "lib/runner/bisect.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "lib/loader/op_table.h"
 #include "lib/model/model_runner.h"
 #include "lib/runner/completion_compare.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 
 namespace nvdet {
 namespace {

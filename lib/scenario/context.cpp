@@ -1,4 +1,4 @@
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 
 #include <map>
 
