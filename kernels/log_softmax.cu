@@ -232,8 +232,8 @@ size_t log_softmax_split_workspace_bytes(int64_t rows, int row_splits) {
   return static_cast<size_t>(rows) * static_cast<size_t>(row_splits) * 2 * sizeof(float);
 }
 
-cudaError_t launch_log_softmax_split_rows(ElemType dtype, ElemType out_dtype, const void* x, void* out,
-                                          int64_t rows, int64_t v, int row_splits,
+cudaError_t launch_log_softmax_split_rows(ElemType dtype, ElemType out_dtype, const void* x,
+                                          void* out, int64_t rows, int64_t v, int row_splits,
                                           int block_threads, float* workspace,
                                           cudaStream_t stream) {
   if (rows <= 0 || v <= 0) return cudaSuccess;

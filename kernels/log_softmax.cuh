@@ -28,8 +28,8 @@ cudaError_t launch_log_softmax_rows(ElemType dtype, ElemType out_dtype, const vo
 // Vendor-style split rows: `row_splits` blocks per row each compute (max, sum exp) of one part
 // into `workspace`; a second kernel merges the parts in part order and writes the output.
 size_t log_softmax_split_workspace_bytes(int64_t rows, int row_splits);
-cudaError_t launch_log_softmax_split_rows(ElemType dtype, ElemType out_dtype, const void* x, void* out,
-                                          int64_t rows, int64_t v, int row_splits,
+cudaError_t launch_log_softmax_split_rows(ElemType dtype, ElemType out_dtype, const void* x,
+                                          void* out, int64_t rows, int64_t v, int row_splits,
                                           int block_threads, float* workspace,
                                           cudaStream_t stream);
 

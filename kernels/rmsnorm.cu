@@ -111,8 +111,8 @@ int rmsnorm_invariant_block_threads(int64_t d, ElemType dtype) {
   return row_block_threads(d, dtype, kChunk, 1024);
 }
 
-cudaError_t launch_rmsnorm_rows(ElemType dtype, ElemType out_dtype, const void* x, const void* weight,
-                                void* out, int64_t rows, int64_t d, float eps, int block_threads,
+cudaError_t launch_rmsnorm_rows(ElemType dtype, ElemType out_dtype, const void* x,
+                                const void* weight, void* out, int64_t rows, int64_t d, float eps, int block_threads,
                                 cudaStream_t stream) {
   if (rows <= 0 || d <= 0) return cudaSuccess;
   if (!valid_row_block(block_threads) || rows > 0x7fffffff) return cudaErrorInvalidValue;

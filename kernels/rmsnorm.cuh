@@ -15,8 +15,8 @@ int rmsnorm_invariant_block_threads(int64_t d, ElemType dtype);
 
 // One block of `block_threads` threads (a multiple of 32, at most 1024) per row; no workspace.
 // The invariant backend passes rmsnorm_invariant_block_threads(d); the vendor policy its own.
-cudaError_t launch_rmsnorm_rows(ElemType dtype, ElemType out_dtype, const void* x, const void* weight,
-                                void* out, int64_t rows, int64_t d, float eps,
+cudaError_t launch_rmsnorm_rows(ElemType dtype, ElemType out_dtype, const void* x,
+                                const void* weight, void* out, int64_t rows, int64_t d, float eps,
                                 int block_threads, cudaStream_t stream);
 
 // Vendor-style split rows: each row is cut into `row_splits` parts whose sums of squares are
