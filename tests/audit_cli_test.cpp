@@ -134,6 +134,23 @@ TEST(BenchCli, CpuBenchPrintsRatios) {
   for (const auto& row : j.at("rows")) EXPECT_GT(row.at("median_us").get<double>(), 0.0);
 }
 
+// --format of bench: names split at commas, spaces around them trimmed, duplicates and empty
+// names dropped; an unknown name is exit 2, naming it.
+TEST(BenchCli, FormatListIsTrimmedAndChecked) {
+  const auto dir = make_temp_dir("bench-formats");
+  CommandResult r = run_nvdet("bench " + scenario("quickstart.yaml") +
+                              " --filter 'batch=64,position=first' --reps 1 --report-dir " +
+                              dir.string() + " --format ' csv ,md,,csv'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "bench-quickstart.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "bench-quickstart.md"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "bench-quickstart.json"));
+  r = run_nvdet("bench " + scenario("quickstart.yaml") + " --report-dir " + dir.string() +
+                " --format md,pdf");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown bench format 'pdf'"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace nvdet::testing
 

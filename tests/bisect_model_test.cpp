@@ -48,7 +48,6 @@ class PlantingBackend final : public Backend {
   PlantingBackend(int64_t batch, int64_t target, int64_t col)
       : inner_(make_backend("cpu-invariant")), batch_(batch), target_(target), col_(col) {}
   const BackendInfo& info() const override { return inner_->info(); }
-  bool supports(OpKind op, DType t) const override { return inner_->supports(op, t); }
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
     HostTensor out = inner_->run(args, notes);
     if (const auto* g = std::get_if<GemmArgs>(&args); g && g->a->dim(0) == batch_) {

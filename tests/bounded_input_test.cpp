@@ -15,6 +15,7 @@
 #include "lib/model/checkpoint.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
+#include "lib/loader/yaml_guard.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"
 #include "lib/report/tensor_diff.h"
@@ -135,9 +136,7 @@ TEST(YamlGuard, CommaThatStartsANodeIsRefusedAtOnce) {
 TEST(YamlGuard, TopLevelTaggedOrAnchoredValueIsRefusedAtOnce) {
   // Found by fuzz_scenario: properties, a plain scalar, then a line starting with '?' made
   // yaml-cpp 0.7 loop (tests/fuzz/regressions/scenario/yaml-cpp-loop-*-key-indicator.yaml).
-  for (const char* text : {"! a\n?\n", "!t a\n? b\n", "&x a\n? b\n: c\n", "!!str a\n\n?\n",
-                           "&x !t a b\n?\n", "!t\"\"\"\"K# e ()\n? ?\n", "&x \"a\"\n?\n",
-                           "!t [a]\n", "!\"a\" ,", "!t\"a\" ,", "&x ,"}) {
+  for (const char* text : {"&x a\n? b\n: c\n", "&x \"a\"\n?\n", "&x ,", "&x [a]\n"}) {
     const auto start = std::chrono::steady_clock::now();
     const std::string msg = scenario_error(text);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << text;
@@ -145,9 +144,19 @@ TEST(YamlGuard, TopLevelTaggedOrAnchoredValueIsRefusedAtOnce) {
     EXPECT_NE(msg.find("a value with an anchor or tag at the top level"), std::string::npos)
         << msg;
   }
-  // Found by fuzz_scenario: yaml-cpp ends a tag at '"', then reads a quoted scalar and a comma.
+  // Found by fuzz_scenario: tags in several shapes ('!t a' then a '?' line; a tag that yaml-cpp
+  // ends at '"', then a quoted scalar and a comma). Tags are refused wherever they appear.
+  for (const char* text : {"! a\n?\n", "!t a\n? b\n", "!!str a\n\n?\n", "&x !t a b\n?\n",
+                           "!t\"\"\"\"K# e ()\n? ?\n", "!t [a]\n", "!\"a\" ,", "!t\"a\" ,",
+                           "name: !t x\n", "a:\n  b: [1, !t 2]\n"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string msg = scenario_error(text);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << text;
+    EXPECT_NE(msg.find("tags ('!name') are not used in scenarios"), std::string::npos)
+        << text << " -> " << msg;
+  }
   EXPECT_NE(scenario_error("#0, k8}\n!\"euests: \" ,")
-                .find("s.yaml:2:2: a value with an anchor or tag at the top level"),
+                .find("s.yaml:2:1: tags ('!name') are not used"),
             std::string::npos);
   // Found by fuzz_scenario: any top-level value that is not a key ('\'\')', 'a b'), then a
   // line starting with '?', loops yaml-cpp too; so does a complex key.
@@ -159,9 +168,47 @@ TEST(YamlGuard, TopLevelTaggedOrAnchoredValueIsRefusedAtOnce) {
   }
   EXPECT_NE(scenario_error("? a\n: b\n").find("s.yaml:1:1: complex keys ('? ') are not used"),
             std::string::npos);
+  EXPECT_NE(scenario_error("a:\n  ? b\n  : c\n").find("s.yaml:2:3: complex keys ('? ')"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("a: {? b: c}\n").find("s.yaml:1:5: complex keys ('? ')"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("%YAML 1.2\n---\na: 1\n").find("s.yaml:1:1: directives"),
+            std::string::npos);
   // Anchors on keys and on nested values are fine.
   EXPECT_NO_THROW(parse_scenario("&k name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\n"
                                  "seed: &s 1\nbackends: {cpu-invariant: invariant}\n",
+                                 "s.yaml"));
+}
+
+TEST(YamlGuard, IndentedLinesStartAKeyOrAListItem) {
+  // Outside [ ] and { }, a scenario's indented lines are 'key:' entries and '- ' items; a value
+  // on a line of its own (the shape of several yaml-cpp 0.7 loops) is refused at once.
+  const struct {
+    const char* text;
+    const char* where;
+  } refused[] = {
+      {"a:\n  b c\n", "s.yaml:2:3: "},         {"a:\n  'q' x\n", "s.yaml:2:3: "},
+      {"a:\n  [1, 2]\n", "s.yaml:2:3: "},      {"a: x\n  continued\n", "s.yaml:2:3: "},
+      {"a:\n  &x\n  b: 1\n", "s.yaml:2:5: "}, {"a:\n  *x\n", "s.yaml:2:3: "},
+  };
+  for (const auto& c : refused) {
+    const std::string msg = scenario_error(c.text);
+    EXPECT_EQ(msg.rfind(c.where, 0), 0u) << c.text << " -> " << msg;
+    EXPECT_NE(msg.find("must start a 'key:' or a '- ' list item"), std::string::npos) << msg;
+  }
+  // What scenarios are written in still loads: nested keys, quoted and anchored keys, list
+  // items (plain, flow, compact maps), flow collections over several lines, quoted scalars over
+  // several lines, block scalars, comments anywhere.
+  EXPECT_NO_THROW(check_yaml_guard("a:\n  b: 1\n  'c': 2\n  &x d: 3\n  # note\n  e:\n"
+                                   "    - f\n    - [g, h]\n    - i: 1\n      j: 2\n"
+                                   "    - - k\n  l: [1,\n    2]\n  m: {n: 1,\n    o: 2}\n"
+                                   "  p: \"two\n    lines\"\n  q: |\n    free\n      text\n"
+                                   "  r: >-\n    folded\n",
+                                   "s.yaml"));
+  EXPECT_NO_THROW(parse_scenario("name: x\nop: gemm\ndtype: fp32\nshape:\n  n: 8\n  'k': 8\n"
+                                 "seed: 1\nbackends:\n  &b cpu-invariant: invariant\n"
+                                 "  # a comment\nsweep:\n  batch: [1,\n    2]\n"
+                                 "description: |\n  free text\n",
                                  "s.yaml"));
 }
 

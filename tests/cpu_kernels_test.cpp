@@ -145,7 +145,9 @@ TEST(CpuBackends, RegistrationsDescribeThemselves) {
   for (const auto& r : regs) {
     EXPECT_FALSE(r.info.gpu);
     EXPECT_FALSE(r.info.description.empty());
-    EXPECT_TRUE(r.make()->supports(OpKind::kGemm, DType::kBF16));
+    for (const auto& [op, dtypes] : all_ops_all_dtypes()) {
+      for (DType t : dtypes) EXPECT_TRUE(r.supports(op, t, DeviceFacts{}).ok()) << r.info.name;
+    }
   }
 }
 

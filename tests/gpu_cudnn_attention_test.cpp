@@ -148,9 +148,12 @@ TEST(GpuCudnnAttention, RepeatedRunsAreIdentical) {
 
 TEST(GpuCudnnAttention, RefusesWhatItCannotCompute) {
   CUDNN_OR_SKIP(cudnn);
-  EXPECT_FALSE(cudnn->supports(OpKind::kGemm, DType::kBF16));
-  EXPECT_FALSE(cudnn->supports(OpKind::kAttentionDecode, DType::kFP32));
-  EXPECT_TRUE(cudnn->supports(OpKind::kAttentionPrefill, DType::kFP16));
+  const DeviceFacts device = device_facts();
+  EXPECT_EQ(backend_supports("cudnn", OpKind::kGemm, DType::kBF16, device).status,
+            Support::Status::kUnsupportedOp);
+  EXPECT_EQ(backend_supports("cudnn", OpKind::kAttentionDecode, DType::kFP32, device).status,
+            Support::Status::kUnsupportedOp);
+  EXPECT_TRUE(backend_supports("cudnn", OpKind::kAttentionPrefill, DType::kFP16, device).ok());
   const auto batch = make_attention_batch(DType::kBF16, {{1, 100}, {2, 30}}, 32, 8, 128, false);
   auto expect_bad_input = [&](const AttentionDecodeArgs& args, const std::string& word) {
     try {

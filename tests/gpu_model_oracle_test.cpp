@@ -40,7 +40,6 @@ class GpuExceptAttention final : public Backend {
   explicit GpuExceptAttention(const std::string& gpu)
       : gpu_(make_backend(gpu)), cpu_(make_backend("cpu-reference")), info_(gpu_->info()) {}
   const BackendInfo& info() const override { return info_; }
-  bool supports(OpKind op, DType dtype) const override { return gpu_->supports(op, dtype); }
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
     const bool attention = std::holds_alternative<AttentionDecodeArgs>(args) ||
                            std::holds_alternative<AttentionPrefillArgs>(args);

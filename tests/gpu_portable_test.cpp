@@ -6,6 +6,8 @@
 // build runs mma.sync). reports/portable-golden.sh runs the full golden workflow.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -213,6 +215,15 @@ TEST(GpuPortable, KernelImageAndPathsFollowTheBuild) {
   make_backend("cuda-portable")->run(GemmArgs{&a, &w, nullptr, DType::kFP32}, &pnotes);
   EXPECT_NE(pnotes["path"].find("portable-fp32"), std::string::npos);
   EXPECT_EQ(pnotes["kernel_image"], text);
+
+  // `nvdet info --format json` states the same kernel image and one path per GPU backend.
+  const CommandResult info = run_nvdet("info --format json");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j.at("kernel_image_gpu0").get<std::string>(), text);
+  EXPECT_NE(j.at("backend_paths_gpu0").at("cuda-portable").get<std::string>().find("portable-fp32"),
+            std::string::npos);
+  EXPECT_TRUE(j.at("backend_paths_gpu0").contains("cuda-invariant"));
 }
 #endif
 

@@ -84,6 +84,14 @@ TEST(ModelRefusal, ConfigValuesThatChangeTheMath) {
                           }),
                    {"rope_scaling.rope_type", type});
   }
+  // Values that fp32, which the model computes in, cannot hold.
+  expect_refused(edited("llama-t4", "theta-huge", [](json& j) { j["rope_theta"] = 1e39; }),
+                 {"rope_theta", "32-bit float"});
+  expect_refused(edited("llama-t5", "theta-huge-t5",
+                        [](json& j) { j["rope_parameters"]["rope_theta"] = 1e300; }),
+                 {"rope_theta", "32-bit float"});
+  expect_refused(edited("llama-t5", "eps-tiny", [](json& j) { j["rms_norm_eps"] = 1e-50; }),
+                 {"rms_norm_eps", "32-bit float"});
   expect_refused(edited("llama-t5", "partial", [](json& j) { j["partial_rotary_factor"] = 0.5; }),
                  {"partial_rotary_factor"});
   expect_refused(edited("llama-t5", "partial-in-rope",

@@ -8,6 +8,7 @@
 // - cpu-canary (variant): never differs: fails;
 // - cpu-reference (report): one run-to-run divergence of request 0: recorded, never fails.
 // Text fields carry characters that must be escaped (<, &, ", |).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -24,6 +25,13 @@ inline const std::vector<std::string>& sample_batches() {
 
 inline std::string sample_context_id(const std::string& batch, const std::string& position) {
   return "gemm(batch=" + batch + ",position=" + position + ")";
+}
+
+// The sweep index of a context: batches in order, each at position first then last.
+inline int sample_context_index(const std::string& batch, const std::string& position) {
+  const auto& b = sample_batches();
+  const int at = static_cast<int>(std::find(b.begin(), b.end(), batch) - b.begin());
+  return 2 * at + (position == "last" ? 1 : 0);
 }
 
 inline AuditResult make_sample_audit_result() {
@@ -102,7 +110,7 @@ inline AuditResult make_sample_audit_result() {
           c.backend = b.name;
           c.context_index = index;
           c.context_id = id;
-          c.context_values = {{"batch", batch}, {"position", position}};
+          c.context_values = {{"batch", int64_t{std::stoll(batch)}}, {"position", position}};
           c.repeat = repeat;
           c.seconds = 0.25;
           Hash128 h0 = base0, h7 = base7;
@@ -133,11 +141,13 @@ inline AuditResult make_sample_audit_result() {
       if (split == 1) continue;
       Divergence d;
       d.backend = "cpu-variant";
-      d.kind = "context";
+      d.kind = DivergenceKind::kContext;
       d.request = 0;
       d.token = 0;
       d.baseline_context = baseline;
       d.context = sample_context_id(batch, position);
+      d.baseline_context_index = sample_context_index("1", "first");
+      d.context_index = sample_context_index(batch, position);
       d.first_mismatch = {17, {0, 17}, 1.5, 1.5078125, "0x3fc0", "0x3fc1", 1};
       d.max_abs_diff = 0.0078125;
       d.max_rel_diff = 0.005;
@@ -152,11 +162,13 @@ inline AuditResult make_sample_audit_result() {
   {
     Divergence d;
     d.backend = "cpu-invariant";
-    d.kind = "context";
+    d.kind = DivergenceKind::kContext;
     d.request = 7;
     d.token = 1;
     d.baseline_context = baseline;
     d.context = sample_context_id("3", "last");
+    d.baseline_context_index = sample_context_index("1", "first");
+    d.context_index = sample_context_index("3", "last");
     d.first_mismatch = {4101, {1, 5}, std::numeric_limits<double>::infinity(),
                         std::numeric_limits<double>::quiet_NaN(), "0x7f80", "0x7fc0",
                         std::numeric_limits<uint64_t>::max()};
@@ -170,11 +182,12 @@ inline AuditResult make_sample_audit_result() {
   {
     Divergence d;
     d.backend = "cpu-reference";
-    d.kind = "run-to-run";
+    d.kind = DivergenceKind::kRunToRun;
     d.request = 0;
     d.token = 1;
     d.baseline_context = sample_context_id("4", "first");
     d.context = sample_context_id("4", "first");
+    d.baseline_context_index = d.context_index = sample_context_index("4", "first");
     d.repeat = 1;
     d.first_mismatch = {4097, {1, 1}, -0.25, -0.2490234375, "0xbe80", "0xbe7f", 1};
     d.max_abs_diff = 0.0009765625;

@@ -32,7 +32,7 @@ AuditResult passing_result() {
   std::erase_if(r.backends, [&](const BackendOutcome& b) { return failing(b.name); });
   std::erase_if(r.cases, [&](const CaseRecord& c) { return failing(c.backend); });
   std::erase_if(r.divergences, [&](const Divergence& d) { return failing(d.backend); });
-  for (CaseRecord& c : r.cases) c.group = "position=" + c.context_values.at(1).second;
+  for (CaseRecord& c : r.cases) c.group = "position=" + axis_value_string(c.context_values.at(1).second);
   r.summary.passed = true;
   r.summary.backends = 2;
   r.summary.failed_backends = 0;
@@ -50,6 +50,7 @@ VerifyResult failing_verify() {
   c.backend = "cpu-variant";
   c.expectation = "invariant";
   c.context = sample_context_id("3", "last");
+  c.context_index = testing::sample_context_index("3", "last");
   c.request = 7;
   c.recorded = Hash128{0x1234, 0x5678};
   c.now = Hash128{0x1234, 0x5679};

@@ -38,14 +38,18 @@ size_t count_of(const std::string& text, const std::string& needle) {
 TEST(ReportFormats, ParsesNamesAndAliases) {
   const auto all = parse_report_formats("md,json,junit,html");
   ASSERT_EQ(all.size(), 4u);
-  EXPECT_EQ(all[0], ReportFormat::kMarkdown);
-  EXPECT_EQ(all[1], ReportFormat::kJson);
-  EXPECT_EQ(all[2], ReportFormat::kJunit);
-  EXPECT_EQ(all[3], ReportFormat::kHtml);
+  EXPECT_EQ(all[0]->name(), "md");
+  EXPECT_EQ(all[1]->name(), "json");
+  EXPECT_EQ(all[2]->name(), "junit");
+  EXPECT_EQ(all[3]->name(), "html");
+  EXPECT_EQ(all[2]->extension(), ".junit.xml");
   const auto some = parse_report_formats(" JSON , markdown,json,");
   ASSERT_EQ(some.size(), 2u);
-  EXPECT_EQ(some[0], ReportFormat::kJson);
-  EXPECT_EQ(some[1], ReportFormat::kMarkdown);
+  EXPECT_EQ(some[0]->name(), "json");
+  EXPECT_EQ(some[1]->name(), "md");
+  EXPECT_EQ(parse_report_formats("XML").at(0)->name(), "junit");
+  // A companion is written with its format, never chosen by name.
+  EXPECT_THROW(parse_report_formats("verify"), Error);
 }
 
 TEST(ReportFormats, RejectsUnknownAndEmpty) {
@@ -260,7 +264,7 @@ TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {
   AuditResult r = make_sample_audit_result();
   // Keep only position=first: the sweep has one varying axis.
   r.scenario.axes = {{"batch", testing::sample_batches()}};
-  std::erase_if(r.cases, [](const CaseRecord& c) { return c.context_values[1].second != "first"; });
+  std::erase_if(r.cases, [](const CaseRecord& c) { return axis_value_string(c.context_values[1].second) != "first"; });
   for (CaseRecord& c : r.cases) c.context_values.resize(1);
   std::erase_if(r.divergences, [](const Divergence& d) {
     return d.context.find("position=last") != std::string::npos;
@@ -279,6 +283,7 @@ TEST(MarkdownReport, MergesGroupsThatChangeAtTheSameValues) {
   for (Divergence d : r.divergences) {
     if (d.backend != "cpu-variant" || d.context.find("position=first") == std::string::npos) continue;
     d.context.replace(d.context.find("first"), 5, "last");
+    d.context_index += 1;  // the same batch at position=last (writers go by the index)
     moved.push_back(d);
   }
   std::erase_if(r.divergences, [](const Divergence& d) {
@@ -453,14 +458,15 @@ TEST(HtmlReport, ThreeVaryingAxesFoldIntoMixedCells) {
   // Duplicate every cpu-variant case with chunk=128 and a different hash for batch=1.
   std::vector<CaseRecord> extra;
   for (CaseRecord c : r.cases) {
-    c.context_values.push_back({"chunk", "128"});
+    c.context_values.push_back({"chunk", int64_t{128}});
     c.context_id += "+chunk128";
-    if (c.backend == "cpu-variant" && c.context_values[0].second == "1" &&
-        c.context_values[1].second == "first")
+    c.context_index += 20;  // after the 20 contexts of the sample
+    if (c.backend == "cpu-variant" && c.context_values[0].second == AxisValue{int64_t{1}} &&
+        c.context_values[1].second == AxisValue{std::string("first")})
       c.requests[0].hash = Hash128{0xabcdefull, 0x1ull};
     extra.push_back(c);
   }
-  for (CaseRecord& c : r.cases) c.context_values.push_back({"chunk", "64"});
+  for (CaseRecord& c : r.cases) c.context_values.push_back({"chunk", int64_t{64}});
   r.cases.insert(r.cases.end(), extra.begin(), extra.end());
   const std::string html = render_html_report(r);
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 80u);  // still 10 × 2 per backend
@@ -490,7 +496,8 @@ AuditResult grouped_result(int kv_lens, int classes_in_first_group) {
       c.backend = b.name;
       c.context_index = index++;
       c.context_id = "attention_decode(kv_len=" + kv[k] + ",batch=" + batch[bi] + ")";
-      c.context_values = {{"kv_len", kv[k]}, {"batch", batch[bi]}};
+      c.context_values = {{"kv_len", int64_t{std::stoll(kv[k])}},
+                          {"batch", int64_t{std::stoll(batch[bi])}}};
       c.group = "kv_len=" + kv[k];
       // Group k's request has its own bits; in the first group, batch i gives result i.
       uint64_t variant = k == 0 ? std::min<uint64_t>(bi, classes_in_first_group - 1) : 0;
@@ -590,7 +597,7 @@ TEST(WriteReports, RejectsUnwritableDirectoryAsBadInput) {
   testing::write_file(root / "file", "x");
   // A folder below a regular file cannot exist, even for root.
   try {
-    write_reports(r, root / "file" / "sub", {ReportFormat::kJson});
+    write_reports(r, root / "file" / "sub", {find_report_writer("json")});
     FAIL() << "wrote below a regular file";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
@@ -599,7 +606,7 @@ TEST(WriteReports, RejectsUnwritableDirectoryAsBadInput) {
   // The destination is a folder: the rename fails and the temporary file is cleaned up.
   std::filesystem::create_directories(root / "gemm-batch-sweep.json");
   try {
-    write_reports(r, root, {ReportFormat::kJson});
+    write_reports(r, root, {find_report_writer("json")});
     FAIL() << "replaced a folder";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);

@@ -21,7 +21,6 @@
 #include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/report/report_writers.h"
-#include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/nvdet_dump.h"
 #include "tools/command.h"
@@ -70,7 +69,7 @@ AuditOptions options_for(const AuditFlags& f) {
 }
 
 // Loads and checks every scenario and output target; throws (exit 2 or 3) before anything runs.
-std::vector<Planned> plan(const AuditFlags& f, const std::vector<ReportFormat>& formats,
+std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWriter*>& formats,
                           const std::optional<Manifest>& golden) {
   if (f.format_given && f.report_dir.empty()) {
     throw_input_error("--format needs --report-dir (the folder the reports are written to)");
@@ -92,11 +91,10 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<ReportFormat>& 
         throw_input_error("two scenarios would write the same reports '" + base +
                           ".*' in " + f.report_dir);
       }
-      for (const ReportFormat fmt : formats) {
-        check_output_file(fs::path(f.report_dir) / (base + std::string(report_file_extension(fmt))),
-                          "report");
+      for (const ReportWriter* w : writers_with_companions(formats)) {
+        if (w->needs_verify() && !golden) continue;
+        check_output_file(fs::path(f.report_dir) / (base + std::string(w->extension())), "report");
       }
-      if (golden) check_output_file(fs::path(f.report_dir) / (base + ".verify.json"), "report");
     }
   }
   if (!f.record.empty()) check_output_file(f.record, "manifest");
@@ -105,7 +103,7 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<ReportFormat>& 
 }
 
 int run(const AuditFlags& f) {
-  const std::vector<ReportFormat> formats = parse_report_formats(f.formats);
+  const std::vector<const ReportWriter*> formats = parse_report_formats(f.formats);
   // A bad manifest is bad input: read it before any backend runs.
   std::optional<Manifest> golden;
   std::map<std::string, std::string> recorded_as;
@@ -151,12 +149,6 @@ int run(const AuditFlags& f) {
       for (const auto& written : write_reports(result, f.report_dir, formats)) {
         if (!f.quiet) fmt::print("report: {}\n", written.string());
       }
-      if (result.verify &&
-          std::find(formats.begin(), formats.end(), ReportFormat::kJson) != formats.end()) {
-        const auto file = fs::path(f.report_dir) / (report_base_name(result) + ".verify.json");
-        write_file_atomic(file, verify_to_json(*result.verify).dump(2) + "\n", "report");
-        if (!f.quiet) fmt::print("report: {}\n", file.string());
-      }
     }
     publish_to_ci(result);
     all_passed = all_passed && result.summary.passed;
@@ -179,9 +171,11 @@ Action add_audit_command(CLI::App& app) {
   cmd->add_option("--backends", flags->backends, "Run only these backends (comma separated)")
       ->delimiter(',');
   cmd->add_option("--report-dir", flags->report_dir, "Write reports into this folder (created)");
-  CLI::Option* format = cmd->add_option("--format", flags->formats,
-                                        "Report formats: md,json,junit,html (needs --report-dir)")
-                            ->capture_default_str();
+  CLI::Option* format =
+      cmd->add_option("--format", flags->formats,
+                      "Report formats, comma separated (needs --report-dir): " +
+                          report_formats_help())
+          ->capture_default_str();
   cmd->add_option("--filter", flags->filter, "Run only contexts whose id matches this regex");
   cmd->add_flag("--quiet", flags->quiet, "Print one line per scenario");
   cmd->add_flag("--list-contexts", flags->list_contexts,

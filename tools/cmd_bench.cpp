@@ -1,5 +1,7 @@
 // nvdet bench SCENARIO...: invariant vs vendor kernel time, as ratios measured in one run.
 // As with audit, every scenario and output target is checked before anything is timed.
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_split.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,13 +36,8 @@ struct BenchFlags {
 // "md,json,csv" -> the file extensions to write, in order.
 std::vector<std::string> bench_formats(const std::string& csv) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= csv.size()) {
-    const size_t comma = std::min(csv.find(',', start), csv.size());
-    std::string name = csv.substr(start, comma - start);
-    start = comma + 1;
-    name.erase(0, name.find_first_not_of(' '));
-    name.erase(name.find_last_not_of(' ') + 1);
+  for (const absl::string_view part : absl::StrSplit(csv, ',')) {
+    std::string name(absl::StripAsciiWhitespace(part));
     if (name.empty()) continue;
     if (name == "markdown") name = "md";
     if (name != "md" && name != "json" && name != "csv") {

@@ -31,6 +31,16 @@ Action add_info_command(CLI::App& app) {
       nlohmann::ordered_json backends = nlohmann::ordered_json::array();
       for (const BackendRegistration& r : backend_registry()) backends.push_back(r.info.name);
       j["backends"] = backends;
+#if NVDET_WITH_CUDA
+      // The same facts as the text form's kernel-image and path lines, so that a script can
+      // tell which code each GPU backend ran (JIT-compiled PTX on a GPU newer than the build).
+      if (!s.gpus.empty()) {
+        j["kernel_image_gpu0"] = cuda::kernel_image_description(s.compiled_architectures);
+        nlohmann::ordered_json paths = nlohmann::ordered_json::object();
+        for (const auto& [backend, path] : cuda::gpu_backend_paths()) paths[backend] = path;
+        j["backend_paths_gpu0"] = paths;
+      }
+#endif
       fmt::print("{}\n", j.dump(2));
       return 0;
     }

@@ -19,14 +19,15 @@ struct ReportFlags {
 };
 
 int run(const ReportFlags& f) {
-  const std::vector<ReportFormat> formats = parse_report_formats(f.formats);
+  const std::vector<const ReportWriter*> formats = parse_report_formats(f.formats);
   std::vector<AuditResult> results;
   for (const std::string& path : f.inputs) results.push_back(read_audit_report(path));
   prepare_output_dir(f.report_dir, "report");
   for (const AuditResult& r : results) {
-    for (const ReportFormat fmt : formats) {
+    for (const ReportWriter* w : writers_with_companions(formats)) {
+      if (w->needs_verify() && !r.verify) continue;
       check_output_file(std::filesystem::path(f.report_dir) /
-                            (report_base_name(r) + std::string(report_file_extension(fmt))),
+                            (report_base_name(r) + std::string(w->extension())),
                         "report");
     }
   }
@@ -51,7 +52,8 @@ Action add_report_command(CLI::App& app) {
       ->required();
   cmd->add_option("--report-dir", flags->report_dir, "Write the reports into this folder")
       ->required();
-  cmd->add_option("--format", flags->formats, "Report formats: md,json,junit,html")
+  cmd->add_option("--format", flags->formats,
+                  "Report formats, comma separated: " + report_formats_help())
       ->capture_default_str();
   return [flags] { return run(*flags); };
 }

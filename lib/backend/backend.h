@@ -7,8 +7,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "lib/core/dtype.h"
 #include "lib/ops/op_args.h"
 
 namespace nvdet {
@@ -42,11 +44,45 @@ struct Timing {
   double max_us = 0.0;  // with min_us: the spread of the timed runs
 };
 
+// What the machine offers, as far as a backend's support depends on it. Read once, before any
+// backend exists (device_facts()), so that an audit can refuse what cannot run before it starts.
+struct DeviceFacts {
+  bool cuda_built = false;  // this nvdet was built with CUDA
+  bool gpu = false;         // a CUDA device answers
+  std::string device_error;  // why none does, when none does
+  int cc_major = 0, cc_minor = 0;  // device 0's compute capability, when there is one
+};
+
+DeviceFacts device_facts();  // from collect_system_info()
+
+// A backend's answer to "can you compute `op` in `dtype` on this machine?". An op or dtype a
+// backend does not implement is the scenario's mistake (exit 2); a machine that lacks what the
+// backend needs (a GPU, cuDNN) is a runtime condition (exit 3, or skipped on request).
+struct Support {
+  enum class Status { kSupported, kUnsupportedOp, kUnsupportedDevice };
+  Status status = Status::kSupported;
+  std::string reason;  // a clause that follows "backend 'NAME' ", e.g. "needs a GPU; ..."
+  bool ok() const { return status == Status::kSupported; }
+};
+
+using SupportsFn = std::function<Support(OpKind op, DType dtype, const DeviceFacts& device)>;
+
+// The usual support table: the dtypes each op is computed in, whether a GPU is needed, and any
+// further device requirement (returns "" when met, else the clause saying what is missing).
+struct SupportTable {
+  std::vector<std::pair<OpKind, std::vector<DType>>> ops;
+  bool needs_gpu = false;
+  std::function<std::string(const DeviceFacts&)> device_requirement;
+};
+SupportsFn supports_from(SupportTable table);
+
+// Every op in every dtype (the CPU backends and cuda-portable).
+std::vector<std::pair<OpKind, std::vector<DType>>> all_ops_all_dtypes();
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const BackendInfo& info() const = 0;
-  virtual bool supports(OpKind op, DType dtype) const = 0;
 
   // Computes the op. `notes`, when given, receives facts about the call (see RunNotes).
   // Throws Error(kBadInput) for arguments it cannot take, Error(kRuntime) for device failures.
@@ -67,9 +103,13 @@ class Backend {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
+// A backend is one record: what it is, how to create it, and what it computes where. The
+// registry is the only place that knows which backends exist; the CLI, the audit's checks and
+// the reports all read it.
 struct BackendRegistration {
   BackendInfo info;
   BackendFactory make;  // may throw Error(kRuntime) (e.g. no GPU)
+  SupportsFn supports;  // the truth about which ops and dtypes `make`'s backend computes
 };
 
 // All backends known to this build, CPU ones first. GPU backends are listed even in a CPU-only
@@ -77,6 +117,14 @@ struct BackendRegistration {
 const std::vector<BackendRegistration>& backend_registry();
 const BackendRegistration* find_backend(std::string_view name);
 std::unique_ptr<Backend> make_backend(std::string_view name);  // throws kBadInput if unknown
+
+// Adds a backend to the registry (after the built-in ones). Throws Error(kBadInput) when the name
+// is taken or the record lacks a factory or a support table. Call it before looking backends up:
+// it may move the records that find_backend pointed to.
+void register_backend(BackendRegistration registration);
+
+// `name`'s answer for `op` in `dtype` on `device`; kUnsupportedOp when the name is unknown.
+Support backend_supports(std::string_view name, OpKind op, DType dtype, const DeviceFacts& device);
 
 // Provided by lib/reference and lib/cuda (or the CPU-only stub); collected by backend_registry().
 std::vector<BackendRegistration> cpu_backend_registrations();

@@ -15,8 +15,6 @@ class CudaBackend final : public Backend {
 
   const BackendInfo& info() const override { return info_; }
 
-  bool supports(OpKind /*op*/, DType /*dtype*/) const override { return true; }
-
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
     validate_op_args(args);
     PreparedCall call = prepare(args, notes);

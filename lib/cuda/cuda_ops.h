@@ -3,18 +3,10 @@
 // (gemm_ops.cpp, norm_ops.cpp, attention_ops.cpp) turns an op's arguments into a PreparedCall for
 // that flavor.
 #include "lib/backend/backend.h"
+#include "lib/cuda/cuda_factories.h"
 #include "lib/cuda/device_context.h"
 
 namespace nvdet::cuda {
-
-enum class CudaFlavor {
-  kCublas,           // GEMM: cuBLASLt default heuristic (as PyTorch calls it); other ops: vendor policy
-  kCublasLtNoSplit,  // GEMM: cuBLASLt with reduction scheme NONE; other ops: vendor policy
-  kInvariant,        // this project's batch-invariant kernels for every op
-  kVendorPolicy,     // attention/norm kernels whose splits follow the batch; GEMM: as kCublas
-  kCublasLtSmallWorkspace,  // GEMM: cuBLASLt default heuristic with a 1 KiB workspace (vLLM's
-                            // batch-invariant setting); other ops: vendor policy
-};
 
 PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
                           RunNotes* notes);

@@ -1,36 +1,132 @@
-#include "lib/cuda/cuda_backend_infos.h"
-#include "lib/cuda/cuda_ops.h"
+// The GPU backends' table: one record each (what it is, how it is created, what it computes and
+// needs). Compiled in every build: a CPU-only nvdet lists the same backends with the same support
+// tables, and creating one there is a runtime failure that says why.
+#include "lib/core/error.h"
+#include "lib/cuda/cuda_factories.h"
+#if NVDET_WITH_CUDA
 #include "lib/cudnn/cudnn_backend.h"
+#endif
 
 namespace nvdet {
-namespace cuda {
-std::unique_ptr<Backend> make_cuda_backend(const BackendInfo& info, CudaFlavor flavor);
-std::unique_ptr<Backend> make_portable_backend(const BackendInfo& info);
+namespace {
+
+#if NVDET_WITH_CUDA
+#define NVDET_GPU_FACTORY(info, ...) [=]() -> std::unique_ptr<Backend> { return __VA_ARGS__; }
+#else
+#define NVDET_GPU_FACTORY(info, ...) [name = (info).name]() -> std::unique_ptr<Backend> { \
+    throw_runtime_error("backend '" + name + "' needs a GPU, but this nvdet was built without "  \
+                        "CUDA (configure with -DNVDET_CUDA=ON)");                                \
+  }
+#endif
+
+using OpDtypes = std::vector<std::pair<OpKind, std::vector<DType>>>;
+
+// Every GPU backend launches nvdet's kernels (cudnn: cuDNN's paged SDPA), which are built for
+// compute capability 8.0 and newer (README, "Supported GPUs"); an older device is refused before
+// anything runs rather than failing at its first launch.
+std::string needs_sm80(const DeviceFacts& d) {
+  if (d.cc_major >= 8) return "";
+  return "needs a GPU of compute capability 8.0 or newer (device 0 is " +
+         std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ")";
 }
 
-std::vector<BackendRegistration> cuda_backend_registrations() {
-  std::vector<BackendRegistration> out;
-  for (const BackendInfo& info : cuda_backend_infos()) {
-    cuda::CudaFlavor flavor = cuda::CudaFlavor::kInvariant;
-    if (info.name == "cublas") flavor = cuda::CudaFlavor::kCublas;
-    if (info.name == "cublaslt-nosplit") flavor = cuda::CudaFlavor::kCublasLtNoSplit;
-    if (info.name == "cuda-vendor-policy") flavor = cuda::CudaFlavor::kVendorPolicy;
-    if (info.name == "cublaslt-ws1k") flavor = cuda::CudaFlavor::kCublasLtSmallWorkspace;
-    if (info.name == "cuda-portable") {
-      out.push_back({info, [info] { return cuda::make_portable_backend(info); }});
-      continue;
-    }
-    if (info.name == "cudnn") {
-      BackendInfo shown = info;
-      if (const std::string why = cudnn::cudnn_unavailable_reason(); !why.empty()) {
-        shown.description += " (unavailable: " + why + ")";
-      }
-      out.push_back({shown, [shown] { return cudnn::make_cudnn_backend(shown); }});
-      continue;
-    }
-    out.push_back({info, [info, flavor] { return cuda::make_cuda_backend(info, flavor); }});
+// The vendor and invariant flavors share their kernels: GEMM in every dtype (cuBLASLt, or the
+// invariant GEMM's FFMA path for fp32), the row kernels in every dtype, the split-KV attention
+// kernels in bf16 and fp16 only (kernels/split_kv_attention.cuh).
+OpDtypes flavor_ops() {
+  const std::vector<DType> all = {DType::kBF16, DType::kFP16, DType::kFP32};
+  const std::vector<DType> half = {DType::kBF16, DType::kFP16};
+  return {{OpKind::kGemm, all},
+          {OpKind::kRmsNorm, all},
+          {OpKind::kLogSoftmax, all},
+          {OpKind::kAttentionDecode, half},
+          {OpKind::kAttentionPrefill, half}};
+}
+
+BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind) {
+  (void)kind;  // unused where the factory is the CPU-only stub
+  return {info, NVDET_GPU_FACTORY(info, cuda::make_cuda_backend(info, kind)),
+          supports_from({flavor_ops(), true, needs_sm80})};
+}
+
+BackendRegistration portable(BackendInfo info) {
+  return {info, NVDET_GPU_FACTORY(info, cuda::make_portable_backend(info)),
+          supports_from({all_ops_all_dtypes(), true, needs_sm80})};
+}
+
+// cuDNN's SDPA: attention only, in the 16-bit dtypes; the build must have the backend (cuDNN's
+// headers and cudnn-frontend; the library itself is loaded when the backend is created).
+BackendRegistration cudnn_sdpa(BackendInfo info) {
+  const std::vector<DType> half = {DType::kBF16, DType::kFP16};
+  SupportTable table{{{OpKind::kAttentionDecode, half}, {OpKind::kAttentionPrefill, half}}, true,
+                     needs_sm80};
+#if NVDET_WITH_CUDA
+  if (const std::string why = cudnn::cudnn_unavailable_reason(); !why.empty()) {
+    info.description += " (unavailable: " + why + ")";
+    table.device_requirement = [why](const DeviceFacts&) { return "is unavailable: " + why; };
   }
-  return out;
+#endif
+  return {info, NVDET_GPU_FACTORY(info, cudnn::make_cudnn_backend(info)),
+          supports_from(std::move(table))};
+}
+
+}  // namespace
+
+std::vector<BackendRegistration> cuda_backend_registrations() {
+  const std::map<std::string, std::string> vendor_policy_stands_for = {
+      {"rmsnorm", "a serving-stack RMSNorm whose block size and split follow the token count"},
+      {"log_softmax", "a log-softmax that splits each row across blocks for small batches"},
+      {"attention_decode",
+       "FlashDecoding's split-KV heuristic (splits from batch, heads and SM count) with "
+       "FlashInfer-style load-balanced split sizes from the batch's KV lengths"},
+      {"attention_prefill",
+       "chunked-prefill / cascade attention that splits the KV reduction at the prefix and chunk "
+       "boundaries and merges the partial states"},
+  };
+  std::map<std::string, std::string> cublas_stands_for = vendor_policy_stands_for;
+  cublas_stands_for["gemm"] = "cuBLASLt default heuristic (what torch.mm calls)";
+  std::map<std::string, std::string> nosplit_stands_for = vendor_policy_stands_for;
+  nosplit_stands_for["gemm"] =
+      "cuBLASLt with CUBLASLT_REDUCTION_SCHEME_NONE (serving stacks' 'deterministic' setting)";
+  std::map<std::string, std::string> ws1k_stands_for = vendor_policy_stands_for;
+  ws1k_stands_for["gemm"] =
+      "cuBLASLt default heuristic limited to a 1 KiB workspace (vLLM batch-invariant mode: "
+      "CUBLASLT_WORKSPACE_SIZE=1, which PyTorch reads in KiB)";
+  std::map<std::string, std::string> vendor_stands_for = vendor_policy_stands_for;
+  vendor_stands_for["gemm"] = cublas_stands_for["gemm"];
+  using cuda::CudaFlavor;
+  return {
+      flavor({"cublas",
+              "cuBLAS/cuBLASLt GEMM with default heuristics; other ops as cuda-vendor-policy",
+              true, false, cublas_stands_for},
+             CudaFlavor::kCublas),
+      flavor({"cublaslt-nosplit",
+              "cuBLASLt GEMM restricted to reduction scheme NONE; other ops as cuda-vendor-policy",
+              true, false, nosplit_stands_for},
+             CudaFlavor::kCublasLtNoSplit),
+      flavor({"cublaslt-ws1k",
+              "cuBLASLt GEMM, default heuristic with a 1 KiB workspace; other ops as "
+              "cuda-vendor-policy",
+              true, false, ws1k_stands_for},
+             CudaFlavor::kCublasLtSmallWorkspace),
+      flavor({"cuda-vendor-policy",
+              "attention and norm kernels whose split counts follow the batch, as serving "
+              "schedulers do",
+              true, false, vendor_stands_for},
+             CudaFlavor::kVendorPolicy),
+      flavor({"cuda-invariant", "nvdet's batch-invariant CUDA kernels (fixed reduction plans)",
+              true, true, {}},
+             CudaFlavor::kInvariant),
+      portable({"cuda-portable",
+                "IEEE fp32 CUDA-core kernels, bitwise equal to cpu-portable on the CPU and on any "
+                "GPU",
+                true, true, {}}),
+      cudnn_sdpa({"cudnn", "cuDNN's SDPA forward (graph API) for attention over the paged KV cache",
+                  true, false,
+                  {{"attention_decode", "cuDNN SDPA, paged K/V, per-sequence KV lengths"},
+                   {"attention_prefill",
+                    "cuDNN SDPA, paged K/V, bottom-right causal over the cache"}}}),
+  };
 }
 
 }  // namespace nvdet

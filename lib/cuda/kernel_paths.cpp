@@ -1,8 +1,10 @@
 #include "lib/cuda/kernel_paths.h"
 
+#include <absl/strings/str_split.h>
 #include <cuda_runtime.h>
 
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "kernels/gemm_invariant.cuh"
 #include "kernels/kernel_image.cuh"
@@ -14,10 +16,8 @@ namespace {
 // "90a" or "90a-real"; "-virtual" entries are PTX only). CMake's "native" and "all" sets are
 // taken to hold it.
 bool has_machine_code(const std::string& architectures, int arch) {
-  std::stringstream list(architectures);
-  std::string entry;
   const std::string number = std::to_string(arch);
-  while (std::getline(list, entry, ',')) {
+  for (const std::string& entry : std::vector<std::string>(absl::StrSplit(architectures, ','))) {
     if (entry.ends_with("-virtual")) continue;
     if (entry == "native" || entry == "all" || entry == "all-major") return true;  // CMake's sets
     const std::string base = entry.substr(0, entry.find('-'));

@@ -14,7 +14,6 @@ class PortableCudaBackend final : public Backend {
   explicit PortableCudaBackend(BackendInfo info) : info_(std::move(info)) {}
 
   const BackendInfo& info() const override { return info_; }
-  bool supports(OpKind, DType) const override { return true; }
 
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
     validate_op_args(args);

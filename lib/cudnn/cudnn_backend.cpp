@@ -73,11 +73,6 @@ class CudnnBackend final : public Backend {
 
   const BackendInfo& info() const override { return info_; }
 
-  bool supports(OpKind op, DType dtype) const override {
-    return (op == OpKind::kAttentionDecode || op == OpKind::kAttentionPrefill) &&
-           (dtype == DType::kBF16 || dtype == DType::kFP16);
-  }
-
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
     validate_op_args(args);
     PreparedCall call = prepare(args, notes);

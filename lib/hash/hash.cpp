@@ -28,8 +28,8 @@ bool Hash128::from_hex(const std::string& s, Hash128& out) {
   return true;
 }
 
-Hash128 hash_bytes(const void* data, size_t size) {
-  const XXH128_hash_t h = XXH3_128bits(data, size);
+Hash128 hash_bytes(absl::Span<const std::byte> bytes) {
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   return {h.high64, h.low64};
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Bitwise hashes of outputs: XXH3-128 over the raw bytes. hash.cpp is the only file that
 // includes xxhash.h.
+#include <absl/types/span.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,6 +17,7 @@ struct Hash128 {
   static bool from_hex(const std::string& s, Hash128& out);
 };
 
-Hash128 hash_bytes(const void* data, size_t size);
+// The hash of exactly these bytes (a whole output, or one token's row of it).
+Hash128 hash_bytes(absl::Span<const std::byte> bytes);
 
 }  // namespace nvdet

@@ -54,6 +54,7 @@
 // Cross-field checks: every batch must hold all probed requests (with no batch axis the batch is
 // exactly the probed requests); an integer position p needs p + requests <= the smallest batch;
 // prefix_len < prompt_len across both axes; tf32 only with fp32.
+#include <absl/strings/str_join.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -90,10 +91,8 @@ constexpr int64_t kMaxRepeat = 1000;
 
 // ---- small text helpers ---------------------------------------------------------------------
 
-std::string join(const std::vector<std::string>& words, std::string_view sep = ", ") {
-  std::string out;
-  for (size_t i = 0; i < words.size(); ++i) out += (i ? std::string(sep) : "") + words[i];
-  return out;
+std::string join(const std::vector<std::string>& words, absl::string_view sep = ", ") {
+  return absl::StrJoin(words, sep);
 }
 
 std::string quoted_list(const std::vector<std::string>& words) {

@@ -1,13 +1,14 @@
 #include "lib/loader/yaml_guard.h"
 
-#include <cctype>
-
 #include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
 
 namespace nvdet {
 namespace {
+
+constexpr const char* kComplexKeys =
+    "complex keys ('? ') are not used in scenarios; write 'key: value'";
 
 class Guard {
  public:
@@ -70,18 +71,24 @@ class Guard {
       }
       block_indent_ = -1;
     }
+    bool after_marker = false;
     if (flow_depth_ == 0 && i_ == line_start && i_ < t_.size() &&
-        (t_.substr(i_, 3) == "---" || t_.substr(i_, 3) == "...") && blank(at(i_ + 3)))
+        (t_.substr(i_, 3) == "---" || t_.substr(i_, 3) == "...") && blank(at(i_ + 3))) {
       i_ += 3;
-    else if (flow_depth_ == 0 && i_ == line_start && at(i_) == '%') {
-      skip_to_eol();
-      return;
+      after_marker = true;
+    } else if (flow_depth_ == 0 && i_ == line_start && at(i_) == '%') {
+      fail(i_, "directives ('%YAML', '%TAG') are not used in scenarios; delete the line");
     }
     // Properties (&anchor, !tag) that open a line at the top level: yaml-cpp 0.7 loops when a
     // plain scalar follows them and a later line starts with '?'. A scenario never has a lone
     // value at its top level, so that shape is refused outright.
     root_properties_ = flow_depth_ == 0 && i_ == line_start && (at(i_) == '&' || at(i_) == '!');
-    if (flow_depth_ == 0 && i_ == line_start) top_level_line();
+    if (flow_depth_ == 0 && !after_marker) {
+      if (i_ == line_start)
+        top_level_line();
+      else
+        nested_line();
+    }
     tokens(static_cast<long>(indent));
   }
 
@@ -135,8 +142,9 @@ class Guard {
         ++i_;
         continue;
       }
-      if ((c == '-' || c == '?' || c == ':') && (blank(at(i_ + 1)) || (flow_depth_ > 0 &&
-                                                                      flow_indicator(at(i_ + 1))))) {
+      const bool indicator = blank(at(i_ + 1)) || (flow_depth_ > 0 && flow_indicator(at(i_ + 1)));
+      if (c == '?' && indicator) fail(i_, kComplexKeys);
+      if ((c == '-' || c == ':') && indicator) {
         ++i_;
         continue;
       }
@@ -151,10 +159,9 @@ class Guard {
         word();
         continue;
       }
-      if (c == '!') {
-        tag();
-        continue;
-      }
+      // Tags are refused wherever they appear: scenarios need none, and yaml-cpp 0.7 loops on
+      // several shapes of them (a tag ending at a quote, a tag before a '?' line).
+      if (c == '!') fail(i_, "tags ('!name') are not used in scenarios; write the value without one");
       if ((c == '|' || c == '>') && flow_depth_ == 0) {
         block_indent_ = indent;
         skip_to_eol();
@@ -175,8 +182,7 @@ class Guard {
   // a map.
   void top_level_line() {
     const char c = at(i_);
-    if (c == '?' && blank(at(i_ + 1)))
-      fail(i_, "complex keys ('? ') are not used in scenarios; write 'key: value'");
+    if (c == '?' && blank(at(i_ + 1))) fail(i_, kComplexKeys);
     const size_t start = i_;
     size_t end = i_;
     if (c == '\'' || c == '"') {
@@ -197,6 +203,39 @@ class Guard {
     if (at(end) != ':') fail(start, "a line at the top level of a scenario must start a 'key:'");
   }
 
+  // An indented line outside any [ ] or { }: a scenario's nested lines are 'key: ...' entries
+  // (perhaps anchored) and '- ' list items, nothing else. Whitelisting the line starts keeps
+  // yaml-cpp 0.7 away from the shapes it loops on, which all begin with a node where a scenario
+  // never has one: a value continued on its own line, a complex key, a stray indicator. Such a
+  // value is written inside quotes or [ ] instead, which the message says.
+  void nested_line() {
+    const char c = at(i_);
+    if (c == '\n' || c == '\r' || c == '\0' || c == '#' || c == '\t') return;
+    if (c == '?' && blank(at(i_ + 1))) fail(i_, kComplexKeys);
+    if (c == ',') return;  // the token scan refuses it, with the message for commas
+    if (c == '-' && blank(at(i_ + 1))) return;  // a list item: anything may follow
+    const size_t save = i_;
+    while (at(i_) == '&') {
+      word();
+      while (at(i_) == ' ') ++i_;
+    }
+    const size_t start = i_;
+    const char k = at(i_);
+    bool key = false;
+    if (k == '\'' || k == '"') {
+      quoted(k);
+      while (at(i_) == ' ' || at(i_) == '\t') ++i_;
+      key = at(i_) == ':' && blank(at(i_ + 1));
+    } else if (starts_plain(k)) {
+      plain();
+      key = at(i_) == ':';
+    }
+    if (!key)
+      fail(start, "an indented line of a scenario must start a 'key:' or a '- ' list item (a "
+                  "value that goes on over several lines goes inside quotes or [ ])");
+    i_ = save;
+  }
+
   // Whether `c` at position i_ starts a plain scalar (not an indicator, quote or flow bracket).
   bool starts_plain(char c) const {
     if (std::string_view("'\"[]{},|>*&!#%@`").find(c) != std::string_view::npos) return false;
@@ -211,19 +250,6 @@ class Guard {
   void word() {
     ++i_;
     while (i_ < t_.size() && !blank(t_[i_]) && !flow_indicator(t_[i_])) ++i_;
-  }
-
-  // A tag, exactly as far as yaml-cpp 0.7 reads one: word characters and #;/?:@&=+$_.~*'()%!.
-  // Whatever follows starts the next token even without a blank ('!"a" ,' is a tag, a quoted
-  // scalar and a comma to yaml-cpp, and loops it), so the guard must end the tag where it does.
-  void tag() {
-    ++i_;
-    static constexpr std::string_view kTagPunct = "-#;/?:@&=+$_.~*'()%!";
-    while (i_ < t_.size()) {
-      const unsigned char c = static_cast<unsigned char>(t_[i_]);
-      if (!std::isalnum(c) && kTagPunct.find(static_cast<char>(c)) == std::string_view::npos) break;
-      ++i_;
-    }
   }
 
   // A quoted scalar, possibly over several lines. An unterminated one is yaml-cpp's to report.

@@ -1,10 +1,14 @@
 #pragma once
 // A pre-parse check of scenario text, run before yaml-cpp sees it. yaml-cpp 0.7 loops allocating
 // without bound on some malformed input (a ',' that starts a node outside any [ ] or { }, e.g. a
-// file holding just ","), so this scanner refuses that class of input, and bounds what the parser
-// may be asked to build: the document size, control bytes, flow nesting, indentation and aliases.
-// It is a tokenizer, not a parser: it understands quotes, comments, plain and block scalars well
-// enough to know where a node may start, and leaves every other judgement to yaml-cpp.
+// file holding just ","; tags and complex keys in several shapes), and a fuzzer keeps finding new
+// shapes of the same family. So the guard does not chase loops one by one: it admits only the
+// part of YAML that scenarios are written in, where every line outside [ ] and { } starts a
+// 'key:' or a '- ' list item, and refuses tags, complex keys ('? ') and directives wherever they
+// appear. It also bounds what the parser may be asked to build: the document size, control
+// bytes, flow nesting, indentation and aliases. It is a tokenizer, not a parser: it understands
+// quotes, comments, plain and block scalars well enough to know where a node may start, and
+// leaves every other judgement to yaml-cpp.
 #include <string>
 #include <string_view>
 

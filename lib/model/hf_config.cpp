@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -73,7 +74,14 @@ double positive_number(const json& j, const std::string& path, const std::string
   if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
     refuse(path, "'" + where + key + "' must be a positive number, got " + j[key].dump());
   }
-  return j[key].get<double>();
+  // The model computes in fp32: a value that is infinite or zero as a float (rope_theta 1e39,
+  // rms_norm_eps 1e-50) would silently compute another model.
+  const double d = v.get<double>();
+  if (d > std::numeric_limits<float>::max() || static_cast<float>(d) == 0.0f) {
+    refuse(path, "'" + where + key + "' is " + j[key].dump() +
+                     ", outside the range of a 32-bit float that the model computes in");
+  }
+  return d;
 }
 
 bool bool_field(const json& j, const std::string& path, const char* key, bool fallback) {

@@ -21,7 +21,7 @@ class TraceHasher final : public TensorObserver {
   void observe(size_t watched, int32_t step, int32_t layer, std::string_view op,
                const HostTensor& rows) override {
     outputs_[watched].trace.push_back(
-        {step, layer, std::string(op), hash_bytes(rows.data(), rows.nbytes())});
+        {step, layer, std::string(op), hash_bytes({rows.data(), rows.nbytes()})});
   }
 
  private:

@@ -15,7 +15,6 @@ class CpuBackend final : public Backend {
   CpuBackend(BackendInfo info, CpuFlavor flavor) : info_(std::move(info)), flavor_(flavor) {}
 
   const BackendInfo& info() const override { return info_; }
-  bool supports(OpKind, DType) const override { return true; }
 
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
     validate_op_args(args);
@@ -58,11 +57,11 @@ class CpuBackend final : public Backend {
 };
 
 BackendRegistration registration(BackendInfo info, CpuFlavor flavor) {
-  BackendRegistration r{info, nullptr};
-  r.make = [info, flavor]() -> std::unique_ptr<Backend> {
-    return std::make_unique<CpuBackend>(info, flavor);
-  };
-  return r;
+  return {info,
+          [info, flavor]() -> std::unique_ptr<Backend> {
+            return std::make_unique<CpuBackend>(info, flavor);
+          },
+          supports_from({all_ops_all_dtypes(), false, nullptr})};
 }
 
 }  // namespace

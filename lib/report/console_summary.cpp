@@ -20,10 +20,8 @@ std::string divergent_contexts_line(const AuditResult& r, const std::string& bac
   std::set<int> idx;
   std::map<int, std::string> ids;
   for (const CaseRecord& c : r.cases) ids[c.context_index] = c.context_id;
-  std::map<std::string, int> index_of;
-  for (const auto& [i, id] : ids) index_of[id] = i;
   for (const Divergence& d : r.divergences) {
-    if (d.backend == backend && d.kind == "context") idx.insert(index_of[d.context]);
+    if (d.backend == backend && d.kind == DivergenceKind::kContext) idx.insert(d.context_index);
   }
   std::string out;
   int shown = 0;

@@ -1,5 +1,6 @@
 #include "lib/report/html_report.h"
 
+#include <absl/strings/str_join.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,14 +60,6 @@ constexpr const char* kScript = R"(
 })();
 )";
 
-std::optional<std::string> value_of(const std::vector<std::pair<std::string, std::string>>& values,
-                                    const std::string& axis) {
-  for (const auto& [k, v] : values) {
-    if (k == axis) return v;
-  }
-  return std::nullopt;
-}
-
 void write_summary(std::ostringstream& o, const AuditResult& r) {
   const ScenarioSummary& s = r.scenario;
   const AuditSummary& sum = r.summary;
@@ -81,9 +74,9 @@ void write_summary(std::ostringstream& o, const AuditResult& r) {
   o << "<tr><th>Op</th><td>" << esc(s.op) << ", " << esc(s.dtype);
   if (!s.out_dtype.empty() && s.out_dtype != s.dtype) o << " &rarr; " << esc(s.out_dtype);
   o << ", seed " << s.seed << ", repeat " << s.repeat << "</td></tr>\n";
-  o << "<tr><th>Requests</th><td>" << esc(join(requests, ", ")) << "</td></tr>\n";
+  o << "<tr><th>Requests</th><td>" << esc(absl::StrJoin(requests, ", ")) << "</td></tr>\n";
   for (const auto& [name, values] : s.axes) {
-    o << "<tr><th>Axis <code>" << esc(name) << "</code></th><td>" << esc(join(values, ", "))
+    o << "<tr><th>Axis <code>" << esc(name) << "</code></th><td>" << esc(absl::StrJoin(values, ", "))
       << "</td></tr>\n";
   }
   o << "<tr><th>Device</th><td>" << esc(device_line(r.system)) << "</td></tr>\n";
@@ -124,7 +117,7 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
         << "</td><td>" << expectation_name(b.expect)
         << "</td><td class=\"num\">0</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td>"
            "<td><span class=\"muted\">skipped:</span> "
-        << esc(b.skip_reason) << "</td><td>" << esc(join(stands, "; ")) << "</td></tr>\n";
+        << esc(b.skip_reason) << "</td><td>" << esc(absl::StrJoin(stands, "; ")) << "</td></tr>\n";
       continue;
     }
     o << "<tr><td><code>" << esc(b.name) << "</code>" << (b.gpu ? " (GPU)" : "")
@@ -133,7 +126,7 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
       << "</td><td class=\"num\">" << b.divergent_contexts << "</td><td class=\"num\">"
       << b.run_to_run_divergences << "</td><td class=\"num\">" << b.max_distinct_results
       << "</td><td class=\"wrap\">" << (b.passed ? "<span class=\"ok\">&#10003;</span> " : "<span class=\"bad\">&#10007;</span> ")
-      << esc(b.verdict) << "</td><td>" << esc(join(stands, "; ")) << "</td></tr>\n";
+      << esc(b.verdict) << "</td><td>" << esc(absl::StrJoin(stands, "; ")) << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n</section>\n";
 }
@@ -187,7 +180,7 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   int64_t request = requests.front();
   for (const int64_t q : requests) {
     const bool diverged = std::any_of(r.divergences.begin(), r.divergences.end(), [&](const Divergence& d) {
-      return d.backend == b.name && d.request == q && d.kind != "run-to-run";
+      return d.backend == b.name && d.request == q && d.kind != DivergenceKind::kRunToRun;
     });
     if (diverged) {
       request = q;
@@ -198,6 +191,7 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   // Classes of the request's hash within each group, in sweep order.
   struct Group {
     std::string name, baseline_context;
+    int baseline_index = 0;
     std::vector<Hash128> classes;
     std::vector<int> class_count;
   };
@@ -213,7 +207,7 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
       if (q.request != request) continue;
       auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.name == c->group; });
       if (g == groups.end()) {
-        groups.push_back({c->group, c->context_id, {}, {}});
+        groups.push_back({c->group, c->context_id, c->context_index, {}, {}});
         g = groups.end() - 1;
       }
       auto it = std::find(g->classes.begin(), g->classes.end(), q.hash);
@@ -279,13 +273,13 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   for (const Point& p : points) {
     size_t xi = 0, yi = 0;
     if (!x_name.empty()) {
-      const auto v = value_of(p.c->context_values, x_name);
+      const auto v = context_value(p.c->context_values, x_name);
       const auto it = v ? std::find(x_values.begin(), x_values.end(), *v) : x_values.end();
       if (it == x_values.end()) continue;
       xi = static_cast<size_t>(it - x_values.begin());
     }
     if (!y_name.empty()) {
-      const auto v = value_of(p.c->context_values, y_name);
+      const auto v = context_value(p.c->context_values, y_name);
       const auto it = v ? std::find(y_values.begin(), y_values.end(), *v) : y_values.end();
       if (it == y_values.end()) continue;
       yi = static_cast<size_t>(it - y_values.begin());
@@ -342,7 +336,7 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
         }
         if (seen.size() > 1 || it->second.size() > 1) {
           for (const Point* p : it->second) {
-            title.append("\n").append(context_label(r, p->c->context_id)).append(" -> ");
+            title.append("\n").append(context_label(r, p->c->context_index, p->c->context_id)).append(" -> ");
             title.append(class_text(*p));
           }
         }
@@ -402,8 +396,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
                                        std::to_string(g.class_count[c]) + ")") + "</code>");
     }
     o << "<tr><td>" << esc(g.name.empty() ? std::string("all contexts") : g.name) << "</td><td>"
-      << esc(context_label(r, g.baseline_context)) << "</td><td class=\"num\">" << g.classes.size()
-      << "</td><td>" << join(results, " ") << "</td></tr>\n";
+      << esc(context_label(r, g.baseline_index, g.baseline_context)) << "</td><td class=\"num\">" << g.classes.size()
+      << "</td><td>" << absl::StrJoin(results, " ") << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n</details>\n</div>\n";
 }
@@ -449,11 +443,14 @@ void write_divergences(std::ostringstream& o, const AuditResult& r) {
     const Divergence& d = r.divergences[i];
     const FirstMismatch& m = d.first_mismatch;
     const auto notes = notes_that_differ(d.baseline_notes, d.notes);
-    std::string context = context_label(r, d.context);
-    if (d.kind == "run-to-run") context += " (run-to-run, repeat " + std::to_string(d.repeat) + ")";
-    o << "<tr data-backend=\"" << esc(d.backend) << "\" data-kind=\"" << esc(d.kind)
+    std::string context = context_label(r, d.context_index, d.context);
+    if (d.kind == DivergenceKind::kRunToRun) {
+      context += " (run-to-run, repeat " + std::to_string(d.repeat) + ")";
+    }
+    o << "<tr data-backend=\"" << esc(d.backend) << "\" data-kind=\""
+      << esc(divergence_kind_name(d.kind))
       << "\"><td><code>" << esc(d.backend) << "</code></td><td class=\"num\">" << d.request
-      << ", " << d.token << "</td><td class=\"wrap\">" << esc(context_label(r, d.baseline_context))
+      << ", " << d.token << "</td><td class=\"wrap\">" << esc(context_label(r, d.baseline_context_index, d.baseline_context))
       << "</td><td class=\"wrap\">" << esc(context) << "</td><td>"
       << esc(named_coords(m.coords, r.scenario.coord_names)) << " <span class=\"muted\">(#"
       << m.flat_index << ")</span></td><td class=\"num\">" << esc(exact_number(m.a))
@@ -497,7 +494,7 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
       const auto [recorded, now] = short_hashes(c.recorded, c.now);
       o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
         << esc(c.expectation.empty() ? "not run now" : c.expectation) << "</td><td>"
-        << esc(context_label(r, c.context)) << "</td><td class=\"num\">" << c.repeat
+        << esc(context_label(r, c.context_index, c.context)) << "</td><td class=\"num\">" << c.repeat
         << "</td><td class=\"num\">" << c.request << "</td><td class=\"num\">"
         << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a"))
         << "</td><td><code>" << recorded << "</code></td><td><code>" << now << "</code></td><td>"

@@ -59,7 +59,7 @@ json backend_json(const BackendOutcome& b) {
 
 json case_json(const CaseRecord& c) {
   json values = json::object();
-  for (const auto& [k, v] : c.context_values) values[k] = v;
+  for (const auto& [k, v] : c.context_values) values[k] = axis_value_string(v);
   json requests = json::array();
   for (const RequestRecord& r : c.requests) {
     json tokens = json::array();
@@ -81,7 +81,7 @@ json case_json(const CaseRecord& c) {
 
 json divergence_json(const Divergence& d) {
   json j = {{"backend", d.backend},
-          {"kind", d.kind},
+          {"kind", std::string(divergence_kind_name(d.kind))},
           {"request", d.request},
           {"token", d.token},
           {"baseline_context", d.baseline_context},

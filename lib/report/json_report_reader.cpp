@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 
+#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/scenario/scenario.h"
 
@@ -36,6 +37,13 @@ RunNotes notes(const json& v) {
   RunNotes n;
   for (const auto& [k, val] : v.items()) n[k] = val.get<std::string>();
   return n;
+}
+
+// A context value as the JSON report writes it (text): an integer when it reads as one, else a
+// word. Scenario words ("first", "whole") are never numerals, so this restores the typed value.
+AxisValue axis_value_from_text(const std::string& text) {
+  if (const auto n = parse_integer<int64_t>(text)) return *n;
+  return text;
 }
 
 Expectation expectation(const std::string& s) {
@@ -85,14 +93,14 @@ FirstMismatch first_mismatch(const json& j) {
 // The group of a context from its values: its request-defining axes, in sweep order, as
 // expand_contexts names it.
 std::string group_of(const ScenarioSummary& s,
-                     const std::vector<std::pair<std::string, std::string>>& values) {
+                     const std::vector<std::pair<std::string, AxisValue>>& values) {
   std::string group;
   for (const auto& [axis, ignored] : s.axes) {
     bool defines = false;
     for (const AxisDescription& a : known_axes()) defines |= a.name == axis && a.defines_request;
     if (!defines) continue;
     for (const auto& [k, v] : values) {
-      if (k == axis) group += (group.empty() ? "" : ",") + k + "=" + v;
+      if (k == axis) group += (group.empty() ? "" : ",") + k + "=" + axis_value_string(v);
     }
   }
   return group;
@@ -149,7 +157,9 @@ AuditResult parse(const json& j) {
     // In the order of the scenario's axes (a JSON object has no order of its own).
     const json& values = c.value("context_values", json::object());
     for (const auto& [axis, ignored] : s.axes) {
-      if (values.contains(axis)) rec.context_values.emplace_back(axis, values.at(axis).get<std::string>());
+      if (values.contains(axis)) {
+        rec.context_values.emplace_back(axis, axis_value_from_text(values.at(axis).get<std::string>()));
+      }
     }
     rec.group = c.contains("group") ? c.at("group").get<std::string>() : group_of(s, rec.context_values);
     rec.repeat = c.value("repeat", 0);
@@ -165,14 +175,30 @@ AuditResult parse(const json& j) {
     }
     r.cases.push_back(std::move(rec));
   }
+  // Divergences and verify changes name their contexts by id; the cases give each id its index
+  // (-1 for an id no case has: its label is then the id itself).
+  std::map<std::string, int> index_of_id;
+  for (const CaseRecord& c : r.cases) index_of_id.emplace(c.context_id, c.context_index);
+  auto index_of_context = [&index_of_id](const std::string& id) {
+    const auto it = index_of_id.find(id);
+    return it == index_of_id.end() ? -1 : it->second;
+  };
   for (const json& d : j.at("divergences")) {
     Divergence v;
     v.backend = d.at("backend").get<std::string>();
-    v.kind = d.at("kind").get<std::string>();
+    const std::string kind = d.at("kind").get<std::string>();
+    const std::optional<DivergenceKind> parsed_kind = parse_divergence_kind(kind);
+    if (!parsed_kind) {
+      throw json::other_error::create(
+          501, "unknown divergence kind '" + kind + "' (expected context or run-to-run)", nullptr);
+    }
+    v.kind = *parsed_kind;
     v.request = d.at("request").get<int64_t>();
     v.token = d.value("token", int64_t{0});
     v.baseline_context = d.at("baseline_context").get<std::string>();
     v.context = d.at("context").get<std::string>();
+    v.baseline_context_index = index_of_context(v.baseline_context);
+    v.context_index = index_of_context(v.context);
     v.repeat = d.value("repeat", 0);
     v.first_mismatch = first_mismatch(d.at("first_mismatch"));
     v.max_abs_diff = number(d.value("max_abs_diff", json(0.0)));
@@ -226,6 +252,7 @@ AuditResult parse(const json& j) {
       ch.backend = c.at("backend").get<std::string>();
       ch.expectation = c.value("expectation", "");
       ch.context = c.at("context").get<std::string>();
+      ch.context_index = index_of_context(ch.context);
       ch.repeat = c.value("repeat", 0);
       ch.request = c.at("request").get<int64_t>();
       ch.recorded = hash(c.at("recorded_hash"));

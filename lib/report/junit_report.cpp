@@ -1,5 +1,6 @@
 #include "lib/report/junit_report.h"
 
+#include <absl/strings/str_join.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,17 +42,18 @@ std::vector<int64_t> audited_requests(const AuditResult& r) {
 std::string mismatch_sentence(const AuditResult& r, const Divergence& d) {
   const FirstMismatch& m = d.first_mismatch;
   std::string s = "request " + std::to_string(d.request) + " differs";
-  s += d.kind == "run-to-run"
-           ? " between repeats 0 and " + std::to_string(d.repeat) + " of " +
-                 context_label(r, d.context)
-           : " at " + context_label(r, d.context) + " from " + context_label(r, d.baseline_context);
+  const std::string context = context_label(r, d.context_index, d.context);
+  s += d.kind == DivergenceKind::kRunToRun
+           ? " between repeats 0 and " + std::to_string(d.repeat) + " of " + context
+           : " at " + context + " from " +
+                 context_label(r, d.baseline_context_index, d.baseline_context);
   s += ": first at token " + std::to_string(d.token) + " (" +
        named_coords(m.coords, r.scenario.coord_names) + "): " + exact_number(m.a) + " vs " +
        exact_number(m.b) + " (" + m.a_bits + " vs " + m.b_bits + ", " + ulp_text(m.ulp) +
        " ulp); max |diff| " + short_number(d.max_abs_diff) + ", " +
        plural(d.mismatch_count, "element", "elements") + " differ";
   const auto notes = notes_that_differ(d.baseline_notes, d.notes);
-  if (!notes.empty()) s += " (" + join(notes, "; ") + ")";
+  if (!notes.empty()) s += " (" + absl::StrJoin(notes, "; ") + ")";
   return s;
 }
 
@@ -131,15 +133,15 @@ std::string change_sentence(const ManifestChange& c) {
 // the manifest as a whole when it failed for another reason (missing or new entries, --strict).
 std::vector<TestCase> verify_cases(const AuditResult& r) {
   const VerifyResult& v = *r.verify;
-  std::map<std::string, std::string> group_of;  // context id -> group
+  std::map<int, std::string> group_of;  // context index -> group
   std::vector<std::pair<std::string, std::string>> keys;  // (backend, group), in run order
   for (const CaseRecord& c : r.cases) {
-    group_of.emplace(c.context_id, c.group);
+    group_of.emplace(c.context_index, c.group);
     const std::pair<std::string, std::string> key{c.backend, c.group};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
   for (const ManifestChange& c : v.changes) {
-    const auto it = group_of.find(c.context);
+    const auto it = group_of.find(c.context_index);
     const std::pair<std::string, std::string> key{c.backend, it == group_of.end() ? "" : it->second};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
@@ -150,7 +152,7 @@ std::vector<TestCase> verify_cases(const AuditResult& r) {
     t.type = "manifest-mismatch";
     int changed = 0;
     for (const ManifestChange& c : v.changes) {
-      const auto it = group_of.find(c.context);
+      const auto it = group_of.find(c.context_index);
       if (c.backend != backend || (it == group_of.end() ? "" : it->second) != group) continue;
       ++changed;
       if (!c.fails) continue;

@@ -1,5 +1,6 @@
 #include "lib/report/markdown_report.h"
 
+#include <absl/strings/str_join.h>
 #include <set>
 #include <sstream>
 
@@ -60,18 +61,18 @@ std::string scenario_line(const AuditResult& r) {
   o << ", seed " << s.seed;
   std::vector<std::string> requests;
   for (const int64_t q : s.requests) requests.push_back(std::to_string(q));
-  if (!requests.empty()) o << ", requests " << join(requests, ", ");
+  if (!requests.empty()) o << ", requests " << absl::StrJoin(requests, ", ");
   o << ", repeat " << s.repeat;
   std::vector<std::string> axes;
   for (const auto& [name, values] : s.axes) {
     if (values.size() <= 6) {
-      axes.push_back(name + " (" + join(values, ", ") + ")");
+      axes.push_back(name + " (" + absl::StrJoin(values, ", ") + ")");
     } else {
       axes.push_back(name + " (" + std::to_string(values.size()) + " values: " + values.front() +
                      " \u2026 " + values.back() + ")");
     }
   }
-  if (!axes.empty()) o << ". Sweep: " << join(axes, " \u00d7 ");
+  if (!axes.empty()) o << ". Sweep: " << absl::StrJoin(axes, " \u00d7 ");
   o << ".";
   return o.str();
 }
@@ -101,8 +102,8 @@ void write_divergence_table(std::ostringstream& o, const AuditResult& r,
   for (size_t i = 0; i < divs.size() && i < kMaxDivergenceRows; ++i) {
     const Divergence& d = *divs[i];
     const FirstMismatch& m = d.first_mismatch;
-    std::string context = context_label(r, d.context);
-    if (d.kind == "run-to-run") context += " (repeat " + std::to_string(d.repeat) + " vs 0)";
+    std::string context = context_label(r, d.context_index, d.context);
+    if (d.kind == DivergenceKind::kRunToRun) context += " (repeat " + std::to_string(d.repeat) + " vs 0)";
     const std::string mismatching =
         plural(d.mismatch_count, "element", "elements") + ", " +
         std::to_string(d.mismatched_tokens) + "/" + std::to_string(d.tokens) + " tokens";
@@ -111,7 +112,7 @@ void write_divergence_table(std::ostringstream& o, const AuditResult& r,
       << cell(named_coords(m.coords, r.scenario.coord_names)) << " | " << exact_number(m.a)
       << " | " << exact_number(m.b) << " | " << code(m.a_bits) << " \u2192 " << code(m.b_bits)
       << " | " << ulp_text(m.ulp) << " | " << short_number(d.max_abs_diff) << " | "
-      << cell(mismatching) << " | " << cell(notes.empty() ? "none" : join(notes, "; ")) << " |\n";
+      << cell(mismatching) << " | " << cell(notes.empty() ? "none" : absl::StrJoin(notes, "; ")) << " |\n";
   }
   if (divs.size() > kMaxDivergenceRows) {
     o << "\n" << divs.size() - kMaxDivergenceRows
@@ -121,19 +122,19 @@ void write_divergence_table(std::ostringstream& o, const AuditResult& r,
 
 void write_backend_details(std::ostringstream& o, const AuditResult& r, const BackendOutcome& b) {
   std::vector<const Divergence*> divs;
-  std::set<std::string> changed_contexts;
+  std::map<int, std::string> changed_contexts;  // index -> id
   std::set<int64_t> requests;
-  std::string baseline;
+  const Divergence* baseline = nullptr;  // the first context divergence names the baseline
   int run_to_run = 0;
   for (const Divergence& d : r.divergences) {
     if (d.backend != b.name) continue;
     divs.push_back(&d);
     requests.insert(d.request);
-    if (d.kind == "run-to-run") {
+    if (d.kind == DivergenceKind::kRunToRun) {
       ++run_to_run;
     } else {
-      changed_contexts.insert(d.context);
-      if (baseline.empty()) baseline = d.baseline_context;
+      changed_contexts.emplace(d.context_index, d.context);
+      if (!baseline) baseline = &d;
     }
   }
   if (divs.empty()) return;
@@ -143,7 +144,7 @@ void write_backend_details(std::ostringstream& o, const AuditResult& r, const Ba
   for (const int64_t q : requests) request_list.push_back(std::to_string(q));
   o << plural(static_cast<int64_t>(divs.size()), "divergence", "divergences") << " in "
     << plural(static_cast<int64_t>(requests.size()), "request", "requests") << " ("
-    << join(request_list, ", ") << ").";
+    << absl::StrJoin(request_list, ", ") << ").";
   if (run_to_run > 0) {
     o << " Run-to-run: " << run_to_run
       << " (the same context gave different bits on a repeat).";
@@ -151,7 +152,9 @@ void write_backend_details(std::ostringstream& o, const AuditResult& r, const Ba
   o << "\n";
   if (!changed_contexts.empty()) {
     const auto lines = describe_context_set(r, changed_contexts);
-    o << "\nDiffers from " << code(context_label(r, baseline)) << " at";
+    o << "\nDiffers from "
+      << code(context_label(r, baseline->baseline_context_index, baseline->baseline_context))
+      << " at";
     if (lines.size() == 1) {
       o << " " << text(lines.front()) << ".\n";
     } else {
@@ -161,7 +164,7 @@ void write_backend_details(std::ostringstream& o, const AuditResult& r, const Ba
   }
   if (!b.stands_for.empty()) {
     o << "\nStands for ";
-    o << text(join(stands_for_lines(b, r.scenario.op), "; ")) << ".\n";
+    o << text(absl::StrJoin(stands_for_lines(b, r.scenario.op), "; ")) << ".\n";
   }
   o << "\n";
   write_divergence_table(o, r, divs);
@@ -188,7 +191,7 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
       const auto [recorded, now] = short_hashes(c.recorded, c.now);
       o << "| " << table_safe(code(c.backend)) << " | "
         << cell(c.expectation.empty() ? "not run now" : c.expectation) << " | "
-        << cell(context_label(r, c.context)) << " | " << c.repeat << " | " << c.request << " | "
+        << cell(context_label(r, c.context_index, c.context)) << " | " << c.repeat << " | " << c.request << " | "
         << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a")) << " | "
         << code(recorded) << " | " << code(now)
         << " | " << (c.fails ? "\u2717 yes" : "no") << " |\n";

@@ -1,5 +1,6 @@
 #include "lib/report/report_text.h"
 
+#include <absl/strings/str_join.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,7 +41,7 @@ std::string fold_runs(const std::vector<std::string>& values) {
     }
     i = j + 1;
   }
-  return join(parts, ", ");
+  return absl::StrJoin(parts, ", ");
 }
 
 }  // namespace
@@ -71,7 +72,7 @@ std::string named_coords(const std::vector<int64_t>& coords, const std::vector<s
     const std::string name = i < names.size() && !names[i].empty() ? names[i] : "dim" + std::to_string(i);
     parts.push_back(name + "=" + std::to_string(coords[i]));
   }
-  return join(parts, ", ");
+  return absl::StrJoin(parts, ", ");
 }
 
 std::vector<std::string> notes_that_differ(const RunNotes& baseline, const RunNotes& other) {
@@ -105,21 +106,27 @@ std::string device_line(const SystemInfo& s) {
   return line;
 }
 
-std::map<std::string, std::vector<std::pair<std::string, std::string>>> context_values_by_id(
-    const AuditResult& r) {
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> out;
-  for (const CaseRecord& c : r.cases) out.emplace(c.context_id, c.context_values);
-  return out;
+const CaseRecord* case_of_context(const AuditResult& r, int context_index) {
+  for (const CaseRecord& c : r.cases) {
+    if (c.context_index == context_index && !c.context_values.empty()) return &c;
+  }
+  return nullptr;
 }
 
-std::string context_label(const AuditResult& r, const std::string& context_id) {
-  for (const CaseRecord& c : r.cases) {
-    if (c.context_id != context_id || c.context_values.empty()) continue;
-    std::vector<std::string> parts;
-    for (const auto& [k, v] : c.context_values) parts.push_back(k + "=" + v);
-    return join(parts, ", ");
+std::optional<std::string> context_value(
+    const std::vector<std::pair<std::string, AxisValue>>& values, const std::string& axis) {
+  for (const auto& [k, v] : values) {
+    if (k == axis) return axis_value_string(v);
   }
-  return context_id;
+  return std::nullopt;
+}
+
+std::string context_label(const AuditResult& r, int context_index, const std::string& context_id) {
+  const CaseRecord* c = case_of_context(r, context_index);
+  if (!c) return context_id;
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : c->context_values) parts.push_back(k + "=" + axis_value_string(v));
+  return absl::StrJoin(parts, ", ");
 }
 
 std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const AuditResult& r) {
@@ -131,20 +138,11 @@ std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const
 }
 
 std::vector<std::string> describe_context_set(const AuditResult& r,
-                                              const std::set<std::string>& context_ids,
+                                              const std::map<int, std::string>& contexts,
                                               size_t max_lines) {
   std::vector<std::string> lines;
-  if (context_ids.empty()) return lines;
-  const auto values_by_id = context_values_by_id(r);
+  if (contexts.empty()) return lines;
   const auto axes = varying_axes(r);
-
-  auto value_of = [](const std::vector<std::pair<std::string, std::string>>& values,
-                     const std::string& axis) -> std::optional<std::string> {
-    for (const auto& [k, v] : values) {
-      if (k == axis) return v;
-    }
-    return std::nullopt;
-  };
 
   // Group by the other varying axes; remember the order in which groups first appear in the
   // sweep (context_index order) so the lines follow the sweep.
@@ -154,31 +152,28 @@ std::vector<std::string> describe_context_set(const AuditResult& r,
     std::set<size_t> positions;  // indices into the first axis's values
   };
   std::map<std::string, Group> groups;
-  std::map<std::string, int> index_of_id;
-  for (const CaseRecord& c : r.cases) index_of_id.emplace(c.context_id, c.context_index);
   if (groupable) {
     const auto& [first_axis, first_values] = axes.front();
-    for (const std::string& id : context_ids) {
-      const auto it = values_by_id.find(id);
-      if (it == values_by_id.end()) { groupable = false; break; }
-      const auto v = value_of(it->second, first_axis);
+    for (const auto& [index, id] : contexts) {
+      const CaseRecord* c = case_of_context(r, index);
+      if (!c) { groupable = false; break; }
+      const auto v = context_value(c->context_values, first_axis);
       const auto pos = v ? std::find(first_values.begin(), first_values.end(), *v) : first_values.end();
       if (pos == first_values.end()) { groupable = false; break; }
       std::vector<std::string> key_parts;
       for (size_t a = 1; a < axes.size(); ++a) {
-        const auto w = value_of(it->second, axes[a].first);
+        const auto w = context_value(c->context_values, axes[a].first);
         key_parts.push_back(axes[a].first + "=" + (w ? *w : "?"));
       }
-      Group& g = groups[join(key_parts, ", ")];
+      Group& g = groups[absl::StrJoin(key_parts, ", ")];
       g.positions.insert(static_cast<size_t>(pos - first_values.begin()));
-      const auto idx = index_of_id.find(id);
-      if (idx != index_of_id.end()) g.first_index = std::min(g.first_index, idx->second);
+      g.first_index = std::min(g.first_index, index);
     }
   }
 
   if (!groupable) {
     std::vector<std::string> labels;
-    for (const std::string& id : context_ids) labels.push_back(context_label(r, id));
+    for (const auto& [index, id] : contexts) labels.push_back(context_label(r, index, id));
     for (size_t i = 0; i < labels.size() && i < max_lines; ++i) lines.push_back(labels[i]);
     if (labels.size() > max_lines) {
       lines.push_back("... and " + std::to_string(labels.size() - max_lines) + " more");
@@ -225,9 +220,9 @@ std::vector<std::string> describe_context_set(const AuditResult& r,
     std::string line = first_axis + " = " + fold_runs(values);
     if (axes.size() > 1) {
       if (m.keys.size() == combinations) {
-        line += " (every " + join(other_names, " \u00d7 ") + ")";
+        line += " (every " + absl::StrJoin(other_names, " \u00d7 ") + ")";
       } else {
-        line = join(m.keys, " or ") + ": " + line;
+        line = absl::StrJoin(m.keys, " or ") + ": " + line;
       }
     }
     lines.push_back(line);
@@ -240,15 +235,6 @@ std::vector<std::string> stands_for_lines(const BackendOutcome& b, const std::st
   if (it != b.stands_for.end()) return {it->first + ": " + it->second};
   std::vector<std::string> out;
   for (const auto& [name, what] : b.stands_for) out.push_back(name + ": " + what);
-  return out;
-}
-
-std::string join(const std::vector<std::string>& parts, const std::string& separator) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += separator;
-    out += parts[i];
-  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 // sweep a backend's results change. Works on the result model only.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,13 +31,18 @@ std::vector<std::string> notes_that_differ(const RunNotes& baseline, const RunNo
 // "CPU only (no CUDA device: ...)".
 std::string device_line(const SystemInfo& s);
 
-// The text of a context for people: "batch=8, position=last" from its recorded values, or its id
-// when no case records them.
-std::string context_label(const AuditResult& r, const std::string& context_id);
+// The first case of the context with index `context_index` that records its axis values; null
+// when none does.
+const CaseRecord* case_of_context(const AuditResult& r, int context_index);
 
-// The recorded axis values of each context id (from the cases; the first case wins).
-std::map<std::string, std::vector<std::pair<std::string, std::string>>> context_values_by_id(
-    const AuditResult& r);
+// The value of `axis` among a case's typed context values, as the scenario's axes list it
+// ("8", "last"); nullopt when the context does not sweep it.
+std::optional<std::string> context_value(
+    const std::vector<std::pair<std::string, AxisValue>>& values, const std::string& axis);
+
+// The text of a context for people: "batch=8, position=last" from its recorded values, or
+// `context_id` when no case records them.
+std::string context_label(const AuditResult& r, int context_index, const std::string& context_id);
 
 // The axes that take more than one value, in sweep order.
 std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const AuditResult& r);
@@ -48,15 +54,14 @@ std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const
 // ("position=first or position=last: ..."), and a group covering every combination of the other
 // axes says so ("batch = 5, 8 (every position)"). Falls back to the context labels when the
 // contexts carry no axis values. At most `max_lines` lines; a last line says how many were left.
+// `contexts` maps each context's index to its id (the label when it has no values).
 std::vector<std::string> describe_context_set(const AuditResult& r,
-                                              const std::set<std::string>& context_ids,
+                                              const std::map<int, std::string>& contexts,
                                               size_t max_lines = 20);
 
 // What a backend stands for, for the scenario's op only when the backend names it ("gemm:
 // cuBLASLt's default heuristic ..."), else for every op it lists.
 std::vector<std::string> stands_for_lines(const BackendOutcome& b, const std::string& op);
-
-std::string join(const std::vector<std::string>& parts, const std::string& separator);
 
 // "1 divergence" / "3 divergences".
 std::string plural(int64_t n, const std::string& singular, const std::string& plural_form);

@@ -1,7 +1,12 @@
 #include "lib/report/report_writers.h"
 
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_join.h>
+#include <absl/strings/str_split.h>
+
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <system_error>
 
 #include "lib/core/error.h"
@@ -10,81 +15,139 @@
 #include "lib/report/json_report.h"
 #include "lib/report/junit_report.h"
 #include "lib/report/markdown_report.h"
+#include "lib/report/verify_report.h"
 
 namespace nvdet {
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
+using RenderFn = std::string (*)(const AuditResult&);
+
+// A writer made of its facts and a render function: how the built-in formats are registered.
+class FunctionWriter final : public ReportWriter {
+ public:
+  struct Facts {
+    std::string_view name, extension, description;
+    std::vector<std::string_view> aliases = {};
+    std::string_view written_with = {};
+    bool needs_verify = false;
+  };
+  FunctionWriter(Facts facts, RenderFn render) : f_(std::move(facts)), render_(render) {}
+  std::string_view name() const override { return f_.name; }
+  std::string_view extension() const override { return f_.extension; }
+  std::string_view description() const override { return f_.description; }
+  std::vector<std::string_view> aliases() const override { return f_.aliases; }
+  std::string_view written_with() const override { return f_.written_with; }
+  bool needs_verify() const override { return f_.needs_verify; }
+  std::string render(const AuditResult& result) const override { return render_(result); }
+
+ private:
+  Facts f_;
+  RenderFn render_;
+};
+
+// The verification alone, as the JSON report's `verify` object: what a CI step reads to see
+// which hashes moved without parsing the whole report.
+std::string render_verify_report(const AuditResult& result) {
+  return verify_to_json(*result.verify).dump(2) + "\n";
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+std::vector<std::unique_ptr<ReportWriter>>& registry() {
+  static std::vector<std::unique_ptr<ReportWriter>> all = [] {
+    std::vector<std::unique_ptr<ReportWriter>> v;
+    auto add = [&v](FunctionWriter::Facts facts, RenderFn render) {
+      v.push_back(std::make_unique<FunctionWriter>(std::move(facts), render));
+    };
+    add({"md", ".md", "Markdown, for CI job summaries", {"markdown"}}, render_markdown_report);
+    add({"json", ".json", "the whole result, for machines (nvdet report reads it)"},
+        render_json_report);
+    add({"junit", ".junit.xml", "JUnit XML, one test case per backend", {"xml"}},
+        render_junit_report);
+    add({"html", ".html", "one self-contained page"}, render_html_report);
+    add({"verify", ".verify.json", "the --verify comparison alone", {}, "json", true},
+        render_verify_report);
+    return v;
+  }();
+  return all;
 }
+
+bool chosen_by_name(const ReportWriter& w) { return w.written_with().empty(); }
 
 }  // namespace
 
-std::string_view report_format_name(ReportFormat f) {
-  switch (f) {
-    case ReportFormat::kMarkdown: return "md";
-    case ReportFormat::kJson: return "json";
-    case ReportFormat::kJunit: return "junit";
-    case ReportFormat::kHtml: return "html";
+const std::vector<std::unique_ptr<ReportWriter>>& report_writers() { return registry(); }
+
+const ReportWriter* find_report_writer(std::string_view name) {
+  const std::string wanted = absl::AsciiStrToLower(absl::string_view(name.data(), name.size()));
+  for (const auto& w : report_writers()) {
+    if (w->name() == wanted) return w.get();
+    const auto aliases = w->aliases();
+    if (std::find(aliases.begin(), aliases.end(), wanted) != aliases.end()) return w.get();
   }
-  return "?";
+  return nullptr;
 }
 
-std::string_view report_file_extension(ReportFormat f) {
-  switch (f) {
-    case ReportFormat::kMarkdown: return ".md";
-    case ReportFormat::kJson: return ".json";
-    case ReportFormat::kJunit: return ".junit.xml";
-    case ReportFormat::kHtml: return ".html";
-  }
-  return "";
-}
-
-std::vector<ReportFormat> parse_report_formats(const std::string& csv) {
-  std::vector<ReportFormat> formats;
-  size_t start = 0;
-  while (start <= csv.size()) {
-    const size_t comma = std::min(csv.find(',', start), csv.size());
-    const std::string name = lower(trim(std::string_view(csv).substr(start, comma - start)));
-    start = comma + 1;
-    if (name.empty()) continue;  // tolerate "md,,json" and a trailing comma
-    ReportFormat f;
-    if (name == "md" || name == "markdown") {
-      f = ReportFormat::kMarkdown;
-    } else if (name == "json") {
-      f = ReportFormat::kJson;
-    } else if (name == "junit" || name == "xml") {
-      f = ReportFormat::kJunit;
-    } else if (name == "html") {
-      f = ReportFormat::kHtml;
-    } else {
-      throw_input_error("unknown report format '" + name +
-                        "' (known formats: md, json, junit, html)");
+void register_report_writer(std::unique_ptr<ReportWriter> writer) {
+  std::vector<std::string_view> names = writer->aliases();
+  names.push_back(writer->name());
+  for (const std::string_view n : names) {
+    if (n.empty() || find_report_writer(n)) {
+      throw_input_error("report format name '" + std::string(n) + "' is empty or taken");
     }
-    if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+  }
+  if (!chosen_by_name(*writer) && !find_report_writer(writer->written_with())) {
+    throw_input_error("report writer '" + std::string(writer->name()) +
+                      "' is written with an unknown format '" +
+                      std::string(writer->written_with()) + "'");
+  }
+  registry().push_back(std::move(writer));
+}
+
+std::string report_format_names() {
+  std::vector<std::string> names;
+  for (const auto& w : report_writers()) {
+    if (chosen_by_name(*w)) names.emplace_back(w->name());
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+std::string report_formats_help() {
+  std::vector<std::string> lines;
+  for (const auto& w : report_writers()) {
+    const std::string when =
+        chosen_by_name(*w) ? "" : " (written with " + std::string(w->written_with()) + ")";
+    lines.push_back(std::string(w->name()) + ": " + std::string(w->description()) + when);
+  }
+  return absl::StrJoin(lines, "; ");
+}
+
+std::vector<const ReportWriter*> parse_report_formats(const std::string& csv) {
+  std::vector<const ReportWriter*> formats;
+  for (const absl::string_view part : absl::StrSplit(csv, ',')) {
+    const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
+    if (name.empty()) continue;  // tolerate "md,,json" and a trailing comma
+    const ReportWriter* w = find_report_writer(name);
+    if (!w || !chosen_by_name(*w)) {
+      throw_input_error("unknown report format '" + name + "' (known formats: " +
+                        report_format_names() + ")");
+    }
+    if (std::find(formats.begin(), formats.end(), w) == formats.end()) formats.push_back(w);
   }
   if (formats.empty()) {
-    throw_input_error("no report format given (known formats: md, json, junit, html)");
+    throw_input_error("no report format given (known formats: " + report_format_names() + ")");
   }
   return formats;
 }
 
-std::string render_report(const AuditResult& result, ReportFormat format) {
-  switch (format) {
-    case ReportFormat::kMarkdown: return render_markdown_report(result);
-    case ReportFormat::kJson: return render_json_report(result);
-    case ReportFormat::kJunit: return render_junit_report(result);
-    case ReportFormat::kHtml: return render_html_report(result);
+std::vector<const ReportWriter*> writers_with_companions(
+    const std::vector<const ReportWriter*>& selected) {
+  std::vector<const ReportWriter*> out;
+  for (const ReportWriter* w : selected) {
+    out.push_back(w);
+    for (const auto& c : report_writers()) {
+      if (!chosen_by_name(*c) && c->written_with() == w->name()) out.push_back(c.get());
+    }
   }
-  return "";
+  return out;
 }
 
 std::string report_base_name(const AuditResult& result) {
@@ -104,7 +167,7 @@ std::string report_base_name(const std::string& scenario_name) {
 
 std::vector<std::filesystem::path> write_reports(const AuditResult& result,
                                                  const std::filesystem::path& dir,
-                                                 const std::vector<ReportFormat>& formats) {
+                                                 const std::vector<const ReportWriter*>& formats) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -115,9 +178,10 @@ std::vector<std::filesystem::path> write_reports(const AuditResult& result,
   }
   const std::string base = report_base_name(result);
   std::vector<std::filesystem::path> written;
-  for (const ReportFormat f : formats) {
-    const std::filesystem::path path = dir / (base + std::string(report_file_extension(f)));
-    write_file_atomic(path, render_report(result, f), "report");
+  for (const ReportWriter* w : writers_with_companions(formats)) {
+    if (w->needs_verify() && !result.verify) continue;
+    const std::filesystem::path path = dir / (base + std::string(w->extension()));
+    write_file_atomic(path, w->render(result), "report");
     written.push_back(path);
   }
   return written;

@@ -1,8 +1,10 @@
 #pragma once
-// The report writers' front door: which formats exist, how `--format md,json,junit,html` is
-// parsed, and writing one audit's reports into a folder. Writers read only the result model
-// (AuditResult); they know nothing about backends or kernels.
+// The report writers: one interface, one registry. `--format md,json,junit,html` selects writers
+// by name, the CLI's help lists them from the registry, and writing an audit's reports into a
+// folder is one loop over the selected writers. Writers read only the result model
+// (AuditResult, verify result included); they know nothing about backends or kernels.
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,30 +13,60 @@
 
 namespace nvdet {
 
-enum class ReportFormat { kMarkdown, kJson, kJunit, kHtml };
+class ReportWriter {
+ public:
+  virtual ~ReportWriter() = default;
+  virtual std::string_view name() const = 0;        // what --format takes: "md"
+  virtual std::string_view extension() const = 0;   // after the report's base name: ".md"
+  virtual std::string_view description() const = 0;  // a few words for --help
+  // Other names --format accepts for this writer ("markdown" for md).
+  virtual std::vector<std::string_view> aliases() const { return {}; }
+  // A companion is not chosen by name: it is written whenever the writer it names here is
+  // selected (the verify report, with json). "" for writers chosen by name.
+  virtual std::string_view written_with() const { return {}; }
+  // True for writers that have something to say only after a manifest verification (--verify):
+  // they are skipped for results without one.
+  virtual bool needs_verify() const { return false; }
+  // The report as text, in memory: exactly the bytes of the file.
+  virtual std::string render(const AuditResult& result) const = 0;
+};
 
-std::string_view report_format_name(ReportFormat f);       // "md", "json", "junit", "html"
-std::string_view report_file_extension(ReportFormat f);    // ".md", ".json", ".junit.xml", ".html"
+// Every writer, in the order --help lists them: the built-in ones, then any registered.
+const std::vector<std::unique_ptr<ReportWriter>>& report_writers();
 
-// Parses a comma-separated list of format names ("md,json,junit,html"; "markdown" and "xml" are
-// accepted as aliases of md and junit; spaces around names are ignored; duplicates collapse).
-// Throws Error(kBadInput) naming the unknown format and the known ones, or for an empty list.
-std::vector<ReportFormat> parse_report_formats(const std::string& csv);
+// Adds a writer. Throws Error(kBadInput) when its name or an alias is taken, or when it is the
+// companion of a writer that does not exist.
+void register_report_writer(std::unique_ptr<ReportWriter> writer);
 
-// The report as text, in memory (what write_reports writes).
-std::string render_report(const AuditResult& result, ReportFormat format);
+// The writer --format calls `name` (a name or an alias, any case); null when none.
+const ReportWriter* find_report_writer(std::string_view name);
+
+// Parses a comma-separated list of format names ("md,json,junit,html"; aliases are accepted;
+// spaces around names are ignored; duplicates collapse). Throws Error(kBadInput) naming the
+// unknown format and the known ones, or for an empty list.
+std::vector<const ReportWriter*> parse_report_formats(const std::string& csv);
+
+// The writers chosen by name, comma separated ("md, json, junit, html"), and one line per writer
+// for --help.
+std::string report_format_names();
+std::string report_formats_help();
+
+// The writers that write for `selected`: each selected writer followed by its companions.
+std::vector<const ReportWriter*> writers_with_companions(
+    const std::vector<const ReportWriter*>& selected);
 
 // The base file name of an audit's reports: the scenario name with anything but letters, digits,
 // '.', '_' and '-' replaced by '-' ("audit" when the name is empty).
 std::string report_base_name(const AuditResult& result);
 std::string report_base_name(const std::string& scenario_name);  // the same, from the name
 
-// Creates `dir` (and its parents) and writes `<base>.md`, `<base>.json`, `<base>.junit.xml`,
-// `<base>.html` for the requested formats, each atomically (see write_file_atomic). Returns the
-// paths written, in the order of `formats`. Throws Error(kBadInput) "cannot write report '...':
-// reason" when the folder cannot be created or a file cannot be written.
+// Creates `dir` (and its parents) and writes `<base><extension>` for every writer of
+// writers_with_companions(formats) that has something to say about `result`, each atomically
+// (see write_file_atomic). Returns the paths written, in that order. Throws Error(kBadInput)
+// "cannot write report '...': reason" when the folder cannot be created or a file cannot be
+// written.
 std::vector<std::filesystem::path> write_reports(const AuditResult& result,
                                                  const std::filesystem::path& dir,
-                                                 const std::vector<ReportFormat>& formats);
+                                                 const std::vector<const ReportWriter*>& formats);
 
 }  // namespace nvdet

@@ -1,5 +1,8 @@
 #include "lib/runner/audit.h"
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/types/span.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -24,11 +27,12 @@ double seconds_since(Clock::time_point t0) {
 RequestRecord hash_output(const RequestOutput& out) {
   RequestRecord r;
   r.request = out.request;
-  r.hash = hash_bytes(out.output.data(), out.output.nbytes());
+  const absl::Span<const std::byte> bytes(out.output.data(), out.output.nbytes());
+  r.hash = hash_bytes(bytes);
   const int64_t tokens = out.output.rank() ? out.output.dim(0) : 1;
-  const size_t row_bytes = tokens ? out.output.nbytes() / tokens : 0;
+  const size_t row_bytes = tokens ? bytes.size() / tokens : 0;
   for (int64_t t = 0; t < tokens; ++t) {
-    r.token_hashes.push_back(hash_bytes(out.output.data() + t * row_bytes, row_bytes));
+    r.token_hashes.push_back(hash_bytes(bytes.subspan(t * row_bytes, row_bytes)));
   }
   r.completion = out.completion;
   return r;
@@ -121,7 +125,7 @@ class BackendAudit {
       rec.context_index = c.index;
       rec.context_id = c.id;
       rec.group = c.group;
-      for (const auto& [axis, v] : c.values) rec.context_values.emplace_back(axis, axis_value_string(v));
+      rec.context_values = c.values;
       rec.repeat = rep;
       const auto t0 = Clock::now();
       std::vector<RequestOutput> outputs = workload_.run(backend_, c, &rec.notes);
@@ -134,16 +138,19 @@ class BackendAudit {
         const bool baseline_case = rep == 0 && (base.context.empty() || base.context == c.id);
         if (baseline_case) {
           base.context = c.id;
+          base.index = c.index;
           base.outputs[out.request] = out;
           base.notes = rec.notes;
         } else if (rep == 0) {
           if (auto d = compare_request(base.outputs.at(out.request), out)) {
-            record(*d, "context", out.request, base.context, c.id, 0, base.notes, rec.notes);
+            record(*d, DivergenceKind::kContext, out.request, {base.context, base.index}, c, 0,
+                   base.notes, rec.notes);
             context_diverged = true;
           }
         } else if (rep > 0) {
           if (auto d = compare_request(first_repeat.at(out.request), out)) {
-            record(*d, "run-to-run", out.request, c.id, c.id, rep, first_notes, rec.notes);
+            record(*d, DivergenceKind::kRunToRun, out.request, {c.id, c.index}, c, rep, first_notes,
+                   rec.notes);
             ++o.run_to_run_divergences;
           }
         }
@@ -158,13 +165,19 @@ class BackendAudit {
     if (context_diverged) ++o.divergent_contexts;
   }
 
-  void record(Divergence d, const char* kind, int64_t request, const std::string& base_ctx,
-              const std::string& ctx, int rep, const RunNotes& base_notes, const RunNotes& notes) {
+  struct ContextRef {
+    std::string id;
+    int index = 0;
+  };
+  void record(Divergence d, DivergenceKind kind, int64_t request, const ContextRef& base,
+              const Context& ctx, int rep, const RunNotes& base_notes, const RunNotes& notes) {
     d.backend = spec_.name;
     d.kind = kind;
     d.request = request;
-    d.baseline_context = base_ctx;
-    d.context = ctx;
+    d.baseline_context = base.id;
+    d.baseline_context_index = base.index;
+    d.context = ctx.id;
+    d.context_index = ctx.index;
     d.repeat = rep;
     d.baseline_notes = base_notes;
     d.notes = notes;
@@ -184,13 +197,15 @@ class BackendAudit {
   // first context.
   struct Baseline {
     std::string context;
+    int index = 0;
     std::map<int64_t, RequestOutput> outputs;
     RunNotes notes;
   };
   std::map<std::string, Baseline> baselines_;
-  // Distinct outputs and completions per (group, request).
-  std::map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;
-  std::map<std::pair<std::string, int64_t>, std::set<std::vector<int32_t>>> completions_;
+  // Distinct outputs and completions per (group, request): updated for every request of every
+  // case and only ever read for their largest size, so a hash map (order does not matter).
+  absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;
+  absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<std::vector<int32_t>>> completions_;
   std::optional<Divergence> first_divergence_;
 };
 
@@ -235,46 +250,37 @@ void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& sp
   check_budget(s, estimate_scenario(s), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
 }
 
-std::string backend_unavailable_reason(const std::string& name) {
-  const BackendRegistration* reg = find_backend(name);
-  if (!reg || !reg->info.gpu) return "";
-  const SystemInfo sys = collect_system_info();
-  if (!sys.gpus.empty()) return "";
-  if (!sys.cuda_built) return "needs a GPU; this nvdet was built without CUDA";
-  return "needs a GPU; none is available (" +
-         (sys.device_error.empty() ? std::string("no CUDA device") : sys.device_error) + ")";
-}
-
-namespace {
-
-void check_supports(const BackendSpec& spec, Backend& backend, const Scenario& s) {
+Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
+  Support device_refusal;
   for (OpKind op : op_spec(s.op).uses) {
-    if (!backend.supports(op, s.dtype)) {
-      throw_input_error(spec.where, "backend '" + spec.name + "' does not compute " +
-                                        std::string(op_name(op)) + " in " +
-                                        std::string(dtype_name(s.dtype)));
-    }
+    Support answer = backend_supports(name, op, s.dtype, device);
+    if (answer.status == Support::Status::kUnsupportedOp) return answer;
+    if (!answer.ok() && device_refusal.ok()) device_refusal = std::move(answer);
   }
+  return device_refusal;
 }
 
-}  // namespace
+std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
+                                  const DeviceFacts& device, bool skip_unavailable) {
+  const Support answer = scenario_support(s, spec.name, device);
+  if (answer.ok()) return "";
+  const std::string what = "backend '" + spec.name + "' " + answer.reason;
+  if (answer.status == Support::Status::kUnsupportedOp) {
+    if (spec.where.file.empty()) throw_input_error(what);
+    throw_input_error(spec.where, what);
+  }
+  if (skip_unavailable) return answer.reason;
+  throw_runtime_error(what +
+                      " (--skip-unavailable skips such backends and reports them as skipped)");
+}
 
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   check_scenario_budget(s, specs, options.budget);  // before any context or tensor exists
   std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
+  const DeviceFacts device = device_facts();
   for (const BackendSpec& spec : specs) {
-    const std::string unavailable = backend_unavailable_reason(spec.name);
-    if (!unavailable.empty()) {
-      if (options.skip_unavailable) continue;
-      throw_runtime_error("backend '" + spec.name + "' " + unavailable +
-                          " (--skip-unavailable skips such backends and reports them as skipped)");
-    }
-    // CPU backends are cheap to create; GPU ones are checked when the audit creates them.
-    if (!find_backend(spec.name)->info.gpu) {
-      std::unique_ptr<Backend> b = make_backend(spec.name);
-      check_supports(spec, *b, s);
-    }
+    (void)check_backend_support(s, spec, device, options.skip_unavailable);
   }
   return contexts;
 }
@@ -293,10 +299,11 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
   std::vector<std::unique_ptr<Backend>> backends;
   std::vector<std::unique_ptr<BackendAudit>> audits;
   std::vector<std::optional<BackendOutcome>> skipped(specs.size());
+  const DeviceFacts device = device_facts();
   for (size_t i = 0; i < specs.size(); ++i) {
     const BackendSpec& spec = specs[i];
     const std::string unavailable =
-        options.skip_unavailable ? backend_unavailable_reason(spec.name) : std::string();
+        check_backend_support(s, spec, device, options.skip_unavailable);
     if (!unavailable.empty()) {
       BackendOutcome o;
       const BackendInfo& info = find_backend(spec.name)->info;
@@ -320,7 +327,6 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
     if (skipped[i]) continue;
     const BackendSpec& spec = specs[i];
     backends.push_back(make_backend(spec.name));
-    check_supports(spec, *backends.back(), s);
     audits.push_back(std::make_unique<BackendAudit>(spec, *backends.back(), *workload, contexts,
                                                     s, options, result, progress));
   }

@@ -42,8 +42,17 @@ void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& sp
 // the scenario's).
 std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names);
 
-// Why this machine cannot run backend `name` ("" when it can): a GPU backend without a GPU.
-std::string backend_unavailable_reason(const std::string& name);
+// Whether backend `name` computes every op the scenario's workload calls, in the scenario's
+// dtype, on `device` (the registry's support tables): the first refusal, an op or dtype the
+// backend lacks before anything this machine lacks, or ok.
+Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device);
+
+// Refuses a backend the scenario cannot use: Error(kBadInput) "backend 'NAME' does not compute
+// ..." at the backend's line of the scenario for an op or dtype it lacks; for a machine that
+// lacks what it needs, Error(kRuntime) unless `skip_unavailable`. Returns the reason to skip it
+// for, "" when it runs.
+std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
+                                  const DeviceFacts& device, bool skip_unavailable);
 
 // Everything about one audit that can be checked before any context runs: the backends exist,
 // the filter is valid and matches, each backend that will run computes the scenario's op and

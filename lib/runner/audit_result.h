@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/backend/backend.h"
@@ -43,7 +44,9 @@ struct CaseRecord {
   // The context's group: the values of its request-defining axes ("kv_len=255"; "" when none).
   // Contexts of one group compute the same requests and share one baseline.
   std::string group;
-  std::vector<std::pair<std::string, std::string>> context_values;
+  // The context's value of each swept axis, typed as the scenario gave it (an integer, or a word
+  // such as "first"), in the order of the scenario's axes.
+  std::vector<std::pair<std::string, AxisValue>> context_values;
   int repeat = 0;
   std::vector<RequestRecord> requests;
   RunNotes notes;
@@ -66,11 +69,30 @@ struct OpDivergence {
   std::string op;
 };
 
+// What an output was compared with when it differed.
+enum class DivergenceKind {
+  kContext,   // the same request in its group's baseline context (repeat 0 of both)
+  kRunToRun,  // repeat 0 of the same context
+};
+
+// "context", "run-to-run": the words the JSON report and the HTML report's filters use.
+inline std::string_view divergence_kind_name(DivergenceKind k) {
+  return k == DivergenceKind::kRunToRun ? "run-to-run" : "context";
+}
+inline std::optional<DivergenceKind> parse_divergence_kind(std::string_view word) {
+  if (word == "context") return DivergenceKind::kContext;
+  if (word == "run-to-run") return DivergenceKind::kRunToRun;
+  return std::nullopt;
+}
+
 struct Divergence {
   std::string backend;
-  std::string kind;  // "context" (vs the baseline context) or "run-to-run" (vs repeat 0)
+  DivergenceKind kind = DivergenceKind::kContext;
   int64_t request = 0;
   int64_t token = 0;  // first token (row) of the request's output that differs
+  // The two contexts compared: indices into the sweep (CaseRecord::context_index), which is how
+  // writers find their values, and their ids, which the JSON report and manifests carry.
+  int baseline_context_index = 0, context_index = 0;
   std::string baseline_context, context;
   int repeat = 0;
   FirstMismatch first_mismatch;

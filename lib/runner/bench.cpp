@@ -58,10 +58,8 @@ void check_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   (void)filter_contexts(expand_contexts(s), options.context_filter);
   (void)pick_baseline(specs, options.baseline, s.op);
-  for (const BackendSpec& spec : specs) {
-    const std::string unavailable = backend_unavailable_reason(spec.name);
-    if (!unavailable.empty()) throw_runtime_error("backend '" + spec.name + "' " + unavailable);
-  }
+  const DeviceFacts device = device_facts();
+  for (const BackendSpec& spec : specs) (void)check_backend_support(s, spec, device, false);
 }
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {

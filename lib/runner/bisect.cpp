@@ -13,6 +13,7 @@
 #include "lib/core/error.h"
 #include "lib/loader/op_table.h"
 #include "lib/model/model_runner.h"
+#include "lib/runner/audit.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/scenario/context.h"
 
@@ -152,14 +153,13 @@ class Bisector {
       return *o_.backend_override;
     }
     r.backend = pick_backend(s_, o_.backend);
-    owned_ = make_backend(r.backend);
-    for (OpKind op : {OpKind::kGemm, OpKind::kRmsNorm, OpKind::kAttentionDecode,
-                      OpKind::kAttentionPrefill}) {
-      if (!owned_->supports(op, s_.dtype)) {
-        throw_input_error("backend '" + r.backend + "' does not compute " +
-                          std::string(op_name(op)) + " in " + std::string(dtype_name(s_.dtype)));
-      }
+    // An op or dtype the backend lacks is refused before it exists; a machine that cannot run
+    // it, when it is created.
+    if (const Support answer = scenario_support(s_, r.backend, device_facts());
+        answer.status == Support::Status::kUnsupportedOp) {
+      throw_input_error("backend '" + r.backend + "' " + answer.reason);
     }
+    owned_ = make_backend(r.backend);
     return *owned_;
   }
 

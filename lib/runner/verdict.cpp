@@ -25,7 +25,7 @@ void decide_verdict(BackendOutcome& o, const std::optional<Divergence>& first) {
   const bool diverged = o.divergent_contexts > 0 || o.run_to_run_divergences > 0;
   const std::string where =
       first ? fmt::format("; first at {} ({})", first->context,
-                          first->kind == "run-to-run" ? "run-to-run, repeat " +
+                          first->kind == DivergenceKind::kRunToRun ? "run-to-run, repeat " +
                                                             std::to_string(first->repeat)
                                                       : "vs " + first->baseline_context)
             : std::string();

@@ -2,9 +2,10 @@
 // Seeded rows for the row ops (gemm activations, rmsnorm and log-softmax inputs): the rows of a
 // stream (a probed request or a filler slot) are generated once, in the scenario's dtype, and
 // batches are assembled from them by copying.
+#include <absl/container/flat_hash_map.h>
+
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "lib/core/tensor.h"
@@ -26,7 +27,9 @@ class RowSource {
   int64_t width_;
   uint64_t seed_;
   float stddev_;
-  std::unordered_map<uint64_t, std::vector<std::byte>> cache_;
+  // Looked up once per batch slot of every context: a flat hash map. rows_of's reference is used
+  // before the next insertion (which may move the rows).
+  absl::flat_hash_map<uint64_t, std::vector<std::byte>> cache_;
   size_t cached_bytes_ = 0;
 };
 

@@ -29,17 +29,26 @@ for t in $targets; do
   done
   if [[ $t == scenario ]]; then seeds+=("$root/scenarios" "$root/tests/malformed"); fi
   log=$work/$t.log
-  if TMPDIR=${fuzz_tmp:-/tmp} "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  # The outer timeout is the backstop for a fuzzer that cannot stop itself: libFuzzer's own
+  # timeout and out-of-memory handlers run inside the process and can deadlock there (they
+  # symbolize stacks while the fuzzed code may hold the allocator's locks), which would otherwise
+  # hang CI until its own limit. Stacks are left unsymbolized for the same reason; the artifact
+  # reproduces the finding with a symbolized report.
+  if TMPDIR=${fuzz_tmp:-/tmp} ASAN_OPTIONS=${ASAN_OPTIONS:-symbolize=0} \
+      timeout --kill-after=20 "$((seconds + 120))" \
+      "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -malloc_limit_mb=2048 -max_len=16384 -print_final_stats=1 -artifact_prefix="$artifacts/" \
       "$corpus" "${seeds[@]}" >"$log" 2>&1; then
     result=ok
   else
+    rc=$?
     result=FAILED
+    if ((rc == 124 || rc == 137)); then result="FAILED (did not stop within $((seconds + 120)) s)"; fi
     status=1
   fi
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
   echo "fuzz_$t: $result, $runs executions in ${seconds} s, corpus $(ls "$corpus" | wc -l) inputs"
-  if [[ $result == FAILED ]]; then
+  if [[ $result == FAILED* ]]; then
     tail -n 40 "$log"
     echo "fuzz_$t: the input is under $artifacts; commit it under tests/fuzz/regressions/$t/"
   fi
