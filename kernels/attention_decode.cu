@@ -22,7 +22,7 @@
 namespace nvdet::kernels {
 
 cudaError_t launch_attention_decode(const SplitKvAttentionParams& p, cudaStream_t stream) {
-  return split_kv::launch</*kTile=*/128, /*kWarps=*/4, /*kUnroll=*/8>(p, stream);
+  return launch_split_kv_attention</*kTile=*/128, /*kWarps=*/4, /*kUnroll=*/8>(p, stream);
 }
 
 }  // namespace nvdet::kernels

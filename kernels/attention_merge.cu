@@ -49,8 +49,8 @@ size_t split_kv_attention_workspace_bytes(int64_t num_items, int num_heads, int 
   return static_cast<size_t>(num_items) * num_heads * (head_dim + 2) * sizeof(float);
 }
 
-bool split_kv_attention_supported(DType dtype, int head_dim, int group) {
-  return (dtype == DType::kBF16 || dtype == DType::kFP16) &&
+bool split_kv_attention_supported(ElemType dtype, int head_dim, int group) {
+  return (dtype == ElemType::kBF16 || dtype == ElemType::kFP16) &&
          (head_dim == 64 || head_dim == 128 || head_dim == 256) && group >= 1 && group <= 8;
 }
 

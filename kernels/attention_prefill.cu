@@ -17,7 +17,7 @@
 namespace nvdet::kernels {
 
 cudaError_t launch_attention_prefill(const SplitKvAttentionParams& p, cudaStream_t stream) {
-  return split_kv::launch</*kTile=*/64, /*kWarps=*/4, /*kUnroll=*/8>(p, stream);
+  return launch_split_kv_attention</*kTile=*/64, /*kWarps=*/4, /*kUnroll=*/8>(p, stream);
 }
 
 }  // namespace nvdet::kernels

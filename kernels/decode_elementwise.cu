@@ -24,12 +24,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float load_elem(const void* base, DecodeElem t, int64_t i) {
+__device__ __forceinline__ float load_elem(const void* base, ElemType t, int64_t i) {
   switch (t) {
-    case DecodeElem::kF32: return static_cast<const float*>(base)[i];
-    case DecodeElem::kBF16:
+    case ElemType::kFP32: return static_cast<const float*>(base)[i];
+    case ElemType::kBF16:
       return __uint_as_float(uint32_t{static_cast<const uint16_t*>(base)[i]} << 16);
-    case DecodeElem::kF16: {
+    case ElemType::kFP16: {
       const uint16_t h = static_cast<const uint16_t*>(base)[i];
       const uint32_t sign = uint32_t{h & 0x8000u} << 16;
       const uint32_t e = (h >> 10) & 0x1fu;
@@ -57,10 +57,10 @@ __device__ __forceinline__ float load_elem(const void* base, DecodeElem t, int64
   return 0.0f;
 }
 
-__device__ __forceinline__ void store_elem(void* base, DecodeElem t, int64_t i, float v) {
+__device__ __forceinline__ void store_elem(void* base, ElemType t, int64_t i, float v) {
   switch (t) {
-    case DecodeElem::kF32: static_cast<float*>(base)[i] = v; return;
-    case DecodeElem::kBF16: {
+    case ElemType::kFP32: static_cast<float*>(base)[i] = v; return;
+    case ElemType::kBF16: {
       uint32_t u = __float_as_uint(v);
       uint16_t bits;
       if ((u & 0x7fffffffu) > 0x7f800000u) {
@@ -72,7 +72,7 @@ __device__ __forceinline__ void store_elem(void* base, DecodeElem t, int64_t i, 
       static_cast<uint16_t*>(base)[i] = bits;
       return;
     }
-    case DecodeElem::kF16: {
+    case ElemType::kFP16: {
       const uint32_t u = __float_as_uint(v);
       const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
       const uint32_t abs = u & 0x7fffffffu;
@@ -111,7 +111,7 @@ __global__ void gather_rows_kernel(const T* table, const int32_t* rows, int64_t 
   out[i] = table[int64_t{rows[r]} * row_words + c];
 }
 
-__global__ void rope_kernel(void* qkv, DecodeElem t, int64_t rows, int64_t width,
+__global__ void rope_kernel(void* qkv, ElemType t, int64_t rows, int64_t width,
                             int32_t head_dim, int32_t rotated_heads, const float* cos_table,
                             const float* sin_table) {
   const int32_t half = head_dim / 2;
@@ -139,13 +139,13 @@ __global__ void kv_write_kernel(const T* qkv, int64_t rows, int64_t width, int64
   v[slots[r] * kv_dim + c] = src[kv_dim + c];
 }
 
-__global__ void residual_add_kernel(void* x, const void* y, DecodeElem t, int64_t n) {
+__global__ void residual_add_kernel(void* x, const void* y, ElemType t, int64_t n) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
   store_elem(x, t, i, __fadd_rn(load_elem(x, t, i), load_elem(y, t, i)));
 }
 
-__global__ void swiglu_kernel(const void* gate_up, void* out, DecodeElem t, int64_t rows,
+__global__ void swiglu_kernel(const void* gate_up, void* out, ElemType t, int64_t rows,
                               int64_t inter) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= rows * inter) return;
@@ -213,7 +213,7 @@ cudaError_t launch_gather_rows(const void* table, const int32_t* rows, int64_t c
   return cudaGetLastError();
 }
 
-cudaError_t launch_rope(DecodeElem t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
+cudaError_t launch_rope(ElemType t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
                         int32_t rotated_heads, const float* cos, const float* sin,
                         cudaStream_t stream) {
   const int64_t n = rows * rotated_heads * (head_dim / 2);
@@ -244,7 +244,7 @@ cudaError_t launch_kv_write(const void* qkv, int64_t rows, int64_t width, int64_
   return cudaGetLastError();
 }
 
-cudaError_t launch_residual_add(DecodeElem t, void* x, const void* y, int64_t n,
+cudaError_t launch_residual_add(ElemType t, void* x, const void* y, int64_t n,
                                 cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (!launchable(n)) return cudaErrorInvalidValue;
@@ -252,7 +252,7 @@ cudaError_t launch_residual_add(DecodeElem t, void* x, const void* y, int64_t n,
   return cudaGetLastError();
 }
 
-cudaError_t launch_swiglu(DecodeElem t, const void* gate_up, void* out, int64_t rows,
+cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t rows,
                           int64_t inter, cudaStream_t stream) {
   const int64_t n = rows * inter;
   if (n == 0) return cudaSuccess;

@@ -3,14 +3,14 @@
 // cache write, residual add, SwiGLU and greedy argmax. See decode_elementwise.cu for why each
 // one gives the host's bits (lib/model/host_ops.h computes the same steps on the host).
 //
-// This header includes nothing from lib/: element types are given as DecodeElem.
+// This header includes nothing from lib/: element types are kernels/element_type.cuh's.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-namespace nvdet::kernels {
+#include "kernels/element_type.cuh"
 
-enum class DecodeElem { kF32, kBF16, kF16 };
+namespace nvdet::kernels {
 
 // out[i, :] = table[rows[i], :] for i < count; each row is row_bytes bytes (a bit copy).
 cudaError_t launch_gather_rows(const void* table, const int32_t* rows, int64_t count,
@@ -19,7 +19,7 @@ cudaError_t launch_gather_rows(const void* table, const int32_t* rows, int64_t c
 // Rotate-half RoPE in place over the first rotated_heads heads (Q then K) of each qkv row:
 // x0' = x0 * cos - x1 * sin, x1' = x1 * cos + x0 * sin, i < head_dim / 2, with cos/sin given per
 // row as [rows, head_dim / 2] fp32 tables (computed on the host, exactly as host_ops does).
-cudaError_t launch_rope(DecodeElem t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
+cudaError_t launch_rope(ElemType t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
                         int32_t rotated_heads, const float* cos, const float* sin,
                         cudaStream_t stream);
 
@@ -30,12 +30,12 @@ cudaError_t launch_kv_write(const void* qkv, int64_t rows, int64_t width, int64_
                             void* v, cudaStream_t stream);
 
 // x[i] = x[i] + y[i], fp32 then rounded to t.
-cudaError_t launch_residual_add(DecodeElem t, void* x, const void* y, int64_t n,
+cudaError_t launch_residual_add(ElemType t, void* x, const void* y, int64_t n,
                                 cudaStream_t stream);
 
 // out[r, j] = silu(g) * u, g = gate_up[r, j], u = gate_up[r, inter + j], silu(g) = g / (1 +
 // exp(-g)) with portable_math.cuh's exp (the host's swiglu uses the same one).
-cudaError_t launch_swiglu(DecodeElem t, const void* gate_up, void* out, int64_t rows,
+cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t rows,
                           int64_t inter, cudaStream_t stream);
 
 // out[r] = index of the largest value of fp32 row r (lowest index on ties, NaN never wins, 0

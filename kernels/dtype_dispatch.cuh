@@ -1,10 +1,11 @@
 #pragma once
-// Turns a runtime nvdet::DType into the CUDA element type for a templated launcher.
+// Turns a runtime ElemType (kernels/element_type.cuh) into the CUDA element type for a templated
+// launcher.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "lib/core/dtype.h"
+#include "kernels/element_type.cuh"
 
 namespace nvdet::kernels {
 
@@ -14,11 +15,11 @@ struct TypeTag {
 };
 
 template <class F>
-cudaError_t with_elem_type(DType t, F&& f) {
+cudaError_t with_elem_type(ElemType t, F&& f) {
   switch (t) {
-    case DType::kBF16: return f(TypeTag<__nv_bfloat16>{});
-    case DType::kFP16: return f(TypeTag<__half>{});
-    case DType::kFP32: return f(TypeTag<float>{});
+    case ElemType::kBF16: return f(TypeTag<__nv_bfloat16>{});
+    case ElemType::kFP16: return f(TypeTag<__half>{});
+    case ElemType::kFP32: return f(TypeTag<float>{});
   }
   return cudaErrorInvalidValue;
 }

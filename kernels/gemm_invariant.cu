@@ -7,7 +7,7 @@
 
 #include "kernels/gemm_invariant_device.cuh"
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 namespace {
 
 // A split-chunks workspace larger than this is not worth it: such problems fill the GPU anyway.
@@ -250,4 +250,4 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   return launch_chunk_reduce(kp, stream);
 }
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

@@ -28,10 +28,13 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace nvdet_kernels {
+#include "kernels/element_type.cuh"
 
-// The element types the kernels understand (kernel-side; nvdet's DType stays out of .cu files).
-enum class GemmType : int { kBF16 = 0, kFP16 = 1, kFP32 = 2 };
+namespace nvdet::kernels {
+
+// The GEMM's element types: the kernels' own (kernels/element_type.cuh; nvdet's DType stays out
+// of kernels/).
+using GemmType = ElemType;
 
 enum class GemmSchedule : int { kAuto = 0, kSplitChunks, kInCta, kPersistent };
 enum class GemmPath : int { kAuto = 0, kMmaSync, kWgmma, kFfma };
@@ -115,4 +118,4 @@ cudaError_t gemm_invariant_launch(const GemmProblem& problem, const GemmPlan& pl
 cudaError_t gemm_convert_output(const float* src, const void* bias, GemmType bias_type, void* out,
                                 GemmType out_type, int m, int n, cudaStream_t stream);
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

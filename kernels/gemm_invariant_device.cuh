@@ -14,7 +14,7 @@
 
 #include "kernels/gemm_invariant.cuh"
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 
 struct GemmKernelParams {
   const void* a;
@@ -117,4 +117,4 @@ cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaSt
 // True when this binary holds sm_90a code for the wgmma kernels and the current device runs it.
 bool wgmma_available();
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

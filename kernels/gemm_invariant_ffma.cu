@@ -12,7 +12,7 @@
 // out = round(((0 + p_0) + p_1) + ... + p_{C-1} + bias).
 #include "kernels/gemm_invariant_device.cuh"
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 namespace {
 
 constexpr int kBM = 64, kBN = 64, kBK = 16;
@@ -105,4 +105,4 @@ cudaError_t launch_ffma(const GemmKernelParams& p, bool split, cudaStream_t stre
   return cudaGetLastError();
 }
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

@@ -15,7 +15,7 @@
 
 #include "kernels/gemm_invariant_device.cuh"
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 namespace {
 
 constexpr int kTileK = 64;  // one 128-byte shared-memory row per tile row (bf16/fp16)
@@ -261,4 +261,4 @@ cudaError_t launch_mma_sync(const GemmKernelParams& p, bool split, int tile_m,
   return cudaErrorInvalidValue;
 }
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

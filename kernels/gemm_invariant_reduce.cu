@@ -8,7 +8,7 @@
 // Reduction order: out = round(((0 + p_0) + p_1) + ... + p_{C-1} + bias).
 #include "kernels/gemm_invariant_device.cuh"
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -53,4 +53,4 @@ cudaError_t gemm_convert_output(const float* src, const void* bias, GemmType bia
   return cudaGetLastError();
 }
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

@@ -32,7 +32,7 @@
 #define NVDET_WGMMA_DEVICE 1
 #endif
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 namespace {
 
 constexpr int kTileK = 64;  // 128 bytes: one swizzle atom row
@@ -393,4 +393,4 @@ cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaSt
   return cudaErrorInvalidValue;
 }
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

@@ -7,7 +7,7 @@
 // reduction order. Which rows are staged together (blocks of A) never changes a row's values.
 #include "kernels/gemm_invariant_device.cuh"
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -37,4 +37,4 @@ cudaError_t launch_stage_rows(const void* src, long long src_ld, int rows, int k
   return cudaGetLastError();
 }
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

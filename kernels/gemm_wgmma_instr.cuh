@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-namespace nvdet_kernels {
+namespace nvdet::kernels {
 
 template <int N, class T>
 struct Wgmma;
@@ -261,4 +261,4 @@ struct Wgmma<256, __half> {
   }
 };
 
-}  // namespace nvdet_kernels
+}  // namespace nvdet::kernels

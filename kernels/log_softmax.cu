@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(1024)
 
 }  // namespace
 
-int log_softmax_invariant_block_threads(int64_t v, DType dtype) {
+int log_softmax_invariant_block_threads(int64_t v, ElemType dtype) {
   return row_block_threads(v, dtype, kChunk, kMaxThreads);
 }
 
@@ -153,7 +153,7 @@ namespace {
 // Runs f(T tag, TO tag, kernel, vector_bytes, vectors_per_row) with the rows kernel for the
 // dtypes and the vector width that v allows.
 template <class F>
-cudaError_t with_rows_kernel(DType dtype, DType out_dtype, int64_t v, F&& f) {
+cudaError_t with_rows_kernel(ElemType dtype, ElemType out_dtype, int64_t v, F&& f) {
   return with_in_out_types(dtype, out_dtype, [&](auto in_tag, auto out_tag) {
     using T = typename decltype(in_tag)::type;
     using TO = typename decltype(out_tag)::type;
@@ -174,7 +174,7 @@ int device_attribute(cudaDeviceAttr attr) {
 
 }  // namespace
 
-size_t log_softmax_stage_bytes(DType dtype, DType out_dtype, int64_t v, int block_threads) {
+size_t log_softmax_stage_bytes(ElemType dtype, ElemType out_dtype, int64_t v, int block_threads) {
   if (v <= 0 || !valid_row_block(block_threads)) return 0;
   size_t stage = 0;
   const cudaError_t status = with_rows_kernel(
@@ -205,7 +205,7 @@ size_t log_softmax_stage_bytes(DType dtype, DType out_dtype, int64_t v, int bloc
   return status == cudaSuccess ? stage : 0;
 }
 
-cudaError_t launch_log_softmax_rows(DType dtype, DType out_dtype, const void* x, void* out,
+cudaError_t launch_log_softmax_rows(ElemType dtype, ElemType out_dtype, const void* x, void* out,
                                     int64_t rows, int64_t v, int block_threads,
                                     size_t stage_bytes, cudaStream_t stream) {
   if (rows <= 0 || v <= 0) return cudaSuccess;
@@ -232,8 +232,8 @@ size_t log_softmax_split_workspace_bytes(int64_t rows, int row_splits) {
   return static_cast<size_t>(rows) * static_cast<size_t>(row_splits) * 2 * sizeof(float);
 }
 
-cudaError_t launch_log_softmax_split_rows(DType dtype, DType out_dtype, const void* x, void* out,
-                                          int64_t rows, int64_t v, int row_splits,
+cudaError_t launch_log_softmax_split_rows(ElemType dtype, ElemType out_dtype, const void* x,
+                                          void* out, int64_t rows, int64_t v, int row_splits,
                                           int block_threads, float* workspace,
                                           cudaStream_t stream) {
   if (rows <= 0 || v <= 0) return cudaSuccess;

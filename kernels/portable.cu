@@ -28,7 +28,7 @@
 namespace nvdet::kernels {
 namespace {
 
-namespace pt = nvdet::portable;
+namespace pt = nvdet::kernels::portable;
 
 template <class T>
 struct Tag {

@@ -8,9 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/element_type.cuh"
+
 namespace nvdet::kernels {
 
-enum class PortableType { kFP32, kBF16, kFP16 };
+using PortableType = ElemType;  // kernels/element_type.cuh
 
 // out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]); row-major, contiguous.
 cudaError_t launch_portable_gemm(PortableType in, PortableType out_type, const void* a,

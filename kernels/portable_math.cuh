@@ -35,7 +35,7 @@
 static_assert(FLT_EVAL_METHOD == 0, "cpu-portable needs float expressions evaluated in float");
 #endif
 
-namespace nvdet::portable {
+namespace nvdet::kernels::portable {
 
 // ---- the five correctly rounded operations -----------------------------------------------------
 
@@ -247,4 +247,4 @@ NVDET_PORTABLE_FN Fp16 from_float<Fp16>(float v) {
   return Fp16{static_cast<uint16_t>(sign | h)};
 }
 
-}  // namespace nvdet::portable
+}  // namespace nvdet::kernels::portable

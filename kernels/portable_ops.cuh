@@ -23,7 +23,7 @@
 //              state over [0, p] with tiles aligned to 0. out = acc / l.
 #include "kernels/portable_math.cuh"
 
-namespace nvdet::portable {
+namespace nvdet::kernels::portable {
 
 inline constexpr int kLanes = 32;
 inline constexpr int kAttentionTile = 64;
@@ -143,4 +143,4 @@ NVDET_PORTABLE_FN float merge_value(float a, float b, const MergeWeights& w) {
   return add(mul(a, w.ea), mul(b, w.eb));
 }
 
-}  // namespace nvdet::portable
+}  // namespace nvdet::kernels::portable

@@ -107,12 +107,12 @@ __global__ void __launch_bounds__(1024)
 
 }  // namespace
 
-int rmsnorm_invariant_block_threads(int64_t d, DType dtype) {
+int rmsnorm_invariant_block_threads(int64_t d, ElemType dtype) {
   return row_block_threads(d, dtype, kChunk, 1024);
 }
 
-cudaError_t launch_rmsnorm_rows(DType dtype, DType out_dtype, const void* x, const void* weight,
-                                void* out, int64_t rows, int64_t d, float eps, int block_threads,
+cudaError_t launch_rmsnorm_rows(ElemType dtype, ElemType out_dtype, const void* x,
+                                const void* weight, void* out, int64_t rows, int64_t d, float eps, int block_threads,
                                 cudaStream_t stream) {
   if (rows <= 0 || d <= 0) return cudaSuccess;
   if (!valid_row_block(block_threads) || rows > 0x7fffffff) return cudaErrorInvalidValue;
@@ -132,7 +132,7 @@ size_t rmsnorm_split_workspace_bytes(int64_t rows, int row_splits) {
   return static_cast<size_t>(rows) * static_cast<size_t>(row_splits) * sizeof(float);
 }
 
-cudaError_t launch_rmsnorm_split_rows(DType dtype, DType out_dtype, const void* x,
+cudaError_t launch_rmsnorm_split_rows(ElemType dtype, ElemType out_dtype, const void* x,
                                       const void* weight, void* out, int64_t rows, int64_t d,
                                       float eps, int row_splits, int block_threads,
                                       float* workspace, cudaStream_t stream) {

@@ -24,8 +24,8 @@ inline bool valid_split_rows(int64_t rows, int row_splits, int threads) {
 // scalars, when row_len is not a multiple of the vector width) per thread, so each thread has
 // several loads in flight; whole warps, between 32 and `max_threads`. A function of the row
 // alone, as the invariant kernels need.
-inline int row_block_threads(int64_t row_len, DType dtype, int chunk, int max_threads) {
-  const int64_t n = dtype == DType::kFP32 ? 4 : 8;
+inline int row_block_threads(int64_t row_len, ElemType dtype, int chunk, int max_threads) {
+  const int64_t n = dtype == ElemType::kFP32 ? 4 : 8;
   const int64_t nvec = row_len % n == 0 ? row_len / n : row_len;
   const int64_t threads = ((nvec + chunk - 1) / chunk + 31) / 32 * 32;
   return static_cast<int>(std::min<int64_t>(max_threads, std::max<int64_t>(32, threads)));
@@ -33,7 +33,7 @@ inline int row_block_threads(int64_t row_len, DType dtype, int chunk, int max_th
 
 // Runs f(TypeTag<T>{}, TypeTag<TO>{}) for the input and output dtypes.
 template <class F>
-cudaError_t with_in_out_types(DType in, DType out, F&& f) {
+cudaError_t with_in_out_types(ElemType in, ElemType out, F&& f) {
   return with_elem_type(in, [&](auto in_tag) {
     return with_elem_type(out, [&](auto out_tag) { return f(in_tag, out_tag); });
   });

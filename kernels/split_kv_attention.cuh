@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lib/core/dtype.h"
+#include "kernels/element_type.cuh"
 
 namespace nvdet::kernels {
 
@@ -23,8 +23,8 @@ struct AttentionWorkItem {
 };
 
 struct SplitKvAttentionParams {
-  DType dtype = DType::kBF16;      // q, k, v
-  DType out_dtype = DType::kFP32;
+  ElemType dtype = ElemType::kBF16;      // q, k, v
+  ElemType out_dtype = ElemType::kFP32;
   const void* q = nullptr;         // [num_rows, num_heads, head_dim]
   const void* k = nullptr;         // [num_pages, page_size, num_kv_heads, head_dim]
   const void* v = nullptr;
@@ -45,7 +45,7 @@ size_t split_kv_attention_workspace_bytes(int64_t num_items, int num_heads, int 
 
 // Whether the kernels take this dtype (bf16, fp16), head_dim (64, 128, 256) and query heads per
 // KV head (1..8).
-bool split_kv_attention_supported(DType dtype, int head_dim, int group);
+bool split_kv_attention_supported(ElemType dtype, int head_dim, int group);
 
 // Decode: KV tiles of 128 keys inside each item (attention_decode.cu).
 cudaError_t launch_attention_decode(const SplitKvAttentionParams& p, cudaStream_t stream);

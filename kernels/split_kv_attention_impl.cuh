@@ -31,7 +31,6 @@
 #include "kernels/vec_io.cuh"
 
 namespace nvdet::kernels {
-namespace split_kv {
 
 // Up to 4 query heads per KV head: registers capped so that 4 CTAs of 4 warps share an SM.
 template <class T, int kHD, int kG, int kTile, int kWarps, int kUnroll>
@@ -217,7 +216,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kG <= 4 && kWarps == 4) ? 4 : 1)
 
 // Launches the partial kernel for the params' dtype, head_dim and group, then the merge.
 template <int kTile, int kWarps, int kUnroll>
-cudaError_t launch(const SplitKvAttentionParams& p, cudaStream_t stream) {
+cudaError_t launch_split_kv_attention(const SplitKvAttentionParams& p, cudaStream_t stream) {
   if (p.num_items <= 0 || p.num_rows <= 0) return cudaSuccess;
   if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) return cudaErrorInvalidValue;
   const int group = p.num_heads / p.num_kv_heads;
@@ -242,11 +241,10 @@ cudaError_t launch(const SplitKvAttentionParams& p, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   };
   cudaError_t st = cudaErrorInvalidValue;
-  if (p.dtype == DType::kBF16) st = by_head_dim(TypeTag<__nv_bfloat16>{});
-  if (p.dtype == DType::kFP16) st = by_head_dim(TypeTag<__half>{});
+  if (p.dtype == ElemType::kBF16) st = by_head_dim(TypeTag<__nv_bfloat16>{});
+  if (p.dtype == ElemType::kFP16) st = by_head_dim(TypeTag<__half>{});
   if (st != cudaSuccess) return st;
   return launch_attention_merge(p, stream);
 }
 
-}  // namespace split_kv
 }  // namespace nvdet::kernels

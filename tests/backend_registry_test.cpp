@@ -8,6 +8,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/runner/audit.h"
 #include "lib/scenario/scenario.h"
 #include "tests/test_support.h"

@@ -7,7 +7,8 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
-#include "lib/model/bisect.h"
+#include "lib/loader/scenario_loader.h"
+#include "lib/runner/bisect.h"
 #include "lib/model/decoder.h"
 #include "tests/test_support.h"
 

@@ -13,11 +13,12 @@
 #include "lib/core/text_excerpt.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/checkpoint.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
-#include "lib/scenario/yaml_guard.h"
+#include "lib/loader/yaml_guard.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"
-#include "lib/tensorio/tensor_diff.h"
+#include "lib/report/tensor_diff.h"
 #include "tests/test_support.h"
 
 namespace nvdet {

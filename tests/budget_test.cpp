@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/runner/budget.h"
 #include "tests/test_support.h"
 

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "lib/core/error.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 #include "tests/test_support.h"
 
 extern char** environ;

@@ -5,7 +5,7 @@
 
 #include "lib/compare/compare.h"
 #include "lib/core/error.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/workloads/batch_layout.h"
 
 namespace nvdet {
@@ -13,7 +13,7 @@ namespace {
 
 Scenario two_axis_scenario() {
   Scenario s;
-  s.op = ScenarioOp::kGemm;
+  s.op = OpKind::kGemm;
   s.requests = {0, 5};
   s.sweep.push_back({"batch", {int64_t{2}, int64_t{4}, int64_t{8}}, {}});
   s.sweep.push_back({"position", {std::string("first"), std::string("last")}, {}});
@@ -33,7 +33,7 @@ TEST(Contexts, CartesianProductLastAxisFastest) {
 
 TEST(Contexts, NoSweepIsOneContext) {
   Scenario s;
-  s.op = ScenarioOp::kRmsNorm;
+  s.op = OpKind::kRmsNorm;
   const auto ctx = expand_contexts(s);
   ASSERT_EQ(ctx.size(), 1u);
   EXPECT_EQ(ctx[0].id, "rmsnorm()");

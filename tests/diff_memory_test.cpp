@@ -10,7 +10,7 @@
 
 #include "lib/core/seeded_random.h"
 #include "lib/tensorio/safetensors.h"
-#include "lib/tensorio/tensor_diff.h"
+#include "lib/report/tensor_diff.h"
 #include "tests/test_support.h"
 
 namespace nvdet {

@@ -386,32 +386,32 @@ class InvariantKernels : public ::testing::Test {
   }
   // Output rows of a[first : first + m] · w^T under the given forcing, as bytes.
   std::vector<uint8_t> run(const void* a, const void* w, const void* bias, int first, int m,
-                           int n, int k, nvdet_kernels::GemmSchedule schedule,
-                           nvdet_kernels::GemmPath path, nvdet_kernels::GemmPlan* plan_out,
-                           nvdet_kernels::GemmType in_type = nvdet_kernels::GemmType::kBF16,
+                           int n, int k, nvdet::kernels::GemmSchedule schedule,
+                           nvdet::kernels::GemmPath path, nvdet::kernels::GemmPlan* plan_out,
+                           nvdet::kernels::GemmType in_type = nvdet::kernels::GemmType::kBF16,
                            int force_config = -1, int force_ctas = 0) {
-    nvdet_kernels::GemmProblem p;
+    nvdet::kernels::GemmProblem p;
     p.a = static_cast<const uint16_t*>(a) + size_t(first) * k;
     p.w = w;
     p.bias = bias;
     p.m = m, p.n = n, p.k = k, p.lda = k, p.ldw = k, p.ldo = n;
     p.in_type = in_type;
-    p.out_type = nvdet_kernels::GemmType::kFP32;
+    p.out_type = nvdet::kernels::GemmType::kFP32;
     void* out = scratch(size_t(m) * n * 4);
     EXPECT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten shows
     p.out = out;
-    const nvdet_kernels::GemmPlan plan = nvdet_kernels::gemm_invariant_plan(
+    const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(
         p, device_, schedule, path, force_config, force_ctas);
     if (plan_out) *plan_out = plan;
     void* ws = plan.workspace_bytes ? scratch(plan.workspace_bytes) : nullptr;
-    EXPECT_EQ(nvdet_kernels::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, nullptr),
+    EXPECT_EQ(nvdet::kernels::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, nullptr),
               cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<uint8_t> bytes(size_t(m) * n * 4);
     EXPECT_EQ(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
     return bytes;
   }
-  nvdet_kernels::GemmDevice device_;
+  nvdet::kernels::GemmDevice device_;
   std::vector<void*> buffers_;
 };
 
@@ -423,23 +423,23 @@ TEST_F(InvariantKernels, ForcedSchedulesGiveIdenticalBitsOnThePortablePath) {
   void* da = upload(a);
   void* dw = upload(w);
   void* db = upload(bias);
-  using nvdet_kernels::GemmPath;
-  using nvdet_kernels::GemmSchedule;
+  using nvdet::kernels::GemmPath;
+  using nvdet::kernels::GemmSchedule;
   for (GemmPath path : {GemmPath::kMmaSync}) {
     std::set<std::string> schedules_seen;
     for (int m : {1, 16, 17, 64, 200, 1000}) {
       std::vector<uint8_t> first;
       for (GemmSchedule s : {GemmSchedule::kAuto, GemmSchedule::kSplitChunks, GemmSchedule::kInCta}) {
-        nvdet_kernels::GemmPlan plan;
+        nvdet::kernels::GemmPlan plan;
         const auto bits = run(da, dw, db, 0, m, n, k, s, path, &plan);
-        schedules_seen.insert(std::string(nvdet_kernels::gemm_schedule_name(plan.schedule)) + "/" +
+        schedules_seen.insert(std::string(nvdet::kernels::gemm_schedule_name(plan.schedule)) + "/" +
                               std::to_string(plan.tile_m));
         if (first.empty()) {
           first = bits;
         } else {
-          EXPECT_TRUE(bits == first) << nvdet_kernels::gemm_path_name(plan.path) << " m=" << m
+          EXPECT_TRUE(bits == first) << nvdet::kernels::gemm_path_name(plan.path) << " m=" << m
                                      << ": schedule "
-                                     << nvdet_kernels::gemm_schedule_name(plan.schedule)
+                                     << nvdet::kernels::gemm_schedule_name(plan.schedule)
                                      << " differs from the automatic one";
         }
       }
@@ -461,8 +461,8 @@ TEST_F(InvariantKernels, PortablePathIsBatchInvariantOnThisDevice) {
     for (int pos : {0, m - 1}) {
       if (probe - pos + m > rows + 1) continue;
       const auto bits = run(da, dw, nullptr, probe - pos, m, n, k,
-                            nvdet_kernels::GemmSchedule::kAuto,
-                            nvdet_kernels::GemmPath::kMmaSync, nullptr);
+                            nvdet::kernels::GemmSchedule::kAuto,
+                            nvdet::kernels::GemmPath::kMmaSync, nullptr);
       const std::vector<uint8_t> row(bits.begin() + size_t(pos) * n * 4,
                                      bits.begin() + size_t(pos + 1) * n * 4);
       if (ref.empty()) ref = row;
@@ -477,9 +477,9 @@ TEST_F(InvariantKernels, PortablePathIsBatchInvariantOnThisDevice) {
 // even N (two-column stores) and a K tail inside a k tile; fp16 with an odd N (single stores,
 // partial tiles in N); bf16 with an odd K (operands staged into 16-byte rows first).
 TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
-  using nvdet_kernels::GemmPath;
-  using nvdet_kernels::GemmSchedule;
-  using nvdet_kernels::GemmType;
+  using nvdet::kernels::GemmPath;
+  using nvdet::kernels::GemmSchedule;
+  using nvdet::kernels::GemmType;
   struct Shape {
     GemmType type;
     DType dtype;
@@ -495,11 +495,11 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
     void* da = upload(a);
     void* dw = upload(w);
     void* db = upload(bias);
-    nvdet_kernels::GemmPlan plan;
+    nvdet::kernels::GemmPlan plan;
     const auto ref = run(da, dw, db, 0, rows, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto,
                          &plan, sh.type);
     if (plan.path != GemmPath::kWgmma) GTEST_SKIP() << "no sm_90a wgmma path on this device";
-    for (int config = 0; config < nvdet_kernels::kGemmWgmmaConfigCount; ++config) {
+    for (int config = 0; config < nvdet::kernels::kGemmWgmmaConfigCount; ++config) {
       for (int ctas : {0, 1, 5}) {
         for (int m : {1, 17, 64, 130, rows}) {
           const auto bits = run(da, dw, db, 0, m, sh.n, sh.k, GemmSchedule::kAuto,
@@ -522,20 +522,20 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
 // The automatic plan must also use more than one wgmma configuration over M, so that the forcing
 // above covers choices the planner really makes.
 TEST_F(InvariantKernels, OnlyTheScheduleDependsOnM) {
-  nvdet_kernels::GemmProblem p;
+  nvdet::kernels::GemmProblem p;
   p.a = p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // aligned; never dereferenced
   p.n = 4096, p.k = 14336, p.lda = p.ldw = p.k, p.ldo = p.n;
-  p.in_type = nvdet_kernels::GemmType::kBF16;
-  for (nvdet_kernels::GemmPath path :
-       {nvdet_kernels::GemmPath::kAuto, nvdet_kernels::GemmPath::kMmaSync}) {
+  p.in_type = nvdet::kernels::GemmType::kBF16;
+  for (nvdet::kernels::GemmPath path :
+       {nvdet::kernels::GemmPath::kAuto, nvdet::kernels::GemmPath::kMmaSync}) {
     std::set<std::string> arithmetic;
     std::set<int> configs;
     for (int m = 1; m <= 8192; m = m < 64 ? m + 1 : m * 2) {
       p.m = m;
-      const auto plan = nvdet_kernels::gemm_invariant_plan(
-          p, device_, nvdet_kernels::GemmSchedule::kAuto, path);
-      const bool wgmma = plan.path == nvdet_kernels::GemmPath::kWgmma;
-      arithmetic.insert(std::string(nvdet_kernels::gemm_path_name(plan.path)) + " kc=" +
+      const auto plan = nvdet::kernels::gemm_invariant_plan(
+          p, device_, nvdet::kernels::GemmSchedule::kAuto, path);
+      const bool wgmma = plan.path == nvdet::kernels::GemmPath::kWgmma;
+      arithmetic.insert(std::string(nvdet::kernels::gemm_path_name(plan.path)) + " kc=" +
                         std::to_string(plan.chunk_k) + " chunks=" + std::to_string(plan.chunks) +
                         " tk=" + std::to_string(plan.tile_k) +
                         (wgmma ? std::string() : " tn=" + std::to_string(plan.tile_n)));

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/log_softmax.cuh"
+#include "lib/cuda/elem_type.h"
 #endif
 
 namespace nvdet::testing {
@@ -178,8 +179,9 @@ TEST(GpuNorm, LogSoftmaxStagingChangesNoBit) {
                {DType::kFP32, DType::kFP32, 4, 100000}};
   for (const auto& c : cases) {
     const HostTensor x = seeded_rows(c.in, c.v, batch_streams(c.rows, 0, 11), 3.0f);
-    const int threads = kernels::log_softmax_invariant_block_threads(c.v, c.in);
-    const size_t automatic = kernels::log_softmax_stage_bytes(c.in, c.out, c.v, threads);
+    const kernels::ElemType in_t = cuda::elem_type(c.in), out_t = cuda::elem_type(c.out);
+    const int threads = kernels::log_softmax_invariant_block_threads(c.v, in_t);
+    const size_t automatic = kernels::log_softmax_stage_bytes(in_t, out_t, c.v, threads);
     EXPECT_GT(automatic, 4096u) << dtype_name(c.in) << " v=" << c.v;
     const size_t out_bytes = static_cast<size_t>(c.rows * c.v) * dtype_size(c.out);
     void* dx = nullptr;
@@ -190,7 +192,7 @@ TEST(GpuNorm, LogSoftmaxStagingChangesNoBit) {
     std::vector<std::vector<uint8_t>> outs;
     for (size_t stage : {size_t{0}, size_t{4096}, automatic}) {
       ASSERT_EQ(cudaMemset(dout, 0xff, out_bytes), cudaSuccess);
-      ASSERT_EQ(kernels::launch_log_softmax_rows(c.in, c.out, dx, dout, c.rows, c.v, threads,
+      ASSERT_EQ(kernels::launch_log_softmax_rows(in_t, out_t, dx, dout, c.rows, c.v, threads,
                                                  stage, nullptr),
                 cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);

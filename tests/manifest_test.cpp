@@ -7,10 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"
-#include "lib/tensorio/nvdet_dump.h"
+#include "lib/runner/nvdet_dump.h"
 #include "lib/tensorio/safetensors.h"
 #include "tests/test_support.h"
 

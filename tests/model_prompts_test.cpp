@@ -2,8 +2,9 @@
 // then seeded fillers; a probed prompt's ids never depend on the context.
 #include <gtest/gtest.h>
 
+#include "lib/loader/scenario_loader.h"
 #include "lib/model/prompts.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 
 namespace nvdet {
 namespace {

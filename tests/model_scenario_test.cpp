@@ -8,8 +8,9 @@
 #include <chrono>
 #include <cstdio>
 
+#include "lib/loader/scenario_loader.h"
 #include "lib/runner/audit.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/model/model_runner.h"
 #include "tests/test_support.h"
 
@@ -77,13 +78,13 @@ TEST(ModelScenario, GpuModelScenariosLoad) {
   for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
                            "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());
-    EXPECT_EQ(s.op, ScenarioOp::kModel) << name;
+    EXPECT_EQ(s.op, OpKind::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;
   }
   // The 32-layer throughput scenario of the device-resident decoder's H200 check.
   const Scenario big = load_scenario(
       (nvdet::testing::source_dir() / "reports/h200/model/model-llama3-8b-32layer-gpu.yaml").string());
-  EXPECT_EQ(big.op, ScenarioOp::kModel);
+  EXPECT_EQ(big.op, OpKind::kModel);
   EXPECT_EQ(expand_contexts(big).size(), 2u);
 }
 

@@ -8,7 +8,8 @@
 
 #include "lib/model/checkpoint.h"
 #include "lib/model/synthetic_checkpoint.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
 #include "tests/model_oracle.h"
 

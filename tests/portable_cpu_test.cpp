@@ -17,7 +17,7 @@ namespace nvdet {
 namespace {
 
 using namespace nvdet::testing;
-namespace pt = nvdet::portable;
+namespace pt = nvdet::kernels::portable;
 
 std::vector<uint64_t> streams(int64_t n, uint64_t base) {
   std::vector<uint64_t> s(static_cast<size_t>(n));

@@ -16,7 +16,7 @@
 namespace nvdet::testing {
 namespace {
 
-namespace pt = nvdet::portable;
+namespace pt = nvdet::kernels::portable;
 
 // Distance in units of the last place of `want` (rounded to float), in float's spacing there.
 double ulp_error(float got, double want) {

@@ -11,7 +11,7 @@
 
 #include "lib/core/error.h"
 #include "lib/report/bench_report.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
 #include "lib/report/junit_report.h"

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/loader/op_table.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
 #include "tests/test_support.h"
 
@@ -129,7 +131,7 @@ TEST(ScenarioLoaderTest, QuickstartReadsAsDocumented) {
   EXPECT_EQ(s.path, path);
   EXPECT_EQ(s.name, "quickstart");
   EXPECT_FALSE(s.description.empty());
-  EXPECT_EQ(s.op, ScenarioOp::kGemm);
+  EXPECT_EQ(s.op, OpKind::kGemm);
   EXPECT_EQ(s.dtype, DType::kBF16);
   EXPECT_EQ(s.out_dtype, DType::kFP32);
   EXPECT_EQ(s.n, 256);
@@ -213,7 +215,7 @@ seed: 3
 backends: {cpu-invariant: invariant}
 )",
                                     "r.yaml");
-  EXPECT_EQ(r.op, ScenarioOp::kRmsNorm);
+  EXPECT_EQ(r.op, OpKind::kRmsNorm);
   EXPECT_EQ(r.d, 4096);
   EXPECT_FLOAT_EQ(r.eps, 1e-5f);
 
@@ -225,7 +227,7 @@ seed: 3
 backends: {cpu-invariant: invariant}
 )",
                                     "l.yaml");
-  EXPECT_EQ(l.op, ScenarioOp::kLogSoftmax);
+  EXPECT_EQ(l.op, OpKind::kLogSoftmax);
   EXPECT_EQ(l.v, 151936);
 }
 
@@ -282,7 +284,7 @@ seed: 3
 backends: {cpu-invariant: invariant}
 )",
                                     "p.yaml");
-  EXPECT_EQ(s.op, ScenarioOp::kAttentionPrefill);
+  EXPECT_EQ(s.op, OpKind::kAttentionPrefill);
   EXPECT_EQ(s.prefill.prompt_len, 300);
   EXPECT_EQ(s.prefill.chunk, 64);
   EXPECT_EQ(s.prefill.prefix_len, 299);
@@ -459,29 +461,25 @@ backends: {cpu-invariant: invariant}
   EXPECT_EQ(ints(axis_named(p, "prefix_len")), (std::vector<int64_t>{0, 299}));
 }
 
-// Builds a valid scenario for `op` with one axis; used to check the loader against known_axes().
-std::string scenario_with_axis(ScenarioOp op, const std::string& axis) {
-  std::string text =
-      "name: x\nop: " + std::string(scenario_op_name(op)) + "\ndtype: bf16\nseed: 1\n";
-  if (op == ScenarioOp::kGemm) text += "shape: {n: 8, k: 8}\n";
-  if (op == ScenarioOp::kRmsNorm) text += "shape: {d: 8}\n";
-  if (op == ScenarioOp::kLogSoftmax) text += "shape: {v: 8}\n";
+// Builds a valid scenario for `op` with one axis from the op's own table record (its shape keys).
+std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
+  std::string text = "name: x\nop: " + std::string(op.name()) + "\ndtype: bf16\nseed: 1\n";
+  if (!op.shape.empty()) {
+    text += "shape: {";
+    for (size_t i = 0; i < op.shape.size(); ++i)
+      text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
+    text += "}\n";
+  }
   const std::string value = axis == "position" ? "[first, last]" : "[1, 2]";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
 }
 
 TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {
-  const ScenarioOp all_ops[] = {ScenarioOp::kGemm,
-                                ScenarioOp::kRmsNorm,
-                                ScenarioOp::kLogSoftmax,
-                                ScenarioOp::kAttentionDecode,
-                                ScenarioOp::kAttentionPrefill,
-                                ScenarioOp::kModel};
   for (const auto& axis : known_axes()) {
-    for (const ScenarioOp op : all_ops) {
-      SCOPED_TRACE(axis.name + " / " + std::string(scenario_op_name(op)));
+    for (const OpSpec& op : op_table()) {
+      SCOPED_TRACE(axis.name + " / " + std::string(op.name()));
       const std::string text = scenario_with_axis(op, axis.name);
-      const bool applies = std::find(axis.ops.begin(), axis.ops.end(), op) != axis.ops.end();
+      const bool applies = op.accepts_axis(axis.name);
       if (applies) {
         const Scenario s = parse_scenario(text, "x.yaml");
         ASSERT_EQ(s.sweep.size(), 1u);

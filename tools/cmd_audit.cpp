@@ -15,14 +15,15 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 #include "lib/report/ci_output.h"
 #include "lib/model/decode_progress.h"
 #include "lib/report/console_summary.h"
 #include "lib/report/report_writers.h"
 #include "lib/runner/audit.h"
-#include "lib/tensorio/nvdet_dump.h"
+#include "lib/runner/nvdet_dump.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {

@@ -9,7 +9,8 @@
 #include <map>
 
 #include "lib/core/error.h"
-#include "lib/report/atomic_file.h"
+#include "lib/loader/scenario_loader.h"
+#include "lib/core/atomic_file.h"
 #include "lib/report/bench_report.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"

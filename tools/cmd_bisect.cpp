@@ -1,10 +1,11 @@
 // nvdet bisect SCENARIO: the first step, layer and op whose bits differ between two contexts of a
-// model scenario, the first argmax flip, and how the difference grew (lib/model/bisect.h).
+// model scenario, the first argmax flip, and how the difference grew (lib/runner/bisect.h).
 // Exit 0: a divergence was found and reported; 1: the two contexts are identical; 2: bad input.
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
-#include "lib/model/bisect.h"
+#include "lib/loader/scenario_loader.h"
+#include "lib/runner/bisect.h"
 #include "lib/report/bisect_html.h"
 #include "lib/runner/audit.h"
 #include "tools/command.h"

@@ -1,10 +1,10 @@
 // nvdet diff A B: compare two tensors (or two --dump folders) bit for bit: exit 0 identical, 1
 // different, 2 unreadable input or tensors that cannot be compared (dtype or shape differ).
-// The logic is lib/tensorio/tensor_diff.h; this file only parses flags and prints.
+// The logic is lib/report/tensor_diff.h; this file only parses flags and prints.
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
-#include "lib/tensorio/tensor_diff.h"
+#include "lib/report/tensor_diff.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {

@@ -1,24 +1,21 @@
-// nvdet list: the ops, backends and sweep axes this build knows.
+// nvdet list: the ops (the op table), backends and sweep axes this build knows.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/backend/backend.h"
-#include "lib/scenario/scenario.h"
 #include "lib/core/error.h"
+#include "lib/loader/op_table.h"
+#include "lib/scenario/scenario.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
 namespace {
 
-constexpr ScenarioOp kOps[] = {ScenarioOp::kGemm, ScenarioOp::kRmsNorm, ScenarioOp::kLogSoftmax,
-                               ScenarioOp::kAttentionDecode, ScenarioOp::kAttentionPrefill,
-                               ScenarioOp::kModel};
-
 // The same facts as the text listing, for tools.
 nlohmann::ordered_json list_json() {
   nlohmann::ordered_json ops = nlohmann::ordered_json::array(), backends = ops, axes = ops;
-  for (ScenarioOp op : kOps) ops.push_back(std::string(scenario_op_name(op)));
+  for (const OpSpec& op : op_table()) ops.push_back(std::string(op.name()));
   for (const BackendRegistration& r : backend_registry()) {
     backends.push_back({{"name", r.info.name},
                         {"kind", r.info.gpu ? "gpu" : "cpu"},
@@ -27,9 +24,7 @@ nlohmann::ordered_json list_json() {
                         {"stands_for", r.info.stands_for}});
   }
   for (const AxisDescription& a : known_axes()) {
-    nlohmann::ordered_json a_ops = nlohmann::ordered_json::array();
-    for (ScenarioOp op : a.ops) a_ops.push_back(std::string(scenario_op_name(op)));
-    axes.push_back({{"name", a.name}, {"help", a.help}, {"ops", a_ops},
+    axes.push_back({{"name", a.name}, {"help", a.help}, {"ops", ops_accepting_axis(a.name)},
                     {"defines_request", a.defines_request}});
   }
   return {{"ops", ops},
@@ -51,8 +46,8 @@ Action add_list_command(CLI::App& app) {
     }
     if (*format != "text") throw_input_error("unknown --format '" + *format + "' (text or json)");
     fmt::print("ops:\n");
-    for (ScenarioOp op : kOps) {
-      fmt::print("  {}\n", scenario_op_name(op));
+    for (const OpSpec& op : op_table()) {
+      fmt::print("  {:<20} {}\n", op.name(), op.description);
     }
     fmt::print("backends:\n");
     for (const BackendRegistration& r : backend_registry()) {
@@ -65,9 +60,9 @@ Action add_list_command(CLI::App& app) {
     fmt::print("sweep axes:\n");
     for (const AxisDescription& a : known_axes()) {
       std::string ops;
-      for (ScenarioOp op : a.ops) {
+      for (const std::string& op : ops_accepting_axis(a.name)) {
         if (!ops.empty()) ops += ",";
-        ops += scenario_op_name(op);
+        ops += op;
       }
       fmt::print("  {:<15} {} (ops: {})\n", a.name, a.help, ops);
     }

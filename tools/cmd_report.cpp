@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 #include "lib/report/json_report_reader.h"
 #include "lib/report/report_writers.h"
 #include "tools/command.h"

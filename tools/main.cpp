@@ -6,7 +6,7 @@
 #include <string>
 
 #include "lib/core/error.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 #include "lib/scenario/typo_hint.h"
 #include "tools/command.h"
 

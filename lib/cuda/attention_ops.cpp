@@ -9,6 +9,7 @@
 #include "lib/core/error.h"
 #include "lib/cuda/attention_plans.h"
 #include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/elem_type.h"
 #include "lib/ops/split_policies.h"
 
 namespace nvdet::cuda {
@@ -17,7 +18,7 @@ namespace {
 void check_supported(const char* op, DType dtype, int32_t num_heads, int32_t num_kv_heads,
                      int32_t head_dim) {
   const int group = num_kv_heads > 0 ? num_heads / num_kv_heads : 0;
-  if (!kernels::split_kv_attention_supported(dtype, head_dim, group)) {
+  if (!kernels::split_kv_attention_supported(elem_type(dtype), head_dim, group)) {
     throw_input_error(std::string(op) + " on the GPU takes bf16 or fp16 inputs, head_dim 64, 128 "
                       "or 256 and 1 to 8 query heads per KV head; got " +
                       std::string(dtype_name(dtype)) + ", head_dim " + std::to_string(head_dim) +
@@ -51,8 +52,8 @@ kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall&
   p.q = ops.q;
   p.k = ops.k;
   p.v = ops.v;
-  p.dtype = ops.dtype;
-  p.out_dtype = out_dtype;
+  p.dtype = elem_type(ops.dtype);
+  p.out_dtype = elem_type(out_dtype);
   p.max_pages_per_seq = kv.max_pages_per_seq;
   p.page_size = kv.page_size;
   p.num_heads = num_heads;

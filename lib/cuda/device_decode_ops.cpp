@@ -16,6 +16,7 @@
 #include "lib/backend/device_decode_ops.h"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/elem_type.h"
 #include "lib/cuda/kernel_paths.h"
 
 namespace nvdet::cuda {
@@ -41,15 +42,6 @@ struct ResidentStore {
 ResidentStore& resident_store() {
   static ResidentStore s;
   return s;
-}
-
-kernels::DecodeElem elem_of(DType t) {
-  switch (t) {
-    case DType::kBF16: return kernels::DecodeElem::kBF16;
-    case DType::kFP16: return kernels::DecodeElem::kF16;
-    case DType::kFP32: break;
-  }
-  return kernels::DecodeElem::kF32;
 }
 
 class CudaDecodeOps final : public DeviceDecodeOps {
@@ -173,7 +165,7 @@ class CudaDecodeOps final : public DeviceDecodeOps {
 
   void rope(DType t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
             int32_t rotated_heads, const float* cos, const float* sin) override {
-    check(kernels::launch_rope(elem_of(t), qkv, rows, width, head_dim, rotated_heads, cos, sin,
+    check(kernels::launch_rope(elem_type(t), qkv, rows, width, head_dim, rotated_heads, cos, sin,
                                ctx_.stream()),
           "RoPE");
   }
@@ -187,11 +179,11 @@ class CudaDecodeOps final : public DeviceDecodeOps {
   }
 
   void residual_add(DType t, void* x, const void* y, int64_t n) override {
-    check(kernels::launch_residual_add(elem_of(t), x, y, n, ctx_.stream()), "a residual add");
+    check(kernels::launch_residual_add(elem_type(t), x, y, n, ctx_.stream()), "a residual add");
   }
 
   void swiglu(DType t, const void* gate_up, void* out, int64_t rows, int64_t inter) override {
-    check(kernels::launch_swiglu(elem_of(t), gate_up, out, rows, inter, ctx_.stream()), "SwiGLU");
+    check(kernels::launch_swiglu(elem_type(t), gate_up, out, rows, inter, ctx_.stream()), "SwiGLU");
   }
 
   void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) override {

@@ -22,6 +22,7 @@
 #include "kernels/gemm_invariant.cuh"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/elem_type.h"
 #include "lib/cuda/gemm_tile_names.h"
 
 namespace nvdet::cuda {
@@ -39,14 +40,7 @@ cudaDataType_t cuda_data_type(DType t) {
   return CUDA_R_32F;
 }
 
-nvdet_kernels::GemmType kernel_type(DType t) {
-  switch (t) {
-    case DType::kBF16: return nvdet_kernels::GemmType::kBF16;
-    case DType::kFP16: return nvdet_kernels::GemmType::kFP16;
-    case DType::kFP32: break;
-  }
-  return nvdet_kernels::GemmType::kFP32;
-}
+kernels::GemmType kernel_type(DType t) { return elem_type(t); }
 
 // Input/output type pairs cuBLASLt writes directly with fp32 compute. Others (e.g. fp32 in,
 // bf16 out) get an fp32 D and one rounding by gemm_convert_output.
@@ -275,8 +269,8 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
     if (st == CUBLAS_STATUS_ALLOC_FAILED) return cudaErrorMemoryAllocation;
     if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
     if (direct) return cudaSuccess;
-    return nvdet_kernels::gemm_convert_output(static_cast<const float*>(d_ptr), nullptr,
-                                              nvdet_kernels::GemmType::kFP32, out_ptr,
+    return nvdet::kernels::gemm_convert_output(static_cast<const float*>(d_ptr), nullptr,
+                                              nvdet::kernels::GemmType::kFP32, out_ptr,
                                               kernel_type(out), mi, ni, stream);
   };
   return call;
@@ -291,7 +285,7 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   PreparedCall call;
   void* out_ptr = output_of(call, g);
 
-  nvdet_kernels::GemmProblem prob;
+  nvdet::kernels::GemmProblem prob;
   prob.a = g.a;
   prob.w = g.w;
   prob.bias = g.bias;
@@ -305,22 +299,22 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   prob.in_type = kernel_type(in);
   prob.out_type = kernel_type(out);
 
-  nvdet_kernels::GemmDevice device;
+  nvdet::kernels::GemmDevice device;
   device.cc_major = ctx.props().major;
   device.cc_minor = ctx.props().minor;
   device.sm_count = ctx.sm_count();
-  const nvdet_kernels::GemmPlan plan = nvdet_kernels::gemm_invariant_plan(prob, device);
+  const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(prob, device);
   void* workspace = plan.workspace_bytes ? ctx.workspace(plan.workspace_bytes) : nullptr;
 
   if (notes) {
-    (*notes)["kernel"] = nvdet_kernels::gemm_path_name(plan.path);
+    (*notes)["kernel"] = nvdet::kernels::gemm_path_name(plan.path);
     (*notes)["chunk_k"] = std::to_string(plan.chunk_k);
     (*notes)["chunks"] = std::to_string(plan.chunks);
-    (*notes)["schedule"] = nvdet_kernels::gemm_schedule_name(plan.schedule);
+    (*notes)["schedule"] = nvdet::kernels::gemm_schedule_name(plan.schedule);
     (*notes)["tile"] = std::to_string(plan.tile_m) + "x" + std::to_string(plan.tile_n) + "x" +
                        std::to_string(plan.tile_k) + " (m x n x k)";
     (*notes)["stages"] = std::to_string(plan.stages);
-    if (plan.path == nvdet_kernels::GemmPath::kWgmma) {
+    if (plan.path == nvdet::kernels::GemmPath::kWgmma) {
       (*notes)["ctas"] = std::to_string(plan.ctas);
       (*notes)["k_order"] = "one wgmma chain over the whole of K";
       if (plan.staged_k > 0) {
@@ -332,7 +326,7 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   }
 
   call.launch = [prob, plan, workspace](cudaStream_t stream) {
-    return nvdet_kernels::gemm_invariant_launch(prob, plan, workspace, plan.workspace_bytes,
+    return nvdet::kernels::gemm_invariant_launch(prob, plan, workspace, plan.workspace_bytes,
                                                 stream);
   };
   return call;

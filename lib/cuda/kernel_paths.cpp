@@ -55,17 +55,17 @@ std::vector<std::pair<std::string, std::string>> gpu_backend_paths() {
   }
   // The invariant GEMM's own choice for a 16-byte-aligned bf16 problem (pointers are only
   // inspected for alignment, never read).
-  nvdet_kernels::GemmProblem prob;
+  nvdet::kernels::GemmProblem prob;
   prob.a = prob.w = reinterpret_cast<const void*>(uintptr_t{256});
   prob.m = 1;
   prob.n = prob.k = 4096;
   prob.lda = prob.ldw = prob.ldo = 4096;
-  nvdet_kernels::GemmDevice dev;
+  nvdet::kernels::GemmDevice dev;
   dev.cc_major = props.major;
   dev.cc_minor = props.minor;
   dev.sm_count = props.multiProcessorCount;
   const std::string invariant_gemm =
-      nvdet_kernels::gemm_path_name(nvdet_kernels::gemm_invariant_plan(prob, dev).path);
+      nvdet::kernels::gemm_path_name(nvdet::kernels::gemm_invariant_plan(prob, dev).path);
   const std::string cores = "CUDA cores (fp32 accumulation)";
   const std::string vendor =
       "GEMM: cuBLASLt's heuristic (its choice is in each run's notes); "
@@ -76,7 +76,7 @@ std::vector<std::pair<std::string, std::string>> gpu_backend_paths() {
       {"cublaslt-nosplit", vendor},
       {"cuda-vendor-policy", vendor},
       {"cuda-invariant", "GEMM bf16/fp16: " + invariant_gemm + ", fp32: " +
-                             nvdet_kernels::gemm_path_name(nvdet_kernels::GemmPath::kFfma) +
+                             nvdet::kernels::gemm_path_name(nvdet::kernels::GemmPath::kFfma) +
                              "; other ops: " + cores},
       {"cuda-portable",
        "every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise equal "

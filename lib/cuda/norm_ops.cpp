@@ -11,6 +11,7 @@
 #include "kernels/rmsnorm.cuh"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/elem_type.h"
 #include "lib/ops/split_policies.h"
 
 namespace nvdet::cuda {
@@ -72,6 +73,7 @@ PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
   const int64_t rows = r.rows, d = r.d;
   check_rows("rmsnorm", rows, d);
   const DType dtype = r.dtype, out_dtype = r.out_dtype;
+  const kernels::ElemType in_t = elem_type(dtype), out_t = elem_type(out_dtype);
   const float eps = r.eps;
   const void* x = r.x;
   const void* w = r.weight;
@@ -84,10 +86,10 @@ PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
   }
 
   if (flavor == CudaFlavor::kInvariant) {
-    const RowPlan plan{kernels::rmsnorm_invariant_block_threads(d, dtype), 1};
+    const RowPlan plan{kernels::rmsnorm_invariant_block_threads(d, in_t), 1};
     add_notes(notes, "rmsnorm_invariant", plan);
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_rmsnorm_rows(dtype, out_dtype, x, w, out, rows, d, eps, plan.threads,
+      return kernels::launch_rmsnorm_rows(in_t, out_t, x, w, out, rows, d, eps, plan.threads,
                                           s);
     };
     return call;
@@ -98,12 +100,12 @@ PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
     float* ws = static_cast<float*>(
         ctx.workspace(kernels::rmsnorm_split_workspace_bytes(rows, plan.splits)));
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_rmsnorm_split_rows(dtype, out_dtype, x, w, out, rows, d, eps,
+      return kernels::launch_rmsnorm_split_rows(in_t, out_t, x, w, out, rows, d, eps,
                                                 plan.splits, plan.threads, ws, s);
     };
   } else {
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_rmsnorm_rows(dtype, out_dtype, x, w, out, rows, d, eps, plan.threads,
+      return kernels::launch_rmsnorm_rows(in_t, out_t, x, w, out, rows, d, eps, plan.threads,
                                           s);
     };
   }
@@ -115,17 +117,18 @@ PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
   const int64_t rows = args.x->dim(0), v = args.x->dim(1);
   check_rows("log_softmax", rows, v);
   const DType dtype = args.x->dtype(), out_dtype = args.out_dtype;
+  const kernels::ElemType in_t = elem_type(dtype), out_t = elem_type(out_dtype);
   const void* x = ctx.upload(*args.x);
   PreparedCall call;
   void* out = add_output(call, out_dtype, rows, v);
 
   if (flavor == CudaFlavor::kInvariant) {
-    const RowPlan plan{kernels::log_softmax_invariant_block_threads(v, dtype), 1};
-    const size_t stage = kernels::log_softmax_stage_bytes(dtype, out_dtype, v, plan.threads);
+    const RowPlan plan{kernels::log_softmax_invariant_block_threads(v, in_t), 1};
+    const size_t stage = kernels::log_softmax_stage_bytes(in_t, out_t, v, plan.threads);
     add_notes(notes, "log_softmax_invariant", plan);
     if (notes) (*notes)["stage_bytes"] = std::to_string(stage);
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_log_softmax_rows(dtype, out_dtype, x, out, rows, v, plan.threads,
+      return kernels::launch_log_softmax_rows(in_t, out_t, x, out, rows, v, plan.threads,
                                               stage, s);
     };
     return call;
@@ -137,12 +140,12 @@ PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
     float* ws = static_cast<float*>(
         ctx.workspace(kernels::log_softmax_split_workspace_bytes(rows, plan.splits)));
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_log_softmax_split_rows(dtype, out_dtype, x, out, rows, v, plan.splits,
+      return kernels::launch_log_softmax_split_rows(in_t, out_t, x, out, rows, v, plan.splits,
                                                     plan.threads, ws, s);
     };
   } else {
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_log_softmax_rows(dtype, out_dtype, x, out, rows, v, plan.threads, 0,
+      return kernels::launch_log_softmax_rows(in_t, out_t, x, out, rows, v, plan.threads, 0,
                                               s);
     };
   }

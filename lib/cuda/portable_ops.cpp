@@ -7,6 +7,7 @@
 #include "kernels/portable.cuh"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
+#include "lib/cuda/elem_type.h"
 #include "lib/ops/split_policies.h"
 
 namespace nvdet::cuda {
@@ -14,17 +15,7 @@ namespace {
 
 using kernels::PortableType;
 
-PortableType portable_type(DType t) {
-  switch (t) {
-    case DType::kBF16:
-      return PortableType::kBF16;
-    case DType::kFP16:
-      return PortableType::kFP16;
-    case DType::kFP32:
-      break;
-  }
-  return PortableType::kFP32;
-}
+PortableType portable_type(DType t) { return elem_type(t); }
 
 void* add_output(PreparedCall& call, DType out_dtype, std::vector<int64_t> shape) {
   int64_t n = 1;

@@ -4,7 +4,8 @@
 # the frontend's headers (cudnn_frontend.h: the include/ folder of the nvidia-cudnn-frontend
 # wheel, which .ci/install-deps unpacks). When either is missing the backend is still listed, as
 # unavailable with one sentence why; the build never fails for it.
-# Included from lib/CMakeLists.txt after nvdet_lib is defined, only when the CUDA backends are.
+# Included from lib/CMakeLists.txt after the cuda folder, only when the CUDA backends are built:
+# defines the folder's target, nvdet_cudnn.
 set(NVDET_CUDNN AUTO CACHE STRING "Build the cudnn backend: AUTO (when headers are found) or OFF")
 set_property(CACHE NVDET_CUDNN PROPERTY STRINGS AUTO OFF)
 set(NVDET_CUDNN_FRONTEND_INCLUDE_DIR "" CACHE PATH
@@ -40,14 +41,13 @@ if(_nvdet_cudnn_reason STREQUAL "")
   set(_cudnn_sources ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_backend.cpp
                      ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_graphs.cpp
                      ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_library.cpp)
-  target_sources(nvdet_lib PRIVATE ${_cudnn_sources})
+  nvdet_layer(cudnn DEPS cuda SOURCES ${_cudnn_sources} LIBS CUDA::cudart ${CMAKE_DL_LIBS})
   # The frontend's headers are third-party: -isystem keeps their warnings out of ours. Its bundled
   # JSON library stays out (nvdet uses the system nlohmann-json elsewhere; two copies would clash).
-  set_source_files_properties(${_cudnn_sources} TARGET_DIRECTORY nvdet_lib PROPERTIES
+  set_source_files_properties(${_cudnn_sources} TARGET_DIRECTORY nvdet_cudnn PROPERTIES
     COMPILE_OPTIONS "-isystem${NVDET_CUDNN_FRONTEND_HEADER_DIR};-isystem${NVDET_CUDNN_INCLUDE_DIR}"
     COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING;CUDNN_FRONTEND_SKIP_JSON_LIB")
-  target_link_libraries(nvdet_lib PRIVATE ${CMAKE_DL_LIBS})
-  target_compile_definitions(nvdet_lib PUBLIC NVDET_WITH_CUDNN=1)
+  target_compile_definitions(nvdet_build_facts INTERFACE NVDET_WITH_CUDNN=1)
 else()
   message(STATUS "nvdet: cudnn backend OFF: ${_nvdet_cudnn_reason}")
   # The sentence goes through a generated header: a define would split it at ';'.
@@ -55,7 +55,6 @@ else()
   set(_reason_dir ${CMAKE_CURRENT_BINARY_DIR}/cudnn_generated)
   file(CONFIGURE OUTPUT ${_reason_dir}/cudnn_unavailable_reason.h
        CONTENT "#define NVDET_CUDNN_UNAVAILABLE_REASON \"@_reason_text@\"\n" @ONLY)
-  target_sources(nvdet_lib PRIVATE ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_unavailable.cpp)
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_unavailable.cpp
-    TARGET_DIRECTORY nvdet_lib PROPERTIES COMPILE_OPTIONS "-I${_reason_dir}")
+  nvdet_layer(cudnn DEPS cuda SOURCES ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_unavailable.cpp)
+  target_include_directories(nvdet_cudnn PRIVATE ${_reason_dir})
 endif()

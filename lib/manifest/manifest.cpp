@@ -18,9 +18,9 @@
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 #include "lib/report/json_report.h"
-#include "lib/tensorio/nvdet_dump.h"
+#include "lib/runner/nvdet_dump.h"
 #include "lib/tensorio/safetensors.h"
 
 namespace nvdet {

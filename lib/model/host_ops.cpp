@@ -119,8 +119,8 @@ HostTensor swiglu(const HostTensor& gate_up) {
       const float u = load(gate_up.data(), t, r * 2 * inter + inter + j);
       // portable::exp, not std::exp: the device decoder (kernels/decode_elementwise.cu) computes
       // the same expression with the same exp, and no libm exp is bitwise equal to CUDA's.
-      const float silu = portable::div(g, portable::add(1.0f, portable::exp(-g)));
-      store(o, t, r * inter + j, portable::mul(silu, u));
+      const float silu = kernels::portable::div(g, kernels::portable::add(1.0f, kernels::portable::exp(-g)));
+      store(o, t, r * inter + j, kernels::portable::mul(silu, u));
     }
   }
   return out;

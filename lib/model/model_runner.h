@@ -6,7 +6,7 @@
 
 #include "lib/model/decoder.h"
 #include "lib/model/prompts.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 
 namespace nvdet {
 

@@ -3,9 +3,12 @@
 // prompt), its completion the generated ids, and its trace one XXH3-128 hash per intermediate
 // tensor of that request (its rows only) per (step, layer, op), so the runner can name the first
 // op whose bits parted (decoder.h lists the ops and their order).
+#include <algorithm>
 #include <cmath>
 
+#include "lib/model/checkpoint.h"
 #include "lib/model/model_runner.h"
+#include "lib/workloads/footprint.h"
 #include "lib/workloads/workload.h"
 
 namespace nvdet {
@@ -78,6 +81,33 @@ class ModelWorkload final : public Workload {
 
 std::unique_ptr<Workload> make_model_workload(const Scenario& s) {
   return std::make_unique<ModelWorkload>(s);
+}
+
+Footprint model_footprint(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  double hidden = m.hidden, layers = m.layers, heads = m.num_heads, kv_heads = m.num_kv_heads,
+         inter = m.intermediate, vocab = m.vocab;
+  double head_dim = m.head_dim ? m.head_dim : (m.num_heads ? m.hidden / m.num_heads : 0);
+  if (!m.checkpoint.empty()) {
+    const ModelConfig c = read_hf_config(m.checkpoint);
+    hidden = c.hidden, layers = c.layers, heads = c.num_heads, kv_heads = c.num_kv_heads,
+    inter = c.intermediate, vocab = c.vocab, head_dim = c.head_dim;
+  }
+  double prompt = m.prompt_len;
+  for (const auto& pr : m.prompts) prompt = std::max(prompt, static_cast<double>(pr.size()));
+  prompt = axis_max(s, "prompt_len", prompt);
+  const double new_tokens = axis_max(s, "max_new_tokens", m.max_new_tokens);
+  const double batch = batch_max(s), in = dtype_bytes(s.dtype);
+  const double q = heads * head_dim, kv = kv_heads * head_dim;
+  Footprint p;
+  const double per_layer = hidden * (q + 2 * kv) + q * hidden + 3 * inter * hidden + 2 * hidden;
+  p.weights = (2 * vocab * hidden + layers * per_layer + hidden) * in;  // embed + LM head
+  p.kv = batch * (prompt + new_tokens) * layers * 2 * kv * in;
+  p.inputs = batch * prompt * hidden * in;
+  p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows
+  // Activations of one prefill pass in fp32: residual, q/k/v, MLP (gate and up), logits row.
+  p.workspace = batch * prompt * (2 * hidden + q + 2 * kv + 2 * inter) * 4 + batch * vocab * 4;
+  return p;
 }
 
 }  // namespace nvdet

@@ -200,6 +200,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::kLogSoftmax: return "log_softmax";
     case OpKind::kAttentionDecode: return "attention_decode";
     case OpKind::kAttentionPrefill: return "attention_prefill";
+    case OpKind::kModel: return "model";
   }
   return "?";
 }

@@ -10,12 +10,9 @@
 #include <vector>
 
 #include "lib/core/tensor.h"
+#include "lib/ops/op_kind.h"
 
 namespace nvdet {
-
-enum class OpKind { kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill };
-
-std::string_view op_name(OpKind op);  // "gemm", "rmsnorm", "log_softmax", ...
 
 // out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]). `w` is stored as nn.Linear stores weights:
 // [n, k], K contiguous (a "TN" GEMM in BLAS terms). a, w and bias share one dtype.

@@ -16,7 +16,7 @@
 namespace nvdet::cpu {
 namespace {
 
-namespace pt = nvdet::portable;
+namespace pt = nvdet::kernels::portable;
 
 // fp32 values to a tensor of `dtype` with the portable rounding (canonical NaN included).
 HostTensor portable_output(DType dtype, std::vector<int64_t> shape, const std::vector<float>& v) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/verdict.h"
 #include "lib/scenario/typo_hint.h"
@@ -42,7 +43,7 @@ ScenarioSummary summarize(const Scenario& s, const Workload& w) {
   m.name = s.name;
   m.path = s.path;
   m.description = s.description;
-  m.op = std::string(scenario_op_name(s.op));
+  m.op = std::string(op_name(s.op));
   m.dtype = std::string(dtype_name(s.dtype));
   m.out_dtype = std::string(dtype_name(s.out_dtype));
   m.seed = s.seed;
@@ -211,20 +212,6 @@ class BackendAudit {
   std::optional<Divergence> first_divergence_;
 };
 
-// The ops a scenario's workload calls: its own op, or all of them for a model.
-std::vector<OpKind> ops_used_by(ScenarioOp op) {
-  switch (op) {
-    case ScenarioOp::kGemm: return {OpKind::kGemm};
-    case ScenarioOp::kRmsNorm: return {OpKind::kRmsNorm};
-    case ScenarioOp::kLogSoftmax: return {OpKind::kLogSoftmax};
-    case ScenarioOp::kAttentionDecode: return {OpKind::kAttentionDecode};
-    case ScenarioOp::kAttentionPrefill: return {OpKind::kAttentionPrefill};
-    case ScenarioOp::kModel:
-      return {OpKind::kGemm, OpKind::kRmsNorm, OpKind::kAttentionDecode, OpKind::kAttentionPrefill};
-  }
-  return {};
-}
-
 }  // namespace
 
 std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names) {
@@ -268,7 +255,7 @@ void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& sp
 
 Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
   Support device_refusal;
-  for (OpKind op : ops_used_by(s.op)) {
+  for (OpKind op : op_spec(s.op).uses) {
     Support answer = backend_supports(name, op, s.dtype, device);
     if (answer.status == Support::Status::kUnsupportedOp) return answer;
     if (!answer.ok() && device_refusal.ok()) device_refusal = std::move(answer);

@@ -7,7 +7,7 @@
 
 #include "lib/runner/audit_result.h"
 #include "lib/runner/budget.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/workloads/workload.h"
 
 namespace nvdet {

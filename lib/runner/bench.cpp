@@ -5,6 +5,7 @@
 #include <map>
 
 #include "lib/core/error.h"
+#include "lib/loader/op_table.h"
 #include "lib/runner/audit.h"
 #include "lib/scenario/typo_hint.h"
 #include "lib/workloads/workload.h"
@@ -29,7 +30,7 @@ Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
 
 // The vendor kernel users actually run: cuDNN's SDPA for attention, cuBLAS for GEMM.
 std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::string& requested,
-                          ScenarioOp op) {
+                          OpKind op) {
   if (!requested.empty()) {
     for (const BackendSpec& s : specs) {
       if (s.name == requested) return requested;
@@ -39,8 +40,7 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
     throw_input_error("--baseline '" + requested + "'" + typo_hint(requested, names) +
                       " is not among the backends being timed");
   }
-  const bool attention = op == ScenarioOp::kAttentionDecode || op == ScenarioOp::kAttentionPrefill;
-  for (const char* preferred : {attention ? "cudnn" : "cublas", "cublas"}) {
+  for (const std::string& preferred : {op_spec(op).bench_baseline, std::string("cublas")}) {
     for (const BackendSpec& s : specs) {
       if (s.name == preferred) return s.name;
     }
@@ -70,7 +70,7 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   std::unique_ptr<Workload> workload = make_workload(s);
   BenchResult result;
   result.scenario = s.name;
-  result.op = std::string(scenario_op_name(s.op));
+  result.op = std::string(op_name(s.op));
   result.dtype = std::string(dtype_name(s.dtype));
   result.baseline = pick_baseline(specs, options.baseline, s.op);
   result.system = collect_system_info();

@@ -7,7 +7,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/system_info.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {

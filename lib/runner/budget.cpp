@@ -8,130 +8,25 @@
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/core/host_memory.h"
-#include "lib/model/checkpoint.h"
+#include "lib/loader/op_table.h"
 
 namespace nvdet {
 namespace {
 
-double bytes_of(DType t) { return static_cast<double>(dtype_size(t)); }
-
-// The largest integer an axis takes, or `fallback` when the scenario does not sweep it (or sweeps
-// it only with words such as 'whole' or 'same').
-double axis_max(const Scenario& s, std::string_view axis, double fallback) {
-  for (const SweepAxis& a : s.sweep) {
-    if (a.name != axis) continue;
-    double best = -1;
-    for (const AxisValue& v : a.values)
-      if (const auto* i = std::get_if<int64_t>(&v)) best = std::max(best, static_cast<double>(*i));
-    return best < 0 ? fallback : std::max(best, fallback);
-  }
-  return fallback;
-}
-
-// Without a batch axis the batch is exactly the probed requests.
-double batch_max(const Scenario& s) {
-  const double probed = static_cast<double>(std::max<size_t>(s.requests.size(), 1));
-  for (const SweepAxis& a : s.sweep)
-    if (a.name == "batch") return axis_max(s, "batch", probed);
-  return probed;
-}
-
-struct Parts {
-  double inputs = 0, weights = 0, kv = 0, outputs = 0, workspace = 0;
-  double total() const { return inputs + weights + kv + outputs + workspace; }
-  std::string text() const {
-    std::vector<std::string> items;
-    const auto add = [&](const char* name, double b) {
-      if (b > 0) items.push_back(fmt::format("{} {}", name, byte_size_text(b)));
-    };
-    add("inputs", inputs);
-    add("weights", weights);
-    add("KV cache", kv);
-    add("outputs", outputs);
-    add("fp32 workspace", workspace);
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-    return out;
-  }
-};
-
-Parts row_op_parts(const Scenario& s) {
-  Parts p;
-  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
-  const double in = bytes_of(s.dtype), out = bytes_of(s.out_dtype);
-  switch (s.op) {
-    case ScenarioOp::kGemm:
-      p.inputs = rows * static_cast<double>(s.k) * in;
-      p.weights = static_cast<double>(s.n) * static_cast<double>(s.k) * in +
-                  (s.bias ? static_cast<double>(s.n) * in : 0);
-      p.outputs = rows * static_cast<double>(s.n) * out;
-      p.workspace = rows * static_cast<double>(s.n) * 4;  // fp32 accumulators / split-K partials
-      break;
-    case ScenarioOp::kRmsNorm:
-      p.inputs = rows * static_cast<double>(s.d) * in;
-      p.weights = static_cast<double>(s.d) * in;
-      p.outputs = rows * static_cast<double>(s.d) * out;
-      p.workspace = rows * 4;
-      break;
-    default:  // log_softmax
-      p.inputs = rows * static_cast<double>(s.v) * in;
-      p.outputs = rows * static_cast<double>(s.v) * out;
-      p.workspace = rows * static_cast<double>(s.v) * 4;
-      break;
-  }
-  return p;
-}
-
-Parts attention_parts(const Scenario& s) {
-  Parts p;
-  const AttentionShape& a = s.attention;
-  const double batch = batch_max(s), in = bytes_of(s.dtype), out = bytes_of(s.out_dtype);
-  const double q_row = static_cast<double>(a.num_heads) * a.head_dim;
-  const double kv_row = 2.0 * a.num_kv_heads * a.head_dim;  // K and V
-  if (s.op == ScenarioOp::kAttentionDecode) {
-    const double kv_len = axis_max(s, "kv_len", a.kv_len);
-    const double filler = axis_max(s, "filler_kv_len", a.filler_kv_len < 0 ? kv_len : a.filler_kv_len);
-    const double tokens = std::max(kv_len, filler) * batch;
-    p.kv = tokens * kv_row * in;
-    p.inputs = batch * q_row * in;
-    p.outputs = batch * q_row * out;
-    const double splits = std::max(axis_max(s, "num_splits", 0), 64.0);
-    p.workspace = batch * splits * (q_row + a.num_heads) * 4;  // split partials and their maxima
-  } else {
-    const double prompt = axis_max(s, "prompt_len", s.prefill.prompt_len);
-    p.kv = batch * prompt * kv_row * in;
-    p.inputs = batch * prompt * q_row * in;
-    p.outputs = batch * prompt * q_row * out;
-    p.workspace = batch * prompt * a.num_heads * 4 * 2;  // running maxima and sums
-  }
-  return p;
-}
-
-Parts model_parts(const Scenario& s) {
-  const ModelSpec& m = s.model;
-  double hidden = m.hidden, layers = m.layers, heads = m.num_heads, kv_heads = m.num_kv_heads,
-         inter = m.intermediate, vocab = m.vocab;
-  double head_dim = m.head_dim ? m.head_dim : (m.num_heads ? m.hidden / m.num_heads : 0);
-  if (!m.checkpoint.empty()) {
-    const ModelConfig c = read_hf_config(m.checkpoint);
-    hidden = c.hidden, layers = c.layers, heads = c.num_heads, kv_heads = c.num_kv_heads,
-    inter = c.intermediate, vocab = c.vocab, head_dim = c.head_dim;
-  }
-  double prompt = m.prompt_len;
-  for (const auto& pr : m.prompts) prompt = std::max(prompt, static_cast<double>(pr.size()));
-  prompt = axis_max(s, "prompt_len", prompt);
-  const double new_tokens = axis_max(s, "max_new_tokens", m.max_new_tokens);
-  const double batch = batch_max(s), in = bytes_of(s.dtype);
-  const double q = heads * head_dim, kv = kv_heads * head_dim;
-  Parts p;
-  const double per_layer = hidden * (q + 2 * kv) + q * hidden + 3 * inter * hidden + 2 * hidden;
-  p.weights = (2 * vocab * hidden + layers * per_layer + hidden) * in;  // embed + LM head
-  p.kv = batch * (prompt + new_tokens) * layers * 2 * kv * in;
-  p.inputs = batch * prompt * hidden * in;
-  p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows
-  // Activations of one prefill pass in fp32: residual, q/k/v, MLP (gate and up), logits row.
-  p.workspace = batch * prompt * (2 * hidden + q + 2 * kv + 2 * inter) * 4 + batch * vocab * 4;
-  return p;
+// "inputs 16.0 GiB, KV cache 1.0 GiB, ...": the parts that are not zero.
+std::string footprint_text(const Footprint& p) {
+  std::vector<std::string> items;
+  const auto add = [&](const char* name, double b) {
+    if (b > 0) items.push_back(fmt::format("{} {}", name, byte_size_text(b)));
+  };
+  add("inputs", p.inputs);
+  add("weights", p.weights);
+  add("KV cache", p.kv);
+  add("outputs", p.outputs);
+  add("fp32 workspace", p.workspace);
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
 }
 
 }  // namespace
@@ -170,18 +65,10 @@ ScenarioEstimate estimate_scenario(const Scenario& s) {
     e.contexts_product += fmt::format("{}{} {}", e.contexts_product.empty() ? "" : " x ",
                                       a.values.size(), a.name);
   }
-  Parts p;
-  switch (s.op) {
-    case ScenarioOp::kGemm:
-    case ScenarioOp::kRmsNorm:
-    case ScenarioOp::kLogSoftmax: p = row_op_parts(s); break;
-    case ScenarioOp::kAttentionDecode:
-    case ScenarioOp::kAttentionPrefill: p = attention_parts(s); break;
-    case ScenarioOp::kModel: p = model_parts(s); break;
-  }
+  const Footprint p = op_spec(s.op).footprint(s);
   e.host_bytes = p.total();
   e.device_bytes = p.total();
-  e.breakdown = p.text();
+  e.breakdown = footprint_text(p);
   return e;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // A scenario: what to run (op or model, shapes, dtype, seed), which requests to probe, the sweep
 // axes whose cartesian product makes the contexts, and the backends with their expectations.
-// Loaded from YAML by load_scenario() (scenario_loader.cpp, the only file that includes
+// Loaded from YAML by load_scenario() (lib/loader/scenario_loader.cpp, the only file that includes
 // yaml-cpp), which validates everything and reports problems as `file:line:column: sentence`.
 #include <cstdint>
 #include <map>
@@ -12,11 +12,9 @@
 
 #include "lib/core/dtype.h"
 #include "lib/core/error.h"
+#include "lib/ops/op_kind.h"
 
 namespace nvdet {
-
-enum class ScenarioOp { kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill, kModel };
-std::string_view scenario_op_name(ScenarioOp op);
 
 enum class Expectation {
   kInvariant,  // any divergence fails the audit
@@ -36,7 +34,7 @@ using AxisValue = std::variant<int64_t, std::string>;
 std::string axis_value_string(const AxisValue& v);
 
 struct SweepAxis {
-  std::string name;  // one of known_axes() valid for the op
+  std::string name;  // one of known_axes() that the op accepts (its OpSpec::axes)
   std::vector<AxisValue> values;
   SourceLocation where;
 };
@@ -88,7 +86,7 @@ struct Scenario {
   std::string path;  // as given on the command line
   std::string name;
   std::string description;
-  ScenarioOp op = ScenarioOp::kGemm;
+  OpKind op = OpKind::kGemm;
   DType dtype = DType::kBF16;
   DType out_dtype = DType::kBF16;  // default: same as dtype
 
@@ -113,10 +111,10 @@ struct Scenario {
   std::vector<BackendSpec> backends;
 };
 
-// The sweep axes nvdet knows, with the ops each applies to and one line of help (nvdet list).
+// The sweep axes nvdet knows, with one line of help (nvdet list). Which ops take an axis is the
+// op table's business (OpSpec::axes).
 struct AxisDescription {
   std::string name;
-  std::vector<ScenarioOp> ops;
   std::string help;
   // True when the axis changes the request itself (its KV length, prompt, token count, the
   // invariant plan's split size): contexts that differ in such an axis are different
@@ -125,14 +123,5 @@ struct AxisDescription {
   bool defines_request = false;
 };
 const std::vector<AxisDescription>& known_axes();
-
-// Loads and validates a scenario file. Throws Error(kBadInput) with `file:line:column: sentence`.
-Scenario load_scenario(const std::string& path);
-// Loads every file named on one command line; two scenarios with one name are bad input, since
-// their `outputs` ("reports and manifest entries") would overwrite each other.
-std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths,
-                                     const std::string& outputs);
-// Same, from text (tests); `path` is used in messages.
-Scenario parse_scenario(const std::string& yaml_text, const std::string& path);
 
 }  // namespace nvdet

@@ -15,7 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/core/host_memory.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 
 namespace nvdet {
 namespace {

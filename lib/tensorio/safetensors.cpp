@@ -16,7 +16,7 @@
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 
 namespace nvdet {
 

@@ -5,6 +5,7 @@
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/workloads/batch_layout.h"
+#include "lib/workloads/footprint.h"
 #include "lib/workloads/paged_kv_builder.h"
 #include "lib/workloads/workload.h"
 
@@ -259,6 +260,38 @@ std::unique_ptr<Workload> make_attention_decode_workload(const Scenario& s) {
 }
 std::unique_ptr<Workload> make_attention_prefill_workload(const Scenario& s) {
   return std::make_unique<AttentionPrefillWorkload>(s);
+}
+
+Footprint attention_decode_footprint(const Scenario& s) {
+  Footprint p;
+  const AttentionShape& a = s.attention;
+  const double batch = batch_max(s), in = dtype_bytes(s.dtype), out = dtype_bytes(s.out_dtype);
+  const double q_row = static_cast<double>(a.num_heads) * a.head_dim;
+  const double kv_row = 2.0 * a.num_kv_heads * a.head_dim;  // K and V
+  const double kv_len = axis_max(s, "kv_len", a.kv_len);
+  const double filler =
+      axis_max(s, "filler_kv_len", a.filler_kv_len < 0 ? kv_len : a.filler_kv_len);
+  const double tokens = std::max(kv_len, filler) * batch;
+  p.kv = tokens * kv_row * in;
+  p.inputs = batch * q_row * in;
+  p.outputs = batch * q_row * out;
+  const double splits = std::max(axis_max(s, "num_splits", 0), 64.0);
+  p.workspace = batch * splits * (q_row + a.num_heads) * 4;  // split partials and their maxima
+  return p;
+}
+
+Footprint attention_prefill_footprint(const Scenario& s) {
+  Footprint p;
+  const AttentionShape& a = s.attention;
+  const double batch = batch_max(s), in = dtype_bytes(s.dtype), out = dtype_bytes(s.out_dtype);
+  const double q_row = static_cast<double>(a.num_heads) * a.head_dim;
+  const double kv_row = 2.0 * a.num_kv_heads * a.head_dim;  // K and V
+  const double prompt = axis_max(s, "prompt_len", s.prefill.prompt_len);
+  p.kv = batch * prompt * kv_row * in;
+  p.inputs = batch * prompt * q_row * in;
+  p.outputs = batch * prompt * q_row * out;
+  p.workspace = batch * prompt * a.num_heads * 4 * 2;  // running maxima and sums
+  return p;
 }
 
 }  // namespace nvdet

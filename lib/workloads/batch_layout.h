@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {

@@ -2,6 +2,7 @@
 // Weights are N(0, 1/sqrt(k)) so outputs stay O(1) at any k.
 #include <cmath>
 
+#include "lib/workloads/footprint.h"
 #include "lib/workloads/row_workload.h"
 
 namespace nvdet {
@@ -43,6 +44,18 @@ class GemmWorkload final : public RowWorkload {
 
 std::unique_ptr<Workload> make_gemm_workload(const Scenario& s) {
   return std::make_unique<GemmWorkload>(s);
+}
+
+Footprint gemm_footprint(const Scenario& s) {
+  Footprint p;
+  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
+  const double in = dtype_bytes(s.dtype), out = dtype_bytes(s.out_dtype);
+  p.inputs = rows * static_cast<double>(s.k) * in;
+  p.weights = static_cast<double>(s.n) * static_cast<double>(s.k) * in +
+              (s.bias ? static_cast<double>(s.n) * in : 0);
+  p.outputs = rows * static_cast<double>(s.n) * out;
+  p.workspace = rows * static_cast<double>(s.n) * 4;  // fp32 accumulators / split-K partials
+  return p;
 }
 
 }  // namespace nvdet

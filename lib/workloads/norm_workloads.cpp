@@ -1,4 +1,5 @@
 // rmsnorm and log_softmax: one reduction per row over the row length.
+#include "lib/workloads/footprint.h"
 #include "lib/workloads/row_workload.h"
 
 namespace nvdet {
@@ -56,6 +57,25 @@ std::unique_ptr<Workload> make_rmsnorm_workload(const Scenario& s) {
 }
 std::unique_ptr<Workload> make_log_softmax_workload(const Scenario& s) {
   return std::make_unique<LogSoftmaxWorkload>(s);
+}
+
+Footprint rmsnorm_footprint(const Scenario& s) {
+  Footprint p;
+  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
+  p.inputs = rows * static_cast<double>(s.d) * dtype_bytes(s.dtype);
+  p.weights = static_cast<double>(s.d) * dtype_bytes(s.dtype);
+  p.outputs = rows * static_cast<double>(s.d) * dtype_bytes(s.out_dtype);
+  p.workspace = rows * 4;
+  return p;
+}
+
+Footprint log_softmax_footprint(const Scenario& s) {
+  Footprint p;
+  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
+  p.inputs = rows * static_cast<double>(s.v) * dtype_bytes(s.dtype);
+  p.outputs = rows * static_cast<double>(s.v) * dtype_bytes(s.out_dtype);
+  p.workspace = rows * static_cast<double>(s.v) * 4;
+  return p;
 }
 
 }  // namespace nvdet

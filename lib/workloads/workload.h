@@ -9,7 +9,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/hash/hash.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -49,10 +49,8 @@ class Workload {
   virtual std::unique_ptr<BenchCase> bench_case(const Context& context) = 0;
 };
 
-// Throws Error(kBadInput) for contexts the op cannot take (found before any backend runs).
-std::unique_ptr<Workload> make_workload(const Scenario& s);
-
-// Per-op factories (one file each).
+// Per-op factories (one file each; the op table, lib/loader/op_table.h, names them). Each throws
+// Error(kBadInput) for contexts the op cannot take (found before any backend runs).
 std::unique_ptr<Workload> make_gemm_workload(const Scenario& s);
 std::unique_ptr<Workload> make_rmsnorm_workload(const Scenario& s);
 std::unique_ptr<Workload> make_log_softmax_workload(const Scenario& s);

@@ -13,6 +13,7 @@
 #include "lib/core/json_input.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/checkpoint.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"

@@ -1,4 +1,4 @@
-#include "lib/scenario/yaml_guard.h"
+#include "lib/loader/yaml_guard.h"
 
 #include "lib/core/bounded_file.h"
 #include "lib/core/error.h"

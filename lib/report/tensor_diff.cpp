@@ -1,4 +1,4 @@
-#include "lib/tensorio/tensor_diff.h"
+#include "lib/report/tensor_diff.h"
 
 #include <fmt/format.h>
 

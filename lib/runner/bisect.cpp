@@ -1,4 +1,4 @@
-#include "lib/model/bisect.h"
+#include "lib/runner/bisect.h"
 
 #include <fmt/format.h>
 
@@ -11,10 +11,11 @@
 #include "lib/backend/backend.h"
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
+#include "lib/loader/op_table.h"
 #include "lib/model/model_runner.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/completion_compare.h"
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 
 namespace nvdet {
 namespace {
@@ -36,15 +37,7 @@ class Capture final : public TensorObserver {
   std::vector<Captured> entries;
 };
 
-bool is_model_axis(const std::string& name) {
-  for (const AxisDescription& a : known_axes()) {
-    if (a.name != name) continue;
-    for (ScenarioOp op : a.ops) {
-      if (op == ScenarioOp::kModel) return true;
-    }
-  }
-  return false;
-}
+bool is_model_axis(const std::string& name) { return op_spec(OpKind::kModel).accepts_axis(name); }
 
 std::string model_axes_list() {
   std::string out;
@@ -260,9 +253,9 @@ std::string cell_text(double v) {
 }  // namespace
 
 BisectResult run_bisect(const Scenario& s, const BisectOptions& options) {
-  if (s.op != ScenarioOp::kModel) {
+  if (s.op != OpKind::kModel) {
     throw_input_error(s.path + ": nvdet bisect needs a model scenario (op: model), this one is op " +
-                      std::string(scenario_op_name(s.op)));
+                      std::string(op_name(s.op)));
   }
   Bisector b(s, options);
   return b.run();

@@ -1,4 +1,4 @@
-#include "lib/report/atomic_file.h"
+#include "lib/core/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "lib/scenario/prompts_file.h"
+#include "lib/loader/prompts_file.h"
 
 #include <charconv>
 #include <sstream>

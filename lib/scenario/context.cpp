@@ -1,4 +1,4 @@
-#include "lib/runner/context.h"
+#include "lib/scenario/context.h"
 
 #include <map>
 
@@ -45,7 +45,7 @@ std::vector<Context> expand_contexts(const Scenario& s) {
   for (;;) {
     Context c;
     c.index = static_cast<int>(out.size());
-    c.id = std::string(scenario_op_name(s.op)) + "(";
+    c.id = std::string(op_name(s.op)) + "(";
     for (size_t a = 0; a < s.sweep.size(); ++a) {
       const AxisValue& v = s.sweep[a].values[digit[a]];
       c.values.emplace_back(s.sweep[a].name, v);

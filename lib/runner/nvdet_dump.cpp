@@ -1,4 +1,4 @@
-#include "lib/tensorio/nvdet_dump.h"
+#include "lib/runner/nvdet_dump.h"
 
 #include <cctype>
 #include <cstdio>

@@ -7,12 +7,14 @@
 //
 //   name: gemm-batch-sweep        required; letters, digits, '.', '_', '-' (used in report names)
 //   description: "..."            optional string
-//   op: gemm                      required: gemm | rmsnorm | log_softmax | attention_decode |
+//   op: gemm                      required: a name from the op table (lib/loader/op_table.h):
+//                                 gemm | rmsnorm | log_softmax | attention_decode |
 //                                 attention_prefill | model
 //   dtype: bf16                   required: bf16 | fp16 | fp32
 //   out_dtype: fp32               optional, default = dtype
-//   shape: {n: 4096, k: 4096}     gemm {n, k}, rmsnorm {d}, log_softmax {v}; required for those
-//                                 ops, all keys required; each 1 .. 2^24
+//   shape: {n: 4096, k: 4096}     the op's OpSpec::shape keys: gemm {n, k}, rmsnorm {d},
+//                                 log_softmax {v}; required for those ops, all keys required;
+//                                 each 1 .. 2^24
 //   tokens: 1                     gemm/rmsnorm/log_softmax: rows per request (default 1)
 //   bias: false                   gemm only
 //   tf32: false                   gemm only, and only with dtype fp32
@@ -46,6 +48,9 @@
 //     cpu-invariant: invariant    or name -> {expect: ...}. Names are not checked against the
 //     cpu-variant: {expect: variant}  registry here (the runner does that).
 //
+// Keys that only some ops take (shape, tokens, bias, tf32, eps, attention, prefill, model) are
+// refused for the others, as the op table's OpSpec::keys say; so are sweep axes (OpSpec::axes).
+//
 // Cross-field checks: every batch must hold all probed requests (with no batch axis the batch is
 // exactly the probed requests); an integer position p needs p + requests <= the smallest batch;
 // prefix_len < prompt_len across both axes; tf32 only with fp32.
@@ -61,6 +66,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -70,10 +76,11 @@
 
 #include "lib/core/bounded_file.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/scenario/prompts_file.h"
-#include "lib/scenario/scenario.h"
+#include "lib/loader/op_table.h"
+#include "lib/loader/prompts_file.h"
+#include "lib/loader/scenario_loader.h"
+#include "lib/loader/yaml_guard.h"
 #include "lib/scenario/typo_hint.h"
-#include "lib/scenario/yaml_guard.h"
 
 namespace nvdet {
 namespace {
@@ -102,22 +109,6 @@ std::string ordinal(size_t i) {
                        : n % 10 == 3                    ? "rd"
                                                         : "th";
   return std::to_string(n) + suffix;
-}
-
-const std::vector<std::pair<std::string, ScenarioOp>>& op_names() {
-  static const std::vector<std::pair<std::string, ScenarioOp>> ops = {
-      {"gemm", ScenarioOp::kGemm},
-      {"rmsnorm", ScenarioOp::kRmsNorm},
-      {"log_softmax", ScenarioOp::kLogSoftmax},
-      {"attention_decode", ScenarioOp::kAttentionDecode},
-      {"attention_prefill", ScenarioOp::kAttentionPrefill},
-      {"model", ScenarioOp::kModel},
-  };
-  return ops;
-}
-
-bool is_row_op(ScenarioOp op) {
-  return op == ScenarioOp::kGemm || op == ScenarioOp::kRmsNorm || op == ScenarioOp::kLogSoftmax;
 }
 
 // ---- the parser -------------------------------------------------------------------------------
@@ -185,7 +176,7 @@ class ScenarioParser {
 
   // -- sections
   void parse_op_and_types(const Field& op, const Field& dtype, const Field* out_dtype, Scenario& s);
-  void check_op_scoped_keys(const std::vector<Field>& top, ScenarioOp op);
+  void check_op_scoped_keys(const std::vector<Field>& top, const OpSpec& op);
   void parse_shape(const Field& f, Scenario& s);
   void parse_attention(const Field& f, Scenario& s);
   void parse_prefill(const Field& f, Scenario& s);
@@ -391,9 +382,10 @@ Scenario ScenarioParser::parse(const std::string& text) {
   if (const Field* f = find(top, "description")) s.description = string(*f);
 
   parse_op_and_types(require("op"), require("dtype"), find(top, "out_dtype"), s);
-  check_op_scoped_keys(top, s.op);
+  const OpSpec& spec = op_spec(s.op);
+  check_op_scoped_keys(top, spec);
 
-  if (is_row_op(s.op)) {
+  if (!spec.shape.empty()) {
     parse_shape(require("shape"), s);
     if (const Field* f = find(top, "tokens"))
       s.tokens = static_cast<int32_t>(integer_in(*f, 1, kMaxDim));
@@ -406,7 +398,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
   if (const Field* f = find(top, "eps")) s.eps = static_cast<float>(positive_real(*f));
   if (const Field* f = find(top, "attention")) parse_attention(*f, s);
   if (const Field* f = find(top, "prefill")) parse_prefill(*f, s);
-  if (s.op == ScenarioOp::kModel) {
+  if (spec.accepts_key("model")) {
     s.model.where = at(root);
     if (const Field* f = find(top, "model")) parse_model(*f, s);
   }
@@ -426,12 +418,10 @@ void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const 
                                         Scenario& s) {
   const std::string word = string(op);
   std::vector<std::string> names;
-  bool found = false;
-  for (const auto& [n, value] : op_names()) {
-    names.push_back(n);
-    if (n == word) s.op = value, found = true;
-  }
-  if (!found)
+  for (const OpSpec& spec : op_table()) names.emplace_back(spec.name());
+  const OpSpec* spec = find_op(word);
+  if (spec) s.op = spec->kind;
+  if (!spec)
     fail(op,
          "unknown op '" + excerpt(word) + "'" + typo_hint(word, names) + "; expected " + join(names, " | "));
   s.dtype = dtype(dt);
@@ -439,62 +429,31 @@ void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const 
 }
 
 // Keys that only make sense for some ops are refused elsewhere, so that a scenario never carries
-// settings that silently do nothing.
-void ScenarioParser::check_op_scoped_keys(const std::vector<Field>& top, ScenarioOp op) {
-  using O = ScenarioOp;
-  struct Scope {
-    const char* key;
-    std::vector<O> ops;
-    const char* for_ops;
-  };
-  static const std::vector<Scope> scopes = {
-      {"shape", {O::kGemm, O::kRmsNorm, O::kLogSoftmax}, "gemm, rmsnorm and log_softmax"},
-      {"tokens", {O::kGemm, O::kRmsNorm, O::kLogSoftmax}, "gemm, rmsnorm and log_softmax"},
-      {"bias", {O::kGemm}, "gemm"},
-      {"tf32", {O::kGemm}, "gemm"},
-      {"eps", {O::kRmsNorm}, "rmsnorm"},
-      {"attention",
-       {O::kAttentionDecode, O::kAttentionPrefill},
-       "attention_decode and attention_prefill"},
-      {"prefill", {O::kAttentionPrefill}, "attention_prefill"},
-      {"model", {O::kModel}, "model"},
-  };
-  for (const auto& scope : scopes) {
-    const Field* f = find(top, scope.key);
-    if (f && std::find(scope.ops.begin(), scope.ops.end(), op) == scope.ops.end())
-      fail(f->key, "key '" + f->name + "' does not apply to op '" +
-                       std::string(scenario_op_name(op)) + "' (it is for " + scope.for_ops + ")");
+// settings that silently do nothing. Which op takes which key is the op table's OpSpec::keys.
+void ScenarioParser::check_op_scoped_keys(const std::vector<Field>& top, const OpSpec& op) {
+  for (const Field& f : top) {
+    if (op.accepts_key(f.name)) continue;
+    const std::string for_ops = ops_accepting_key(f.name);
+    if (for_ops.empty()) continue;  // a key every scenario takes
+    fail(f.key, "key '" + f.name + "' does not apply to op '" + std::string(op.name()) +
+                    "' (it is for " + for_ops + ")");
   }
 }
 
 // ---- sections -------------------------------------------------------------------------------
 
 void ScenarioParser::parse_shape(const Field& f, Scenario& s) {
+  const OpSpec& spec = op_spec(s.op);
   std::vector<std::string> keys;
-  switch (s.op) {
-    case ScenarioOp::kGemm:
-      keys = {"n", "k"};
-      break;
-    case ScenarioOp::kRmsNorm:
-      keys = {"d"};
-      break;
-    default:
-      keys = {"v"};
-      break;
-  }
-  const std::string what = "'shape' for op '" + std::string(scenario_op_name(s.op)) + "'";
-  std::string hint = " (expected " + join(keys) + ")";
-  if (s.op == ScenarioOp::kGemm)
-    hint = " (expected n, k; the row count m is the sweep axis 'batch')";
+  for (const ShapeKey& key : spec.shape) keys.emplace_back(key.name);
+  const std::string what = "'shape' for op '" + std::string(spec.name()) + "'";
+  const std::string hint =
+      spec.shape_hint.empty() ? " (expected " + join(keys) + ")" : spec.shape_hint;
   const auto fields = fields_of(f.value, at(f), what, keys, hint);
-  for (const auto& key : keys) {
-    const Field* x = find(fields, key);
-    if (!x) fail(f, what + " is missing '" + key + "'");
-    const int64_t v = integer_in(*x, 1, kMaxDim);
-    if (key == "n") s.n = v;
-    if (key == "k") s.k = v;
-    if (key == "d") s.d = v;
-    if (key == "v") s.v = v;
+  for (const ShapeKey& key : spec.shape) {
+    const Field* x = find(fields, key.name);
+    if (!x) fail(f, what + " is missing '" + key.name + "'");
+    s.*key.field = integer_in(*x, 1, kMaxDim);
   }
 }
 
@@ -504,7 +463,8 @@ void ScenarioParser::parse_attention(const Field& f, Scenario& s) {
                 {"heads", "kv_heads", "head_dim", "page_size", "kv_len", "filler_kv_len", "scale"});
   AttentionShape& a = s.attention;
   for (const auto& x : fields) {
-    if ((x.name == "kv_len" || x.name == "filler_kv_len") && s.op != ScenarioOp::kAttentionDecode)
+    // The decode KV lengths: for the ops that sweep them (attention_decode).
+    if ((x.name == "kv_len" || x.name == "filler_kv_len") && !op_spec(s.op).accepts_axis(x.name))
       fail(x.key, "'attention." + x.name +
                       "' applies to attention_decode only; attention_prefill takes its KV length "
                       "from 'prefill' (prompt_len)");
@@ -807,18 +767,19 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
   std::vector<std::string> names;
   for (const auto& a : known_axes()) names.push_back(a.name);
   if (f.value.IsNull()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
+  const OpSpec& spec = op_spec(s.op);
   std::vector<std::string> valid;
   for (const auto& a : known_axes())
-    if (std::find(a.ops.begin(), a.ops.end(), s.op) != a.ops.end()) valid.push_back(a.name);
+    if (spec.accepts_axis(a.name)) valid.push_back(a.name);
   const auto axes = fields_of(
       f.value, at(f), "'sweep'", names,
-      " (known axes for op '" + std::string(scenario_op_name(s.op)) + "': " + join(valid) + ")");
+      " (known axes for op '" + std::string(spec.name()) + "': " + join(valid) + ")");
   if (axes.empty()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
 
   for (const auto& axis : axes) {
     if (std::find(valid.begin(), valid.end(), axis.name) == valid.end())
       fail(axis.key, "axis '" + axis.name + "' does not apply to op '" +
-                         std::string(scenario_op_name(s.op)) + "' (its axes: " + join(valid) + ")");
+                         std::string(spec.name()) + "' (its axes: " + join(valid) + ")");
     SweepAxis out{axis.name, {}, at(axis.key)};
     AxisSource source;
     // Values: a single scalar, a range map, or a list whose items are scalars or range maps.
@@ -949,7 +910,7 @@ void ScenarioParser::cross_check(const Scenario& s) {
     }
   }
 
-  if (s.op == ScenarioOp::kAttentionPrefill) {
+  if (op_spec(s.op).accepts_key("prefill")) {
     // Smallest prompt and largest prefix over both the fixed fields and the axes.
     int64_t prompt = s.prefill.prompt_len;
     SourceLocation prompt_where = prompt_len_where_;
@@ -975,7 +936,7 @@ void ScenarioParser::cross_check(const Scenario& s) {
                  std::to_string(prompt) + " (at least one prompt token must be computed)");
   }
 
-  if (s.op == ScenarioOp::kModel) {
+  if (op_spec(s.op).accepts_key("model")) {
     const int64_t prompts = s.model.prompts.empty() ? s.model.num_prompts
                                                     : static_cast<int64_t>(s.model.prompts.size());
     for (const int64_t r : s.requests)
@@ -1008,6 +969,22 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
 
 Scenario load_scenario(const std::string& path) {
   return parse_scenario(read_bounded_file(path, kMaxScenarioBytes, "scenario"), path);
+}
+
+std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths,
+                                     const std::string& outputs) {
+  std::vector<Scenario> scenarios;
+  std::map<std::string, std::string> path_of_name;
+  for (const std::string& path : paths) {
+    Scenario s = load_scenario(path);
+    const auto [it, fresh] = path_of_name.emplace(s.name, path);
+    if (!fresh) {
+      throw_input_error("two scenarios are named '" + s.name + "' (" + it->second + " and " + path +
+                        "): their " + outputs + " would overwrite each other");
+    }
+    scenarios.push_back(std::move(s));
+  }
+  return scenarios;
 }
 
 }  // namespace nvdet

@@ -1,0 +1,121 @@
+#include "lib/loader/op_table.h"
+
+#include <algorithm>
+
+#include "lib/core/error.h"
+
+namespace nvdet {
+
+const std::vector<OpSpec>& op_table() {
+  using O = OpKind;
+  static const std::vector<OpSpec> table = [] {
+    std::vector<OpSpec> t;
+    t.push_back({O::kGemm,
+                 "out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]); m = batch x tokens",
+                 {{"n", &Scenario::n}, {"k", &Scenario::k}},
+                 " (expected n, k; the row count m is the sweep axis 'batch')",
+                 {"shape", "tokens", "bias", "tf32"},
+                 {"batch", "position", "tokens"},
+                 {O::kGemm},
+                 "cublas",
+                 make_gemm_workload,
+                 gemm_footprint});
+    t.push_back({O::kRmsNorm,
+                 "out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]",
+                 {{"d", &Scenario::d}},
+                 "",
+                 {"shape", "tokens", "eps"},
+                 {"batch", "position", "tokens"},
+                 {O::kRmsNorm},
+                 "cublas",
+                 make_rmsnorm_workload,
+                 rmsnorm_footprint});
+    t.push_back({O::kLogSoftmax,
+                 "out[r, :] = x[r, :] - max - log(sum(exp(x[r, :] - max))) over a vocabulary row",
+                 {{"v", &Scenario::v}},
+                 "",
+                 {"shape", "tokens"},
+                 {"batch", "position", "tokens"},
+                 {O::kLogSoftmax},
+                 "cublas",
+                 make_log_softmax_workload,
+                 log_softmax_footprint});
+    t.push_back({O::kAttentionDecode,
+                 "one query token per sequence over a paged KV cache (split-KV decode)",
+                 {},
+                 "",
+                 {"attention"},
+                 {"batch", "position", "kv_len", "filler_kv_len", "num_splits", "split_size",
+                  "page_size"},
+                 {O::kAttentionDecode},
+                 "cudnn",
+                 make_attention_decode_workload,
+                 attention_decode_footprint});
+    t.push_back({O::kAttentionPrefill,
+                 "causal attention of prompt chunks over a paged KV cache with a prefix cache",
+                 {},
+                 "",
+                 {"attention", "prefill"},
+                 {"batch", "position", "prompt_len", "prefill_chunk", "prefix_len", "num_splits",
+                  "split_size", "page_size"},
+                 {O::kAttentionPrefill},
+                 "cudnn",
+                 make_attention_prefill_workload,
+                 attention_prefill_footprint});
+    t.push_back({O::kModel,
+                 "a Llama-style decoder, synthetic or from a checkpoint, decoding greedily",
+                 {},
+                 "",
+                 {"model"},
+                 {"batch", "position", "prefill_chunk", "page_size", "max_new_tokens"},
+                 {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
+                 "cublas",
+                 make_model_workload,
+                 model_footprint});
+    return t;
+  }();
+  return table;
+}
+
+bool OpSpec::accepts_key(std::string_view key) const {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+bool OpSpec::accepts_axis(std::string_view axis) const {
+  return std::find(axes.begin(), axes.end(), axis) != axes.end();
+}
+
+const OpSpec& op_spec(OpKind kind) {
+  for (const OpSpec& spec : op_table())
+    if (spec.kind == kind) return spec;
+  throw_runtime_error("op " + std::to_string(static_cast<int>(kind)) + " has no op table record");
+}
+
+const OpSpec* find_op(std::string_view name) {
+  for (const OpSpec& spec : op_table())
+    if (spec.name() == name) return &spec;
+  return nullptr;
+}
+
+std::string ops_accepting_key(std::string_view key) {
+  std::vector<std::string> names;
+  for (const OpSpec& spec : op_table())
+    if (spec.accepts_key(key)) names.emplace_back(spec.name());
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+std::vector<std::string> ops_accepting_axis(std::string_view axis) {
+  std::vector<std::string> names;
+  for (const OpSpec& spec : op_table())
+    if (spec.accepts_axis(axis)) names.emplace_back(spec.name());
+  return names;
+}
+
+std::unique_ptr<Workload> make_workload(const Scenario& s) {
+  return op_spec(s.op).make_workload(s);
+}
+
+}  // namespace nvdet

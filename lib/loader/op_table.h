@@ -1,0 +1,63 @@
+#pragma once
+// The op table: one record per op, and the only place that says what an op is. The scenario
+// loader reads it (op names, shape keys, the keys and sweep axes each op accepts), `nvdet list`
+// prints it, the audit asks it which backend ops a scenario needs and how to build its workload,
+// the budget check asks it for the memory estimate, and README.md's op table is checked against it
+// (tests/op_table_test.cpp). Adding an op: a workload file (factory + footprint), its kernels and
+// backend entry points, its tests, and one record in op_table.cpp.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/ops/op_args.h"
+#include "lib/scenario/scenario.h"
+#include "lib/workloads/footprint.h"
+#include "lib/workloads/workload.h"
+
+namespace nvdet {
+
+// One key of the scenario's `shape:` map: an integer 1 .. 2^24 stored in a Scenario field.
+struct ShapeKey {
+  const char* name;
+  int64_t Scenario::*field;
+};
+
+struct OpSpec {
+  OpKind kind = OpKind::kGemm;  // its name is op_name(kind), the word after `op:`
+  std::string description;      // one line, for nvdet list and README.md
+  // `shape:` keys, all required; empty: the op takes no `shape:`. shape_hint replaces the
+  // default "(expected n, k)" of the loader's message when a key is unknown.
+  std::vector<ShapeKey> shape;
+  std::string shape_hint;
+  // Top-level keys beyond the common ones (name, description, op, dtype, out_dtype, seed,
+  // requests, repeat, sweep, backends) that this op accepts; the loader refuses them for others.
+  std::vector<std::string> keys;
+  // Sweep axes (names from known_axes()) this op accepts.
+  std::vector<std::string> axes;
+  // The backend ops its workload calls: a backend must support each (audit start).
+  std::vector<OpKind> uses;
+  // The vendor backend `nvdet bench` times the others against when --baseline is not given.
+  std::string bench_baseline;
+  std::unique_ptr<Workload> (*make_workload)(const Scenario&) = nullptr;
+  Footprint (*footprint)(const Scenario&) = nullptr;
+
+  std::string_view name() const { return op_name(kind); }
+  bool accepts_key(std::string_view key) const;
+  bool accepts_axis(std::string_view axis) const;
+};
+
+// Every op, in the order nvdet list shows them; exactly one record per OpKind.
+const std::vector<OpSpec>& op_table();
+const OpSpec& op_spec(OpKind kind);
+const OpSpec* find_op(std::string_view name);  // null when no op has that name
+
+// The names of the ops that accept `key` (or axis), joined for messages: "gemm, rmsnorm and
+// log_softmax".
+std::string ops_accepting_key(std::string_view key);
+std::vector<std::string> ops_accepting_axis(std::string_view axis);
+
+// Builds a scenario's workload (throws Error(kBadInput) for contexts the op cannot take).
+std::unique_ptr<Workload> make_workload(const Scenario& s);
+
+}  // namespace nvdet

@@ -1,0 +1,14 @@
+#pragma once
+// Every op nvdet knows: the ops a backend computes (one OpArgs alternative each, op_args.h) and
+// kModel, a decoder that calls them. Each has one record in the op table (lib/loader/op_table.h),
+// which says everything else about it: its keys, axes, workload and memory estimate.
+#include <string_view>
+
+namespace nvdet {
+
+enum class OpKind { kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill, kModel };
+inline constexpr int kOpKindCount = static_cast<int>(OpKind::kModel) + 1;
+
+std::string_view op_name(OpKind op);  // "gemm", "rmsnorm", "log_softmax", ..., "model"
+
+}  // namespace nvdet
