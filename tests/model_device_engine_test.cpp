@@ -55,8 +55,13 @@ class HostMemoryOps final : public DeviceDecodeOps {
     }
     resident_ = std::move(kept);
   }
-  void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  // An empty tensor has no storage (null data): copy nothing, as cudaMemcpy of 0 bytes does.
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
   void copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
                  size_t rows) override {
     for (size_t r = 0; r < rows; ++r) {
