@@ -24,40 +24,22 @@ PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
 
 // Device-pointer halves of the ops above, for callers whose tensors are already on the device (the
 // device-resident decoder, lib/cuda/device_decode_ops.cpp): the same plans, kernels and notes as
-// prepare_*, which upload host tensors and then call these. An operand's output pointer may be
-// null (the call then owns a fresh output buffer).
-struct GemmOperands {
-  const void* a = nullptr;     // [m, k]
-  const void* w = nullptr;     // [n, k]
-  const void* bias = nullptr;  // [n] in the input dtype, or null
-  void* out = nullptr;         // [m, n] of out_dtype
-  int64_t m = 0, n = 0, k = 0;
-  DType in = DType::kBF16, out_dtype = DType::kFP32;
+// prepare_*, which upload host tensors and then call these. Their operands are the decoder's call
+// records (lib/backend/device_decode_ops.h); an output pointer may be null (the call then owns a
+// fresh output buffer). GEMM adds the one setting the decoder never asks for.
+struct GemmOperands : DeviceGemmCall {
   bool allow_tf32 = false;
 };
 PreparedCall prepare_gemm_device(DeviceContext& ctx, CudaFlavor flavor, const GemmOperands& g,
                                  RunNotes* notes);
 
-struct RmsNormOperands {
-  const void* x = nullptr;       // [rows, d]
-  const void* weight = nullptr;  // [d]
-  void* out = nullptr;           // [rows, d] of out_dtype
-  int64_t rows = 0, d = 0;
-  DType dtype = DType::kBF16, out_dtype = DType::kBF16;
-  float eps = 1e-6f;
-};
+using RmsNormOperands = DeviceRmsNormCall;
 PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
                                     const RmsNormOperands& r, RunNotes* notes);
 
 // The attention ops' device buffers; everything else (lengths, page table, heads, splits) comes
 // from the op's arguments, whose q / kv.k / kv.v tensors are not read.
-struct AttentionOperands {
-  const void* q = nullptr;  // [rows, num_heads, head_dim]
-  const void* k = nullptr;  // [pages, page_size, num_kv_heads, head_dim]
-  const void* v = nullptr;
-  void* out = nullptr;      // [rows, num_heads, head_dim] of out_dtype
-  DType dtype = DType::kBF16;
-};
+using AttentionOperands = DeviceAttentionCall;
 PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flavor,
                                              const AttentionDecodeArgs& args,
                                              const AttentionOperands& ops, RunNotes* notes);

@@ -121,39 +121,22 @@ class CudaDecodeOps final : public DeviceDecodeOps {
 
   void gemm(const DeviceGemmCall& g, RunNotes* notes) override {
     GemmOperands o;
-    o.a = g.a;
-    o.w = g.w;
-    o.bias = g.bias;
-    o.out = g.out;
-    o.m = g.m;
-    o.n = g.n;
-    o.k = g.k;
-    o.in = g.dtype;
-    o.out_dtype = g.out_dtype;
+    static_cast<DeviceGemmCall&>(o) = g;
     launch(prepare_gemm_device(ctx_, flavor_, o, notes), true, notes);
   }
 
   void rmsnorm(const DeviceRmsNormCall& r, RunNotes* notes) override {
-    RmsNormOperands o;
-    o.x = r.x;
-    o.weight = r.weight;
-    o.out = r.out;
-    o.rows = r.rows;
-    o.d = r.d;
-    o.dtype = r.dtype;
-    o.out_dtype = r.out_dtype;
-    o.eps = r.eps;
-    launch(prepare_rmsnorm_device(ctx_, flavor_, o, notes), false, notes);
+    launch(prepare_rmsnorm_device(ctx_, flavor_, r, notes), false, notes);
   }
 
   void attention_decode(const AttentionDecodeArgs& args, const DeviceAttentionCall& t,
                         RunNotes* notes) override {
-    launch(prepare_attention_decode_device(ctx_, flavor_, args, operands(t), notes), false, notes);
+    launch(prepare_attention_decode_device(ctx_, flavor_, args, t, notes), false, notes);
   }
 
   void attention_prefill(const AttentionPrefillArgs& args, const DeviceAttentionCall& t,
                          RunNotes* notes) override {
-    launch(prepare_attention_prefill_device(ctx_, flavor_, args, operands(t), notes), false,
+    launch(prepare_attention_prefill_device(ctx_, flavor_, args, t, notes), false,
            notes);
   }
 
@@ -191,16 +174,6 @@ class CudaDecodeOps final : public DeviceDecodeOps {
   }
 
  private:
-  static AttentionOperands operands(const DeviceAttentionCall& t) {
-    AttentionOperands o;
-    o.q = t.q;
-    o.k = t.k;
-    o.v = t.v;
-    o.out = t.out;
-    o.dtype = t.dtype;
-    return o;
-  }
-
   // Enqueues the call; its small buffers (plans, page tables) stay alive until the next
   // download() has waited for it.
   void launch(PreparedCall call, bool gemm, RunNotes* notes) {

@@ -151,7 +151,7 @@ void* output_of(PreparedCall& call, const GemmOperands& g) {
 // and are refused that case.
 PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmOperands& g,
                               const HostTensor* host_bias, RunNotes* notes) {
-  const DType in = g.in, out = g.out_dtype;
+  const DType in = g.dtype, out = g.out_dtype;
   const int64_t m = g.m, k = g.k, n = g.n;
   const bool direct = lt_writes_directly(in, out);
   const DType d_dtype = direct ? out : DType::kFP32;
@@ -279,7 +279,7 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
 // ---- nvdet's invariant kernels ------------------------------------------------------------------
 
 PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNotes* notes) {
-  const DType in = g.in, out = g.out_dtype;
+  const DType in = g.dtype, out = g.out_dtype;
   const int64_t m = g.m, k = g.k, n = g.n;
 
   PreparedCall call;
@@ -363,7 +363,7 @@ PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs&
   g.m = args.a->dim(0);
   g.k = args.a->dim(1);
   g.n = args.w->dim(0);
-  g.in = args.a->dtype();
+  g.dtype = args.a->dtype();
   g.out_dtype = args.out_dtype;
   g.allow_tf32 = args.allow_tf32;
   return prepare_gemm_operands(ctx, flavor, g, args.bias, notes);

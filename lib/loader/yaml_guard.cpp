@@ -183,24 +183,28 @@ class Guard {
   void top_level_line() {
     const char c = at(i_);
     if (c == '?' && blank(at(i_ + 1))) fail(i_, kComplexKeys);
-    const size_t start = i_;
-    size_t end = i_;
-    if (c == '\'' || c == '"') {
-      const size_t save = i_;
-      quoted(c);
-      end = i_;
-      while (at(end) == ' ' || at(end) == '\t') ++end;
-      i_ = save;
-      if (at(end) != ':' || !blank(at(end + 1)))
-        fail(start, "a line at the top level of a scenario must start a 'key:'");
+    const bool quoted_key = c == '\'' || c == '"';
+    if (!quoted_key && (!starts_plain(c) || c == '\t' || c == '\r' || c == '\n' || c == ' ' ||
+                        c == '\0'))
       return;
-    }
-    if (!starts_plain(c) || c == '\t' || c == '\r' || c == '\n' || c == ' ' || c == '\0') return;
+    if (!key_here()) fail(i_, "a line at the top level of a scenario must start a 'key:'");
+  }
+
+  // Whether a 'key:' (quoted or plain) starts at i_; i_ is left where it was.
+  bool key_here() {
     const size_t save = i_;
-    plain();
-    end = i_;
+    const char k = at(i_);
+    bool key = false;
+    if (k == '\'' || k == '"') {
+      quoted(k);
+      while (at(i_) == ' ' || at(i_) == '\t') ++i_;
+      key = at(i_) == ':' && blank(at(i_ + 1));
+    } else if (starts_plain(k)) {
+      plain();
+      key = at(i_) == ':';
+    }
     i_ = save;
-    if (at(end) != ':') fail(start, "a line at the top level of a scenario must start a 'key:'");
+    return key;
   }
 
   // An indented line outside any [ ] or { }: a scenario's nested lines are 'key: ...' entries
@@ -219,20 +223,9 @@ class Guard {
       word();
       while (at(i_) == ' ') ++i_;
     }
-    const size_t start = i_;
-    const char k = at(i_);
-    bool key = false;
-    if (k == '\'' || k == '"') {
-      quoted(k);
-      while (at(i_) == ' ' || at(i_) == '\t') ++i_;
-      key = at(i_) == ':' && blank(at(i_ + 1));
-    } else if (starts_plain(k)) {
-      plain();
-      key = at(i_) == ':';
-    }
-    if (!key)
-      fail(start, "an indented line of a scenario must start a 'key:' or a '- ' list item (a "
-                  "value that goes on over several lines goes inside quotes or [ ])");
+    if (!key_here())
+      fail(i_, "an indented line of a scenario must start a 'key:' or a '- ' list item (a "
+               "value that goes on over several lines goes inside quotes or [ ])");
     i_ = save;
   }
 

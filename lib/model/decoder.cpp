@@ -444,8 +444,12 @@ void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNot
   for (const auto& [k, v] : call_notes) (*notes)[std::string(tag) + "." + name + "." + k] = v;
 }
 
-AttentionDecodeArgs decode_attention_args(const ModelConfig& c, DType dtype, PagedKv kv) {
-  AttentionDecodeArgs a;
+namespace {
+
+// The fields decode and prefill attention share: the cache, the heads and the softmax scale.
+template <class Args>
+Args attention_args(const ModelConfig& c, DType dtype, PagedKv kv) {
+  Args a;
   a.kv = std::move(kv);
   a.num_heads = c.num_heads;
   a.num_kv_heads = c.num_kv_heads;
@@ -455,15 +459,15 @@ AttentionDecodeArgs decode_attention_args(const ModelConfig& c, DType dtype, Pag
   return a;
 }
 
+}  // namespace
+
+AttentionDecodeArgs decode_attention_args(const ModelConfig& c, DType dtype, PagedKv kv) {
+  return attention_args<AttentionDecodeArgs>(c, dtype, std::move(kv));
+}
+
 AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c, DType dtype,
                                             PagedKv kv) {
-  AttentionPrefillArgs a;
-  a.kv = std::move(kv);
-  a.num_heads = c.num_heads;
-  a.num_kv_heads = c.num_kv_heads;
-  a.head_dim = c.head_dim;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  a.out_dtype = dtype;
+  auto a = attention_args<AttentionPrefillArgs>(c, dtype, std::move(kv));
   a.q_start = p.row_start;
   a.prefix_len.assign(p.seqs.size(), 0);
   return a;
