@@ -147,7 +147,7 @@ int run(const AuditFlags& f) {
     struct SinkReset {  // the sink refers to this iteration's locals
       ~SinkReset() { set_decode_progress_sink(nullptr); }
     } sink_reset;
-    AuditResult result = run_audit(s, opts);
+    AuditResult result = run_checked_audit(s, opts, p.contexts);
     progress.finish();
     if (golden) {
       attach_verify(result, verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir, recorded_as}));

@@ -289,9 +289,13 @@ std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options)
 }
 
 AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
+  return run_checked_audit(s, options, check_audit(s, options));
+}
+
+AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
+                              const std::vector<Context>& contexts) {
   const auto t0 = Clock::now();
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
-  const std::vector<Context> contexts = check_audit(s, options);
   std::unique_ptr<Workload> workload = make_workload(s);
 
   AuditResult result;

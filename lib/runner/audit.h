@@ -61,6 +61,10 @@ std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options);
 
 AuditResult run_audit(const Scenario& s, const AuditOptions& options);
+// The same, for a caller that has already run check_audit(s, options) and kept its contexts
+// (nvdet audit checks every scenario before the first one runs).
+AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
+                              const std::vector<Context>& contexts);
 
 // Makes a manifest verification part of the audit's result: the audit passes only when its
 // expectations held and the verification passed, so that every writer and the exit code agree.
