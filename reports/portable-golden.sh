@@ -4,7 +4,8 @@
 # (--verify-as cuda-portable=cpu-portable, exit 0 expected), runs the portable GPU tests, and
 # times cuda-portable against cuda-invariant on a few GPU scenario contexts.
 # Usage, from the repository root: reports/portable-golden.sh OUT_DIR [BUILD_DIR]
-#   BUILD_DIR (default build) holds a CUDA build; set NVDET_SKIP_BENCH=1 to skip the timing.
+#   BUILD_DIR (default build) holds a CUDA build; set NVDET_SKIP_BENCH=1 to skip the timing,
+#   NVDET_BENCH_ONLY=1 to run the timing alone (it must not share the GPU with other work).
 #   NVDET_PTX_BUILD=DIR: also run `nvdet info` and every GPU test of a PTX-only build in DIR
 #   (configured with -DCMAKE_CUDA_ARCHITECTURES=90-virtual), so that they run JIT-compiled PTX.
 # Writes OUT_DIR/summary.txt (one line per step with its exit code), each step's output as
@@ -35,6 +36,7 @@ cpu_scenarios=(scenarios/quickstart.yaml scenarios/gemm-cpu.yaml scenarios/rmsno
   scenarios/model-qwen2-cpu.yaml scenarios/model-qwen3-cpu.yaml scenarios/fail-expect-invariant.yaml)
 
 step info no "$nvdet" info
+if [[ -z ${NVDET_BENCH_ONLY:-} ]]; then
 step record-cpu-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cpu-portable --quiet \
   --record "$out/portable-golden.json"
 step verify-cuda-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cuda-portable \
@@ -44,6 +46,7 @@ step gpu-tests-portable yes "$build/tests/nvdet_gpu_tests" --gtest_filter='GpuPo
 if [[ -n ${NVDET_PTX_BUILD:-} ]]; then
   step ptx-only-info no "$NVDET_PTX_BUILD/tools/nvdet" info
   step ptx-only-gpu-tests yes "$NVDET_PTX_BUILD/tests/nvdet_gpu_tests"
+fi
 fi
 
 if [[ -z ${NVDET_SKIP_BENCH:-} ]]; then
@@ -55,7 +58,7 @@ if [[ -z ${NVDET_SKIP_BENCH:-} ]]; then
     'scenarios/decode-kv-sweep.yaml@kv_len=(4096|32768),batch=(1|64),filler_kv_len=same,position=first' \
     'scenarios/prefill-chunk-sweep.yaml@prefill_chunk=whole,prefix_len=0,batch=1'; do
     s=${entry%%@*}
-    step "bench-$(basename "$s" .yaml)" no timeout 150 "$nvdet" bench "$s" \
+    step "bench-$(basename "$s" .yaml)" no timeout "${NVDET_BENCH_TIMEOUT:-150}" "$nvdet" bench "$s" \
       --backends cuda-invariant,cuda-portable --baseline cuda-invariant --filter "${entry#*@}" \
       --report-dir "$out/bench"
   done

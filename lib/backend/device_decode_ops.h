@@ -50,6 +50,13 @@ class DeviceDecodeOps {
   // ---- memory ----
   // Zero-filled; throws Error(kRuntime) when out of memory.
   virtual Buffer allocate(size_t bytes) = 0;
+  // Host memory the device copies to and from fastest (pinned, for the CUDA backends): where
+  // the decoder lands what it downloads every step. This default is plain heap memory.
+  virtual Buffer allocate_host(size_t bytes) {
+    return Buffer(new std::byte[bytes > 0 ? bytes : 1], [](void* p) {
+      delete[] static_cast<std::byte*>(p);
+    });
+  }
   // Bytes the device has free now.
   virtual size_t free_bytes() = 0;
   // The device copy of a weight, uploaded on first use and shared by every backend of the

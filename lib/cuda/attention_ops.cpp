@@ -26,8 +26,6 @@ void check_supported(const char* op, DType dtype, int32_t num_heads, int32_t num
   }
 }
 
-// Uploads q, k, v, the page table and the plan; fills the kernel parameters. The plan and the
-// output are owned by the call.
 // The host tensors of an op, uploaded (pointers taken once all three are resident).
 AttentionOperands upload_operands(DeviceContext& ctx, const HostTensor& q, const PagedKv& kv) {
   ctx.upload(q);
@@ -41,13 +39,20 @@ AttentionOperands upload_operands(DeviceContext& ctx, const HostTensor& q, const
   return o;
 }
 
-// Uploads the page table and the plan; fills the kernel parameters. The plan (and the output,
-// unless the operands give one) are owned by the call.
+// Puts the page table and the plan on the device (through `upload`, or into buffers the call
+// owns); fills the kernel parameters. The output, unless the operands give one, is owned by the
+// call.
 kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall& call,
                                                const AttentionOperands& ops, const PagedKv& kv,
                                                int32_t num_heads, int32_t num_kv_heads,
                                                int32_t head_dim, float scale, DType out_dtype,
-                                               const AttentionPlan& plan) {
+                                               const AttentionPlan& plan,
+                                               const IndexUpload& upload) {
+  const auto put = [&](const void* data, size_t bytes) -> const void* {
+    if (upload) return upload(data, bytes);
+    call.owned.push_back(ctx.upload_array(data, bytes));
+    return call.owned.back().get();
+  };
   kernels::SplitKvAttentionParams p;
   p.q = ops.q;
   p.k = ops.k;
@@ -63,15 +68,12 @@ kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall&
   p.num_items = static_cast<int32_t>(plan.items.size());
   p.num_rows = static_cast<int32_t>(plan.row_item_begin.size()) - 1;
 
-  call.owned.push_back(
-      ctx.upload_array(kv.page_table.data(), kv.page_table.size() * sizeof(int32_t)));
-  p.page_table = call.owned.back().as<int32_t>();
-  call.owned.push_back(ctx.upload_array(plan.items.data(),
-                                        plan.items.size() * sizeof(kernels::AttentionWorkItem)));
-  p.items = call.owned.back().as<kernels::AttentionWorkItem>();
-  call.owned.push_back(ctx.upload_array(plan.row_item_begin.data(),
-                                        plan.row_item_begin.size() * sizeof(int32_t)));
-  p.row_item_begin = call.owned.back().as<int32_t>();
+  p.page_table = static_cast<const int32_t*>(
+      put(kv.page_table.data(), kv.page_table.size() * sizeof(int32_t)));
+  p.items = static_cast<const kernels::AttentionWorkItem*>(
+      put(plan.items.data(), plan.items.size() * sizeof(kernels::AttentionWorkItem)));
+  p.row_item_begin = static_cast<const int32_t*>(
+      put(plan.row_item_begin.data(), plan.row_item_begin.size() * sizeof(int32_t)));
 
   call.out_dtype = out_dtype;
   call.out_shape = {p.num_rows, num_heads, head_dim};
@@ -100,7 +102,8 @@ PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
 
 PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flavor,
                                              const AttentionDecodeArgs& args,
-                                             const AttentionOperands& ops, RunNotes* notes) {
+                                             const AttentionOperands& ops, RunNotes* notes,
+                                             const IndexUpload& upload) {
   check_supported("attention_decode", ops.dtype, args.num_heads, args.num_kv_heads,
                   args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
@@ -111,7 +114,7 @@ PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flav
   PreparedCall call;
   const kernels::SplitKvAttentionParams p =
       prepare_params(ctx, call, ops, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
-                     args.scale, args.out_dtype, plan);
+                     args.scale, args.out_dtype, plan, upload);
   call.launch = [p](cudaStream_t s) { return kernels::launch_attention_decode(p, s); };
   if (notes) {
     (*notes)["kernel"] = invariant ? "split_kv_decode_invariant" : "split_kv_decode_vendor_policy";
@@ -138,7 +141,8 @@ PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
 
 PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor flavor,
                                               const AttentionPrefillArgs& args,
-                                              const AttentionOperands& ops, RunNotes* notes) {
+                                              const AttentionOperands& ops, RunNotes* notes,
+                                             const IndexUpload& upload) {
   check_supported("attention_prefill", ops.dtype, args.num_heads, args.num_kv_heads,
                   args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
@@ -148,7 +152,7 @@ PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor fla
   PreparedCall call;
   const kernels::SplitKvAttentionParams p =
       prepare_params(ctx, call, ops, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
-                     args.scale, args.out_dtype, plan);
+                     args.scale, args.out_dtype, plan, upload);
   call.launch = [p](cudaStream_t s) { return kernels::launch_attention_prefill(p, s); };
   if (notes) {
     (*notes)["kernel"] =

@@ -2,6 +2,8 @@
 // The per-op halves of the CUDA backends. Each backend is one CudaFlavor; each op file
 // (gemm_ops.cpp, norm_ops.cpp, attention_ops.cpp) turns an op's arguments into a PreparedCall for
 // that flavor.
+#include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "lib/backend/backend.h"
@@ -40,12 +42,19 @@ PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
 // The attention ops' device buffers; everything else (lengths, page table, heads, splits) comes
 // from the op's arguments, whose q / kv.k / kv.v tensors are not read.
 using AttentionOperands = DeviceAttentionCall;
+// Puts one of an attention call's small index arrays (page table, work items) on the device and
+// returns where; the array must stay there until the call's kernels have run. Empty: each array
+// is copied into a buffer the call owns, waiting for the copy (fine for one call; a decode step
+// of 32 layers would wait 96 times and free as many buffers, so the decoder stages them instead).
+using IndexUpload = std::function<const void*(const void* data, size_t bytes)>;
 PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flavor,
                                              const AttentionDecodeArgs& args,
-                                             const AttentionOperands& ops, RunNotes* notes);
+                                             const AttentionOperands& ops, RunNotes* notes,
+                                             const IndexUpload& upload = {});
 PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor flavor,
                                               const AttentionPrefillArgs& args,
-                                              const AttentionOperands& ops, RunNotes* notes);
+                                              const AttentionOperands& ops, RunNotes* notes,
+                                              const IndexUpload& upload = {});
 
 // The notes every CUDA backend call ends with: which path ran ("path", unless the op set it) and
 // from which kernel image.

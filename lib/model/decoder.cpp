@@ -58,12 +58,12 @@ HostTensor concat_rows(const std::vector<HostTensor>& pieces) {
 
 // The host engine: every op through Backend::run with host tensors, the KV cache on the host,
 // the elementwise steps in host_ops.h.
-// kAuto's opt-in: the device-resident path is taken only when asked for, until its bitwise
-// equality with the host path has been shown on a GPU.
+// kAuto: the device-resident path wherever a backend offers it (its equality with the host path
+// is a GPU test), unless NVDET_DEVICE_DECODE=0 opts out.
 bool use_device_path(DecodePath path) {
   if (path != DecodePath::kAuto) return path == DecodePath::kDevice;
   const char* v = std::getenv("NVDET_DEVICE_DECODE");
-  return v != nullptr && std::string_view(v) == "1";
+  return v == nullptr || std::string_view(v) != "0";
 }
 
 class HostEngine final : public PassEngine {

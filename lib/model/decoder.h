@@ -30,7 +30,7 @@
 namespace nvdet {
 
 enum class DecodePath {
-  kAuto,    // the device path where the backend offers it and NVDET_DEVICE_DECODE=1, else host
+  kAuto,    // the device path where the backend offers it, unless NVDET_DEVICE_DECODE=0
   kHost,    // always the host path
   kDevice,  // the device path where the backend offers it
 };
@@ -41,10 +41,10 @@ struct DecodeOptions {
   int32_t max_new_tokens = 16;
   // Backends that offer device_decode_ops() (the CUDA backends but cuda-portable and cudnn) can
   // decode with weights, KV cache and activations resident on the device, calling the same
-  // kernels as their run(); its results are meant to be bitwise those of the host path, which
-  // every other backend takes. Until that equality has been shown on hardware
-  // (tests/gpu_device_decoder_test.cpp), audits take the host path unless the environment sets
-  // NVDET_DEVICE_DECODE=1 (kAuto); the tests force one path or the other.
+  // kernels as their run(); its results are bitwise those of the host path, which every other
+  // backend takes (tests/gpu_device_decoder_test.cpp shows it on the GPU). kAuto takes it where
+  // offered; NVDET_DEVICE_DECODE=0 in the environment sends every backend down the host path
+  // (to compare the two, or to rule the device path out); the tests force one path or the other.
   DecodePath path = DecodePath::kAuto;
   // Called after each decode step with (steps done, max_new_tokens), for progress lines.
   std::function<void(int32_t done, int32_t total)> on_step;

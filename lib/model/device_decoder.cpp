@@ -103,16 +103,26 @@ class DeviceEngine final : public PassEngine {
          "lm_head");
     emit_head(p, "logits", {logits_, DType::kFP32, {heads, c_.vocab}});
     ops_.argmax_rows(static_cast<const float*>(logits_), heads, c_.vocab, tokens_out_);
+    // The tokens and the logits rows asked for come back in one download (one wait): rows
+    // 0..last wanted of the logits, into pinned memory, then copied out row by row.
     out.tokens.resize(static_cast<size_t>(heads));
-    ops_.download(out.tokens.data(), tokens_out_, out.tokens.size() * sizeof(int32_t));
     const size_t row_bytes = static_cast<size_t>(c_.vocab) * sizeof(float);
+    int64_t logits_rows = 0;
+    for (int64_t i = 0; i < heads; ++i) {
+      if (want_logits[i]) logits_rows = i + 1;
+    }
+    if (logits_rows > 0) {
+      ops_.download(logits_host_.get(), logits_, static_cast<size_t>(logits_rows) * row_bytes);
+    }
+    ops_.download(out.tokens.data(), tokens_out_, out.tokens.size() * sizeof(int32_t));
     for (int64_t i = 0; i < heads; ++i) {
       if (!want_logits[i]) {
         out.logits.emplace_back();
         continue;
       }
       HostTensor row(DType::kFP32, {1, c_.vocab});
-      ops_.download(row.mutable_data(), bytes_at(logits_, i * row_bytes), row_bytes);
+      std::memcpy(row.mutable_data(),
+                  static_cast<const std::byte*>(logits_host_.get()) + i * row_bytes, row_bytes);
       out.logits.push_back(std::move(row));
     }
     flush_trace(p);
@@ -184,6 +194,7 @@ class DeviceEngine final : public PassEngine {
     last_ = buffer(static_cast<double>(batch) * c_.hidden * e);
     fn_ = buffer(static_cast<double>(batch) * c_.hidden * e);
     logits_ = buffer(static_cast<double>(batch) * c_.vocab * sizeof(float));
+    logits_host_ = ops_.allocate_host(static_cast<size_t>(batch) * c_.vocab * sizeof(float));
     tokens_out_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
     head_rows_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
     tokens_ = static_cast<int32_t*>(buffer(r * sizeof(int32_t)));
@@ -193,6 +204,7 @@ class DeviceEngine final : public PassEngine {
     if (trace_.tracing()) {
       staging_bytes_ = static_cast<size_t>(trace_staging_bytes(w_, rows, batch));
       staging_ = buffer(static_cast<double>(staging_bytes_));
+      staged_host_ = ops_.allocate_host(staging_bytes_);
       trace_rows_ = static_cast<int32_t*>(buffer(r * sizeof(int32_t)));
       trace_heads_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
     }
@@ -345,8 +357,8 @@ class DeviceEngine final : public PassEngine {
 
   void flush_trace(const Pass& p) {
     if (staged_.empty()) return;
-    staged_host_.resize(staged_used_);
-    ops_.download(staged_host_.data(), staging_, staged_used_);
+    ops_.download(staged_host_.get(), staging_, staged_used_);
+    const auto* staged_host = static_cast<const std::byte*>(staged_host_.get());
     for (const Staged& s : staged_) {
       const std::vector<int32_t>& index = s.head ? head_index_ : row_index_;
       const RowFetch rows = [&](int64_t first, int64_t count) {
@@ -354,7 +366,7 @@ class DeviceEngine final : public PassEngine {
         shape[0] = count;
         HostTensor out(s.dtype, std::move(shape));
         std::memcpy(out.mutable_data(),
-                    staged_host_.data() + s.offset + static_cast<size_t>(index.at(first)) * s.row_bytes,
+                    staged_host + s.offset + static_cast<size_t>(index.at(first)) * s.row_bytes,
                     static_cast<size_t>(count) * s.row_bytes);
         return out;
       };
@@ -398,6 +410,7 @@ class DeviceEngine final : public PassEngine {
   float *cos_ = nullptr, *sin_ = nullptr;
   std::vector<void*> k_, v_;
   std::vector<float> cos_host_, sin_host_;
+  DeviceDecodeOps::Buffer logits_host_;  // where the logits rows asked for land, once per pass
   // The trace's staging (see stage()).
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0, staged_used_ = 0;
@@ -405,7 +418,7 @@ class DeviceEngine final : public PassEngine {
   int64_t traced_rows_ = 0, traced_heads_ = 0;
   std::vector<int32_t> row_index_, head_index_;  // pass row / head -> staged row, or -1
   std::vector<Staged> staged_;
-  std::vector<std::byte> staged_host_;
+  DeviceDecodeOps::Buffer staged_host_;  // pinned where the backend has it, like logits_host_
 };
 
 }  // namespace
