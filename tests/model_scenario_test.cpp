@@ -12,6 +12,7 @@
 #include "lib/runner/audit.h"
 #include "lib/scenario/context.h"
 #include "lib/model/model_runner.h"
+#include "lib/report/report_text.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -46,8 +47,12 @@ TEST(ModelScenario, CpuInvariantGivesOneCompletionAndVariantMore) {
   EXPECT_TRUE(var.passed) << var.verdict;
   EXPECT_TRUE(r.summary.passed);
   // Every probed request carries a completion of max_new_tokens ids and a trace the runner used.
+  // Each case generated batch x max_new_tokens tokens, which the reports turn into tokens/s.
   for (const CaseRecord& c : r.cases) {
     for (const RequestRecord& q : c.requests) EXPECT_EQ(q.completion.size(), 24u);
+    const std::optional<std::string> batch = report_text::context_value(c.context_values, "batch");
+    ASSERT_TRUE(batch.has_value()) << c.context_id;
+    EXPECT_EQ(c.generated_tokens, std::stoll(*batch) * 24) << c.context_id;
   }
   bool named_an_op = false;
   for (const Divergence& d : r.divergences) named_an_op = named_an_op || d.first_op.has_value();

@@ -14,6 +14,7 @@
 #include "lib/core/atomic_file.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
+#include "lib/report/json_report_reader.h"
 #include "lib/report/junit_report.h"
 #include "lib/report/markdown_report.h"
 #include "lib/report/report_writers.h"
@@ -258,6 +259,34 @@ TEST(MarkdownReport, SaysVerdictsGroupedContextsAndFirstMismatch) {
   EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt; & friends"), std::string::npos);
   EXPECT_NE(md.find("(a &lt; b & \"quoted\")"), std::string::npos);
   EXPECT_NE(md.find("### `cpu-invariant`"), std::string::npos);
+}
+
+// Model cases carry the tokens they generated: the JSON keeps them (and reads them back), the
+// Markdown and HTML reports give each case's tokens/s; other ops' reports have no such section.
+TEST(Reports, ModelCasesGiveTheirDecodeThroughput) {
+  AuditResult r = make_sample_audit_result();
+  EXPECT_EQ(render_markdown_report(r).find("Decode throughput"), std::string::npos);
+  EXPECT_EQ(render_html_report(r).find("Decode throughput"), std::string::npos);
+  EXPECT_FALSE(json::parse(render_json_report(r)).at("cases").at(0).contains("generated_tokens"));
+  ASSERT_GE(r.cases.size(), 2u);
+  r.cases[0].generated_tokens = 2048;
+  r.cases[0].seconds = 0.5;
+  r.cases[1].generated_tokens = 4096;
+  r.cases[1].seconds = 2.0;
+  const std::string md = render_markdown_report(r);
+  EXPECT_NE(md.find("## Decode throughput"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0.5 | 2048 | 4096 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | 4096 | 2048 |"), std::string::npos) << md;
+  EXPECT_EQ(count_of(md, " | 2048 | 4096 |") + count_of(md, " | 4096 | 2048 |"), 2u) << md;
+  const std::string html = render_html_report(r);
+  EXPECT_NE(html.find("<h2>Decode throughput</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">2048</td><td class=\"num\">4096</td>"), std::string::npos);
+  const json j = json::parse(render_json_report(r));
+  EXPECT_EQ(j.at("cases").at(0).at("generated_tokens"), 2048);
+  const AuditResult back = audit_from_json(j, "the test's report");
+  EXPECT_EQ(back.cases.at(0).generated_tokens, 2048);
+  EXPECT_EQ(back.cases.at(1).generated_tokens, 4096);
+  EXPECT_EQ(back.cases.at(2).generated_tokens, 0);
 }
 
 TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {

@@ -55,6 +55,11 @@ class ModelWorkload final : public Workload {
     return outputs;
   }
 
+  int64_t generated_tokens(const Context& c) const override {
+    return static_cast<int64_t>(runner_.batch_for(c).prompts.size()) *
+           runner_.options_for(c).max_new_tokens;
+  }
+
   std::unique_ptr<BenchCase> bench_case(const Context& c) override {
     auto bc = std::make_unique<LmHeadBench>();
     bc->weights = runner_.shared_weights();

@@ -131,6 +131,25 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
   o << "</tbody>\n</table>\n</section>\n";
 }
 
+// Model scenarios: each case's wall time and tokens/s (as the Markdown report gives them).
+void write_throughput(std::ostringstream& o, const AuditResult& r) {
+  const std::vector<ThroughputRow> rows = decode_throughput(r);
+  if (rows.empty()) return;
+  o << "<section id=\"throughput\">\n<h2>Decode throughput</h2>\n<table>\n<thead><tr>"
+       "<th>Backend</th><th>Context</th><th>Seconds</th><th>Tokens</th><th>Tokens/s</th></tr>"
+       "</thead>\n<tbody>\n";
+  for (const ThroughputRow& t : rows) {
+    const CaseRecord& c = *t.c;
+    o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
+      << esc(context_label(r, c.context_index, c.context_id))
+      << (c.repeat > 0 ? " (repeat " + std::to_string(c.repeat) + ")" : "")
+      << "</td><td class=\"num\">" << esc(short_number(c.seconds))
+      << "</td><td class=\"num\">" << c.generated_tokens << "</td><td class=\"num\">"
+      << esc(short_number(t.tokens_per_s)) << "</td></tr>\n";
+  }
+  o << "</tbody>\n</table>\n</section>\n";
+}
+
 // Cell colours. A cell says whether the request's bits equal those of the baseline of its own
 // group (the contexts that share the request-defining axis values: kv_len, prompt_len, ...), and
 // how many distinct results that group has. Contexts of different groups compute different
@@ -551,6 +570,7 @@ std::string render_html_report(const AuditResult& r) {
   write_summary(o, r);
   write_verify(o, r);
   write_backends(o, r);
+  write_throughput(o, r);
   write_heatmaps(o, r);
   write_divergences(o, r);
   write_bisect(o);

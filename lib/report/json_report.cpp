@@ -68,15 +68,17 @@ json case_json(const CaseRecord& c) {
     if (!r.completion.empty()) jr["completion"] = r.completion;
     requests.push_back(std::move(jr));
   }
-  return {{"backend", c.backend},
-          {"context_index", c.context_index},
-          {"context", c.context_id},
-          {"context_values", values},
-          {"group", c.group},
-          {"repeat", c.repeat},
-          {"seconds", json_number(c.seconds)},
-          {"notes", string_map(c.notes)},
-          {"requests", requests}};
+  json j = {{"backend", c.backend},
+            {"context_index", c.context_index},
+            {"context", c.context_id},
+            {"context_values", values},
+            {"group", c.group},
+            {"repeat", c.repeat},
+            {"seconds", json_number(c.seconds)},
+            {"notes", string_map(c.notes)},
+            {"requests", requests}};
+  if (c.generated_tokens > 0) j["generated_tokens"] = c.generated_tokens;
+  return j;
 }
 
 json divergence_json(const Divergence& d) {

@@ -164,6 +164,7 @@ AuditResult parse(const json& j) {
     rec.group = c.contains("group") ? c.at("group").get<std::string>() : group_of(s, rec.context_values);
     rec.repeat = c.value("repeat", 0);
     rec.seconds = number(c.value("seconds", json(0.0)));
+    rec.generated_tokens = c.value("generated_tokens", int64_t{0});
     rec.notes = notes(c.value("notes", json::object()));
     for (const json& q : c.at("requests")) {
       RequestRecord rr;

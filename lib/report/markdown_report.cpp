@@ -94,6 +94,23 @@ void write_backend_table(std::ostringstream& o, const AuditResult& r) {
   }
 }
 
+// Model scenarios: each case's wall time and tokens/s (batch x max_new_tokens over the case's
+// seconds, prefill and hashing included), so that an audit's cost per context is a number.
+void write_throughput_table(std::ostringstream& o, const AuditResult& r) {
+  const std::vector<ThroughputRow> rows = decode_throughput(r);
+  if (rows.empty()) return;
+  o << "\n## Decode throughput\n\n| Backend | Context | Seconds | Tokens | Tokens/s |\n"
+       "|---|---|---:|---:|---:|\n";
+  for (const ThroughputRow& t : rows) {
+    const CaseRecord& c = *t.c;
+    o << "| " << table_safe(code(c.backend)) << " | "
+      << cell(context_label(r, c.context_index, c.context_id) +
+              (c.repeat > 0 ? " (repeat " + std::to_string(c.repeat) + ")" : ""))
+      << " | " << short_number(c.seconds) << " | " << c.generated_tokens << " | "
+      << short_number(t.tokens_per_s) << " |\n";
+  }
+}
+
 void write_divergence_table(std::ostringstream& o, const AuditResult& r,
                             const std::vector<const Divergence*>& divs) {
   o << "| Request | Token | Context | Element | a | b | Bits a \u2192 b | ULP | max \\|\u0394\\| "
@@ -231,6 +248,7 @@ std::string render_markdown_report(const AuditResult& r) {
       << ").\n\n";
   }
   write_backend_table(o, r);
+  write_throughput_table(o, r);
   for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
   if (r.verify) write_verify(o, r);
   return o.str();

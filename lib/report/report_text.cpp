@@ -129,6 +129,15 @@ std::string context_label(const AuditResult& r, int context_index, const std::st
   return absl::StrJoin(parts, ", ");
 }
 
+std::vector<ThroughputRow> decode_throughput(const AuditResult& r) {
+  std::vector<ThroughputRow> rows;
+  for (const CaseRecord& c : r.cases) {
+    if (c.generated_tokens <= 0) continue;
+    rows.push_back({&c, c.seconds > 0 ? static_cast<double>(c.generated_tokens) / c.seconds : 0.0});
+  }
+  return rows;
+}
+
 std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const AuditResult& r) {
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   for (const auto& axis : r.scenario.axes) {

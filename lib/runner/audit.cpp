@@ -133,6 +133,7 @@ class BackendAudit {
       const auto t0 = Clock::now();
       std::vector<RequestOutput> outputs = workload_.run(backend_, c, &rec.notes);
       rec.seconds = seconds_since(t0);
+      rec.generated_tokens = workload_.generated_tokens(c);
       for (const RequestOutput& out : outputs) {
         rec.requests.push_back(hash_output(out));
         distinct_[{c.group, out.request}].insert(rec.requests.back().hash);

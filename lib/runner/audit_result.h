@@ -51,6 +51,7 @@ struct CaseRecord {
   std::vector<RequestRecord> requests;
   RunNotes notes;
   double seconds = 0.0;
+  int64_t generated_tokens = 0;  // model cases: tokens decoded (batch x max_new_tokens), else 0
 };
 
 // Model scenarios: where two completions part (token ids per decode step; the output tensor

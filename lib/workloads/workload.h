@@ -47,6 +47,9 @@ class Workload {
   virtual std::vector<RequestOutput> run(Backend& backend, const Context& context,
                                          RunNotes* notes) = 0;
   virtual std::unique_ptr<BenchCase> bench_case(const Context& context) = 0;
+  // Tokens one case of the context generates (model workloads: batch x max_new_tokens), so that
+  // the reports can give its throughput; 0 for ops that generate none.
+  virtual int64_t generated_tokens(const Context&) const { return 0; }
 };
 
 // Per-op factories (one file each; the op table, lib/loader/op_table.h, names them). Each throws
