@@ -142,7 +142,7 @@ PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
 PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor flavor,
                                               const AttentionPrefillArgs& args,
                                               const AttentionOperands& ops, RunNotes* notes,
-                                             const IndexUpload& upload) {
+                                              const IndexUpload& upload) {
   check_supported("attention_prefill", ops.dtype, args.num_heads, args.num_kv_heads,
                   args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
