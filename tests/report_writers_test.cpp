@@ -11,6 +11,7 @@
 
 #include "lib/core/error.h"
 #include "lib/report/bench_report.h"
+#include "lib/report/console_summary.h"
 #include "lib/core/atomic_file.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
@@ -267,6 +268,7 @@ TEST(Reports, ModelCasesGiveTheirDecodeThroughput) {
   AuditResult r = make_sample_audit_result();
   EXPECT_EQ(render_markdown_report(r).find("Decode throughput"), std::string::npos);
   EXPECT_EQ(render_html_report(r).find("Decode throughput"), std::string::npos);
+  EXPECT_EQ(render_console_summary(r).find("tokens/s"), std::string::npos);
   EXPECT_FALSE(json::parse(render_json_report(r)).at("cases").at(0).contains("generated_tokens"));
   ASSERT_GE(r.cases.size(), 2u);
   r.cases[0].generated_tokens = 2048;
@@ -281,6 +283,12 @@ TEST(Reports, ModelCasesGiveTheirDecodeThroughput) {
   const std::string html = render_html_report(r);
   EXPECT_NE(html.find("<h2>Decode throughput</h2>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"num\">2048</td><td class=\"num\">4096</td>"), std::string::npos);
+  // The console gives each backend's range; here both cases are the first backend's.
+  ASSERT_EQ(r.cases[0].backend, r.cases[1].backend);
+  const std::string console = render_console_summary(r);
+  EXPECT_NE(console.find("decode: 2048-4096 tokens/s per case (0.5-2 s)"), std::string::npos)
+      << console;
+  EXPECT_EQ(count_of(console, "tokens/s per case"), 1u) << console;
   const json j = json::parse(render_json_report(r));
   EXPECT_EQ(j.at("cases").at(0).at("generated_tokens"), 2048);
   const AuditResult back = audit_from_json(j, "the test's report");

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
 #include <set>
 
+#include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/verdict.h"
 
@@ -38,6 +40,27 @@ std::string divergent_contexts_line(const AuditResult& r, const std::string& bac
 
 }  // namespace
 
+namespace {
+
+// Model scenarios: the range of a backend's tokens/s and seconds over its cases ("" when its
+// cases generate no tokens), e.g. "373-2827 tokens/s per case (5.49-8.62 s)".
+std::string throughput_range(const AuditResult& r, const std::string& backend) {
+  double lo = 0, hi = 0, s_lo = 0, s_hi = 0;
+  bool any = false;
+  for (const report_text::ThroughputRow& t : report_text::decode_throughput(r)) {
+    if (t.c->backend != backend) continue;
+    lo = any ? std::min(lo, t.tokens_per_s) : t.tokens_per_s;
+    hi = any ? std::max(hi, t.tokens_per_s) : t.tokens_per_s;
+    s_lo = any ? std::min(s_lo, t.c->seconds) : t.c->seconds;
+    s_hi = any ? std::max(s_hi, t.c->seconds) : t.c->seconds;
+    any = true;
+  }
+  if (!any) return "";
+  return fmt::format("{:.0f}-{:.0f} tokens/s per case ({:.3g}-{:.3g} s)", lo, hi, s_lo, s_hi);
+}
+
+}  // namespace
+
 std::string render_console_summary(const AuditResult& r) {
   std::string s;
   s += fmt::format("scenario {} ({}, {}): {} contexts x {} backends, {} repeat{}\n",
@@ -59,6 +82,8 @@ std::string render_console_summary(const AuditResult& r) {
     }
     s += fmt::format("  {} {:<20} expect {:<9} {}\n", o.passed ? "PASS" : "FAIL", o.name,
                      expectation_name(o.expect), o.verdict);
+    const std::string throughput = throughput_range(r, o.name);
+    if (!throughput.empty()) s += "       decode: " + throughput + "\n";
     const Divergence* first = nullptr;
     for (const Divergence& d : r.divergences) {
       if (d.backend == o.name) {
