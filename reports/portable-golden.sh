@@ -37,16 +37,16 @@ cpu_scenarios=(scenarios/quickstart.yaml scenarios/gemm-cpu.yaml scenarios/rmsno
 
 step info no "$nvdet" info
 if [[ -z ${NVDET_BENCH_ONLY:-} ]]; then
-step record-cpu-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cpu-portable --quiet \
-  --record "$out/portable-golden.json"
-step verify-cuda-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cuda-portable \
-  --verify "$out/portable-golden.json" --verify-as cuda-portable=cpu-portable \
-  --report-dir "$out/verify" --format json
-step gpu-tests-portable yes "$build/tests/nvdet_gpu_tests" --gtest_filter='GpuPortable.*'
-if [[ -n ${NVDET_PTX_BUILD:-} ]]; then
-  step ptx-only-info no "$NVDET_PTX_BUILD/tools/nvdet" info
-  step ptx-only-gpu-tests yes "$NVDET_PTX_BUILD/tests/nvdet_gpu_tests"
-fi
+  step record-cpu-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cpu-portable --quiet \
+    --record "$out/portable-golden.json"
+  step verify-cuda-portable yes "$nvdet" audit "${cpu_scenarios[@]}" --backends cuda-portable \
+    --verify "$out/portable-golden.json" --verify-as cuda-portable=cpu-portable \
+    --report-dir "$out/verify" --format json
+  step gpu-tests-portable yes "$build/tests/nvdet_gpu_tests" --gtest_filter='GpuPortable.*'
+  if [[ -n ${NVDET_PTX_BUILD:-} ]]; then
+    step ptx-only-info no "$NVDET_PTX_BUILD/tools/nvdet" info
+    step ptx-only-gpu-tests yes "$NVDET_PTX_BUILD/tests/nvdet_gpu_tests"
+  fi
 fi
 
 if [[ -z ${NVDET_SKIP_BENCH:-} ]]; then

@@ -21,7 +21,7 @@ double measure_copy_bandwidth_gbps(DeviceContext& ctx, int warmup, int reps) {
   call.launch = [=](cudaStream_t s) {
     return cudaMemcpyAsync(dst, src, kCopyBytes, cudaMemcpyDeviceToDevice, s);
   };
-  const EventTiming t = time_prepared(ctx, call, warmup, reps);
+  const Timing t = time_prepared(ctx, call, TimingOptions{.warmup = warmup, .repetitions = reps});
   return 2.0 * static_cast<double>(kCopyBytes) / (t.median_us * 1e-6) / 1e9;  // read + write
 }
 

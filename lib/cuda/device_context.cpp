@@ -207,7 +207,8 @@ HostTensor run_prepared(DeviceContext& ctx, PreparedCall& call) {
   return ctx.download(call.output, call.out_dtype, call.out_shape);
 }
 
-EventTiming time_prepared(DeviceContext& ctx, PreparedCall& call, int warmup, int reps) {
+Timing time_prepared(DeviceContext& ctx, PreparedCall& call, const TimingOptions& opts) {
+  const int warmup = opts.warmup, reps = opts.repetitions;
   for (int i = 0; i < warmup; ++i) check(call.launch(ctx.stream()), "a warm-up launch");
   ctx.synchronize();
   std::vector<cudaEvent_t> events(2 * reps);
@@ -226,7 +227,8 @@ EventTiming time_prepared(DeviceContext& ctx, PreparedCall& call, int warmup, in
   }
   for (auto& e : events) cudaEventDestroy(e);
   std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us.front(), us.back()};
+  return Timing{.median_us = us[us.size() / 2], .min_us = us.front(), .repetitions = reps,
+                .max_us = us.back()};
 }
 
 }  // namespace nvdet::cuda

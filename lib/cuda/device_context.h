@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lib/backend/backend.h"
 #include "lib/core/tensor.h"
 
 namespace nvdet::cuda {
@@ -99,10 +100,8 @@ struct PreparedCall {
 
 // Runs the call once and returns its output.
 HostTensor run_prepared(DeviceContext& ctx, PreparedCall& call);
-// Median, minimum and maximum device time over `reps` launches after `warmup`, with CUDA events.
-struct EventTiming {
-  double median_us, min_us, max_us;
-};
-EventTiming time_prepared(DeviceContext& ctx, PreparedCall& call, int warmup, int reps);
+// Median, minimum and maximum device time over opts.repetitions launches after opts.warmup,
+// with CUDA events: every GPU backend's Backend::time().
+Timing time_prepared(DeviceContext& ctx, PreparedCall& call, const TimingOptions& opts);
 
 }  // namespace nvdet::cuda

@@ -25,9 +25,7 @@ class PortableCudaBackend final : public Backend {
   std::optional<Timing> time(const OpArgs& args, const TimingOptions& opts) override {
     validate_op_args(args);
     PreparedCall call = prepare_portable(ctx_, args, nullptr);
-    const EventTiming t = time_prepared(ctx_, call, opts.warmup, opts.repetitions);
-    return Timing{.median_us = t.median_us, .min_us = t.min_us, .repetitions = opts.repetitions,
-                  .max_us = t.max_us};
+    return time_prepared(ctx_, call, opts);
   }
 
   std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {

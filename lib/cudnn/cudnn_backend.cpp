@@ -82,9 +82,7 @@ class CudnnBackend final : public Backend {
   std::optional<Timing> time(const OpArgs& args, const TimingOptions& opts) override {
     validate_op_args(args);
     PreparedCall call = prepare(args, nullptr);
-    const cuda::EventTiming t = cuda::time_prepared(*ctx_, call, opts.warmup, opts.repetitions);
-    return Timing{.median_us = t.median_us, .min_us = t.min_us, .repetitions = opts.repetitions,
-                  .max_us = t.max_us};
+    return cuda::time_prepared(*ctx_, call, opts);
   }
 
   std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {

@@ -45,18 +45,17 @@ namespace {
 // Model scenarios: the range of a backend's tokens/s and seconds over its cases ("" when its
 // cases generate no tokens), e.g. "373-2827 tokens/s per case (5.49-8.62 s)".
 std::string throughput_range(const AuditResult& r, const std::string& backend) {
-  double lo = 0, hi = 0, s_lo = 0, s_hi = 0;
-  bool any = false;
-  for (const report_text::ThroughputRow& t : report_text::decode_throughput(r)) {
-    if (t.c->backend != backend) continue;
-    lo = any ? std::min(lo, t.tokens_per_s) : t.tokens_per_s;
-    hi = any ? std::max(hi, t.tokens_per_s) : t.tokens_per_s;
-    s_lo = any ? std::min(s_lo, t.c->seconds) : t.c->seconds;
-    s_hi = any ? std::max(s_hi, t.c->seconds) : t.c->seconds;
-    any = true;
+  std::vector<double> rates, seconds;
+  for (const CaseRecord* c : report_text::decoding_cases(r)) {
+    if (c->backend != backend) continue;
+    rates.push_back(report_text::tokens_per_second(*c));
+    seconds.push_back(c->seconds);
   }
-  if (!any) return "";
-  return fmt::format("{:.0f}-{:.0f} tokens/s per case ({:.3g}-{:.3g} s)", lo, hi, s_lo, s_hi);
+  if (rates.empty()) return "";
+  const auto [rate_lo, rate_hi] = std::minmax_element(rates.begin(), rates.end());
+  const auto [s_lo, s_hi] = std::minmax_element(seconds.begin(), seconds.end());
+  return fmt::format("{:.0f}-{:.0f} tokens/s per case ({:.3g}-{:.3g} s)", *rate_lo, *rate_hi,
+                     *s_lo, *s_hi);
 }
 
 }  // namespace

@@ -133,19 +133,19 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
 
 // Model scenarios: each case's wall time and tokens/s (as the Markdown report gives them).
 void write_throughput(std::ostringstream& o, const AuditResult& r) {
-  const std::vector<ThroughputRow> rows = decode_throughput(r);
-  if (rows.empty()) return;
+  const std::vector<const CaseRecord*> cases = decoding_cases(r);
+  if (cases.empty()) return;
   o << "<section id=\"throughput\">\n<h2>Decode throughput</h2>\n<table>\n<thead><tr>"
        "<th>Backend</th><th>Context</th><th>Seconds</th><th>Tokens</th><th>Tokens/s</th></tr>"
        "</thead>\n<tbody>\n";
-  for (const ThroughputRow& t : rows) {
-    const CaseRecord& c = *t.c;
+  for (const CaseRecord* case_record : cases) {
+    const CaseRecord& c = *case_record;
     o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
       << esc(context_label(r, c.context_index, c.context_id))
       << (c.repeat > 0 ? " (repeat " + std::to_string(c.repeat) + ")" : "")
       << "</td><td class=\"num\">" << esc(short_number(c.seconds))
       << "</td><td class=\"num\">" << c.generated_tokens << "</td><td class=\"num\">"
-      << esc(short_number(t.tokens_per_s)) << "</td></tr>\n";
+      << esc(short_number(tokens_per_second(c))) << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n</section>\n";
 }

@@ -97,17 +97,17 @@ void write_backend_table(std::ostringstream& o, const AuditResult& r) {
 // Model scenarios: each case's wall time and tokens/s (batch x max_new_tokens over the case's
 // seconds, prefill and hashing included), so that an audit's cost per context is a number.
 void write_throughput_table(std::ostringstream& o, const AuditResult& r) {
-  const std::vector<ThroughputRow> rows = decode_throughput(r);
-  if (rows.empty()) return;
+  const std::vector<const CaseRecord*> cases = decoding_cases(r);
+  if (cases.empty()) return;
   o << "\n## Decode throughput\n\n| Backend | Context | Seconds | Tokens | Tokens/s |\n"
        "|---|---|---:|---:|---:|\n";
-  for (const ThroughputRow& t : rows) {
-    const CaseRecord& c = *t.c;
+  for (const CaseRecord* case_record : cases) {
+    const CaseRecord& c = *case_record;
     o << "| " << table_safe(code(c.backend)) << " | "
       << cell(context_label(r, c.context_index, c.context_id) +
               (c.repeat > 0 ? " (repeat " + std::to_string(c.repeat) + ")" : ""))
       << " | " << short_number(c.seconds) << " | " << c.generated_tokens << " | "
-      << short_number(t.tokens_per_s) << " |\n";
+      << short_number(tokens_per_second(c)) << " |\n";
   }
 }
 

@@ -129,13 +129,16 @@ std::string context_label(const AuditResult& r, int context_index, const std::st
   return absl::StrJoin(parts, ", ");
 }
 
-std::vector<ThroughputRow> decode_throughput(const AuditResult& r) {
-  std::vector<ThroughputRow> rows;
+std::vector<const CaseRecord*> decoding_cases(const AuditResult& r) {
+  std::vector<const CaseRecord*> out;
   for (const CaseRecord& c : r.cases) {
-    if (c.generated_tokens <= 0) continue;
-    rows.push_back({&c, c.seconds > 0 ? static_cast<double>(c.generated_tokens) / c.seconds : 0.0});
+    if (c.generated_tokens > 0) out.push_back(&c);
   }
-  return rows;
+  return out;
+}
+
+double tokens_per_second(const CaseRecord& c) {
+  return c.seconds > 0 ? static_cast<double>(c.generated_tokens) / c.seconds : 0.0;
 }
 
 std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const AuditResult& r) {

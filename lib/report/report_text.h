@@ -44,13 +44,10 @@ std::optional<std::string> context_value(
 // `context_id` when no case records them.
 std::string context_label(const AuditResult& r, int context_index, const std::string& context_id);
 
-// Decode throughput of the cases that generate tokens (model scenarios), in case order; empty
-// for other ops. tokens_per_s is generated_tokens / seconds (0 when no time was recorded).
-struct ThroughputRow {
-  const CaseRecord* c = nullptr;
-  double tokens_per_s = 0.0;
-};
-std::vector<ThroughputRow> decode_throughput(const AuditResult& r);
+// The cases that generate tokens (model scenarios), in case order; empty for other ops.
+std::vector<const CaseRecord*> decoding_cases(const AuditResult& r);
+// A decoding case's throughput: generated_tokens / seconds (0 when no time was recorded).
+double tokens_per_second(const CaseRecord& c);
 
 // The axes that take more than one value, in sweep order.
 std::vector<std::pair<std::string, std::vector<std::string>>> varying_axes(const AuditResult& r);
