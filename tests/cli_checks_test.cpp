@@ -356,6 +356,19 @@ TEST(ReportCli, RerendersFromTheJsonReport) {
   EXPECT_NE(r.err.find("cannot read audit report"), std::string::npos) << r.err;
 }
 
+// `nvdet report` reads its JSON like every input file: a FIFO, a folder or /dev/zero is refused
+// with exit 2 and one sentence, never waited on or read without end.
+TEST(ReportCli, RefusesAReportThatIsNotARegularFile) {
+  const auto dir = make_temp_dir("report-input");
+  ASSERT_EQ(::mkfifo((dir / "fifo.json").c_str(), 0644), 0);
+  for (const std::string& input : {(dir / "fifo.json").string(), dir.string(), std::string("/dev/zero")}) {
+    const CommandResult r = run_nvdet("report " + input + " --report-dir " + (dir / "out").string());
+    EXPECT_EQ(r.exit_code, 2) << input << "\n" << r.err;
+    EXPECT_NE(r.err.find("audit report '" + input + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  }
+}
+
 TEST(InfoAndListJson, SayTheSameAsTheText) {
   const CommandResult text = run_nvdet("list");
   const CommandResult r = run_nvdet("list --format json");

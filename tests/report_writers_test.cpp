@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <regex>
 #include <set>
 #include <sys/stat.h>
@@ -295,6 +296,13 @@ TEST(Reports, ModelCasesGiveTheirDecodeThroughput) {
   EXPECT_EQ(back.cases.at(0).generated_tokens, 2048);
   EXPECT_EQ(back.cases.at(1).generated_tokens, 4096);
   EXPECT_EQ(back.cases.at(2).generated_tokens, 0);
+  // A report whose count is not a non-negative integer is refused, not converted.
+  for (const json& bad : {json(-1), json(1e300), json(2.5), json("2048"),
+                          json(std::numeric_limits<uint64_t>::max())}) {
+    json edited = j;
+    edited["cases"][0]["generated_tokens"] = bad;
+    EXPECT_ANY_THROW(audit_from_json(edited, "the test's report")) << bad.dump();
+  }
 }
 
 TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {

@@ -16,6 +16,9 @@ namespace nvdet {
 constexpr uint64_t kMaxScenarioBytes = uint64_t{4} << 20;      // 4 MiB of YAML
 constexpr uint64_t kMaxPromptsFileBytes = uint64_t{64} << 20;  // 64 MiB of token ids
 constexpr uint64_t kMaxJsonFileBytes = uint64_t{64} << 20;     // manifests, config.json, indexes
+// JSON audit reports (`nvdet report`): one hash per token per case, so a wide sweep's report is
+// tens of MiB (an H200 prefill sweep's is 24 MiB).
+constexpr uint64_t kMaxAuditReportBytes = uint64_t{256} << 20;
 
 // Reads all of `path`. `what` names the file's role in messages ("scenario", "prompts file").
 // Throws Error(kBadInput): "cannot read scenario 'p': No such file or directory",

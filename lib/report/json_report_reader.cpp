@@ -1,10 +1,10 @@
 #include "lib/report/json_report_reader.h"
 
-#include <fstream>
 #include <limits>
-#include <sstream>
 
+#include "lib/core/bounded_file.h"
 #include "lib/core/checked_parse.h"
+#include "lib/core/json_input.h"
 #include "lib/core/error.h"
 #include "lib/scenario/scenario.h"
 
@@ -12,6 +12,23 @@ namespace nvdet {
 namespace {
 
 using nlohmann::json;
+
+// An optional count (0 when absent): a JSON integer from 0 to 2^63 - 1. A float, a negative or
+// a larger value is refused rather than converted (converting an out-of-range float to an
+// integer is undefined).
+int64_t count(const json& object, const char* key) {
+  if (!object.contains(key)) return 0;
+  const json& v = object.at(key);
+  const bool in_range =
+      v.is_number_unsigned()
+          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+          : v.is_number_integer() && v.get<int64_t>() >= 0;
+  if (!in_range) {
+    throw json::other_error::create(
+        501, std::string("'") + key + "' must be an integer from 0 to 2^63 - 1", &v);
+  }
+  return v.get<int64_t>();
+}
 
 // The inverse of json_number: "nan", "inf" and "-inf" are strings.
 double number(const json& v) {
@@ -164,7 +181,7 @@ AuditResult parse(const json& j) {
     rec.group = c.contains("group") ? c.at("group").get<std::string>() : group_of(s, rec.context_values);
     rec.repeat = c.value("repeat", 0);
     rec.seconds = number(c.value("seconds", json(0.0)));
-    rec.generated_tokens = c.value("generated_tokens", int64_t{0});
+    rec.generated_tokens = count(c, "generated_tokens");
     rec.notes = notes(c.value("notes", json::object()));
     for (const json& q : c.at("requests")) {
       RequestRecord rr;
@@ -294,15 +311,10 @@ AuditResult audit_from_json(const json& j, const std::string& what) {
 }
 
 AuditResult read_audit_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_input_error("cannot read audit report '" + path + "': no such file or not readable");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw_input_error("cannot read audit report '" + path + "': not JSON (" + std::string(e.what()) + ")");
-  }
-  return audit_from_json(j, path);
+  // Bounded like every input file: a regular file under the cap, nesting limited, one sentence
+  // for any failure.
+  const std::string text = read_bounded_file(path, kMaxAuditReportBytes, "audit report");
+  return audit_from_json(parse_json_input(text, "audit report '" + path + "'"), path);
 }
 
 }  // namespace nvdet

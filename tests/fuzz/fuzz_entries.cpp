@@ -13,6 +13,9 @@
 #include "lib/core/json_input.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/checkpoint.h"
+#include "lib/report/html_report.h"
+#include "lib/report/json_report_reader.h"
+#include "lib/report/markdown_report.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
 #include "lib/tensorio/npy.h"
@@ -101,12 +104,24 @@ void checkpoint_config(const uint8_t* data, size_t size) {
   refusal_ok([&] { (void)read_hf_config(dir.string()); });
 }
 
+// `nvdet report`: the JSON audit report read back, then rendered, as the command does.
+void audit_report(const uint8_t* data, size_t size) {
+  static MemFile file;
+  const std::string& path = file.hold(data, size);
+  refusal_ok([&] {
+    const AuditResult r = read_audit_report(path);
+    (void)render_markdown_report(r);
+    (void)render_html_report(r);
+  });
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"scenario", scenario},
                                           {"npy", npy},
                                           {"safetensors", safetensors},
                                           {"manifest", manifest},
-                                          {"checkpoint_config", checkpoint_config}};
+                                          {"checkpoint_config", checkpoint_config},
+                                          {"audit_report", audit_report}};
   return all;
 }
 

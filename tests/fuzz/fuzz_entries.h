@@ -16,6 +16,7 @@ void npy(const uint8_t* data, size_t size);
 void safetensors(const uint8_t* data, size_t size);
 void manifest(const uint8_t* data, size_t size);
 void checkpoint_config(const uint8_t* data, size_t size);
+void audit_report(const uint8_t* data, size_t size);
 
 struct Target {
   const char* name;  // also the folder name under tests/fuzz/regressions/ and corpus/

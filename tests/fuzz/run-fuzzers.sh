@@ -14,7 +14,7 @@ build=${1:?usage: run-fuzzers.sh BUILD_DIR [SECONDS_PER_TARGET]}
 seconds=${2:-${NVDET_FUZZ_SECONDS:-60}}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${NVDET_FUZZ_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/nvdet-fuzz.XXXXXX")}
-targets=${NVDET_FUZZ_TARGETS:-scenario npy safetensors manifest checkpoint_config}
+targets=${NVDET_FUZZ_TARGETS:-scenario npy safetensors manifest checkpoint_config audit_report}
 # The checkpoint-config target writes its config.json for every input: keep that in memory.
 fuzz_tmp=${TMPDIR:-}
 if [[ -z $fuzz_tmp && -d /dev/shm && -w /dev/shm ]]; then fuzz_tmp=/dev/shm; fi
