@@ -305,6 +305,54 @@ TEST(Reports, ModelCasesGiveTheirDecodeThroughput) {
   }
 }
 
+// Every integer the reader takes is checked: a float (even an integral one such as 1e89), a
+// string, or a value outside the field's type is refused with the key's name, never converted
+// (an out-of-range float to integer conversion is undefined behaviour).
+TEST(Reports, ReaderRefusesIntegerFieldsThatAreNotInRangeIntegers) {
+  AuditResult r = make_sample_audit_result();
+  r.system.gpus.push_back(GpuInfo{0, "test GPU", 132, "9.0", size_t{1} << 30, size_t{1} << 20});
+  const json good = json::parse(render_json_report(r));
+  ASSERT_NO_THROW(audit_from_json(good, "the test's report"));
+  ASSERT_FALSE(good.at("divergences").empty());
+  const std::vector<std::string> fields = {
+      "/schema_version",         "/scenario/seed",
+      "/scenario/requests/0",    "/scenario/repeat",
+      "/device/gpus/0/sm_count", "/device/gpus/0/memory_bytes",
+      "/backends/0/contexts_run", "/cases/0/context_index",
+      "/cases/0/repeat",         "/cases/0/requests/0/request",
+      "/divergences/0/request",  "/divergences/0/token",
+      "/divergences/0/first_mismatch/flat_index",
+      "/divergences/0/first_mismatch/coords/0",
+      "/summary/cases"};
+  for (const std::string& field : fields) {
+    const json::json_pointer at(field);
+    ASSERT_TRUE(good.contains(at)) << field;
+    const std::string key = at.back();
+    for (const json& bad : {json(1.21111e89), json(-1.5e300), json(2.5), json("7")}) {
+      json edited = good;
+      edited[at] = bad;
+      try {
+        audit_from_json(edited, "r.json");
+        ADD_FAILURE() << field << " = " << bad.dump() << " was read";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot read audit report 'r.json'"), std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  // An integer outside the field's type: an int field given 2^40.
+  json edited = good;
+  edited["backends"][0]["contexts_run"] = int64_t{1} << 40;
+  try {
+    audit_from_json(edited, "r.json");
+    ADD_FAILURE() << "contexts_run = 2^40 was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'contexts_run' must be an integer from 0 to 2147483647"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {
   AuditResult r = make_sample_audit_result();
   // Keep only position=first: the sweep has one varying axis.

@@ -1,6 +1,12 @@
 #include "lib/report/json_report_reader.h"
 
 #include <limits>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "lib/core/bounded_file.h"
 #include "lib/core/checked_parse.h"
@@ -13,21 +19,59 @@ namespace {
 
 using nlohmann::json;
 
-// An optional count (0 when absent): a JSON integer from 0 to 2^63 - 1. A float, a negative or
-// a larger value is refused rather than converted (converting an out-of-range float to an
-// integer is undefined).
-int64_t count(const json& object, const char* key) {
-  if (!object.contains(key)) return 0;
-  const json& v = object.at(key);
-  const bool in_range =
-      v.is_number_unsigned()
-          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-          : v.is_number_integer() && v.get<int64_t>() >= 0;
-  if (!in_range) {
-    throw json::other_error::create(
-        501, std::string("'") + key + "' must be an integer from 0 to 2^63 - 1", &v);
+[[noreturn]] void refuse(const json& v, const std::string& why) {
+  throw json::other_error::create(501, why, &v);
+}
+
+// An integer field read as T: a JSON integer within T's range (and at least `least`). A float
+// (1e89), a string or an out-of-range integer is refused rather than converted: converting an
+// out-of-range float to an integer is undefined, and a wrapped integer would be a wrong report.
+template <class T>
+T integer(const json& v, std::string_view key, T least = std::numeric_limits<T>::min()) {
+  static_assert(std::is_integral_v<T>);
+  bool in_range = false;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    in_range = std::in_range<T>(u) && static_cast<T>(u) >= least;
+  } else if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    in_range = std::in_range<T>(i) && static_cast<T>(i) >= least;
   }
-  return v.get<int64_t>();
+  if (!in_range) {
+    refuse(v, fmt::format("'{}' must be an integer from {} to {}", key, least,
+                          std::numeric_limits<T>::max()));
+  }
+  return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>())
+                                : static_cast<T>(v.get<int64_t>());
+}
+
+// The field `key` of `object` as an integer, `fallback` when absent.
+template <class T>
+T integer_or(const json& object, const char* key, T fallback,
+             T least = std::numeric_limits<T>::min()) {
+  return object.contains(key) ? integer<T>(object.at(key), key, least) : fallback;
+}
+
+template <class T>
+T integer_at(const json& object, const char* key, T least = std::numeric_limits<T>::min()) {
+  return integer<T>(object.at(key), key, least);
+}
+
+// An array of integers (an absent key reads as empty).
+template <class T>
+std::vector<T> integers_or_empty(const json& object, const char* key) {
+  std::vector<T> out;
+  if (!object.contains(key)) return out;
+  const json& a = object.at(key);
+  if (!a.is_array()) refuse(a, std::string("'") + key + "' must be an array of integers");
+  out.reserve(a.size());
+  for (const json& e : a) out.push_back(integer<T>(e, key));
+  return out;
+}
+
+// An optional count (0 when absent): a JSON integer from 0 to 2^63 - 1.
+int64_t count(const json& object, const char* key) {
+  return integer_or<int64_t>(object, key, 0, 0);
 }
 
 // The inverse of json_number: "nan", "inf" and "-inf" are strings.
@@ -84,12 +128,12 @@ SystemInfo system(const json& j) {
   s.device_error = j.value("device_error", "");
   for (const json& g : j.value("gpus", json::array())) {
     GpuInfo gi;
-    gi.index = g.value("index", 0);
+    gi.index = integer_or<int>(g, "index", 0, 0);
     gi.name = g.value("name", "");
-    gi.sm_count = g.value("sm_count", 0);
+    gi.sm_count = integer_or<int>(g, "sm_count", 0, 0);
     gi.compute_capability = g.value("compute_capability", "");
-    gi.memory_bytes = g.value("memory_bytes", uint64_t{0});
-    gi.l2_bytes = g.value("l2_bytes", uint64_t{0});
+    gi.memory_bytes = integer_or<size_t>(g, "memory_bytes", 0);
+    gi.l2_bytes = integer_or<size_t>(g, "l2_bytes", 0);
     s.gpus.push_back(gi);
   }
   return s;
@@ -97,13 +141,14 @@ SystemInfo system(const json& j) {
 
 FirstMismatch first_mismatch(const json& j) {
   FirstMismatch m;
-  m.flat_index = j.at("flat_index").get<int64_t>();
-  m.coords = j.at("coords").get<std::vector<int64_t>>();
+  m.flat_index = integer_at<int64_t>(j, "flat_index", 0);
+  if (!j.contains("coords")) refuse(j, "the first mismatch has no 'coords'");
+  m.coords = integers_or_empty<int64_t>(j, "coords");
   m.a = number(j.at("a"));
   m.b = number(j.at("b"));
   m.a_bits = j.at("a_bits").get<std::string>();
   m.b_bits = j.at("b_bits").get<std::string>();
-  m.ulp = j.at("ulp").is_null() ? std::numeric_limits<uint64_t>::max() : j.at("ulp").get<uint64_t>();
+  m.ulp = j.at("ulp").is_null() ? std::numeric_limits<uint64_t>::max() : integer_at<uint64_t>(j, "ulp");
   return m;
 }
 
@@ -125,7 +170,7 @@ std::string group_of(const ScenarioSummary& s,
 
 AuditResult parse(const json& j) {
   AuditResult r;
-  r.schema_version = j.at("schema_version").get<int>();
+  r.schema_version = integer_at<int>(j, "schema_version");
   if (r.schema_version != kReportSchemaVersion) {
     throw json::other_error::create(
         501, "schema_version " + std::to_string(r.schema_version) + " (this nvdet reads " +
@@ -139,9 +184,9 @@ AuditResult parse(const json& j) {
   s.op = sj.at("op").get<std::string>();
   s.dtype = sj.value("dtype", "");
   s.out_dtype = sj.value("out_dtype", "");
-  s.seed = sj.value("seed", uint64_t{0});
-  s.requests = sj.value("requests", std::vector<int64_t>{});
-  s.repeat = sj.value("repeat", 1);
+  s.seed = integer_or<uint64_t>(sj, "seed", 0);
+  s.requests = integers_or_empty<int64_t>(sj, "requests");
+  s.repeat = integer_or<int32_t>(sj, "repeat", 1, 1);
   for (const json& a : sj.value("axes", json::array())) {
     s.axes.emplace_back(a.at("name").get<std::string>(), a.at("values").get<std::vector<std::string>>());
   }
@@ -155,11 +200,11 @@ AuditResult parse(const json& j) {
     o.gpu = b.value("gpu", false);
     o.expect = expectation(b.at("expect").get<std::string>());
     o.passed = b.at("passed").get<bool>();
-    o.contexts_run = b.value("contexts_run", 0);
-    o.divergent_contexts = b.value("divergent_contexts", 0);
-    o.run_to_run_divergences = b.value("run_to_run_divergences", 0);
-    o.max_distinct_results = b.value("max_distinct_results", 1);
-    o.max_distinct_completions = b.value("max_distinct_completions", 0);
+    o.contexts_run = integer_or<int>(b, "contexts_run", 0, 0);
+    o.divergent_contexts = integer_or<int>(b, "divergent_contexts", 0, 0);
+    o.run_to_run_divergences = integer_or<int>(b, "run_to_run_divergences", 0, 0);
+    o.max_distinct_results = integer_or<int>(b, "max_distinct_results", 1, 0);
+    o.max_distinct_completions = integer_or<int>(b, "max_distinct_completions", 0, 0);
     o.verdict = b.value("verdict", "");
     o.stands_for = b.value("stands_for", std::map<std::string, std::string>{});
     o.skipped = b.value("skipped", false);
@@ -169,7 +214,7 @@ AuditResult parse(const json& j) {
   for (const json& c : j.at("cases")) {
     CaseRecord rec;
     rec.backend = c.at("backend").get<std::string>();
-    rec.context_index = c.at("context_index").get<int>();
+    rec.context_index = integer_at<int>(c, "context_index", 0);
     rec.context_id = c.at("context").get<std::string>();
     // In the order of the scenario's axes (a JSON object has no order of its own).
     const json& values = c.value("context_values", json::object());
@@ -179,16 +224,16 @@ AuditResult parse(const json& j) {
       }
     }
     rec.group = c.contains("group") ? c.at("group").get<std::string>() : group_of(s, rec.context_values);
-    rec.repeat = c.value("repeat", 0);
+    rec.repeat = integer_or<int>(c, "repeat", 0, 0);
     rec.seconds = number(c.value("seconds", json(0.0)));
     rec.generated_tokens = count(c, "generated_tokens");
     rec.notes = notes(c.value("notes", json::object()));
     for (const json& q : c.at("requests")) {
       RequestRecord rr;
-      rr.request = q.at("request").get<int64_t>();
+      rr.request = integer_at<int64_t>(q, "request");
       rr.hash = hash(q.at("hash"));
       for (const json& t : q.value("token_hashes", json::array())) rr.token_hashes.push_back(hash(t));
-      rr.completion = q.value("completion", std::vector<int32_t>{});
+      rr.completion = integers_or_empty<int32_t>(q, "completion");
       rec.requests.push_back(std::move(rr));
     }
     r.cases.push_back(std::move(rec));
@@ -211,27 +256,27 @@ AuditResult parse(const json& j) {
           501, "unknown divergence kind '" + kind + "' (expected context or run-to-run)", nullptr);
     }
     v.kind = *parsed_kind;
-    v.request = d.at("request").get<int64_t>();
-    v.token = d.value("token", int64_t{0});
+    v.request = integer_at<int64_t>(d, "request");
+    v.token = integer_or<int64_t>(d, "token", 0, 0);
     v.baseline_context = d.at("baseline_context").get<std::string>();
     v.context = d.at("context").get<std::string>();
     v.baseline_context_index = index_of_context(v.baseline_context);
     v.context_index = index_of_context(v.context);
-    v.repeat = d.value("repeat", 0);
+    v.repeat = integer_or<int>(d, "repeat", 0, 0);
     v.first_mismatch = first_mismatch(d.at("first_mismatch"));
     v.max_abs_diff = number(d.value("max_abs_diff", json(0.0)));
     v.max_rel_diff = number(d.value("max_rel_diff", json(0.0)));
-    v.mismatch_count = d.value("mismatch_count", int64_t{0});
-    v.mismatched_tokens = d.value("mismatched_tokens", int64_t{0});
-    v.tokens = d.value("tokens", int64_t{0});
+    v.mismatch_count = count(d, "mismatch_count");
+    v.mismatched_tokens = count(d, "mismatched_tokens");
+    v.tokens = count(d, "tokens");
     v.baseline_notes = notes(d.value("baseline_notes", json::object()));
     v.notes = notes(d.value("notes", json::object()));
     if (d.contains("completion")) {
       const json& c = d.at("completion");
       CompletionDivergence cd;
-      cd.step = c.at("step").get<int64_t>();
-      cd.baseline_token = c.at("baseline_token").get<int32_t>();
-      cd.token = c.at("token").get<int32_t>();
+      cd.step = integer_at<int64_t>(c, "step", 0);
+      cd.baseline_token = integer_at<int32_t>(c, "baseline_token");
+      cd.token = integer_at<int32_t>(c, "token");
       cd.baseline_logit_of_baseline_token = number(c.at("baseline_logit_of_baseline_token"));
       cd.baseline_logit_of_token = number(c.at("baseline_logit_of_token"));
       cd.logit_of_baseline_token = number(c.at("logit_of_baseline_token"));
@@ -241,19 +286,19 @@ AuditResult parse(const json& j) {
     }
     if (d.contains("first_op")) {
       const json& f = d.at("first_op");
-      v.first_op = OpDivergence{f.at("step").get<int32_t>(), f.at("layer").get<int32_t>(),
+      v.first_op = OpDivergence{integer_at<int32_t>(f, "step"), integer_at<int32_t>(f, "layer"),
                                 f.at("op").get<std::string>()};
     }
     r.divergences.push_back(std::move(v));
   }
   const json& sum = j.at("summary");
   r.summary.passed = sum.at("passed").get<bool>();
-  r.summary.backends = sum.value("backends", 0);
-  r.summary.contexts = sum.value("contexts", 0);
-  r.summary.cases = sum.value("cases", 0);
-  r.summary.divergences = sum.value("divergences", 0);
-  r.summary.failed_backends = sum.value("failed_backends", 0);
-  r.summary.skipped_backends = sum.value("skipped_backends", 0);
+  r.summary.backends = integer_or<int>(sum, "backends", 0, 0);
+  r.summary.contexts = integer_or<int>(sum, "contexts", 0, 0);
+  r.summary.cases = integer_or<int>(sum, "cases", 0, 0);
+  r.summary.divergences = integer_or<int>(sum, "divergences", 0, 0);
+  r.summary.failed_backends = integer_or<int>(sum, "failed_backends", 0, 0);
+  r.summary.skipped_backends = integer_or<int>(sum, "skipped_backends", 0, 0);
   r.summary.seconds = number(sum.value("seconds", json(0.0)));
   if (j.contains("verify")) {
     const json& v = j.at("verify");
@@ -262,7 +307,7 @@ AuditResult parse(const json& j) {
     vr.scenario = v.value("scenario", "");
     vr.passed = v.at("passed").get<bool>();
     vr.verdict = v.value("verdict", "");
-    vr.compared = v.value("compared", 0);
+    vr.compared = integer_or<int>(v, "compared", 0, 0);
     vr.environment = v.value("environment", std::vector<std::string>{});
     vr.recorded_as = v.value("recorded_as", std::map<std::string, std::string>{});
     for (const json& c : v.value("changes", json::array())) {
@@ -271,14 +316,14 @@ AuditResult parse(const json& j) {
       ch.expectation = c.value("expectation", "");
       ch.context = c.at("context").get<std::string>();
       ch.context_index = index_of_context(ch.context);
-      ch.repeat = c.value("repeat", 0);
-      ch.request = c.at("request").get<int64_t>();
+      ch.repeat = integer_or<int>(c, "repeat", 0, 0);
+      ch.request = integer_at<int64_t>(c, "request");
       ch.recorded = hash(c.at("recorded_hash"));
       ch.now = hash(c.at("hash"));
-      ch.first_token = c.at("first_token").is_null() ? -1 : c.at("first_token").get<int64_t>();
-      ch.changed_tokens = c.value("changed_tokens", int64_t{0});
-      ch.tokens_recorded = c.value("tokens_recorded", int64_t{0});
-      ch.tokens_now = c.value("tokens", int64_t{0});
+      ch.first_token = c.at("first_token").is_null() ? -1 : integer_at<int64_t>(c, "first_token", 0);
+      ch.changed_tokens = count(c, "changed_tokens");
+      ch.tokens_recorded = count(c, "tokens_recorded");
+      ch.tokens_now = count(c, "tokens");
       ch.fails = c.value("fails", false);
       vr.changes.push_back(std::move(ch));
     }
@@ -286,7 +331,7 @@ AuditResult parse(const json& j) {
       std::vector<ManifestEntryRef> out;
       for (const json& x : a) {
         out.push_back({x.at("backend").get<std::string>(), x.at("context").get<std::string>(),
-                       x.value("repeat", 0), x.at("request").get<int64_t>()});
+                       integer_or<int>(x, "repeat", 0, 0), integer_at<int64_t>(x, "request")});
       }
       return out;
     };
