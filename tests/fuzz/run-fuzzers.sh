@@ -8,7 +8,7 @@
 #   tests/fuzz/run-fuzzers.sh BUILD_DIR [SECONDS_PER_TARGET]
 #   NVDET_FUZZ_SECONDS   seconds per target when not given (default 60)
 #   NVDET_FUZZ_WORK      where the growing corpora, logs and artifacts go (default: a temp folder)
-#   NVDET_FUZZ_TARGETS   the targets to run (default: all five)
+#   NVDET_FUZZ_TARGETS   the targets to run (default: all six)
 set -euo pipefail
 build=${1:?usage: run-fuzzers.sh BUILD_DIR [SECONDS_PER_TARGET]}
 seconds=${2:-${NVDET_FUZZ_SECONDS:-60}}
@@ -29,6 +29,11 @@ for t in $targets; do
   done
   if [[ $t == scenario ]]; then seeds+=("$root/scenarios" "$root/tests/malformed"); fi
   log=$work/$t.log
+  if [[ ! -x $build/tests/fuzz/fuzz_$t ]]; then
+    echo "fuzz_$t: FAILED, not built in $build (configure it with -DNVDET_FUZZ=ON and build fuzz_$t)"
+    status=1
+    continue
+  fi
   # The outer timeout is the backstop for a fuzzer that cannot stop itself: libFuzzer's own
   # timeout and out-of-memory handlers run inside the process and can deadlock there (they
   # symbolize stacks while the fuzzed code may hold the allocator's locks), which would otherwise
