@@ -80,16 +80,7 @@ class Reader {
   template <class T>
   T int_or(const json& obj, const std::string& key, T fallback) const {
     auto it = obj.find(key);
-    if (it == obj.end()) return fallback;
-    if (it->is_number_unsigned()) {
-      const uint64_t u = it->get<uint64_t>();
-      return std::in_range<T>(u) ? static_cast<T>(u) : fallback;
-    }
-    if (it->is_number_integer()) {
-      const int64_t v = it->get<int64_t>();
-      return std::in_range<T>(v) ? static_cast<T>(v) : fallback;
-    }
-    return fallback;
+    return it == obj.end() ? fallback : json_integer<T>(*it).value_or(fallback);
   }
   int64_t integer(const json& v, const std::string& where) const {
     if (!v.is_number_integer()) fail(where, "is not an integer");

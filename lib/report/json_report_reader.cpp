@@ -2,8 +2,6 @@
 
 #include <limits>
 #include <string_view>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -28,21 +26,12 @@ using nlohmann::json;
 // out-of-range float to an integer is undefined, and a wrapped integer would be a wrong report.
 template <class T>
 T integer(const json& v, std::string_view key, T least = std::numeric_limits<T>::min()) {
-  static_assert(std::is_integral_v<T>);
-  bool in_range = false;
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    in_range = std::in_range<T>(u) && static_cast<T>(u) >= least;
-  } else if (v.is_number_integer()) {
-    const int64_t i = v.get<int64_t>();
-    in_range = std::in_range<T>(i) && static_cast<T>(i) >= least;
-  }
-  if (!in_range) {
+  const std::optional<T> n = json_integer<T>(v);
+  if (!n || *n < least) {
     refuse(v, fmt::format("'{}' must be an integer from {} to {}", key, least,
                           std::numeric_limits<T>::max()));
   }
-  return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>())
-                                : static_cast<T>(v.get<int64_t>());
+  return *n;
 }
 
 // The field `key` of `object` as an integer, `fallback` when absent.
@@ -57,16 +46,19 @@ T integer_at(const json& object, const char* key, T least = std::numeric_limits<
   return integer<T>(object.at(key), key, least);
 }
 
+template <class T>
+std::vector<T> integers(const json& array, const char* key) {
+  if (!array.is_array()) refuse(array, std::string("'") + key + "' must be an array of integers");
+  std::vector<T> out;
+  out.reserve(array.size());
+  for (const json& e : array) out.push_back(integer<T>(e, key));
+  return out;
+}
+
 // An array of integers (an absent key reads as empty).
 template <class T>
 std::vector<T> integers_or_empty(const json& object, const char* key) {
-  std::vector<T> out;
-  if (!object.contains(key)) return out;
-  const json& a = object.at(key);
-  if (!a.is_array()) refuse(a, std::string("'") + key + "' must be an array of integers");
-  out.reserve(a.size());
-  for (const json& e : a) out.push_back(integer<T>(e, key));
-  return out;
+  return object.contains(key) ? integers<T>(object.at(key), key) : std::vector<T>{};
 }
 
 // An optional count (0 when absent): a JSON integer from 0 to 2^63 - 1.
@@ -142,8 +134,7 @@ SystemInfo system(const json& j) {
 FirstMismatch first_mismatch(const json& j) {
   FirstMismatch m;
   m.flat_index = integer_at<int64_t>(j, "flat_index", 0);
-  if (!j.contains("coords")) refuse(j, "the first mismatch has no 'coords'");
-  m.coords = integers_or_empty<int64_t>(j, "coords");
+  m.coords = integers<int64_t>(j.at("coords"), "coords");
   m.a = number(j.at("a"));
   m.b = number(j.at("b"));
   m.a_bits = j.at("a_bits").get<std::string>();

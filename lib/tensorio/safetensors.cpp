@@ -69,13 +69,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // A non-negative JSON integer that fits in int64, or nullopt.
 std::optional<int64_t> non_negative(const nlohmann::json& v) {
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-    return static_cast<int64_t>(u);
-  }
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
-  return std::nullopt;
+  const std::optional<int64_t> n = json_integer<int64_t>(v);
+  return n && *n >= 0 ? n : std::nullopt;
 }
 
 SafetensorsFile::Entry parse_entry(const std::filesystem::path& path, const std::string& name,
