@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/verdict.h"
@@ -83,6 +84,7 @@ std::string render_console_summary(const AuditResult& r) {
                      expectation_name(o.expect), o.verdict);
     const std::string throughput = throughput_range(r, o.name);
     if (!throughput.empty()) s += "       decode: " + throughput + "\n";
+    s += parity_console_lines(o);
     const Divergence* first = nullptr;
     for (const Divergence& d : r.divergences) {
       if (d.backend == o.name) {

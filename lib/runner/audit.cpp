@@ -12,6 +12,7 @@
 #include "lib/core/error.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
+#include "lib/runner/parity_metrics.h"
 #include "lib/runner/verdict.h"
 #include "lib/scenario/typo_hint.h"
 
@@ -107,7 +108,10 @@ class BackendAudit {
       o.max_distinct_completions =
           std::max(o.max_distinct_completions, static_cast<int>(set.size()));
     }
+    o.parity_expect = spec_.parity;
+    if (parity_.requests > 0) o.parity = parity_;
     decide_verdict(o, first_divergence_);
+    decide_parity_verdict(o);
     return o;
   }
 
@@ -136,6 +140,10 @@ class BackendAudit {
       rec.generated_tokens = workload_.generated_tokens(c);
       for (const RequestOutput& out : outputs) {
         rec.requests.push_back(hash_output(out));
+        if (!out.score_logits.empty()) {
+          rec.requests.back().parity = parity_of(out);
+          add_parity(parity_, *rec.requests.back().parity, c.id, out.request);
+        }
         distinct_[{c.group, out.request}].insert(rec.requests.back().hash);
         if (!out.completion.empty()) completions_[{c.group, out.request}].insert(out.completion);
         Baseline& base = baselines_[c.group];
@@ -206,6 +214,7 @@ class BackendAudit {
     RunNotes notes;
   };
   std::map<std::string, Baseline> baselines_;
+  ParitySummary parity_;  // sampler against trainer, over every scored request
   // Distinct outputs and completions per (group, request): updated for every request of every
   // case and only ever read for their largest size, so a hash map (order does not matter).
   absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;
