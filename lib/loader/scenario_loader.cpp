@@ -174,7 +174,7 @@ class ScenarioParser {
   uint64_t unsigned64(const Field& f) const;
   double positive_real(const Field& f) const;
   bool boolean(const Field& f) const;
-  void parse_sampling(const Field& f, SamplingSpec& out) const;
+  void parse_sampling(const Field& f, SamplingSpec& out);
   std::string string(const Field& f) const;
   DType dtype(const Field& f) const;
 
@@ -540,7 +540,7 @@ std::string ScenarioParser::resolve(const std::string& relative) const {
 }
 
 // model.sampling: {temperature, top_k, top_p, seed, sampler}; every key optional.
-void ScenarioParser::parse_sampling(const Field& f, SamplingSpec& out) const {
+void ScenarioParser::parse_sampling(const Field& f, SamplingSpec& out) {
   const auto fields = fields_of(f.value, at(f), "'model.sampling'",
                                 {"temperature", "top_k", "top_p", "seed", "sampler"});
   out.enabled = true;

@@ -114,6 +114,11 @@ std::string render_console_summary(const AuditResult& r) {
           "vs {:.6g}, top-1/top-2 margin {:.3g})\n",
           d.request, c.step, d.context, c.baseline_token, c.token,
           c.baseline_logit_of_baseline_token, c.baseline_logit_of_token, c.baseline_margin);
+      if (c.sampled) {
+        s += fmt::format("       sampled: baseline probabilities {:.4g} vs {:.4g} (margin {:.3g})\n",
+                         c.baseline_prob_of_baseline_token, c.baseline_prob_of_token,
+                         c.baseline_prob_of_baseline_token - c.baseline_prob_of_token);
+      }
       if (d.first_op) {
         s += fmt::format("       its bits parted first at step {}, layer {}, op {}\n",
                          d.first_op->step, d.first_op->layer, d.first_op->op);

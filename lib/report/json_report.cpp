@@ -148,6 +148,10 @@ json divergence_json(const Divergence& d) {
                        {"logit_of_baseline_token", json_number(c.logit_of_baseline_token)},
                        {"logit_of_token", json_number(c.logit_of_token)},
                        {"baseline_margin", json_number(c.baseline_margin)}};
+    if (c.sampled) {
+      j["completion"]["baseline_prob_of_baseline_token"] = json_number(c.baseline_prob_of_baseline_token);
+      j["completion"]["baseline_prob_of_token"] = json_number(c.baseline_prob_of_token);
+    }
   }
   if (d.first_op) j["first_op"] = op_json(*d.first_op);
   return j;

@@ -166,7 +166,7 @@ OpDivergence op_divergence(const json& f) {
 
 // The metrics both parity objects carry, under their JSON names.
 template <class P>
-void parity_metrics(const json& j, P& p) {
+void read_parity_metrics(const json& j, P& p) {
   p.tokens = count(j, "tokens");
   p.bitwise_equal_tokens = count(j, "bitwise_equal_tokens");
   p.logprob_abs_diff_max = number(j.at("logprob_abs_diff_max"));
@@ -179,14 +179,14 @@ void parity_metrics(const json& j, P& p) {
 
 ParityRecord parity_record(const json& j) {
   ParityRecord p;
-  parity_metrics(j, p);
+  read_parity_metrics(j, p);
   p.first_differing_token = integer_or<int64_t>(j, "first_differing_token", -1, -1);
   return p;
 }
 
 ParitySummary parity_summary(const json& j) {
   ParitySummary p;
-  parity_metrics(j, p);
+  read_parity_metrics(j, p);
   p.requests = count(j, "requests");
   if (j.contains("first")) {
     const json& f = j.at("first");
@@ -322,6 +322,11 @@ AuditResult parse(const json& j) {
       cd.logit_of_baseline_token = number(c.at("logit_of_baseline_token"));
       cd.logit_of_token = number(c.at("logit_of_token"));
       cd.baseline_margin = number(c.at("baseline_margin"));
+      if (c.contains("baseline_prob_of_baseline_token")) {
+        cd.sampled = true;
+        cd.baseline_prob_of_baseline_token = number(c.at("baseline_prob_of_baseline_token"));
+        cd.baseline_prob_of_token = number(c.at("baseline_prob_of_token"));
+      }
       v.completion = cd;
     }
     if (d.contains("first_op")) v.first_op = op_divergence(d.at("first_op"));

@@ -116,6 +116,7 @@ class BackendAudit {
   }
 
  private:
+  bool sampling() const { return s_.model.sampling.enabled && s_.model.sampling.temperature > 0.0; }
   BackendOutcome outcome_;
   void run_context(const Context& c, BackendOutcome& o) {
     std::map<int64_t, RequestOutput> first_repeat;
@@ -155,6 +156,10 @@ class BackendAudit {
           base.notes = rec.notes;
         } else if (rep == 0) {
           if (auto d = compare_request(base.outputs.at(out.request), out)) {
+            if (d->completion && sampling()) {
+              add_sampling_probabilities(*d->completion, base.outputs.at(out.request),
+                                         s_.model.sampling);
+            }
             record(*d, DivergenceKind::kContext, out.request, {base.context, base.index}, c, 0,
                    base.notes, rec.notes);
             context_diverged = true;

@@ -97,6 +97,10 @@ struct CompletionDivergence {
   double baseline_logit_of_baseline_token = 0.0, baseline_logit_of_token = 0.0;
   double logit_of_baseline_token = 0.0, logit_of_token = 0.0;
   double baseline_margin = 0.0;     // baseline's top-1 minus top-2 logit at that step
+  // Sampled scenarios (model.sampling): both tokens' probabilities in the baseline's filtered
+  // sampling distribution at that step (0 for a token the filter dropped).
+  bool sampled = false;
+  double baseline_prob_of_baseline_token = 0.0, baseline_prob_of_token = 0.0;
 };
 
 // What an output was compared with when it differed.
