@@ -111,16 +111,17 @@ TEST(ParityCpu, MetricsMatchAnIndependentComputationFromBothRows) {
   EXPECT_NEAR(r.logprob_abs_diff_max, static_cast<double>(lp_max), 1e-9 * static_cast<double>(lp_max) + 1e-15);
 }
 
-// A small scenario where cpu-variant is expected bitwise parity: exit 1, and every format says so.
+// model-parity-cpu.yaml's decoder at one context where cpu-variant's decode and scoring pass part
+// (a 24-row prefill against a 4-sequence pass), expected bitwise parity: exit 1 in every format.
 constexpr const char* kFailing = R"(name: parity-fail
 op: model
 dtype: bf16
-model: {hidden: 64, layers: 1, heads: 2, kv_heads: 1, intermediate: 128, vocab: 256,
-        prompt_len: 8, num_prompts: 2, max_new_tokens: 6, score_batch: 3}
+model: {hidden: 128, layers: 2, heads: 4, kv_heads: 2, intermediate: 512, vocab: 512,
+        prompt_len: 12, num_prompts: 4, max_new_tokens: 12, score_batch: 4}
 seed: 4
 requests: [0]
 sweep:
-  batch: [2, 6]
+  batch: [2]
 backends:
   cpu-variant: {expect: report, parity: bitwise}
   cpu-invariant: {expect: invariant, parity: bitwise}
@@ -133,11 +134,13 @@ TEST(ParityCpu, BitwiseExpectationFailsWithExit1InEveryFormat) {
       "audit " + (dir / "parity-fail.yaml").string() + " --report-dir " + (dir / "out").string() +
           " --format md,json,junit,html");
   EXPECT_EQ(res.exit_code, 1) << res.out << res.err;
+  EXPECT_NE(res.out.find("FAIL cpu-variant"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("PASS cpu-invariant"), std::string::npos) << res.out;
   EXPECT_NE(res.out.find("expected bitwise sampler/trainer parity"), std::string::npos) << res.out;
   EXPECT_NE(res.out.find("sampler/trainer (expect bitwise)"), std::string::npos) << res.out;
   const std::string md = nvdet::testing::read_file(dir / "out" / "parity-fail.md");
   const std::string html = nvdet::testing::read_file(dir / "out" / "parity-fail.html");
-  const std::string junit = nvdet::testing::read_file(dir / "out" / "parity-fail.xml");
+  const std::string junit = nvdet::testing::read_file(dir / "out" / "parity-fail.junit.xml");
   const std::string json = nvdet::testing::read_file(dir / "out" / "parity-fail.json");
   EXPECT_NE(md.find("## Sampler against trainer"), std::string::npos);
   EXPECT_NE(md.find("mismatch_kl max"), std::string::npos);
@@ -151,7 +154,7 @@ TEST(ParityCpu, BitwiseExpectationFailsWithExit1InEveryFormat) {
                                                " --report-dir " + (dir / "again").string() +
                                                " --format md,json,junit,html");
   EXPECT_EQ(again.exit_code, 1) << again.err;
-  for (const char* ext : {".md", ".json", ".xml", ".html"}) {
+  for (const char* ext : {".md", ".json", ".junit.xml", ".html"}) {
     EXPECT_EQ(nvdet::testing::read_file(dir / "again" / (std::string("parity-fail") + ext)),
               nvdet::testing::read_file(dir / "out" / (std::string("parity-fail") + ext)))
         << ext;
@@ -160,7 +163,8 @@ TEST(ParityCpu, BitwiseExpectationFailsWithExit1InEveryFormat) {
 
 TEST(ParityCpu, ParityNeedsAScoringPass) {
   std::string text = kFailing;
-  text.replace(text.find(", score_batch: 3"), 15, "");
+  const std::string key = ", score_batch: 4";
+  text.replace(text.find(key), key.size(), "");
   try {
     parse_scenario(text, "p.yaml");
     ADD_FAILURE() << "accepted";

@@ -128,6 +128,14 @@ Footprint model_footprint(const Scenario& s) {
   p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows
   // Activations of one prefill pass in fp32: residual, q/k/v, MLP (gate and up), logits row.
   p.workspace = batch * prompt * (2 * hidden + q + 2 * kv + 2 * inter) * 4 + batch * vocab * 4;
+  if (m.score) {
+    // The scoring pass: score_batch sequences of prompt + completion in one pass (its KV cache,
+    // its activations in fp32, and the scored request's logits rows).
+    const double rows = axis_max(s, "score_batch", m.score_batch) * (prompt + new_tokens);
+    p.kv += rows * layers * 2 * kv * in;
+    p.workspace = std::max(p.workspace, rows * (2 * hidden + q + 2 * kv + 2 * inter) * 4 +
+                                            new_tokens * vocab * 4);
+  }
   return p;
 }
 
