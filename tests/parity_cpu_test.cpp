@@ -17,6 +17,7 @@
 #include "lib/loader/scenario_loader.h"
 #include "lib/model/model_runner.h"
 #include "lib/runner/audit.h"
+#include "lib/runner/bisect.h"
 #include "lib/runner/parity_metrics.h"
 #include "lib/scenario/context.h"
 #include "tests/test_support.h"
@@ -174,6 +175,30 @@ TEST(ParityCpu, ParityNeedsAScoringPass) {
               std::string::npos)
         << e.what();
   }
+}
+
+// nvdet bisect --scoring: where a request's decode and its scoring pass part, layer by layer.
+TEST(ParityCpu, BisectNamesWhereDecodeAndScoringPassParted) {
+  const Scenario s = shipped("model-parity-cpu.yaml");
+  BisectOptions o;
+  o.scoring = true;
+  o.context = {{"score_batch", "4"}};
+  o.backend = "cpu-variant";
+  const BisectResult r = run_bisect(s, o);
+  EXPECT_TRUE(r.diverged);
+  ASSERT_TRUE(r.first_op.has_value());
+  EXPECT_EQ(r.first_op->step, 0);
+  EXPECT_EQ(r.first_op->layer, 0);
+  EXPECT_EQ(r.first_op->op, "qkv");  // the audit's first op apart, found from hashes alone
+  EXPECT_EQ(r.growth.size(), 12u);     // one row per generated token
+  EXPECT_EQ(r.completion_a.size(), 12u);
+  o.backend = "cpu-invariant";
+  const BisectResult same = run_bisect(s, o);
+  EXPECT_FALSE(same.diverged);
+  EXPECT_FALSE(same.first_op.has_value());
+  EXPECT_EQ(same.completion_a, same.completion_b);  // the trainer's argmax is the decode's token
+  o.against = {{"batch", "8"}};
+  EXPECT_THROW(run_bisect(s, o), Error);
 }
 
 TEST(SamplingCpu, PerRequestHoldsAndBatchStreamDiverges) {

@@ -59,6 +59,26 @@ std::string throughput_range(const AuditResult& r, const std::string& backend) {
                      *s_lo, *s_hi);
 }
 
+// Model scenarios whose contexts fall in several groups (a request-defining axis such as
+// `sampler`): the most distinct completions of one request in each group, "" for one group.
+std::string completions_by_group(const AuditResult& r, const std::string& backend) {
+  std::map<std::string, std::map<int64_t, std::set<std::vector<int32_t>>>> groups;
+  for (const CaseRecord& c : r.cases) {
+    if (c.backend != backend) continue;
+    for (const RequestRecord& q : c.requests) {
+      if (!q.completion.empty()) groups[c.group][q.request].insert(q.completion);
+    }
+  }
+  if (groups.size() < 2) return "";
+  std::string out;
+  for (const auto& [group, requests] : groups) {
+    size_t most = 0;
+    for (const auto& [request, set] : requests) most = std::max(most, set.size());
+    out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", group, most);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_console_summary(const AuditResult& r) {
@@ -105,6 +125,8 @@ std::string render_console_summary(const AuditResult& r) {
     }
     if (o.max_distinct_completions > 0) {
       s += fmt::format("       completions: up to {} distinct per request\n", o.max_distinct_completions);
+      const std::string by_group = completions_by_group(r, o.name);
+      if (!by_group.empty()) s += "       most distinct completions per request, by group: " + by_group + "\n";
     }
     for (const Divergence& d : r.divergences) {  // the first divergence whose tokens differ
       if (d.backend != o.name || !d.completion) continue;
