@@ -79,6 +79,9 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   for (Scenario& s : load_scenarios(f.scenarios, "reports and manifest entries")) {
     if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
     std::vector<Context> contexts = check_audit(s, options_for(f));
+    // A long model run says what it will compute before it starts (the budget refused worse).
+    if (const ScenarioEstimate e = estimate_scenario(s); !f.quiet && e.token_layers >= 1e8)
+      fmt::print(stderr, "nvdet: scenario '{}' will compute {}\n", s.name, e.work);
     planned.push_back({std::move(s), std::move(contexts)});
   }
   if (f.list_contexts) return planned;
