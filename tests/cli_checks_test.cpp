@@ -280,6 +280,32 @@ TEST(CliFifos, DiffAndStepSummaryNeverWaitOnAFifo) {
   EXPECT_NE(audit.err.find("cannot append to GITHUB_STEP_SUMMARY"), std::string::npos) << audit.err;
 }
 
+// --filter over several scenarios applies to the run as a whole: a scenario it matches nothing
+// of is named and not run; only when it matches nothing anywhere is the run refused (exit 2),
+// naming every scenario.
+TEST(CliFilter, FilterOverSeveralScenariosAppliesToTheWholeRun) {
+  const auto dir = make_temp_dir("filter-many");
+  const CommandResult some = run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
+                                       " --filter '^gemm.batch=17,' --quiet --report-dir " + dir.string());
+  EXPECT_EQ(some.exit_code, 0) << some.err;
+  EXPECT_NE(some.err.find("--filter '^gemm.batch=17,' matches no context of scenario 'rmsnorm-cpu': not run"),
+            std::string::npos)
+      << some.err;
+  EXPECT_TRUE(fs::exists(dir / "quickstart.json"));
+  EXPECT_FALSE(fs::exists(dir / "rmsnorm-cpu.json"));
+  const CommandResult none = run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
+                                       " --filter nothing-at-all --quiet");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_EQ(none.err,
+            "nvdet: --filter 'nothing-at-all' matches no context of any of the 2 scenarios "
+            "('quickstart', 'rmsnorm-cpu')\n");
+  // One scenario alone: no match is still an error, with an example id.
+  const CommandResult one = run_nvdet("audit " + scenario("rmsnorm-cpu.yaml") + " --filter '^gemm' --quiet");
+  EXPECT_EQ(one.exit_code, 2) << one.err;
+  EXPECT_NE(one.err.find("--filter '^gemm' matches no context (ids look like 'rmsnorm("), std::string::npos)
+      << one.err;
+}
+
 // --verify whose manifest no longer matches: exit 1, and every report says FAIL.
 TEST(CliVerify, FailedVerifyFailsEveryReport) {
   const auto dir = make_temp_dir("verify-fail");

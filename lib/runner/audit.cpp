@@ -11,6 +11,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/host_memory.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/verdict.h"
@@ -296,7 +297,14 @@ std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   check_scenario_budget(s, specs, options.budget);  // before any context or tensor exists
-  std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
+  const ContextFilter filter(options.context_filter);
+  std::vector<Context> contexts = expand_contexts(s);
+  if (!filter.empty()) {
+    std::vector<Context> kept = select_contexts(contexts, filter);
+    if (kept.empty() && !options.filter_spans_scenarios)
+      throw_input_error(no_match_text(filter, contexts));
+    contexts = std::move(kept);
+  }
   const DeviceFacts device = device_facts();
   for (const BackendSpec& spec : specs) {
     (void)check_backend_support(s, spec, device, options.skip_unavailable);
