@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "lib/core/parallel.h"
@@ -50,6 +52,11 @@ TEST(ParallelFor, EveryItemOnceWhateverTheWorkerCount) {
   const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (1 << 20);
   const rlimit rl{limit, limit};
   if (pages == 0 || setrlimit(RLIMIT_AS, &rl) != 0) std::_Exit(3);
+  try {  // the limit must really stop thread creation, or the test proves nothing
+    std::thread([] {}).join();
+    std::_Exit(4);
+  } catch (const std::system_error&) {
+  }
   parallel_for_ranges_with(16, static_cast<int64_t>(out.size()), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[static_cast<size_t>(i)] += splitmix64(static_cast<uint64_t>(i) + 7);
   });
@@ -60,6 +67,9 @@ TEST(ParallelFor, ThreadsThatCannotBeCreatedRunOnTheCallingThread) {
 #ifdef NVDET_ASAN
   GTEST_SKIP() << "AddressSanitizer's shadow memory does not run under an address-space limit";
 #else
+  // A fresh process for the child: a forked one could reuse thread stacks that glibc cached for
+  // the threads of earlier tests, and then no thread creation would fail.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   const std::vector<uint64_t> expected = run(1, 4096);
   EXPECT_EXIT(run_under_address_limit(expected), ::testing::ExitedWithCode(0), "");
 #endif
