@@ -217,13 +217,16 @@ class BackendAudit {
 };
 
 // The out-of-memory sentence: what was being allocated and how much (when the allocation said:
-// lib/core/host_memory.h), for which backend and context, against the scenario's estimate.
+// lib/core/host_memory.h), for which backend and context (none: building the workload), against
+// the scenario's estimate.
 [[noreturn]] void throw_out_of_host_memory(const Scenario& s, const std::bad_alloc& e,
                                            const std::string& backend, const std::string& context) {
   const auto* known = dynamic_cast<const HostAllocationError*>(&e);
   const ScenarioEstimate estimate = estimate_scenario(s);
+  const std::string during = backend.empty() ? "while building the inputs and weights of scenario '" + s.name + "'"
+                                             : "while backend '" + backend + "' ran " + context;
   throw_runtime_error("out of host memory " + (known ? "allocating " + std::string(known->what()) : std::string("")) +
-                      (known ? " " : "") + "while backend '" + backend + "' ran " + context +
+                      (known ? " " : "") + during +
                       " (the estimate for the scenario was " + byte_size_text(estimate.host_bytes) +
                       " per context: " + estimate.breakdown + "); shrink the shapes");
 }
@@ -320,7 +323,12 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
                               const std::vector<Context>& contexts) {
   const auto t0 = Clock::now();
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
-  std::unique_ptr<Workload> workload = make_workload(s);
+  std::unique_ptr<Workload> workload;
+  try {
+    workload = make_workload(s);
+  } catch (const std::bad_alloc& e) {
+    throw_out_of_host_memory(s, e, "", "");
+  }
 
   AuditResult result;
   result.scenario = summarize(s, *workload);
