@@ -185,14 +185,6 @@ backends:
   }
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NVDET_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NVDET_ASAN 1
-#endif
-#endif
-
 // An allocation that fails names itself: a tensor's dtype, shape and size.
 TEST(Budget, FailedAllocationsSayWhatAndHowMuch) {
 #ifdef NVDET_ASAN

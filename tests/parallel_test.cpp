@@ -13,6 +13,7 @@
 
 #include "lib/core/parallel.h"
 #include "lib/core/seeded_random.h"
+#include "tests/test_support.h"
 
 namespace nvdet {
 namespace {
@@ -31,14 +32,6 @@ TEST(ParallelFor, EveryItemOnceWhateverTheWorkerCount) {
   for (uint64_t v : one) ASSERT_NE(v, 0u);
   for (int64_t w : {2, 3, 16, 5000}) EXPECT_EQ(run(w, 1001), one) << w << " workers";
 }
-
-#if defined(__SANITIZE_ADDRESS__)
-#define NVDET_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NVDET_ASAN 1
-#endif
-#endif
 
 // In the death test's child: limits the address space to what is in use plus 1 MiB (no 8 MiB
 // thread stack can be mapped), runs a 16-worker loop and exits 0 when every item came out right.
