@@ -103,8 +103,9 @@ TEST(JsonInput, OutOfRangeNumbersDepthAndSyntaxAreOneSentence) {
 // Every JSON reader (safetensors headers, manifests, config files, audit reports) goes through
 // parse_json_input, which must be linear in the number of entries: with nlohmann's parser
 // callback each closing brace rescanned the enclosing object, and a 10^5-tensor header took
-// 209 s. 10^6 entries against 10^5 (best of three each) must take about 10 times as long, not
-// 100; the bound of 30 leaves room for a noisy shared machine but not for a quadratic reader.
+// 209 s. Both sizes are parsed (best of three): 10^6 entries within 20 s, where a linear reader
+// takes under a second on two cores and a quadratic one (5e11 rescans) hours. The ratio of the two
+// is not asserted: on a loaded machine the larger DOM's page faults alone moved it from 10 to 150.
 // The nesting limit is still enforced at the 65th level, with 10^5 siblings before it.
 TEST(JsonInput, ReadingIsLinearInTheNumberOfEntries) {
   const auto list_of_objects = [](int n) {
@@ -124,7 +125,8 @@ TEST(JsonInput, ReadingIsLinearInTheNumberOfEntries) {
   };
   const std::string small = list_of_objects(100000), large = list_of_objects(1000000);
   const double t_small = best_seconds(small, 100000), t_large = best_seconds(large, 1000000);
-  EXPECT_LT(t_large, 30 * t_small + 0.05) << "10^5 entries: " << t_small << " s, 10^6: " << t_large << " s";
+  EXPECT_LT(t_small, 2.0) << "10^5 entries: " << t_small << " s";
+  EXPECT_LT(t_large, 20.0) << "10^5 entries: " << t_small << " s, 10^6: " << t_large << " s";
   // An object of 10^5 object-valued members (a safetensors header's shape) within a bound that a
   // linear reader meets by two orders of magnitude.
   std::string header = "{";
