@@ -7,6 +7,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/host_memory.h"
 #include "lib/scenario/typo_hint.h"
 #include "tools/command.h"
 
@@ -58,8 +59,11 @@ int main(int argc, char** argv) {
   } catch (const nvdet::Error& e) {
     std::fprintf(stderr, "nvdet: %s\n", e.what());
     return static_cast<int>(e.code());
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "nvdet: out of host memory\n");
+  } catch (const std::bad_alloc& e) {
+    // A large allocation says what it was for and how large (lib/core/host_memory.h).
+    const auto* known = dynamic_cast<const nvdet::HostAllocationError*>(&e);
+    std::fprintf(stderr, "nvdet: out of host memory%s%s\n", known ? " allocating " : "",
+                 known ? known->what() : "");
     return static_cast<int>(nvdet::ExitCode::kRuntime);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nvdet: internal error: %s\n", e.what());

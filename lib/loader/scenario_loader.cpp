@@ -751,18 +751,24 @@ void ScenarioParser::add_range(const std::string& axis, const YAML::Node& range,
     fail(*to, "'to' (" + std::to_string(hi) + ") must not be less than 'from' (" +
                   std::to_string(lo) + ")");
   check_axis_integer(axis, lo, at(*from));  // ranges grow, so only `from` can be too small
-  std::vector<int64_t> values;
+  // The values are counted before any is stored: many ranges, each under the limit, must not
+  // expand to gigabytes before the axis's total is checked.
+  int64_t factor = 0, stride = 1, count = 0;
   if (mul) {
-    const int64_t factor = integer_in(*mul, 2, 1 << 16);
+    factor = integer_in(*mul, 2, 1 << 16);
     if (lo == 0) fail(*from, "'from' must be at least 1 with 'mul'");
-    for (int64_t x = lo; x <= hi; x *= factor) values.push_back(x);
+    for (int64_t x = lo; x <= hi; x *= factor) ++count;  // at most 24 steps below kMaxDim
   } else {
-    const int64_t stride = step ? integer_in(*step, 1, kMaxDim) : 1;
-    if ((hi - lo) / stride + 1 > kMaxAxisValues)
-      fail(range, what + " expands to more than " + std::to_string(kMaxAxisValues) + " values");
-    for (int64_t x = lo; x <= hi; x += stride) values.push_back(x);
+    stride = step ? integer_in(*step, 1, kMaxDim) : 1;
+    count = (hi - lo) / stride + 1;
   }
-  for (const int64_t x : values) {
+  if (count > kMaxAxisValues)
+    fail(range, what + " expands to more than " + std::to_string(kMaxAxisValues) + " values");
+  if (static_cast<int64_t>(out.values.size()) + count > kMaxAxisValues)
+    fail(range, "sweep axis '" + axis + "' has more than " + std::to_string(kMaxAxisValues) +
+                    " values (this range adds " + std::to_string(count) + " to " +
+                    std::to_string(out.values.size()) + ")");
+  for (int64_t i = 0, x = lo; i < count; ++i, x = mul ? x * factor : x + stride) {
     out.values.push_back(x);
     source.value_where.push_back(at(range));
   }
@@ -855,6 +861,9 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
       if (item.IsMap()) {
         add_range(axis.name, item, out, source);
       } else {
+        if (static_cast<int64_t>(out.values.size()) >= kMaxAxisValues)
+          fail(item, "sweep axis '" + axis.name + "' has more than " +
+                         std::to_string(kMaxAxisValues) + " values");
         out.values.push_back(axis_value(axis.name, item));
         source.value_where.push_back(at(item));
       }
@@ -863,9 +872,6 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
       for (const auto& item : v) add(item);
     else
       add(v);
-    if (static_cast<int64_t>(out.values.size()) > kMaxAxisValues)
-      fail(axis.key, "sweep axis '" + axis.name + "' has more than " +
-                         std::to_string(kMaxAxisValues) + " values");
     std::set<AxisValue> seen;
     for (size_t i = 0; i < out.values.size(); ++i)
       if (!seen.insert(out.values[i]).second)

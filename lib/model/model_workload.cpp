@@ -128,13 +128,22 @@ Footprint model_footprint(const Scenario& s) {
   p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows
   // Activations of one prefill pass in fp32: residual, q/k/v, MLP (gate and up), logits row.
   p.workspace = batch * prompt * (2 * hidden + q + 2 * kv + 2 * inter) * 4 + batch * vocab * 4;
+  // A CPU backend widens each GEMM's weight to fp32 when it runs it (the largest: the LM head or
+  // an MLP projection) and the activations it multiplies; cpu-reference accumulates in double.
+  const double widest = std::max({vocab * hidden, inter * hidden, hidden * (q + 2 * kv)});
+  const double rows = batch * prompt;
+  const double tokens = prompt + new_tokens;
+  p.token_layers = batch * tokens * layers;
+  p.attention_pair_layers = batch * tokens * (tokens + 1) / 2 * layers;
+  p.cpu_copies = widest * 4 + rows * std::max(hidden, inter) * (4 + 8) + batch * vocab * 8;
   if (m.score) {
     // The scoring pass: score_batch sequences of prompt + completion in one pass (its KV cache,
     // its activations in fp32, and the scored request's logits rows).
-    const double rows = axis_max(s, "score_batch", m.score_batch) * (prompt + new_tokens);
-    p.kv += rows * layers * 2 * kv * in;
-    p.workspace = std::max(p.workspace, rows * (2 * hidden + q + 2 * kv + 2 * inter) * 4 +
+    const double score_rows = axis_max(s, "score_batch", m.score_batch) * (prompt + new_tokens);
+    p.kv += score_rows * layers * 2 * kv * in;
+    p.workspace = std::max(p.workspace, score_rows * (2 * hidden + q + 2 * kv + 2 * inter) * 4 +
                                             new_tokens * vocab * 4);
+    p.token_layers += score_rows * layers;
   }
   return p;
 }

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "lib/core/host_memory.h"
 #include "lib/core/parallel.h"
 
 namespace nvdet::cpu {
@@ -28,7 +29,14 @@ void to_float(const HostTensor& t, int64_t offset, int64_t count, float* out) {
 
 std::vector<float> to_float(const HostTensor& t) {
   const int64_t n = t.numel();
-  std::vector<float> out(static_cast<size_t>(n));
+  std::vector<float> out;
+  try {
+    out.resize(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    throw HostAllocationError("an fp32 copy of a " + std::string(dtype_name(t.dtype())) + " tensor of " +
+                                  std::to_string(n) + " elements",
+                              static_cast<uint64_t>(n) * sizeof(float));
+  }
   constexpr int64_t kBlock = 1 << 16;
   parallel_for((n + kBlock - 1) / kBlock, [&](int64_t b) {
     const int64_t begin = b * kBlock;

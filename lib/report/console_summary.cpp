@@ -1,6 +1,7 @@
 #include "lib/report/console_summary.h"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -182,6 +183,17 @@ double progress_interval(double requested) {
 
 }  // namespace
 
+size_t terminal_columns(int fd) {
+  struct winsize ws {};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return std::max<size_t>(ws.ws_col, 2);
+  if (const char* env = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 2 && v <= 100000) return static_cast<size_t>(v);
+  }
+  return 80;
+}
+
 TerminalProgress::TerminalProgress(std::FILE* stream, double interval_s)
     : stream_(stream),
       terminal_(stream && ::isatty(::fileno(stream))),
@@ -205,9 +217,13 @@ void TerminalProgress::update(int done, int total, const std::string& backend,
     std::fflush(stream_);
     return;
   }
+  // One column short of the terminal's width: a line that fills the last column wraps on some
+  // terminals, and '\r' then rewrites only the second row. Asked on every update, so that a
+  // resized window is followed.
+  const size_t fit = terminal_columns(::fileno(stream_)) - 1;
   std::string line = fmt::format("[{:>4}/{}] {} {}", done, total, backend, what);
-  if (line.size() > 110) line = line.substr(0, 107) + "...";
-  fmt::print(stream_, "\r{:<{}}", line, last_width_);
+  if (line.size() > fit) line = fit > 3 ? line.substr(0, fit - 3) + "..." : line.substr(0, fit);
+  fmt::print(stream_, "\r{:<{}}", line, std::min(last_width_, fit));
   last_width_ = line.size();
   std::fflush(stream_);
 }

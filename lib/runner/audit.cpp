@@ -10,6 +10,8 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/core/host_memory.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/parity_metrics.h"
@@ -90,6 +92,7 @@ class BackendAudit {
 
   // Runs every repeat of one context.
   void run_context(const Context& c) { run_context(c, outcome_); }
+  const std::string& name() const { return spec_.name; }
 
   // The backend's outcome once every context has run.
   BackendOutcome finish() {
@@ -227,6 +230,21 @@ class BackendAudit {
   std::optional<Divergence> first_divergence_;
 };
 
+// The out-of-memory sentence: what was being allocated and how much (when the allocation said:
+// lib/core/host_memory.h), for which backend and context (none: building the workload), against
+// the scenario's estimate.
+[[noreturn]] void throw_out_of_host_memory(const Scenario& s, const std::bad_alloc& e,
+                                           const std::string& backend, const std::string& context) {
+  const auto* known = dynamic_cast<const HostAllocationError*>(&e);
+  const ScenarioEstimate estimate = estimate_scenario(s);
+  const std::string during = backend.empty() ? "while building the inputs and weights of scenario '" + s.name + "'"
+                                             : "while backend '" + backend + "' ran " + context;
+  throw_runtime_error("out of host memory " + (known ? "allocating " + std::string(known->what()) : std::string("")) +
+                      (known ? " " : "") + during +
+                      " (the estimate for the scenario was " + byte_size_text(estimate.host_bytes) +
+                      " per context: " + estimate.breakdown + "); shrink the shapes");
+}
+
 }  // namespace
 
 std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names) {
@@ -260,12 +278,13 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
 
 void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
                            const Budget& budget) {
-  bool gpu = false;
+  bool gpu = false, cpu = false;
   for (const BackendSpec& spec : specs) {
     const BackendRegistration* r = find_backend(spec.name);
     gpu = gpu || (r && r->info.gpu);
+    cpu = cpu || (r && !r->info.gpu);
   }
-  check_budget(s, estimate_scenario(s), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
+  check_budget(s, estimate_scenario(s, cpu), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
 }
 
 Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
@@ -295,7 +314,14 @@ std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   check_scenario_budget(s, specs, options.budget);  // before any context or tensor exists
-  std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
+  const ContextFilter filter(options.context_filter);
+  std::vector<Context> contexts = expand_contexts(s);
+  if (!filter.empty()) {
+    std::vector<Context> kept = select_contexts(contexts, filter);
+    if (kept.empty() && !options.filter_spans_scenarios)
+      throw_input_error(no_match_text(filter, contexts));
+    contexts = std::move(kept);
+  }
   const DeviceFacts device = device_facts();
   for (const BackendSpec& spec : specs) {
     (void)check_backend_support(s, spec, device, options.skip_unavailable);
@@ -311,7 +337,12 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
                               const std::vector<Context>& contexts) {
   const auto t0 = Clock::now();
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
-  std::unique_ptr<Workload> workload = make_workload(s);
+  std::unique_ptr<Workload> workload;
+  try {
+    workload = make_workload(s);
+  } catch (const std::bad_alloc& e) {
+    throw_out_of_host_memory(s, e, "", "");
+  }
 
   AuditResult result;
   result.scenario = summarize(s, *workload);
@@ -357,7 +388,13 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   progress.contexts = static_cast<int>(contexts.size());
   for (const Context& c : contexts) {
     ++progress.context_number;
-    for (auto& audit : audits) audit->run_context(c);
+    for (auto& audit : audits) {
+      try {
+        audit->run_context(c);
+      } catch (const std::bad_alloc& e) {
+        throw_out_of_host_memory(s, e, audit->name(), c.id);
+      }
+    }
   }
   size_t next_audit = 0;
   for (size_t i = 0; i < specs.size(); ++i) {

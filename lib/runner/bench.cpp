@@ -7,6 +7,7 @@
 #include "lib/core/error.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/audit.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/scenario/typo_hint.h"
 #include "lib/workloads/workload.h"
 
@@ -54,12 +55,20 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
 
 }  // namespace
 
-void check_bench(const Scenario& s, const BenchOptions& options) {
+bool check_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
-  (void)filter_contexts(expand_contexts(s), options.context_filter);
+  check_scenario_budget(s, specs, Budget{});  // before the contexts are expanded
+  const ContextFilter filter(options.context_filter);
+  bool matched = true;
+  if (!filter.empty()) {
+    const std::vector<Context> all = expand_contexts(s);
+    matched = !select_contexts(all, filter).empty();
+    if (!matched && !options.filter_spans_scenarios) throw_input_error(no_match_text(filter, all));
+  }
   (void)pick_baseline(specs, options.baseline, s.op);
   const DeviceFacts device = device_facts();
   for (const BackendSpec& spec : specs) (void)check_backend_support(s, spec, device, false);
+  return matched;
 }
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {

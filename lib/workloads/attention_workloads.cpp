@@ -1,5 +1,6 @@
 // attention_decode and attention_prefill: each request is one sequence with its own paged KV
 // cache; the batch is the set of sequences processed together.
+#include <algorithm>
 #include <cmath>
 
 #include "lib/core/checked_parse.h"
@@ -277,6 +278,8 @@ Footprint attention_decode_footprint(const Scenario& s) {
   p.outputs = batch * q_row * out;
   const double splits = std::max(axis_max(s, "num_splits", 0), 64.0);
   p.workspace = batch * splits * (q_row + a.num_heads) * 4;  // split partials and their maxima
+  // fp32 queries, cpu-reference's double output, and one sequence's K and V gathered in fp32.
+  p.cpu_copies = batch * q_row * (4 + 8) + std::max(kv_len, filler) * kv_row * 4;
   return p;
 }
 
@@ -291,6 +294,7 @@ Footprint attention_prefill_footprint(const Scenario& s) {
   p.inputs = batch * prompt * q_row * in;
   p.outputs = batch * prompt * q_row * out;
   p.workspace = batch * prompt * a.num_heads * 4 * 2;  // running maxima and sums
+  p.cpu_copies = batch * prompt * q_row * (4 + 8) + prompt * kv_row * 4;  // as for decode
   return p;
 }
 
