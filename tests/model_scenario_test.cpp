@@ -79,9 +79,38 @@ TEST(ModelScenario, ArchitectureScenariosHoldInvariance) {
   }
 }
 
+bool is_moe_op(const std::string& op) {
+  return op == "router" || op == "combine" || op.rfind("expert", 0) == 0;
+}
+
+TEST(ModelScenario, MoeScenariosHoldInvarianceAndVariantDiverges) {
+  // The MoE fixtures: cpu-invariant and cpu-portable give one completion per prompt in every
+  // context; cpu-variant, whose GEMM plans follow each expert's row count, gives more than one,
+  // and the runner names an op of an MoE block among the places where bits first parted.
+  for (const char* name : {"model-qwen3-moe-cpu.yaml", "model-mixtral-cpu.yaml"}) {
+    const AuditResult r =
+        run_audit(load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string()), AuditOptions{});
+    for (const char* b : {"cpu-invariant", "cpu-portable"}) {
+      const BackendOutcome& inv = outcome(r, b);
+      EXPECT_EQ(inv.max_distinct_completions, 1) << name << " " << b;
+      EXPECT_EQ(inv.max_distinct_results, 1) << name << " " << b;
+      EXPECT_TRUE(inv.passed) << name << " " << b << ": " << inv.verdict;
+    }
+    const BackendOutcome& var = outcome(r, "cpu-variant");
+    EXPECT_GT(var.max_distinct_completions, 1) << name;
+    EXPECT_TRUE(r.summary.passed) << name;
+    bool named_moe = false;
+    for (const Divergence& d : r.divergences) {
+      named_moe = named_moe || (d.first_op && is_moe_op(d.first_op->op));
+    }
+    EXPECT_TRUE(named_moe) << name;
+  }
+}
+
 TEST(ModelScenario, GpuModelScenariosLoad) {
   for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
-                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml"}) {
+                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml",
+                           "model-qwen3-30b-a3b-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());
     EXPECT_EQ(s.op, OpKind::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;
