@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lib/model/checkpoint.h"
+#include "lib/workloads/footprint.h"
 #include "lib/model/synthetic_checkpoint.h"
 #include "lib/scenario/context.h"
 #include "lib/loader/scenario_loader.h"
@@ -110,6 +111,13 @@ TEST(ModelSyntheticCheckpoint, MoeGpuScenarioNamesAQwen3MoeConfig) {
   // Every expert counts in the estimate: the MLP weights of a layer are the router and 128
   // experts' gate, up and down.
   EXPECT_DOUBLE_EQ(c.mlp_weight_elems(0), 128.0 * 2048 + 128.0 * 3 * 768 * 2048);
+  // The scenario's estimate (what --max-host-bytes is checked against) holds them all: bf16
+  // experts of both layers, plus attention, embedding and LM head, within the 4 GB it makes.
+  const double experts = 2 * 128.0 * 3 * 768 * 2048 * 2;
+  const double embed_and_head = 2 * 151936.0 * 2048 * 2;
+  const Footprint f = model_footprint(s);
+  EXPECT_GT(f.weights, experts + embed_and_head);
+  EXPECT_LT(f.weights, experts + embed_and_head + 0.2e9);
 }
 
 TEST(ModelSyntheticCheckpoint, NeedsACheckpointFolder) {
