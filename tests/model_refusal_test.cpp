@@ -293,6 +293,14 @@ TEST(ModelRefusal, AuditExitsTwoNamingTheKey) {
   r = audit_checkpoint(window, 4);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("'sliding_window' is 8"), std::string::npos) << r.err;
+  // An MoE variant not computed: exit 2 naming the key; the unedited MoE fixture audits (exit 0).
+  r = audit_checkpoint(edited("qwen3moe-t5", "cli-scaling",
+                              [](json& j) { j["routed_scaling_factor"] = 2.5; }),
+                       2);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("routed_scaling_factor"), std::string::npos) << r.err;
+  r = audit_checkpoint(fixture_dir("qwen3moe-t5"), 2);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 }  // namespace
