@@ -120,7 +120,8 @@ class HostEngine final : public PassEngine {
       emit(p, l, "attn_residual", x);
       const HostTensor h2 = rmsnorm(x, L.mlp_norm, tag, "mlp_norm");
       emit(p, l, "mlp_norm", h2);
-      const HostTensor d = c_.is_moe_layer(l) ? moe_mlp(p, l, L, h2, tag) : dense_mlp(p, l, L, h2, tag);
+      const HostTensor d =
+          c_.is_moe_layer(l) ? moe_mlp(p, l, L, h2, tag) : dense_mlp(p, l, L, h2, tag);
       x = add(x, d);
       emit(p, l, "mlp_residual", x);
     }
@@ -211,7 +212,9 @@ class HostEngine final : public PassEngine {
     for (size_t i = 0; i < p.seqs.size(); ++i) {
       if (!trace_.watched(p.seqs[i])) continue;
       for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
-        for (int j = 0; j < route.top_k; ++j) used[route.expert[static_cast<size_t>(r) * route.top_k + j]] = true;
+        for (int j = 0; j < route.top_k; ++j) {
+          used[route.expert[static_cast<size_t>(r) * route.top_k + j]] = true;
+        }
       }
     }
     return used;

@@ -263,7 +263,8 @@ void parse_moe(const json& j, const std::string& path, ModelConfig& c) {
       j["num_experts"] != j["num_local_experts"]) {
     refuse(path, "'num_experts' and 'num_local_experts' disagree");
   }
-  const char* count_key = has(j, "num_local_experts") || mixtral ? "num_local_experts" : "num_experts";
+  const char* count_key =
+      has(j, "num_local_experts") || mixtral ? "num_local_experts" : "num_experts";
   // transformers' defaults: Qwen3-MoE 128 experts, top-8, 768 wide; Mixtral 8 experts, top-2,
   // intermediate_size wide, always renormalised.
   c.num_experts = static_cast<int32_t>(

@@ -16,9 +16,9 @@
 // entry; hidden_act other than silu; rope types other than the three; partial rotary; mrope;
 // pretraining_tp other than 1; qwen2_moe (its shared expert) by name; the MoE variants nvdet does
 // not compute (grouped routing, routed_scaling_factor, sigmoid scoring, shared experts,
-// expert-parallel and quantized layouts) in their own sentence; and every key not on the list of keys known to be understood or
-// known not to change the logits. Sliding windows
-// are recorded (ModelConfig::sliding_window) and refused by the decoder when a run outgrows them.
+// expert-parallel and quantized layouts) in their own sentence; and every key not on the list of
+// keys known to be understood or known not to change the logits. Sliding windows are recorded
+// (ModelConfig::sliding_window) and refused by the decoder when a run outgrows them.
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -19,8 +19,8 @@ uint64_t tensor_stream(int64_t layer, int kind) {
 // Experts: a block of 2^24 rows each (gate_up in the first half, down in the second), above
 // every tensor_stream and below the prompt streams (5 << 52): layers < 2^12, experts < 2^14.
 uint64_t expert_stream(int64_t layer, int32_t expert) {
-  return kModelWeightStream + (uint64_t{1} << 50) +
-         ((static_cast<uint64_t>(layer) << 14) + static_cast<uint64_t>(expert)) * (uint64_t{1} << 24);
+  const uint64_t block = (static_cast<uint64_t>(layer) << 14) + static_cast<uint64_t>(expert);
+  return kModelWeightStream + (uint64_t{1} << 50) + block * (uint64_t{1} << 24);
 }
 
 // Fills t (rank 1 or 2) with offset + N(0, stddev), row by row, rows in parallel.

@@ -101,7 +101,9 @@ Footprint model_footprint(const Scenario& s) {
     mlp_weights = 0;
     for (int32_t l = 0; l < c.layers; ++l) mlp_weights += c.mlp_weight_elems(l);
     // An MoE pass holds the router logits and, at most, every row's k experts' gate/up outputs.
-    if (c.is_moe()) inter = std::max(inter, static_cast<double>(c.experts_per_token) * c.expert_intermediate);
+    if (c.is_moe()) {
+      inter = std::max(inter, static_cast<double>(c.experts_per_token) * c.expert_intermediate);
+    }
   }
   double prompt = m.prompt_len;
   for (const auto& pr : m.prompts) prompt = std::max(prompt, static_cast<double>(pr.size()));
@@ -111,7 +113,8 @@ Footprint model_footprint(const Scenario& s) {
   const double q = heads * head_dim, kv = kv_heads * head_dim;
   Footprint p;
   const double per_layer = hidden * (q + 2 * kv) + q * hidden + 2 * hidden;
-  p.weights = (2 * vocab * hidden + layers * per_layer + mlp_weights + hidden) * in;  // + embed, LM head
+  // embed + LM head, attention and norms, every MLP, the final norm
+  p.weights = (2 * vocab * hidden + layers * per_layer + mlp_weights + hidden) * in;
   p.kv = batch * (prompt + new_tokens) * layers * 2 * kv * in;
   p.inputs = batch * prompt * hidden * in;
   p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows

@@ -9,7 +9,8 @@ HostTensor combine_experts(const MoeRoute& route, const MoeExpertRows& by_expert
   std::vector<int64_t> slot(route.expert.size(), -1);
   for (size_t e = 0; e + 1 < by_expert.offsets.size(); ++e) {
     for (int32_t i = by_expert.offsets[e]; i < by_expert.offsets[e + 1]; ++i) {
-      slot[static_cast<size_t>(by_expert.row[i]) * k + by_expert.rank[i]] = i - by_expert.offsets[e];
+      const size_t at = static_cast<size_t>(by_expert.row[i]) * k + by_expert.rank[i];
+      slot[at] = i - by_expert.offsets[e];
     }
   }
   HostTensor out(dtype, {route.rows, hidden});
