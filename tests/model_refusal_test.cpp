@@ -223,6 +223,14 @@ TEST(ModelRefusal, TensorsTheLoaderDoesNotRead) {
   expect_refused(with_tensors("qwen3moe-t5", "both-layouts",
                               {{"model.layers.1.mlp.experts.down_proj", seeded({8, 64, 32}, 7)}}),
                  {"model.layers.1.mlp.experts"});
+  // A router's score-correction bias (DeepSeek-V3 style) or a shared expert with its gate
+  // (Qwen2-MoE style) beside a Qwen3-MoE layer: tensors that change the routing or the output.
+  expect_refused(with_tensors("qwen3moe-t5", "score-bias",
+                              {{"model.layers.0.mlp.gate.e_score_correction_bias", seeded({8}, 9)}}),
+                 {"e_score_correction_bias"});
+  expect_refused(with_tensors("qwen3moe-t5", "shared-gate",
+                              {{"model.layers.1.mlp.shared_expert_gate.weight", seeded({1, 64}, 10)}}),
+                 {"shared_expert_gate"});
   // The dense MLP of a sparse-step fixture's dense layer, given to its MoE layer too.
   expect_refused(with_tensors("qwen3moe-sparse-t5", "dense-in-moe",
                               {{"model.layers.1.mlp.down_proj.weight", seeded({64, 96}, 8)}}),
