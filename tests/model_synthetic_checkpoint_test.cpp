@@ -52,6 +52,11 @@ TEST(ModelSyntheticCheckpoint, RoundTripsEveryArchitecture) {
       // MoE layers: the router and every expert (the dense tensors above are empty there).
       EXPECT_EQ(g.router.empty(), !hf.model.is_moe_layer(l)) << name << " layer " << l;
       expect_same(g.router, w.router, name + " layer " + std::to_string(l) + " router");
+      expect_same(g.shared_gate_up, w.shared_gate_up, name + " shared_expert gate_up");
+      expect_same(g.shared_down, w.shared_down, name + " shared_expert down");
+      expect_same(g.shared_gate, w.shared_gate, name + " shared_expert_gate");
+      EXPECT_EQ(g.shared_gate.empty(),
+                !(hf.model.is_moe_layer(l) && hf.model.shared_expert_intermediate > 0));
       ASSERT_EQ(g.expert_gate_up.size(), w.expert_gate_up.size()) << name;
       ASSERT_EQ(g.expert_down.size(), w.expert_down.size()) << name;
       for (size_t e = 0; e < w.expert_gate_up.size(); ++e) {

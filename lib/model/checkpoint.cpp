@@ -165,6 +165,13 @@ template <class Read>
 void read_moe_layer(TensorSource& src, const Read& read, const ModelConfig& c,
                     const std::string& layer_prefix, LayerWeights& L) {
   const int64_t h = c.hidden, inter = c.expert_intermediate, experts = c.num_experts;
+  if (const int64_t si = c.shared_expert_intermediate; si > 0) {
+    const std::string s = layer_prefix + "mlp.shared_expert.";
+    L.shared_gate_up = stack_rows({read(s + "gate_proj.weight", {si, h}),
+                                   read(s + "up_proj.weight", {si, h})});
+    L.shared_down = read(s + "down_proj.weight", {h, si});
+    L.shared_gate = read(layer_prefix + "mlp.shared_expert_gate.weight", {1, h});
+  }
   const bool mixtral = c.architecture == "mixtral";
   const std::string stacked = layer_prefix + "mlp.experts.gate_up_proj";
   if (src.contains(stacked)) {

@@ -171,7 +171,8 @@ class HostEngine final : public PassEngine {
   // serving MoE kernels have), SwiGLU between them as in the dense MLP, and the combine
   // (moe_combine.h). Traced as "router", "expert<e>.gate_up" and "expert<e>.down" for every
   // expert (a pass row the expert did not receive is zeros there, so that every context traces
-  // the same ops in the same order), and "combine".
+  // the same ops in the same order), Qwen2-MoE's "shared_expert.gate_up", "shared_expert.down"
+  // and "shared_expert_gate", and "combine".
   HostTensor moe_mlp(const Pass& p, int32_t l, const LayerWeights& L, const HostTensor& h,
                      const char* tag) {
     const int rows = static_cast<int>(h.dim(0)), experts = c_.num_experts;
@@ -201,7 +202,23 @@ class HostEngine final : public PassEngine {
       outputs[e] = gemm(swiglu(gu), L.expert_down[e], nullptr, w_.dtype, etag, down_name.c_str());
       emit_expert(p, l, down_name, &outputs[e], routed, c_.hidden);
     }
-    HostTensor out = combine_experts(route, by_expert, outputs, c_.hidden, w_.dtype);
+    if (L.shared_gate_up.empty()) {
+      HostTensor out = combine_experts(route, by_expert, outputs, c_.hidden, w_.dtype);
+      emit(p, l, "combine", out);
+      return out;
+    }
+    // Qwen2-MoE's shared expert: every row, gated by sigmoid(x · shared_gate) in the combine.
+    const HostTensor sgu =
+        gemm(h, L.shared_gate_up, nullptr, w_.dtype, tag, "shared_expert.gate_up");
+    emit(p, l, "shared_expert.gate_up", sgu);
+    const HostTensor shared = gemm(swiglu(sgu), L.shared_down, nullptr, w_.dtype, tag,
+                                   "shared_expert.down");
+    emit(p, l, "shared_expert.down", shared);
+    const HostTensor gate =
+        gemm(h, L.shared_gate, nullptr, DType::kFP32, tag, "shared_expert_gate");
+    emit(p, l, "shared_expert_gate", gate);
+    HostTensor out =
+        combine_experts(route, by_expert, outputs, c_.hidden, w_.dtype, &shared, &gate);
     emit(p, l, "combine", out);
     return out;
   }

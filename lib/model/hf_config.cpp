@@ -32,6 +32,11 @@ const Architecture kArchitectures[] = {
       "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
       "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "output_router_logits",
       "router_aux_loss_coef"}},
+    {"qwen2_moe", "Qwen2MoeForCausalLM",
+     {"use_sliding_window", "sliding_window", "max_window_layers", "num_experts",
+      "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+      "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "output_router_logits",
+      "router_aux_loss_coef", "qkv_bias"}},
     {"mixtral", "MixtralForCausalLM",
      {"sliding_window", "num_local_experts", "num_experts_per_tok", "output_router_logits",
       "router_aux_loss_coef", "router_jitter_noise"}},
@@ -46,7 +51,7 @@ const std::pair<const char*, const char*> kRefusedMoeKeys[] = {
     {"scoring_func", "a router scoring function other than softmax"},
     {"topk_method", "a top-k method other than plain top-k of the softmax"},
     {"n_shared_experts", "shared experts"},
-    {"shared_expert_intermediate_size", "a shared expert with its sigmoid gate"},
+    {"shared_expert_intermediate_size", "a shared expert (computed for qwen2_moe only)"},
     {"first_k_dense_replace", "DeepSeek's dense-first layer schedule"},
     {"moe_layer_freq", "DeepSeek's MoE layer frequency"},
     {"ep_size", "expert-parallel layouts"},
@@ -141,14 +146,9 @@ const Architecture& architecture_of(const json& j, const std::string& path) {
     }
     return arch;
   }
-  if (type == "qwen2_moe" || cls == "Qwen2MoeForCausalLM") {
-    refuse(path, "'model_type' qwen2_moe is not supported: its shared expert and the shared "
-                 "expert's sigmoid gate are not implemented (nvdet computes the MoE models "
-                 "qwen3_moe and mixtral)");
-  }
   refuse(path, (type.empty() ? "'architectures' " + cls : "'model_type' " + type) +
-                   " is not supported (nvdet computes llama, mistral, qwen2, qwen3, qwen3_moe and "
-                   "mixtral)");
+                   " is not supported (nvdet computes llama, mistral, qwen2, qwen3, qwen2_moe, "
+                   "qwen3_moe and mixtral)");
 }
 
 // RoPE: transformers 5's rope_parameters, or transformers 4's rope_theta and rope_scaling.
@@ -246,7 +246,7 @@ int64_t sliding_window_of(const json& j, const std::string& path, const Architec
   }
   const std::string type = arch.model_type;
   if (type == "mistral" || type == "mixtral") slides = slides || has(j, "sliding_window");
-  if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe") {
+  if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe" || type == "qwen2_moe") {
     slides = slides || bool_field(j, path, "use_sliding_window", false);
   }
   if (!slides) return 0;
@@ -265,16 +265,22 @@ void parse_moe(const json& j, const std::string& path, ModelConfig& c) {
   }
   const char* count_key =
       has(j, "num_local_experts") || mixtral ? "num_local_experts" : "num_experts";
-  // transformers' defaults: Qwen3-MoE 128 experts, top-8, 768 wide; Mixtral 8 experts, top-2,
-  // intermediate_size wide, always renormalised.
+  // transformers' defaults: Qwen3-MoE 128 experts, top-8, 768 wide; Qwen2-MoE 60, top-4, 1408
+  // wide; Mixtral 8 experts, top-2, intermediate_size wide, always renormalised.
+  const bool qwen2 = c.architecture == "qwen2_moe";
   c.num_experts = static_cast<int32_t>(
-      int_field(j, path, count_key, mixtral ? 8 : 128, 1, 1 << 14));
+      int_field(j, path, count_key, mixtral ? 8 : qwen2 ? 60 : 128, 1, 1 << 14));
   c.experts_per_token = static_cast<int32_t>(
-      int_field(j, path, "num_experts_per_tok", mixtral ? 2 : 8, 1, c.num_experts));
+      int_field(j, path, "num_experts_per_tok", mixtral ? 2 : qwen2 ? 4 : 8, 1, c.num_experts));
   c.expert_intermediate =
       mixtral ? c.intermediate
-              : static_cast<int32_t>(int_field(j, path, "moe_intermediate_size", 768, 1, 1 << 30));
+              : static_cast<int32_t>(
+                    int_field(j, path, "moe_intermediate_size", qwen2 ? 1408 : 768, 1, 1 << 30));
   c.norm_topk_prob = mixtral || bool_field(j, path, "norm_topk_prob", false);
+  if (c.architecture == "qwen2_moe") {
+    c.shared_expert_intermediate = static_cast<int32_t>(
+        int_field(j, path, "shared_expert_intermediate_size", 5632, 0, 1 << 30));
+  }
   c.moe_layers.assign(static_cast<size_t>(c.layers), true);
   if (mixtral) return;
   // transformers: layer l is sparse unless listed in mlp_only_layers, and when
@@ -298,6 +304,7 @@ void parse_moe(const json& j, const std::string& path, ModelConfig& c) {
     // No sparse layer at all: still a valid transformers model, computed as a dense one.
     c.num_experts = c.experts_per_token = c.expert_intermediate = 0;
     c.norm_topk_prob = false;
+    c.shared_expert_intermediate = 0;
     c.moe_layers.clear();
   }
 }
@@ -309,7 +316,7 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   const Architecture& arch = architecture_of(j, path);
   const std::string type = arch.model_type;
   for (const auto& [key, what] : kRefusedMoeKeys) {
-    if (has(j, key)) {
+    if (has(j, key) && !arch.own_keys.count(key)) {
       refuse(path, std::string("'") + key + "' asks for " + what +
                        ", which is not implemented; refusing rather than ignoring it");
     }
@@ -365,11 +372,13 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   parse_rope(j, path, c);
 
   const bool attention_bias = bool_field(j, path, "attention_bias", false);
-  c.qkv_bias = type == "qwen2" || attention_bias;
+  // Qwen2-MoE: q/k/v biases unless its qkv_bias says otherwise (transformers 4 had no key).
+  c.qkv_bias = type == "qwen2" || attention_bias ||
+               (type == "qwen2_moe" && bool_field(j, path, "qkv_bias", true));
   c.o_bias = attention_bias;
   c.mlp_bias = bool_field(j, path, "mlp_bias", false);
   c.qk_norm = type == "qwen3" || type == "qwen3_moe";
-  if (type == "qwen3_moe" || type == "mixtral") parse_moe(j, path, c);
+  if (type == "qwen3_moe" || type == "qwen2_moe" || type == "mixtral") parse_moe(j, path, c);
   c.sliding_window = sliding_window_of(j, path, arch, c.layers);
   out.tie_word_embeddings = bool_field(j, path, "tie_word_embeddings", false);
   validate_config(c, path);

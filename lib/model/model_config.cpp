@@ -50,7 +50,9 @@ void validate_config(const ModelConfig& c, const std::string& source) {
 double ModelConfig::mlp_weight_elems(int32_t layer) const {
   const double h = hidden;
   if (!is_moe_layer(layer)) return 3.0 * intermediate * h;
-  return num_experts * h + num_experts * 3.0 * expert_intermediate * h;  // router + experts
+  // router + experts, and the shared expert with its gate
+  return num_experts * h + num_experts * 3.0 * expert_intermediate * h +
+         (shared_expert_intermediate > 0 ? 3.0 * shared_expert_intermediate * h + h : 0.0);
 }
 
 }  // namespace nvdet

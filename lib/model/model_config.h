@@ -55,6 +55,9 @@ struct ModelConfig {
   int32_t experts_per_token = 0;
   int32_t expert_intermediate = 0;
   bool norm_topk_prob = false;
+  // Qwen2-MoE: a shared expert (a SwiGLU MLP of this width, 0: none) that every row goes
+  // through, scaled by sigmoid(x · shared_expert_gate) and added to the routed experts' combine.
+  int32_t shared_expert_intermediate = 0;
   std::vector<bool> moe_layers;  // [layers] when num_experts > 0
 
   int64_t q_dim() const { return int64_t{num_heads} * head_dim; }

@@ -88,6 +88,12 @@ ModelWeights make_synthetic_weights(const ModelConfig& c, DType dtype, uint64_t 
         L.expert_down.push_back(
             matrix(dtype, c.hidden, c.expert_intermediate, seed, base + (uint64_t{1} << 23)));
       }
+      if (c.shared_expert_intermediate > 0) {
+        const int64_t si = c.shared_expert_intermediate;
+        L.shared_gate_up = matrix(dtype, 2 * si, c.hidden, seed, tensor_stream(l, 13));
+        L.shared_down = matrix(dtype, c.hidden, si, seed, tensor_stream(l, 14));
+        L.shared_gate = matrix(dtype, 1, c.hidden, seed, tensor_stream(l, 15));
+      }
     } else {
       L.gate_up = matrix(dtype, 2 * int64_t{c.intermediate}, c.hidden, seed, tensor_stream(l, 5));
       L.down = matrix(dtype, c.hidden, c.intermediate, seed, tensor_stream(l, 6));

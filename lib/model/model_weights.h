@@ -32,6 +32,10 @@ struct LayerWeights {
   HostTensor router;                       // [num_experts, hidden]
   std::vector<HostTensor> expert_gate_up;  // [num_experts] x [2 expert_intermediate, hidden]
   std::vector<HostTensor> expert_down;     // [num_experts] x [hidden, expert_intermediate]
+  // Qwen2-MoE's shared expert (config.shared_expert_intermediate > 0), else empty.
+  HostTensor shared_gate_up;  // [2 shared_expert_intermediate, hidden]
+  HostTensor shared_down;     // [hidden, shared_expert_intermediate]
+  HostTensor shared_gate;     // [1, hidden]: sigmoid(x · shared_gate) scales the shared expert
 };
 
 struct ModelWeights {

@@ -1,9 +1,12 @@
 #include "lib/model/moe_combine.h"
 
+#include "kernels/portable_math.cuh"
+
 namespace nvdet {
 
 HostTensor combine_experts(const MoeRoute& route, const MoeExpertRows& by_expert,
-                           const std::vector<HostTensor>& outputs, int64_t hidden, DType dtype) {
+                           const std::vector<HostTensor>& outputs, int64_t hidden, DType dtype,
+                           const HostTensor* shared, const HostTensor* shared_gate) {
   const size_t k = static_cast<size_t>(route.top_k);
   // For each (row, rank): its entry's row within its expert's output.
   std::vector<int64_t> slot(route.expert.size(), -1);
@@ -23,6 +26,13 @@ HostTensor combine_experts(const MoeRoute& route, const MoeExpertRows& by_expert
       const float w = route.weight[at];
       const int64_t base = slot[at] * hidden;
       for (int64_t c = 0; c < hidden; ++c) acc[c] += w * y.get(base + c);
+    }
+    if (shared) {
+      // sigmoid(g) = 1 / (1 + exp(-g)) with the exp the SwiGLU uses (portable_math.cuh).
+      const float g = shared_gate->get(r);
+      const float s = kernels::portable::div(
+          1.0f, kernels::portable::add(1.0f, kernels::portable::exp(-g)));
+      for (int64_t c = 0; c < hidden; ++c) acc[c] += s * shared->get(r * hidden + c);
     }
     for (int64_t c = 0; c < hidden; ++c) out.set(r * hidden + c, acc[c]);
   }

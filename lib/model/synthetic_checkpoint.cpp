@@ -73,6 +73,12 @@ void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
         keep(x + (mixtral ? "w3" : "up_proj") + ".weight", part(L.expert_gate_up[e], ei, ei));
         refs.emplace_back(x + (mixtral ? "w2" : "down_proj") + ".weight", &L.expert_down[e]);
       }
+      if (const int64_t si = c.shared_expert_intermediate; si > 0) {
+        keep(p + "mlp.shared_expert.gate_proj.weight", part(L.shared_gate_up, 0, si));
+        keep(p + "mlp.shared_expert.up_proj.weight", part(L.shared_gate_up, si, si));
+        refs.emplace_back(p + "mlp.shared_expert.down_proj.weight", &L.shared_down);
+        refs.emplace_back(p + "mlp.shared_expert_gate.weight", &L.shared_gate);
+      }
       continue;
     }
     keep(p + "mlp.gate_proj.weight", part(L.gate_up, 0, inter));
