@@ -60,7 +60,7 @@ SequenceResult decode(const std::string& gpu, const ModelWeights& w, const Oracl
 
 TEST(GpuModelOracle, Fp32MatchesTransformers) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  for (const std::string& name : kOracleFixtures) {
+  for (const std::string& name : all_oracle_fixtures()) {
     const Oracle o = load_oracle(name);
     const ModelWeights w = load_hf_checkpoint(fixture_dir(name).string(), DType::kFP32);
     for (const char* gpu : kGpuBackends) {
@@ -75,7 +75,7 @@ TEST(GpuModelOracle, Fp32MatchesTransformers) {
 
 TEST(GpuModelOracle, Bf16StaysCloseToTransformers) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  for (const std::string& name : kOracleFixtures) {
+  for (const std::string& name : all_oracle_fixtures()) {
     const Oracle o = load_oracle(name);
     const ModelWeights w = load_hf_checkpoint(fixture_dir(name).string(), DType::kBF16);
     for (const char* gpu : kGpuBackends) {

@@ -26,6 +26,22 @@ inline const std::vector<std::string> kOracleFixtures = {
     "llama-t4",   "llama-t5", "llama31-t4", "llama31-t5", "llama-linear-t4", "mistral-t4",
     "mistral-t5", "qwen2-t4", "qwen2-t5",   "qwen3-t4",   "qwen3-t5"};
 
+// The mixture-of-experts fixtures (decoded on the host path by every backend): Qwen3-MoE,
+// Qwen2-MoE (shared expert with its sigmoid gate, q/k/v biases) and Mixtral in both config
+// formats, experts saved one by one or stacked, norm_topk_prob on and off, top-2 and top-3,
+// decoder_sparse_step 2 and mlp_only_layers [0].
+inline const std::vector<std::string> kMoeOracleFixtures = {
+    "qwen3moe-t4",         "qwen3moe-t5", "qwen3moe-sparse-t5", "qwen3moe-mlponly-t4",
+    "qwen3moe-stacked-t5", "qwen2moe-t4", "qwen2moe-t5",        "mixtral-t4",
+    "mixtral-t5",          "mixtral-stacked-t5"};
+
+// Every fixture the CPU tests check: the dense ones, then the MoE ones.
+inline std::vector<std::string> all_oracle_fixtures() {
+  std::vector<std::string> all = kOracleFixtures;
+  all.insert(all.end(), kMoeOracleFixtures.begin(), kMoeOracleFixtures.end());
+  return all;
+}
+
 inline std::filesystem::path fixture_dir(const std::string& name) {
   return source_dir() / "tests/fixtures/checkpoints" / name;
 }

@@ -46,7 +46,7 @@ SequenceResult decode_fixture(const std::string& backend_name, const ModelWeight
 }
 
 TEST(ModelOracle, CpuBackendsMatchTransformers) {
-  for (const std::string& name : kOracleFixtures) {
+  for (const std::string& name : all_oracle_fixtures()) {
     const Oracle o = load_oracle(name);
     ASSERT_GE(o.steps, 4) << name;
     const ModelWeights w = load_hf_checkpoint(fixture_dir(name).string(), DType::kFP32);
@@ -67,7 +67,7 @@ TEST(ModelOracle, Bf16ActivationsStayCloseToTransformers) {
   // logits drift from the fp32 oracle by about a percent of their scale. Measured: 0.0046 to
   // 0.0101 over the fixtures; the bound is 0.03. Not an exactness check, but a guard against a
   // bf16-only path computing something else.
-  for (const std::string& name : kOracleFixtures) {
+  for (const std::string& name : all_oracle_fixtures()) {
     const Oracle o = load_oracle(name);
     const ModelWeights w = load_hf_checkpoint(fixture_dir(name).string(), DType::kBF16);
     const SequenceResult r = decode_fixture("cpu-invariant", w, o);
@@ -135,6 +135,39 @@ TEST(ModelOracle, ComparisonCatchesModellingMistakes) {
   }
 }
 
+TEST(ModelOracle, ComparisonCatchesMoeModellingMistakes) {
+  // The MoE block's silent failures: the renormalisation of the k weights dropped or applied
+  // where the config has none, one expert fewer per token, and Mixtral's w1/w3 (gate, up) swapped.
+  for (const char* name : {"qwen3moe-t5", "qwen3moe-t4"}) {
+    const Oracle o = load_oracle(name);
+    ModelWeights w = load_hf_checkpoint(fixture_dir(name).string(), DType::kFP32);
+    ASSERT_TRUE(w.config.is_moe()) << name;
+    w.config.norm_topk_prob = !w.config.norm_topk_prob;
+    EXPECT_GT(prefill_error(w, o), 500 * kTolerance) << name << " norm_topk_prob flipped";
+  }
+  {
+    const Oracle o = load_oracle("mixtral-t4");
+    ModelWeights w = load_hf_checkpoint(fixture_dir("mixtral-t4").string(), DType::kFP32);
+    ASSERT_EQ(w.config.experts_per_token, 2);
+    w.config.experts_per_token = 1;
+    EXPECT_GT(prefill_error(w, o), 500 * kTolerance) << "top-1 instead of top-2";
+  }
+  {
+    const Oracle o = load_oracle("mixtral-t5");
+    ModelWeights w = load_hf_checkpoint(fixture_dir("mixtral-t5").string(), DType::kFP32);
+    for (LayerWeights& L : w.layers) {
+      for (HostTensor& gu : L.expert_gate_up) {
+        const int64_t half = gu.dim(0) / 2;
+        HostTensor swapped(gu.dtype(), gu.shape());
+        copy_rows(gu.slice_rows(half, half), swapped, 0);
+        copy_rows(gu.slice_rows(0, half), swapped, half);
+        gu = swapped;
+      }
+    }
+    EXPECT_GT(prefill_error(w, o), 500 * kTolerance) << "w1 and w3 swapped";
+  }
+}
+
 // Copies a fixture folder to a fresh temporary one.
 fs::path copy_fixture(const std::string& name, const std::string& tag) {
   const fs::path dir = make_temp_dir(tag);
@@ -144,11 +177,39 @@ fs::path copy_fixture(const std::string& name, const std::string& tag) {
   return dir;
 }
 
+// The logits a perturbation must move. A dense model: the oracle prompt's. An MoE model: an
+// expert that no token of that prompt is routed to cannot change its logits, so the whole
+// vocabulary goes through, as 64 prompts of 4 tokens (every token id once, in a fixed shuffled
+// order), and every prompt's next-token logits count. An expert of the last layer matters only
+// where it computes a row the LM head reads, so the many prompts give many such rows; the
+// fixtures are made so that these prompts reach every expert of every layer where it matters
+// (make_fixtures.py checks it).
+HostTensor perturbation_logits(const ModelWeights& w, const Oracle& o) {
+  if (!w.config.is_moe()) return decode_fixture("cpu-invariant", w, o).logits;
+  std::vector<int32_t> ids(static_cast<size_t>(w.config.vocab));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 97 + 13) % ids.size());
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<size_t> watched;
+  for (size_t start = 0; start < ids.size(); start += 4) {
+    prompts.emplace_back(ids.begin() + start, ids.begin() + std::min(ids.size(), start + 4));
+    watched.push_back(watched.size());
+  }
+  auto backend = make_backend("cpu-invariant");
+  DecodeOptions opt;
+  opt.max_new_tokens = 1;
+  std::vector<HostTensor> rows;
+  for (const SequenceResult& r : greedy_decode(*backend, w, prompts, watched, opt, nullptr, nullptr))
+    rows.push_back(r.logits);
+  HostTensor all(DType::kFP32, {static_cast<int64_t>(rows.size()), w.config.vocab});
+  for (size_t i = 0; i < rows.size(); ++i) copy_rows(rows[i], all, static_cast<int64_t>(i));
+  return all;
+}
+
 TEST(ModelOracle, EveryTensorOfEveryFixtureIsRead) {
-  for (const std::string& name : kOracleFixtures) {
+  for (const std::string& name : all_oracle_fixtures()) {
     const Oracle o = load_oracle(name);
     const ModelWeights base = load_hf_checkpoint(fixture_dir(name).string(), DType::kFP32);
-    const SequenceResult want = decode_fixture("cpu-invariant", base, o);
+    const HostTensor want = perturbation_logits(base, o);
     const SafetensorsFile st = SafetensorsFile::open(fixture_dir(name) / "model.safetensors");
     const std::vector<std::string> names = st.names();
     ASSERT_GE(names.size(), 16u) << name;
@@ -168,11 +229,11 @@ TEST(ModelOracle, EveryTensorOfEveryFixtureIsRead) {
       for (size_t i = 0; i < names.size(); ++i) refs.emplace_back(names[i], &tensors[i]);
       write_safetensors(dir / "model.safetensors", refs);
       const ModelWeights w = load_hf_checkpoint(dir.string(), DType::kFP32);
-      const SequenceResult got = decode_fixture("cpu-invariant", w, o);
+      const HostTensor got = perturbation_logits(w, o);
       double change = 0;
-      for (int64_t i = 0; i < got.logits.numel(); ++i) {
-        change = std::max(change, std::abs(double{got.logits.data_as<float>()[i]} -
-                                           want.logits.data_as<float>()[i]));
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        change = std::max(change, std::abs(double{got.data_as<float>()[i]} -
+                                           want.data_as<float>()[i]));
       }
       EXPECT_GT(change, 1e-3) << name << ": perturbing " << victim << " left the logits unchanged";
     }

@@ -10,6 +10,7 @@
 
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/audit.h"
+#include "lib/runner/bisect.h"
 #include "lib/scenario/context.h"
 #include "lib/model/model_runner.h"
 #include "lib/report/report_text.h"
@@ -79,9 +80,56 @@ TEST(ModelScenario, ArchitectureScenariosHoldInvariance) {
   }
 }
 
+bool is_moe_op(const std::string& op) {
+  return op == "router" || op == "combine" || op.rfind("expert", 0) == 0;
+}
+
+TEST(ModelScenario, MoeScenariosHoldInvariance) {
+  // The MoE fixtures and the wider seeded Qwen3-MoE: cpu-invariant and cpu-portable give one
+  // result per prompt in every context, whatever each expert's row count.
+  for (const char* name : {"model-qwen3-moe-cpu.yaml", "model-mixtral-cpu.yaml",
+                           "model-qwen3-moe-wide-cpu.yaml"}) {
+    const AuditResult r =
+        run_audit(load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string()), AuditOptions{});
+    for (const char* b : {"cpu-invariant", "cpu-portable"}) {
+      const BackendOutcome& inv = outcome(r, b);
+      EXPECT_EQ(inv.max_distinct_completions, 1) << name << " " << b;
+      EXPECT_EQ(inv.max_distinct_results, 1) << name << " " << b;
+      EXPECT_TRUE(inv.passed) << name << " " << b << ": " << inv.verdict;
+    }
+    EXPECT_TRUE(r.summary.passed) << name;
+    if (std::string(name) != "model-qwen3-moe-wide-cpu.yaml") continue;
+    // The wide one: cpu-variant's expert GEMMs follow their row counts, and an op of an MoE
+    // block is among the places where the runner saw bits first part.
+    EXPECT_GT(outcome(r, "cpu-variant").max_distinct_results, 1);
+    bool named_moe = false;
+    for (const Divergence& d : r.divergences) {
+      named_moe = named_moe || (d.first_op && is_moe_op(d.first_op->op));
+    }
+    EXPECT_TRUE(named_moe);
+  }
+}
+
+TEST(ModelScenario, BisectNamesTheMoeSubOp) {
+  // Batch 2 against batch 4: the dense GEMMs keep their split plan (24 and 48 rows), an expert's
+  // row count crosses one, so the first op whose bits part is inside the MoE block.
+  const Scenario s = load_scenario(
+      (nvdet::testing::source_dir() / "scenarios" / "model-qwen3-moe-wide-cpu.yaml").string());
+  BisectOptions o;
+  o.backend = "cpu-variant";
+  o.against = {{"batch", "4"}};
+  const BisectResult r = run_bisect(s, o);
+  ASSERT_TRUE(r.first_op.has_value());
+  EXPECT_TRUE(is_moe_op(r.first_op->op)) << r.first_op->op;
+  EXPECT_NE(r.first_op->op.find(".gate_up"), std::string::npos) << r.first_op->op;
+  EXPECT_EQ(r.first_op->step, 0);
+  EXPECT_NE(render_bisect_text(r).find("op " + r.first_op->op), std::string::npos);
+}
+
 TEST(ModelScenario, GpuModelScenariosLoad) {
   for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
-                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml"}) {
+                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml",
+                           "model-qwen3-30b-a3b-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());
     EXPECT_EQ(s.op, OpKind::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;

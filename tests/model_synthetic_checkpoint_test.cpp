@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lib/model/checkpoint.h"
+#include "lib/workloads/footprint.h"
 #include "lib/model/synthetic_checkpoint.h"
 #include "lib/scenario/context.h"
 #include "lib/loader/scenario_loader.h"
@@ -24,7 +25,7 @@ void expect_same(const HostTensor& a, const HostTensor& b, const std::string& wh
 }
 
 TEST(ModelSyntheticCheckpoint, RoundTripsEveryArchitecture) {
-  for (const std::string& name : kOracleFixtures) {
+  for (const std::string& name : all_oracle_fixtures()) {
     const HfConfig hf = read_hf_config_json(fixture_dir(name).string());
     const ModelWeights want = make_synthetic_weights(hf.model, DType::kBF16, 77);
     const ModelWeights got =
@@ -47,6 +48,21 @@ TEST(ModelSyntheticCheckpoint, RoundTripsEveryArchitecture) {
                {"down", &g.down, &w.down},
                {"down_bias", &g.down_bias, &w.down_bias}}) {
         expect_same(*a, *b, name + " layer " + std::to_string(l) + " " + what);
+      }
+      // MoE layers: the router and every expert (the dense tensors above are empty there).
+      EXPECT_EQ(g.router.empty(), !hf.model.is_moe_layer(l)) << name << " layer " << l;
+      expect_same(g.router, w.router, name + " layer " + std::to_string(l) + " router");
+      expect_same(g.shared_gate_up, w.shared_gate_up, name + " shared_expert gate_up");
+      expect_same(g.shared_down, w.shared_down, name + " shared_expert down");
+      expect_same(g.shared_gate, w.shared_gate, name + " shared_expert_gate");
+      EXPECT_EQ(g.shared_gate.empty(),
+                !(hf.model.is_moe_layer(l) && hf.model.shared_expert_intermediate > 0));
+      ASSERT_EQ(g.expert_gate_up.size(), w.expert_gate_up.size()) << name;
+      ASSERT_EQ(g.expert_down.size(), w.expert_down.size()) << name;
+      for (size_t e = 0; e < w.expert_gate_up.size(); ++e) {
+        const std::string x = name + " layer " + std::to_string(l) + " expert " + std::to_string(e);
+        expect_same(g.expert_gate_up[e], w.expert_gate_up[e], x + " gate_up");
+        expect_same(g.expert_down[e], w.expert_down[e], x + " down");
       }
     }
     expect_same(got.final_norm, want.final_norm, name + " final_norm");
@@ -81,6 +97,32 @@ TEST(ModelSyntheticCheckpoint, GpuArchitectureScenariosNameValidConfigs) {
     EXPECT_EQ(c.qk_norm, w.qk_norm);
     EXPECT_EQ(c.rope_scaling.type, w.rope);
   }
+}
+
+TEST(ModelSyntheticCheckpoint, MoeGpuScenarioNamesAQwen3MoeConfig) {
+  const Scenario s =
+      load_scenario((source_dir() / "scenarios" / "model-qwen3-30b-a3b-gpu.yaml").string());
+  EXPECT_TRUE(s.model.synthetic_weights);
+  const ModelConfig c = read_hf_config(s.model.checkpoint);
+  EXPECT_EQ(c.architecture, "qwen3_moe");
+  EXPECT_EQ(c.hidden, 2048);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.experts_per_token, 8);
+  EXPECT_EQ(c.expert_intermediate, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.head_dim, 128);
+  for (int32_t l = 0; l < c.layers; ++l) EXPECT_TRUE(c.is_moe_layer(l)) << l;
+  // Every expert counts in the estimate: the MLP weights of a layer are the router and 128
+  // experts' gate, up and down.
+  EXPECT_DOUBLE_EQ(c.mlp_weight_elems(0), 128.0 * 2048 + 128.0 * 3 * 768 * 2048);
+  // The scenario's estimate (what --max-host-bytes is checked against) holds them all: bf16
+  // experts of both layers, plus attention, embedding and LM head, within the 4 GB it makes.
+  const double experts = 2 * 128.0 * 3 * 768 * 2048 * 2;
+  const double embed_and_head = 2 * 151936.0 * 2048 * 2;
+  const Footprint f = model_footprint(s);
+  EXPECT_GT(f.weights, experts + embed_and_head);
+  EXPECT_LT(f.weights, experts + embed_and_head + 0.2e9);
 }
 
 TEST(ModelSyntheticCheckpoint, NeedsACheckpointFolder) {

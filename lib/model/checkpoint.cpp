@@ -148,6 +148,55 @@ HostTensor stack_rows(const std::vector<HostTensor>& parts) {
   return out;
 }
 
+// One expert of a stacked [experts, rows, cols] tensor, as a [rows, cols] matrix.
+HostTensor expert_of(const HostTensor& stacked, int64_t e) {
+  const HostTensor one = stacked.slice_rows(e, 1);
+  HostTensor out(stacked.dtype(), {stacked.dim(1), stacked.dim(2)});
+  std::memcpy(out.mutable_data(), one.data(), out.nbytes());
+  return out;
+}
+
+// An MoE layer's router and experts, in either layout a checkpoint holds them in: one tensor per
+// expert (what transformers 4 and 5 save: Qwen3-MoE mlp.experts.{e}.gate_proj/up_proj/down_proj,
+// Mixtral block_sparse_moe.experts.{e}.w1 (gate), w3 (up), w2 (down)), or the stacked tensors
+// transformers 5's modules hold (mlp.experts.gate_up_proj [experts, 2 inter, hidden], gate rows
+// first; mlp.experts.down_proj [experts, hidden, inter]), which from_pretrained reads as well.
+template <class Read>
+void read_moe_layer(TensorSource& src, const Read& read, const ModelConfig& c,
+                    const std::string& layer_prefix, LayerWeights& L) {
+  const int64_t h = c.hidden, inter = c.expert_intermediate, experts = c.num_experts;
+  if (const int64_t si = c.shared_expert_intermediate; si > 0) {
+    const std::string s = layer_prefix + "mlp.shared_expert.";
+    L.shared_gate_up = stack_rows({read(s + "gate_proj.weight", {si, h}),
+                                   read(s + "up_proj.weight", {si, h})});
+    L.shared_down = read(s + "down_proj.weight", {h, si});
+    L.shared_gate = read(layer_prefix + "mlp.shared_expert_gate.weight", {1, h});
+  }
+  const bool mixtral = c.architecture == "mixtral";
+  const std::string stacked = layer_prefix + "mlp.experts.gate_up_proj";
+  if (src.contains(stacked)) {
+    L.router = read(layer_prefix + "mlp.gate.weight", {experts, h});
+    const HostTensor gate_up = read(stacked, {experts, 2 * inter, h});
+    const HostTensor down = read(layer_prefix + "mlp.experts.down_proj", {experts, h, inter});
+    for (int64_t e = 0; e < experts; ++e) {
+      L.expert_gate_up.push_back(expert_of(gate_up, e));
+      L.expert_down.push_back(expert_of(down, e));
+    }
+    return;
+  }
+  const std::string m = layer_prefix + (mixtral ? "block_sparse_moe." : "mlp.");
+  L.router = read(m + "gate.weight", {experts, h});
+  const char* gate = mixtral ? "w1" : "gate_proj";
+  const char* up = mixtral ? "w3" : "up_proj";
+  const char* down = mixtral ? "w2" : "down_proj";
+  for (int64_t e = 0; e < experts; ++e) {
+    const std::string x = m + "experts." + std::to_string(e) + ".";
+    L.expert_gate_up.push_back(stack_rows({read(x + gate + ".weight", {inter, h}),
+                                           read(x + up + ".weight", {inter, h})}));
+    L.expert_down.push_back(read(x + down + ".weight", {h, inter}));
+  }
+}
+
 }  // namespace
 
 HfConfig read_hf_config_json(const std::string& folder) {
@@ -189,6 +238,11 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
     L.o_proj = read(a + "o_proj.weight", {h, q});
     if (c.o_bias) L.o_bias = read(a + "o_proj.bias", {h});
     L.mlp_norm = read(p + "post_attention_layernorm.weight", {h});
+    if (c.is_moe_layer(l)) {
+      read_moe_layer(src, read, c, p, L);
+      w.layers.push_back(std::move(L));
+      continue;
+    }
     L.gate_up = stack_rows({read(m + "gate_proj.weight", {inter, h}), read(m + "up_proj.weight", {inter, h})});
     L.down = read(m + "down_proj.weight", {h, inter});
     if (c.mlp_bias) {

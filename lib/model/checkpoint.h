@@ -1,7 +1,8 @@
 #pragma once
 // Reads a Hugging Face checkpoint folder of a supported architecture (hf_config.h: Llama,
-// Mistral, Qwen2, Qwen3): config.json and its *.safetensors (sharded through
-// model.safetensors.index.json, or every *.safetensors file in the folder). Every tensor the
+// Mistral, Qwen2, Qwen3, Qwen3-MoE, Qwen2-MoE, Mixtral; MoE experts one tensor each or stacked):
+// config.json and its *.safetensors (sharded through model.safetensors.index.json, or every
+// *.safetensors file in the folder). Every tensor the
 // config implies is read, and a checkpoint holding any other tensor is refused, naming the first
 // few: nothing in it is silently left out of the computation.
 // Tensors in BF16, F16 or F32 are converted to the scenario's dtype (round to nearest even).

@@ -13,7 +13,9 @@
 #include "lib/model/device_decoder.h"
 #include "lib/model/host_ops.h"
 #include "lib/model/kv_cache.h"
+#include "lib/model/moe_combine.h"
 #include "lib/model/sampler.h"
+#include "lib/ops/moe_routing.h"
 
 namespace nvdet {
 namespace {
@@ -119,12 +121,8 @@ class HostEngine final : public PassEngine {
       emit(p, l, "attn_residual", x);
       const HostTensor h2 = rmsnorm(x, L.mlp_norm, tag, "mlp_norm");
       emit(p, l, "mlp_norm", h2);
-      const HostTensor gu = gemm(h2, L.gate_up, bias_of(L.gate_up_bias), w_.dtype, tag, "gate_up");
-      emit(p, l, "gate_up", gu);
-      const HostTensor act = swiglu(gu);
-      emit(p, l, "swiglu", act);
-      const HostTensor d = gemm(act, L.down, bias_of(L.down_bias), w_.dtype, tag, "down");
-      emit(p, l, "down", d);
+      const HostTensor d =
+          c_.is_moe_layer(l) ? moe_mlp(p, l, L, h2, tag) : dense_mlp(p, l, L, h2, tag);
       x = add(x, d);
       emit(p, l, "mlp_residual", x);
     }
@@ -156,6 +154,106 @@ class HostEngine final : public PassEngine {
   }
 
   static const HostTensor* bias_of(const HostTensor& b) { return b.empty() ? nullptr : &b; }
+
+  HostTensor dense_mlp(const Pass& p, int32_t l, const LayerWeights& L, const HostTensor& h,
+                       const char* tag) {
+    const HostTensor gu = gemm(h, L.gate_up, bias_of(L.gate_up_bias), w_.dtype, tag, "gate_up");
+    emit(p, l, "gate_up", gu);
+    const HostTensor act = swiglu(gu);
+    emit(p, l, "swiglu", act);
+    const HostTensor d = gemm(act, L.down, bias_of(L.down_bias), w_.dtype, tag, "down");
+    emit(p, l, "down", d);
+    return d;
+  }
+
+  // An MoE layer's MLP: the router GEMM (fp32 logits), the shared routing (moe_routing.h), then
+  // for each expert in ascending order one gate/up GEMM and one down GEMM over exactly the rows
+  // routed to it (so a backend's GEMM plan sees the expert's row count, the batch dependence
+  // serving MoE kernels have), SwiGLU between them as in the dense MLP, and the combine
+  // (moe_combine.h). Traced as "router", "expert<e>.gate_up" and "expert<e>.down" for every
+  // expert (a pass row the expert did not receive is zeros there, so that every context traces
+  // the same ops in the same order), Qwen2-MoE's "shared_expert.gate_up", "shared_expert.down"
+  // and "shared_expert_gate", and "combine".
+  HostTensor moe_mlp(const Pass& p, int32_t l, const LayerWeights& L, const HostTensor& h,
+                     const char* tag) {
+    const int rows = static_cast<int>(h.dim(0)), experts = c_.num_experts;
+    const HostTensor logits = gemm(h, L.router, nullptr, DType::kFP32, tag, "router");
+    emit(p, l, "router", logits);
+    const MoeRoute route =
+        route_tokens({logits.data_as<float>(), static_cast<size_t>(logits.numel())}, rows,
+                     experts, c_.experts_per_token, c_.norm_topk_prob);
+    const MoeExpertRows by_expert = group_rows_by_expert(route, experts);
+    const std::vector<bool> noted = tag && notes_ ? watched_experts(p, route) : std::vector<bool>();
+    std::vector<HostTensor> outputs(static_cast<size_t>(experts));
+    for (int e = 0; e < experts; ++e) {
+      const int32_t begin = by_expert.offsets[e], end = by_expert.offsets[e + 1];
+      const std::vector<int64_t> routed(by_expert.row.begin() + begin, by_expert.row.begin() + end);
+      const std::string name = "expert" + std::to_string(e);
+      const std::string gu_name = name + ".gate_up", down_name = name + ".down";
+      if (routed.empty()) {
+        emit_expert(p, l, gu_name, nullptr, routed, 2 * int64_t{c_.expert_intermediate});
+        emit_expert(p, l, down_name, nullptr, routed, c_.hidden);
+        continue;
+      }
+      const char* etag = !noted.empty() && noted[e] ? tag : nullptr;
+      if (etag) (*notes_)[std::string(tag) + "." + name + ".rows"] = std::to_string(routed.size());
+      const HostTensor gu = gemm(gather_rows(h, routed), L.expert_gate_up[e], nullptr, w_.dtype,
+                                 etag, gu_name.c_str());
+      emit_expert(p, l, gu_name, &gu, routed, gu.dim(1));
+      outputs[e] = gemm(swiglu(gu), L.expert_down[e], nullptr, w_.dtype, etag, down_name.c_str());
+      emit_expert(p, l, down_name, &outputs[e], routed, c_.hidden);
+    }
+    if (L.shared_gate_up.empty()) {
+      HostTensor out = combine_experts(route, by_expert, outputs, c_.hidden, w_.dtype);
+      emit(p, l, "combine", out);
+      return out;
+    }
+    // Qwen2-MoE's shared expert: every row, gated by sigmoid(x · shared_gate) in the combine.
+    const HostTensor sgu =
+        gemm(h, L.shared_gate_up, nullptr, w_.dtype, tag, "shared_expert.gate_up");
+    emit(p, l, "shared_expert.gate_up", sgu);
+    const HostTensor shared = gemm(swiglu(sgu), L.shared_down, nullptr, w_.dtype, tag,
+                                   "shared_expert.down");
+    emit(p, l, "shared_expert.down", shared);
+    const HostTensor gate =
+        gemm(h, L.shared_gate, nullptr, DType::kFP32, tag, "shared_expert_gate");
+    emit(p, l, "shared_expert_gate", gate);
+    HostTensor out =
+        combine_experts(route, by_expert, outputs, c_.hidden, w_.dtype, &shared, &gate);
+    emit(p, l, "combine", out);
+    return out;
+  }
+
+  // The experts that a watched sequence's rows are routed to (those whose calls' notes are kept).
+  std::vector<bool> watched_experts(const Pass& p, const MoeRoute& route) const {
+    std::vector<bool> used(static_cast<size_t>(c_.num_experts), false);
+    for (size_t i = 0; i < p.seqs.size(); ++i) {
+      if (!trace_.watched(p.seqs[i])) continue;
+      for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
+        for (int j = 0; j < route.top_k; ++j) {
+          used[route.expert[static_cast<size_t>(r) * route.top_k + j]] = true;
+        }
+      }
+    }
+    return used;
+  }
+
+  // Traces one expert's tensor as a pass tensor: row r holds the expert's row for pass row r
+  // when r was routed to it (`routed`, ascending), zeros otherwise.
+  void emit_expert(const Pass& p, int32_t l, const std::string& op, const HostTensor* t,
+                   const std::vector<int64_t>& routed, int64_t width) {
+    if (!trace_.tracing()) return;
+    trace_.emit(p, l, op, [&](int64_t first, int64_t count) {
+      HostTensor rows(t ? t->dtype() : w_.dtype, {count, width});
+      const auto lo = std::lower_bound(routed.begin(), routed.end(), first);
+      const size_t row_bytes = static_cast<size_t>(width) * dtype_size(rows.dtype());
+      for (auto it = lo; it != routed.end() && *it < first + count; ++it) {
+        std::memcpy(rows.mutable_data() + (*it - first) * row_bytes,
+                    t->data() + (it - routed.begin()) * row_bytes, row_bytes);
+      }
+      return rows;
+    });
+  }
 
   // Qwen3's q_norm / k_norm: an RMSNorm over each head_dim-wide head of the `heads` heads that
   // start at column `first` of every qkv row, run on the backend as one [rows * heads, head_dim]
@@ -242,8 +340,11 @@ class BatchDecoder final : public PassTrace {
     for (const auto& p : prompts_) {
       capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
     }
-    DeviceDecodeOps* device = use_device_path(options_.path) ? backend_.device_decode_ops()
-                                                              : nullptr;
+    // MoE layers are computed on the host path only (one backend call per op): the device
+    // engine declines them.
+    DeviceDecodeOps* device = use_device_path(options_.path) && !c_.is_moe()
+                                  ? backend_.device_decode_ops()
+                                  : nullptr;
     if (device) {
       engine_ = make_device_engine(*device, w_, capacity, max_pass_rows(), options_, *this, notes_);
     } else {
@@ -265,8 +366,12 @@ class BatchDecoder final : public PassTrace {
     }
     if (notes_) {
       (*notes_)["batch"] = std::to_string(prompts_.size());
-      (*notes_)["decoder"] = device ? "device-resident (weights, KV cache and activations on the GPU)"
-                                    : "host (each op through the backend's run)";
+      (*notes_)["decoder"] =
+          device ? "device-resident (weights, KV cache and activations on the GPU)"
+          : c_.is_moe() && backend_.device_decode_ops()
+              ? "host (each op through the backend's run): the device-resident decoder does not "
+                "compute MoE layers"
+              : "host (each op through the backend's run)";
     }
     return std::move(results_);
   }

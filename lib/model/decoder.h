@@ -60,6 +60,9 @@ struct DecodeOptions {
 // The ops of the trace, in the order one pass computes them. Layer -1 holds the ops outside the
 // layers: embed before them, final_norm and logits after.
 // qk_norm (Qwen3's per-head RMSNorm of queries and keys) appears only in models that have it.
+// An MoE layer (ModelConfig::is_moe_layer) traces "router", then "expert<e>.gate_up" and
+// "expert<e>.down" for e = 0 .. num_experts - 1, (Qwen2-MoE) "shared_expert.gate_up",
+// "shared_expert.down" and "shared_expert_gate", then "combine" in place of gate_up, swiglu, down.
 inline constexpr std::string_view kLayerOps[] = {
     "attn_norm", "qkv",     "qk_norm", "rope", "attention",   "o_proj", "attn_residual",
     "mlp_norm",  "gate_up", "swiglu",  "down", "mlp_residual"};

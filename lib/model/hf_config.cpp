@@ -27,6 +27,35 @@ const Architecture kArchitectures[] = {
      {"use_sliding_window", "sliding_window", "max_window_layers", "use_mrope"}},
     {"qwen3", "Qwen3ForCausalLM",
      {"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers"}},
+    {"qwen3_moe", "Qwen3MoeForCausalLM",
+     {"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers",
+      "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
+      "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "output_router_logits",
+      "router_aux_loss_coef"}},
+    {"qwen2_moe", "Qwen2MoeForCausalLM",
+     {"use_sliding_window", "sliding_window", "max_window_layers", "num_experts",
+      "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+      "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "output_router_logits",
+      "router_aux_loss_coef", "qkv_bias"}},
+    {"mixtral", "MixtralForCausalLM",
+     {"sliding_window", "num_local_experts", "num_experts_per_tok", "output_router_logits",
+      "router_aux_loss_coef", "router_jitter_noise"}},
+};
+
+// Mixture-of-experts variants that change the routing or the experts' math and are not
+// computed: named in their own sentence rather than as an unknown key.
+const std::pair<const char*, const char*> kRefusedMoeKeys[] = {
+    {"n_group", "grouped routing (experts chosen within the best groups)"},
+    {"topk_group", "grouped routing (experts chosen within the best groups)"},
+    {"routed_scaling_factor", "scaling of the routed experts' output"},
+    {"scoring_func", "a router scoring function other than softmax"},
+    {"topk_method", "a top-k method other than plain top-k of the softmax"},
+    {"n_shared_experts", "shared experts"},
+    {"shared_expert_intermediate_size", "a shared expert (computed for qwen2_moe only)"},
+    {"first_k_dense_replace", "DeepSeek's dense-first layer schedule"},
+    {"moe_layer_freq", "DeepSeek's MoE layer frequency"},
+    {"ep_size", "expert-parallel layouts"},
+    {"quantization_config", "quantized weights"},
 };
 
 // Keys every supported architecture shares: the ones read below, and metadata that does not
@@ -118,7 +147,8 @@ const Architecture& architecture_of(const json& j, const std::string& path) {
     return arch;
   }
   refuse(path, (type.empty() ? "'architectures' " + cls : "'model_type' " + type) +
-                   " is not supported (nvdet computes llama, mistral, qwen2 and qwen3)");
+                   " is not supported (nvdet computes llama, mistral, qwen2, qwen3, qwen2_moe, "
+                   "qwen3_moe and mixtral)");
 }
 
 // RoPE: transformers 5's rope_parameters, or transformers 4's rope_theta and rope_scaling.
@@ -215,8 +245,8 @@ int64_t sliding_window_of(const json& j, const std::string& path, const Architec
     }
   }
   const std::string type = arch.model_type;
-  if (type == "mistral") slides = slides || has(j, "sliding_window");
-  if (type == "qwen2" || type == "qwen3") {
+  if (type == "mistral" || type == "mixtral") slides = slides || has(j, "sliding_window");
+  if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe" || type == "qwen2_moe") {
     slides = slides || bool_field(j, path, "use_sliding_window", false);
   }
   if (!slides) return 0;
@@ -226,12 +256,71 @@ int64_t sliding_window_of(const json& j, const std::string& path, const Architec
   return int_field(j, path, "sliding_window", std::nullopt, 1, int64_t{1} << 40);
 }
 
+// Qwen3-MoE and Mixtral: the experts, top-k, renormalisation and which layers are sparse.
+void parse_moe(const json& j, const std::string& path, ModelConfig& c) {
+  const bool mixtral = c.architecture == "mixtral";
+  if (has(j, "num_experts") && has(j, "num_local_experts") &&
+      j["num_experts"] != j["num_local_experts"]) {
+    refuse(path, "'num_experts' and 'num_local_experts' disagree");
+  }
+  const char* count_key =
+      has(j, "num_local_experts") || mixtral ? "num_local_experts" : "num_experts";
+  // transformers' defaults: Qwen3-MoE 128 experts, top-8, 768 wide; Qwen2-MoE 60, top-4, 1408
+  // wide; Mixtral 8 experts, top-2, intermediate_size wide, always renormalised.
+  const bool qwen2 = c.architecture == "qwen2_moe";
+  c.num_experts = static_cast<int32_t>(
+      int_field(j, path, count_key, mixtral ? 8 : qwen2 ? 60 : 128, 1, 1 << 14));
+  c.experts_per_token = static_cast<int32_t>(
+      int_field(j, path, "num_experts_per_tok", mixtral ? 2 : qwen2 ? 4 : 8, 1, c.num_experts));
+  c.expert_intermediate =
+      mixtral ? c.intermediate
+              : static_cast<int32_t>(
+                    int_field(j, path, "moe_intermediate_size", qwen2 ? 1408 : 768, 1, 1 << 30));
+  c.norm_topk_prob = mixtral || bool_field(j, path, "norm_topk_prob", false);
+  if (c.architecture == "qwen2_moe") {
+    c.shared_expert_intermediate = static_cast<int32_t>(
+        int_field(j, path, "shared_expert_intermediate_size", 5632, 0, 1 << 30));
+  }
+  c.moe_layers.assign(static_cast<size_t>(c.layers), true);
+  if (mixtral) return;
+  // transformers: layer l is sparse unless listed in mlp_only_layers, and when
+  // (l + 1) % decoder_sparse_step == 0.
+  const int64_t step = int_field(j, path, "decoder_sparse_step", 1, 1, c.layers + int64_t{1});
+  for (int32_t l = 0; l < c.layers; ++l) c.moe_layers[l] = (l + 1) % step == 0;
+  if (has(j, "mlp_only_layers")) {
+    const json& m = j["mlp_only_layers"];
+    if (!m.is_array() || m.size() > static_cast<size_t>(c.layers)) {
+      refuse(path, "'mlp_only_layers' must list layer indices (at most one per layer)");
+    }
+    for (const json& e : m) {
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= c.layers) {
+        refuse(path, "'mlp_only_layers' holds " + e.dump() + ", not a layer index 0.." +
+                         std::to_string(c.layers - 1));
+      }
+      c.moe_layers[static_cast<size_t>(e.get<int64_t>())] = false;
+    }
+  }
+  if (std::find(c.moe_layers.begin(), c.moe_layers.end(), true) == c.moe_layers.end()) {
+    // No sparse layer at all: still a valid transformers model, computed as a dense one.
+    c.num_experts = c.experts_per_token = c.expert_intermediate = 0;
+    c.norm_topk_prob = false;
+    c.shared_expert_intermediate = 0;
+    c.moe_layers.clear();
+  }
+}
+
 }  // namespace
 
 HfConfig parse_hf_config(const json& j, const std::string& path) {
   if (!j.is_object()) refuse(path, "must hold a JSON object");
   const Architecture& arch = architecture_of(j, path);
   const std::string type = arch.model_type;
+  for (const auto& [key, what] : kRefusedMoeKeys) {
+    if (has(j, key) && !arch.own_keys.count(key)) {
+      refuse(path, std::string("'") + key + "' asks for " + what +
+                       ", which is not implemented; refusing rather than ignoring it");
+    }
+  }
   for (const auto& [k, v] : j.items()) {
     if (!kSharedKeys.count(k) && !arch.own_keys.count(k)) {
       refuse(path, "key '" + k + "' is not understood for model_type " + type +
@@ -252,7 +341,7 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   c.intermediate =
       static_cast<int32_t>(int_field(j, path, "intermediate_size", std::nullopt, 1, kBig));
   c.vocab = static_cast<int32_t>(int_field(j, path, "vocab_size", std::nullopt, 2, kBig));
-  // transformers' Qwen3 defaults head_dim to 128; the others to hidden / heads.
+  // transformers' Qwen3 defaults head_dim to 128; the others (Qwen3-MoE too) to hidden / heads.
   std::optional<int64_t> head_dim;
   if (type == "qwen3") {
     head_dim = 128;
@@ -283,10 +372,13 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   parse_rope(j, path, c);
 
   const bool attention_bias = bool_field(j, path, "attention_bias", false);
-  c.qkv_bias = type == "qwen2" || attention_bias;
+  // Qwen2-MoE: q/k/v biases unless its qkv_bias says otherwise (transformers 4 had no key).
+  c.qkv_bias = type == "qwen2" || attention_bias ||
+               (type == "qwen2_moe" && bool_field(j, path, "qkv_bias", true));
   c.o_bias = attention_bias;
   c.mlp_bias = bool_field(j, path, "mlp_bias", false);
-  c.qk_norm = type == "qwen3";
+  c.qk_norm = type == "qwen3" || type == "qwen3_moe";
+  if (type == "qwen3_moe" || type == "qwen2_moe" || type == "mixtral") parse_moe(j, path, c);
   c.sliding_window = sliding_window_of(j, path, arch, c.layers);
   out.tie_word_embeddings = bool_field(j, path, "tie_word_embeddings", false);
   validate_config(c, path);

@@ -37,6 +37,22 @@ void validate_config(const ModelConfig& c, const std::string& source) {
   need(c.rope_theta > 0.0f, "rope_theta must be positive");
   need(c.rope_scaling.factor > 0.0, "the RoPE scaling factor must be positive");
   need(c.sliding_window >= 0, "sliding_window must not be negative");
+  if (c.is_moe()) {
+    need(c.experts_per_token >= 1 && c.experts_per_token <= c.num_experts,
+         "'num_experts_per_tok' (" + std::to_string(c.experts_per_token) +
+             ") must be from 1 to the number of experts (" + std::to_string(c.num_experts) + ")");
+    need(c.expert_intermediate > 0, "the experts' intermediate size must be at least 1");
+    need(c.moe_layers.size() == static_cast<size_t>(c.layers),
+         "the MoE layers must be listed for every layer");
+  }
+}
+
+double ModelConfig::mlp_weight_elems(int32_t layer) const {
+  const double h = hidden;
+  if (!is_moe_layer(layer)) return 3.0 * intermediate * h;
+  // router + experts, and the shared expert with its gate
+  return num_experts * h + num_experts * 3.0 * expert_intermediate * h +
+         (shared_expert_intermediate > 0 ? 3.0 * shared_expert_intermediate * h + h : 0.0);
 }
 
 }  // namespace nvdet

@@ -5,6 +5,7 @@
 // refused when it is read (hf_config.h).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lib/scenario/scenario.h"
 
@@ -45,10 +46,29 @@ struct ModelConfig {
   // it is refused (decoder.h).
   int64_t sliding_window = 0;
   std::string architecture = "llama";  // config.json's model_type, for messages and reports
+  // Mixture of experts (Qwen3-MoE, Mixtral; moe_routing.h says how rows are routed): the MLP of
+  // each layer marked in moe_layers is a router GEMM [num_experts, hidden], top experts_per_token
+  // of the softmax over experts (renormalised when norm_topk_prob), and each chosen expert's
+  // SwiGLU MLP of width expert_intermediate; the other layers keep the dense MLP of width
+  // intermediate. num_experts 0: a dense model.
+  int32_t num_experts = 0;
+  int32_t experts_per_token = 0;
+  int32_t expert_intermediate = 0;
+  bool norm_topk_prob = false;
+  // Qwen2-MoE: a shared expert (a SwiGLU MLP of this width, 0: none) that every row goes
+  // through, scaled by sigmoid(x · shared_expert_gate) and added to the routed experts' combine.
+  int32_t shared_expert_intermediate = 0;
+  std::vector<bool> moe_layers;  // [layers] when num_experts > 0
 
   int64_t q_dim() const { return int64_t{num_heads} * head_dim; }
   int64_t kv_dim() const { return int64_t{num_kv_heads} * head_dim; }
   int64_t qkv_dim() const { return q_dim() + 2 * kv_dim(); }
+  bool is_moe() const { return num_experts > 0; }
+  bool is_moe_layer(int32_t layer) const {
+    return is_moe() && static_cast<size_t>(layer) < moe_layers.size() && moe_layers[layer];
+  }
+  // The MLP weights of one layer, counting every expert (budgets and memory estimates).
+  double mlp_weight_elems(int32_t layer) const;
 };
 
 // The architecture a synthetic scenario describes (head_dim 0 = hidden / heads).

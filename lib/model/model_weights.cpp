@@ -16,6 +16,13 @@ uint64_t tensor_stream(int64_t layer, int kind) {
   return kModelWeightStream + ((static_cast<uint64_t>(layer + 1) * 16 + kind) << 24);
 }
 
+// Experts: a block of 2^24 rows each (gate_up in the first half, down in the second), above
+// every tensor_stream and below the prompt streams (5 << 52): layers < 2^12, experts < 2^14.
+uint64_t expert_stream(int64_t layer, int32_t expert) {
+  const uint64_t block = (static_cast<uint64_t>(layer) << 14) + static_cast<uint64_t>(expert);
+  return kModelWeightStream + (uint64_t{1} << 50) + block * (uint64_t{1} << 24);
+}
+
 // Fills t (rank 1 or 2) with offset + N(0, stddev), row by row, rows in parallel.
 void fill_rows(HostTensor& t, uint64_t seed, uint64_t stream, float stddev, float offset = 0.0f) {
   const int64_t rows = t.rank() == 1 ? 1 : t.dim(0);
@@ -71,8 +78,26 @@ ModelWeights make_synthetic_weights(const ModelConfig& c, DType dtype, uint64_t 
       L.down_bias = bias(dtype, c.hidden, seed, tensor_stream(l, 11));
     }
     L.mlp_norm = norm_weight(dtype, c.hidden, seed, tensor_stream(l, 4));
-    L.gate_up = matrix(dtype, 2 * int64_t{c.intermediate}, c.hidden, seed, tensor_stream(l, 5));
-    L.down = matrix(dtype, c.hidden, c.intermediate, seed, tensor_stream(l, 6));
+    if (c.is_moe_layer(l)) {
+      // The router takes the layer's unused kind 12; the experts a block of their own.
+      L.router = matrix(dtype, c.num_experts, c.hidden, seed, tensor_stream(l, 12));
+      for (int32_t e = 0; e < c.num_experts; ++e) {
+        const uint64_t base = expert_stream(l, e);
+        L.expert_gate_up.push_back(
+            matrix(dtype, 2 * int64_t{c.expert_intermediate}, c.hidden, seed, base));
+        L.expert_down.push_back(
+            matrix(dtype, c.hidden, c.expert_intermediate, seed, base + (uint64_t{1} << 23)));
+      }
+      if (c.shared_expert_intermediate > 0) {
+        const int64_t si = c.shared_expert_intermediate;
+        L.shared_gate_up = matrix(dtype, 2 * si, c.hidden, seed, tensor_stream(l, 13));
+        L.shared_down = matrix(dtype, c.hidden, si, seed, tensor_stream(l, 14));
+        L.shared_gate = matrix(dtype, 1, c.hidden, seed, tensor_stream(l, 15));
+      }
+    } else {
+      L.gate_up = matrix(dtype, 2 * int64_t{c.intermediate}, c.hidden, seed, tensor_stream(l, 5));
+      L.down = matrix(dtype, c.hidden, c.intermediate, seed, tensor_stream(l, 6));
+    }
     w.layers.push_back(std::move(L));
   }
   w.final_norm = norm_weight(dtype, c.hidden, seed, tensor_stream(-1, 1));

@@ -22,10 +22,20 @@ struct LayerWeights {
   HostTensor o_proj;     // [hidden, q_dim]
   HostTensor o_bias;     // [hidden] or empty (config.o_bias)
   HostTensor mlp_norm;   // [hidden]
+  // A dense MLP layer: gate_up and down (empty in an MoE layer, config.is_moe_layer()).
   HostTensor gate_up;    // [2 intermediate, hidden]
   HostTensor gate_up_bias;  // [2 intermediate] or empty (config.mlp_bias)
   HostTensor down;       // [hidden, intermediate]
   HostTensor down_bias;  // [hidden] or empty (config.mlp_bias)
+  // An MoE layer: the router and each expert's SwiGLU MLP, fused like the dense one (rows: gate,
+  // then up), one tensor per expert so that each expert's GEMM is its own backend call.
+  HostTensor router;                       // [num_experts, hidden]
+  std::vector<HostTensor> expert_gate_up;  // [num_experts] x [2 expert_intermediate, hidden]
+  std::vector<HostTensor> expert_down;     // [num_experts] x [hidden, expert_intermediate]
+  // Qwen2-MoE's shared expert (config.shared_expert_intermediate > 0), else empty.
+  HostTensor shared_gate_up;  // [2 shared_expert_intermediate, hidden]
+  HostTensor shared_down;     // [hidden, shared_expert_intermediate]
+  HostTensor shared_gate;     // [1, hidden]: sigmoid(x · shared_gate) scales the shared expert
 };
 
 struct ModelWeights {
@@ -40,7 +50,8 @@ struct ModelWeights {
 // Seeded synthetic weights: projections ~ N(0, 1/sqrt(fan_in)) so that each GEMM keeps the scale
 // of its input, norm weights 1 + N(0, 0.1) (near 1, never all equal), embeddings ~ N(0, 1), and
 // biases ~ N(0, 0.1) where the config has them (qkv_bias, o_bias, mlp_bias), q/k norm weights
-// like the other norms when config.qk_norm. Element values are a pure function of (seed,
+// like the other norms when config.qk_norm; MoE layers get a router and every expert's gate/up
+// and down like the dense projections. Element values are a pure function of (seed,
 // tensor, row, column); rows are generated in parallel.
 ModelWeights make_synthetic_weights(const ModelConfig& config, DType dtype, uint64_t seed);
 

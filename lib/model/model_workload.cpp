@@ -109,10 +109,17 @@ Footprint model_footprint(const Scenario& s) {
   double hidden = m.hidden, layers = m.layers, heads = m.num_heads, kv_heads = m.num_kv_heads,
          inter = m.intermediate, vocab = m.vocab;
   double head_dim = m.head_dim ? m.head_dim : (m.num_heads ? m.hidden / m.num_heads : 0);
+  double mlp_weights = layers * 3 * inter * hidden;  // every layer's MLP, every expert counted
   if (!m.checkpoint.empty()) {
     const ModelConfig c = read_hf_config(m.checkpoint);
     hidden = c.hidden, layers = c.layers, heads = c.num_heads, kv_heads = c.num_kv_heads,
     inter = c.intermediate, vocab = c.vocab, head_dim = c.head_dim;
+    mlp_weights = 0;
+    for (int32_t l = 0; l < c.layers; ++l) mlp_weights += c.mlp_weight_elems(l);
+    // An MoE pass holds the router logits and, at most, every row's k experts' gate/up outputs.
+    if (c.is_moe()) {
+      inter = std::max(inter, static_cast<double>(c.experts_per_token) * c.expert_intermediate);
+    }
   }
   double prompt = m.prompt_len;
   for (const auto& pr : m.prompts) prompt = std::max(prompt, static_cast<double>(pr.size()));
@@ -121,8 +128,9 @@ Footprint model_footprint(const Scenario& s) {
   const double batch = batch_max(s), in = dtype_bytes(s.dtype);
   const double q = heads * head_dim, kv = kv_heads * head_dim;
   Footprint p;
-  const double per_layer = hidden * (q + 2 * kv) + q * hidden + 3 * inter * hidden + 2 * hidden;
-  p.weights = (2 * vocab * hidden + layers * per_layer + hidden) * in;  // embed + LM head
+  const double per_layer = hidden * (q + 2 * kv) + q * hidden + 2 * hidden;
+  // embed + LM head, attention and norms, every MLP, the final norm
+  p.weights = (2 * vocab * hidden + layers * per_layer + mlp_weights + hidden) * in;
   p.kv = batch * (prompt + new_tokens) * layers * 2 * kv * in;
   p.inputs = batch * prompt * hidden * in;
   p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows

@@ -36,7 +36,7 @@ void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
   const ModelWeights w = make_synthetic_weights(c, DType::kBF16, seed);
   // The parts of the fused tensors are copies; the rest are written from `w` directly.
   std::vector<std::pair<std::string, HostTensor>> owned;
-  owned.reserve(static_cast<size_t>(c.layers) * 10);
+  owned.reserve(static_cast<size_t>(c.layers) * (10 + 2 * static_cast<size_t>(c.num_experts)));
   std::vector<std::pair<std::string, const HostTensor*>> refs;
   auto keep = [&](std::string name, HostTensor t) {
     owned.emplace_back(std::move(name), std::move(t));
@@ -62,6 +62,26 @@ void write_synthetic_checkpoint(const std::string& config_folder, uint64_t seed,
     refs.emplace_back(p + "self_attn.o_proj.weight", &L.o_proj);
     if (c.o_bias) refs.emplace_back(p + "self_attn.o_proj.bias", &L.o_bias);
     refs.emplace_back(p + "post_attention_layernorm.weight", &L.mlp_norm);
+    if (c.is_moe_layer(l)) {
+      // One tensor per expert, named as transformers saves them.
+      const bool mixtral = c.architecture == "mixtral";
+      const std::string m = p + (mixtral ? "block_sparse_moe." : "mlp.");
+      const int64_t ei = c.expert_intermediate;
+      refs.emplace_back(m + "gate.weight", &L.router);
+      for (int32_t e = 0; e < c.num_experts; ++e) {
+        const std::string x = m + "experts." + std::to_string(e) + ".";
+        keep(x + (mixtral ? "w1" : "gate_proj") + ".weight", part(L.expert_gate_up[e], 0, ei));
+        keep(x + (mixtral ? "w3" : "up_proj") + ".weight", part(L.expert_gate_up[e], ei, ei));
+        refs.emplace_back(x + (mixtral ? "w2" : "down_proj") + ".weight", &L.expert_down[e]);
+      }
+      if (const int64_t si = c.shared_expert_intermediate; si > 0) {
+        keep(p + "mlp.shared_expert.gate_proj.weight", part(L.shared_gate_up, 0, si));
+        keep(p + "mlp.shared_expert.up_proj.weight", part(L.shared_gate_up, si, si));
+        refs.emplace_back(p + "mlp.shared_expert.down_proj.weight", &L.shared_down);
+        refs.emplace_back(p + "mlp.shared_expert_gate.weight", &L.shared_gate);
+      }
+      continue;
+    }
     keep(p + "mlp.gate_proj.weight", part(L.gate_up, 0, inter));
     keep(p + "mlp.up_proj.weight", part(L.gate_up, inter, inter));
     if (c.mlp_bias) {

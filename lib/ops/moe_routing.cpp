@@ -1,0 +1,105 @@
+#include "lib/ops/moe_routing.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "lib/core/error.h"
+
+namespace nvdet {
+
+namespace {
+
+// Does expert a rank before expert b in a row? Higher logit first, then the lower index.
+bool ranks_before(const float* logits, int a, int b) {
+  return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+}
+
+}  // namespace
+
+MoeRoute route_tokens(std::span<const float> router_logits, int rows, int num_experts, int top_k,
+                      bool norm_topk_prob) {
+  if (rows < 0 || num_experts < 1 || top_k < 1 || top_k > num_experts) {
+    throw_input_error(fmt::format(
+        "MoE routing needs rows >= 0 and 1 <= top_k <= num_experts (got rows {}, top_k {}, "
+        "num_experts {})", rows, top_k, num_experts));
+  }
+  if (router_logits.size() != static_cast<size_t>(rows) * static_cast<size_t>(num_experts)) {
+    throw_input_error(fmt::format("MoE routing got {} router logits for {} rows of {} experts",
+                                  router_logits.size(), rows, num_experts));
+  }
+  MoeRoute route;
+  route.rows = rows;
+  route.top_k = top_k;
+  route.expert.resize(static_cast<size_t>(rows) * top_k);
+  route.weight.resize(route.expert.size());
+  std::vector<int32_t> chosen(top_k);
+  for (int r = 0; r < rows; ++r) {
+    const float* logits = router_logits.data() + static_cast<size_t>(r) * num_experts;
+    for (int e = 0; e < num_experts; ++e) {
+      if (!std::isfinite(logits[e])) {
+        throw_runtime_error(fmt::format(
+            "MoE routing: router logit of row {}, expert {} is not finite ({})", r, e, logits[e]));
+      }
+    }
+    // Selection by repeated scans: k is small (8 of 128 at most in served models), and a scan is
+    // the plainest statement of the tie rule.
+    for (int j = 0; j < top_k; ++j) {
+      int best = -1;
+      for (int e = 0; e < num_experts; ++e) {
+        bool taken = false;
+        for (int i = 0; i < j; ++i) taken = taken || chosen[i] == e;
+        if (!taken && (best < 0 || ranks_before(logits, e, best))) best = e;
+      }
+      chosen[j] = best;
+    }
+    double max_logit = logits[0];
+    for (int e = 1; e < num_experts; ++e) max_logit = std::fmax(max_logit, double{logits[e]});
+    double denom = 0.0;
+    for (int e = 0; e < num_experts; ++e) denom += std::exp(double{logits[e]} - max_logit);
+    double kept = 0.0;
+    std::vector<double> score(top_k);
+    for (int j = 0; j < top_k; ++j) {
+      score[j] = std::exp(double{logits[chosen[j]]} - max_logit) / denom;
+      kept += score[j];
+    }
+    for (int j = 0; j < top_k; ++j) {
+      const size_t at = static_cast<size_t>(r) * top_k + j;
+      route.expert[at] = chosen[j];
+      route.weight[at] = static_cast<float>(norm_topk_prob ? score[j] / kept : score[j]);
+    }
+  }
+  return route;
+}
+
+std::vector<int32_t> expert_row_counts(const MoeRoute& route, int num_experts) {
+  std::vector<int32_t> counts(num_experts, 0);
+  for (int32_t e : route.expert) {
+    if (e < 0 || e >= num_experts) {
+      throw_input_error(fmt::format("MoE route names expert {} of {}", e, num_experts));
+    }
+    ++counts[e];
+  }
+  return counts;
+}
+
+MoeExpertRows group_rows_by_expert(const MoeRoute& route, int num_experts) {
+  const std::vector<int32_t> counts = expert_row_counts(route, num_experts);
+  MoeExpertRows grouped;
+  grouped.offsets.assign(num_experts + 1, 0);
+  for (int e = 0; e < num_experts; ++e) grouped.offsets[e + 1] = grouped.offsets[e] + counts[e];
+  grouped.row.resize(route.expert.size());
+  grouped.rank.resize(route.expert.size());
+  std::vector<int32_t> next(grouped.offsets.begin(), grouped.offsets.end() - 1);
+  // Rows in ascending order, so each expert's entries come out ascending by row.
+  for (int r = 0; r < route.rows; ++r) {
+    for (int j = 0; j < route.top_k; ++j) {
+      const int32_t e = route.expert[static_cast<size_t>(r) * route.top_k + j];
+      grouped.row[next[e]] = r;
+      grouped.rank[next[e]] = j;
+      ++next[e];
+    }
+  }
+  return grouped;
+}
+
+}  // namespace nvdet
