@@ -12,6 +12,7 @@
 #include "lib/loader/scenario_loader.h"
 #include "lib/core/atomic_file.h"
 #include "lib/report/bench_report.h"
+#include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"
 #include "tools/command.h"
@@ -86,6 +87,7 @@ int run(const BenchFlags& f) {
     progress.finish();
     const std::string md = render_bench_markdown(r);
     fmt::print("{}\n", md);
+    append_step_summary(md);
     if (!f.report_dir.empty()) {
       for (const std::string& ext : formats) {
         const fs::path file = dir / ("bench-" + s.name + "." + ext);
@@ -109,7 +111,7 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--baseline", flags->baseline,
                   "Backend the ratios are taken against (default: cudnn for attention, cublas, "
                   "else the first vendor-style backend)");
-  cmd->add_option("--filter", flags->filter, "Only contexts whose id matches this regex");
+  cmd->add_option("-k,--filter", flags->filter, "Only contexts whose id matches this regex");
   cmd->add_option("--report-dir", flags->report_dir,
                   "Write bench-<scenario>.md/.json/.csv here (the folder is created)");
   CLI::Option* format = cmd->add_option("--format", flags->formats,

@@ -47,8 +47,15 @@ std::string github_error_annotations(const AuditResult& r) {
 }
 
 void publish_to_ci(const AuditResult& r) {
+  append_step_summary(render_markdown_report(r));
+  if (const char* gha = std::getenv("GITHUB_ACTIONS"); gha && std::string_view(gha) == "true") {
+    fmt::print("{}", github_error_annotations(r));
+  }
+}
+
+void append_step_summary(const std::string& markdown) {
   if (const char* path = std::getenv("GITHUB_STEP_SUMMARY"); path && *path) {
-    const std::string md = render_markdown_report(r) + "\n";
+    const std::string md = markdown + "\n";
     std::FILE* f = std::fopen(path, "a");
     const bool ok = f && std::fwrite(md.data(), 1, md.size(), f) == md.size();
     const int err = errno;
@@ -59,9 +66,6 @@ void publish_to_ci(const AuditResult& r) {
       fmt::print(stderr, "nvdet: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n", path,
                  std::strerror(err));
     }
-  }
-  if (const char* gha = std::getenv("GITHUB_ACTIONS"); gha && std::string_view(gha) == "true") {
-    fmt::print("{}", github_error_annotations(r));
   }
 }
 

@@ -4,7 +4,10 @@
 #include <absl/types/span.h>
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -19,6 +22,21 @@ namespace nvdet {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// "2026-12-01T20:46:03Z"
+std::string utc_timestamp_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  if (!gmtime_r(&now, &tm)) return "";
+  char text[32];
+  return std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) ? std::string(text) : "";
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -107,7 +125,7 @@ class BackendAudit {
       o.max_distinct_completions =
           std::max(o.max_distinct_completions, static_cast<int>(set.size()));
     }
-    decide_verdict(o, first_divergence_);
+    decide_verdict(o, first_divergence_, options_.shard.has_value());
     return o;
   }
 
@@ -300,6 +318,8 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   std::unique_ptr<Workload> workload = make_workload(s);
 
   AuditResult result;
+  result.started_at = utc_timestamp_now();
+  result.hostname = host_name();
   result.scenario = summarize(s, *workload);
   result.system = collect_system_info();
 
@@ -364,6 +384,7 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   }
   sum.passed = sum.failed_backends == 0;
   sum.seconds = seconds_since(t0);
+  result.shard = options.shard;
   return result;
 }
 

@@ -2,6 +2,7 @@
 // The audit pipeline: scenario -> contexts -> backend runs -> hashes -> comparisons. The result
 // model it returns is all that the writers, the manifest and the console ever see.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct AuditOptions {
   std::function<void(const AuditProgress&)> on_progress;  // at the start and end of each case
   // Called after each case with its outputs (for --dump); the outputs die after the call.
   std::function<void(const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
+  // --shard: the contexts given are this shard's (lib/runner/shard.h select_shard); the result
+  // carries it, and a `variant` expectation is left to the merge.
+  std::optional<ShardInfo> shard;
   Budget budget;  // --max-contexts, --max-host-bytes, --max-device-bytes (lib/runner/budget.h)
 };
 
