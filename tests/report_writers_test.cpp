@@ -469,9 +469,10 @@ TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
     EXPECT_NE(xml.find("<testsuite name=\"gemm-batch-sweep/" + std::string(backend) +
                        "\" tests=\""),
               std::string::npos) << backend;
-    for (const std::string& batch : sample_batches()) {
+    for (const std::string& batch : testing::sample_batches()) {
       for (const char* position : {"first", "last"}) {
-        const std::string name = std::string(backend) + "/" + sample_context_id(batch, position);
+        const std::string name =
+            std::string(backend) + "/" + testing::sample_context_id(batch, position);
         EXPECT_NE(xml.find("<testcase name=\"" + name + "\" classname=\"gemm-batch-sweep\""),
                   std::string::npos) << name;
       }
@@ -481,9 +482,9 @@ TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
   // Case times are the cases' measured seconds (both repeats of the context).
   double seconds = 0.0;
   for (const CaseRecord& c : r.cases) {
-    if (c.backend == "cpu-invariant" && c.context_id == sample_context_id("3", "last")) seconds += c.seconds;
+    if (c.backend == "cpu-invariant" && c.context_id == testing::sample_context_id("3", "last")) seconds += c.seconds;
   }
-  EXPECT_NE(xml.find("<testcase name=\"cpu-invariant/" + sample_context_id("3", "last") +
+  EXPECT_NE(xml.find("<testcase name=\"cpu-invariant/" + testing::sample_context_id("3", "last") +
                      "\" classname=\"gemm-batch-sweep\" time=\"" + fmt::format("{:.6f}", seconds) + "\""),
             std::string::npos) << xml;
   // Failures: the invariant backend's diverging context and the canary that never varied; the
@@ -494,11 +495,11 @@ TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
     const size_t end = xml.find("<testcase ", at + 1);
     return xml.substr(at, end - at).find("<failure ") != std::string::npos;
   };
-  EXPECT_TRUE(has_failure("cpu-invariant/" + sample_context_id("3", "last")));
+  EXPECT_TRUE(has_failure("cpu-invariant/" + testing::sample_context_id("3", "last")));
   EXPECT_TRUE(has_failure("cpu-canary/expectation"));
-  EXPECT_FALSE(has_failure("cpu-invariant/" + sample_context_id("3", "first")));
-  EXPECT_FALSE(has_failure("cpu-variant/" + sample_context_id("2", "first")));
-  EXPECT_FALSE(has_failure("cpu-reference/" + sample_context_id("4", "first")));
+  EXPECT_FALSE(has_failure("cpu-invariant/" + testing::sample_context_id("3", "first")));
+  EXPECT_FALSE(has_failure("cpu-variant/" + testing::sample_context_id("2", "first")));
+  EXPECT_FALSE(has_failure("cpu-reference/" + testing::sample_context_id("4", "first")));
   EXPECT_EQ(count_of(xml, "<failure "), 2u);
   // The first mismatch is in the failure message.
   EXPECT_NE(xml.find("message=\"expected invariant, but request 7 differs at batch=3, position=last "
@@ -770,10 +771,10 @@ BenchResult sample_bench(double copy_gbps) {
 TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   const std::string md = render_bench_markdown(sample_bench(4000.0));
   EXPECT_NE(md.find("Copy ceiling: 4000 GB/s"), std::string::npos) << md;
-  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100.00 | 99.00-104.50 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
+  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100 | 99-104.5 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| c | cuda-invariant | 125.00 | 120.00-131.25 | 0.1 | 1600 | 40% | 1.25x | 0.80x |"),
+  EXPECT_NE(md.find("| c | cuda-invariant | 125 | 120-131.2 | 0.08 | 1600 | 40% | 1.25x | 0.80x |"),
             std::string::npos)
       << md;
   const nlohmann::json j = bench_to_json(sample_bench(4000.0));
@@ -782,10 +783,10 @@ TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("max_us").get<double>(), 131.25);
   const std::string csv = render_bench_csv(sample_bench(4000.0));
   EXPECT_EQ(csv,
-            "scenario,context,backend,median_us,min_us,max_us,tflops,gbps,copy_fraction,time_ratio,"
-            "device_timed\n"
-            "s,c,cuda-vendor-policy,100.000,99.000,104.500,0.1000,2000.00,0.5000,1.0000,true\n"
-            "s,c,cuda-invariant,125.000,120.000,131.250,0.0800,1600.00,0.4000,1.2500,true\n");
+            "scenario,context,backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,"
+            "copy_fraction,time_ratio,device_timed\n"
+            "s,c,cuda-vendor-policy,100,99,104.5,0,5.5,0.1,2000,0.5,1,true\n"
+            "s,c,cuda-invariant,125,120,131.25,0,9,0.08,1600,0.4,1.25,true\n");
 }
 
 TEST(BenchReport, WithoutACopyCeilingTheShareIsADash) {

@@ -32,6 +32,7 @@ struct BenchFlags {
   bool format_given = false;
   int warmup = 5;
   int reps = 20;
+  std::vector<std::string> axes;  // --axis NAME=VALUES
 };
 
 // "md,json,csv" -> the file extensions to write, in order.
@@ -66,7 +67,9 @@ int run(const BenchFlags& f) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
   }
   // Check everything before the first measurement.
-  const std::vector<Scenario> scenarios = load_scenarios(f.scenarios, "bench tables");
+  std::vector<AxisOverride> overrides;
+  for (const std::string& a : f.axes) overrides.push_back(parse_axis_override(a));
+  const std::vector<Scenario> scenarios = load_scenarios(f.scenarios, "bench tables", overrides);
   for (const Scenario& s : scenarios) check_bench(s, options_for(f));
   const fs::path dir(f.report_dir);
   if (!f.report_dir.empty()) {
@@ -117,6 +120,9 @@ Action add_bench_command(CLI::App& app) {
   CLI::Option* format = cmd->add_option("--format", flags->formats,
                                         "Bench table formats: md,json,csv (needs --report-dir)")
                             ->capture_default_str();
+  cmd->add_option("--axis", flags->axes,
+                  "Sweep axis NAME over VALUES instead of the scenario's (NAME=VALUES, as audit's)")
+      ->allow_extra_args(false);
   cmd->add_option("--warmup", flags->warmup, "Warm-up runs per measurement")->capture_default_str();
   cmd->add_option("--reps", flags->reps, "Timed runs per measurement (median and spread reported)")
       ->capture_default_str();

@@ -5,6 +5,16 @@
 #include <variant>
 
 namespace nvdet {
+namespace {
+
+// For people: four significant digits (whole numbers from 1000 up), so that a slow device's
+// 0.000123 TFLOP/s is not 0.0; "-" where the figure does not apply.
+std::string readable(double v) {
+  if (!(v > 0)) return "-";
+  return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+}
+
+}  // namespace
 
 std::string render_bench_markdown(const BenchResult& r) {
   std::string s = fmt::format("## nvdet bench: {} ({}, {})\n\n", r.scenario, r.op, r.dtype);
@@ -28,10 +38,10 @@ std::string render_bench_markdown(const BenchResult& r) {
   for (const BenchRow& row : r.rows) {
     const std::string copy =
         row.copy_fraction > 0 ? fmt::format("{:.0f}%", 100.0 * row.copy_fraction) : "-";
-    auto shown = [](double v) { return v > 0 ? fmt::format("{:.3g}", v) : std::string("-"); };
-    s += fmt::format("| {} | {}{} | {:.4g} | {:.4g}-{:.4g} | {} | {} | {} | {:.2f}x | {:.2f}x |\n",
-                     row.context, row.backend, row.device_timed ? "" : " (host)", row.median_us,
-                     row.min_us, row.max_us, shown(row.tflops), shown(row.gbps), copy,
+    s += fmt::format("| {} | {}{} | {} | {}-{} | {} | {} | {} | {:.2f}x | {:.2f}x |\n",
+                     row.context, row.backend, row.device_timed ? "" : " (host)",
+                     readable(row.median_us), readable(row.min_us), readable(row.max_us),
+                     readable(row.tflops), readable(row.gbps), copy,
                      row.time_ratio, row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
   }
   return s;
