@@ -67,6 +67,11 @@ TEST(Shard, AutoReadsSlurmArrays) {
   EXPECT_NE(refusal("auto", {{"SLURM_ARRAY_TASK_ID", "x"}, {"SLURM_ARRAY_TASK_COUNT", "3"}})
                 .find("is not an integer"),
             std::string::npos);
+  EXPECT_NE(refusal("auto", {{"SLURM_ARRAY_TASK_ID", "-9223372036854775808"},
+                             {"SLURM_ARRAY_TASK_MIN", "9223372036854775807"},
+                             {"SLURM_ARRAY_TASK_COUNT", "3"}})
+                .find("is not an integer from 0 to"),
+            std::string::npos);
 }
 
 TEST(Shard, AutoReadsKubernetesIndexedJobsAndGoogleTest) {

@@ -162,7 +162,8 @@ TEST(ShardedSweep, ShardsThatDoNotMakeOneSweepAreRefused) {
       << r.err;
   r = run_nvdet("report " + one + " " + one + " " + two + " --report-dir " + (dir / "m").string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reports were given for shards 1, 1, 2 (each once)"), std::string::npos)
+      << r.err;
   // --shard with --verify: the merge verifies.
   r = run_nvdet("audit " + scenario("quickstart.yaml") + " --shard 1/2 --verify " + one);
   EXPECT_EQ(r.exit_code, 2);

@@ -359,6 +359,7 @@ int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned,
 int run(const AuditFlags& f) {
   const std::vector<const ReportWriter*> formats = parse_report_formats(f.formats);
   if (f.max_fail < 0) throw_input_error("--maxfail must be 0 (no limit) or more");
+  (void)shard_of(f);  // options that cannot go together, before any file is read
   // A bad manifest is bad input: read it before any backend runs.
   std::optional<Manifest> golden;
   for (const std::string& a : f.verify_as) (void)parse_verify_as(a);

@@ -10,6 +10,8 @@
 namespace nvdet {
 namespace {
 
+constexpr int64_t kMaxShardVariable = int64_t{1} << 30;
+
 ShardSpec checked(int64_t index0, int64_t count, const std::string& source) {
   if (count < 1 || count > kMaxShards) {
     throw_input_error(source + " gives " + std::to_string(count) +
@@ -28,7 +30,11 @@ int64_t env_integer(const EnvLookup& env, const std::string& name) {
     throw_input_error("--shard auto found " + name + " unset while its scheduler's index is set");
   }
   const std::optional<int64_t> n = parse_integer<int64_t>(*text);
-  if (!n) throw_input_error(name + "='" + excerpt(*text) + "' is not an integer (--shard auto)");
+  // Bounded before any arithmetic (the index is a difference of two of them).
+  if (!n || *n < 0 || *n > kMaxShardVariable) {
+    throw_input_error(name + "='" + excerpt(*text) + "' is not an integer from 0 to " +
+                      std::to_string(kMaxShardVariable) + " (--shard auto)");
+  }
   return *n;
 }
 
