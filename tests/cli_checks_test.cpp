@@ -321,9 +321,9 @@ TEST(BenchCli, CreatesItsReportFolderAndWritesCsvWithSpread) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("spread us (min-max)"), std::string::npos) << r.out;
   const std::string csv = read_file(out / "bench-quickstart.csv");
-  EXPECT_EQ(csv.rfind("scenario,context,backend,median_us,min_us,max_us,", 0), 0u) << csv;
+  EXPECT_EQ(csv.rfind("scenario,context,batch,position,backend,median_us,min_us,max_us,", 0), 0u) << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);  // header + 2 contexts x 3 backends
-  EXPECT_NE(csv.find("quickstart,\"gemm(batch=64,position=first)\",cpu-invariant,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("quickstart,\"gemm(batch=64,position=first)\",64,first,cpu-invariant,"), std::string::npos) << csv;
   const auto j = nlohmann::json::parse(read_file(out / "bench-quickstart.json"));
   for (const auto& row : j.at("rows")) {
     EXPECT_LE(row.at("min_us").get<double>(), row.at("median_us").get<double>());

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/runner/audit.h"
 #include "lib/runner/verdict.h"
 
 namespace nvdet {
@@ -167,19 +168,7 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
   for (size_t b = 0; b < shards[0].backends.size(); ++b) {
     merged.backends.push_back(merged_outcome(shards, b, merged, contexts));
   }
-  AuditSummary& sum = merged.summary;
-  sum.backends = static_cast<int>(merged.backends.size());
-  sum.contexts = contexts;
-  sum.cases = static_cast<int>(merged.cases.size());
-  sum.divergences = static_cast<int>(merged.divergences.size());
-  for (const BackendOutcome& o : merged.backends) {
-    if (o.skipped) {
-      ++sum.skipped_backends;
-    } else if (!o.passed) {
-      ++sum.failed_backends;
-    }
-  }
-  sum.passed = sum.failed_backends == 0;
+  tally_summary(merged, contexts);
   return merged;
 }
 
@@ -190,7 +179,7 @@ std::vector<AuditResult> merge_shard_results(std::vector<AuditResult> results) {
   for (AuditResult& r : results) {
     const std::string name = r.scenario.name;
     const bool sharded = r.shard.has_value();
-    if (slot.count(name) && sharded != shards.count(name) > 0) {
+    if (slot.count(name) && sharded != (shards.count(name) > 0)) {
       throw_input_error("cannot merge '" + name +
                         "': both a whole report and shard reports of it were given");
     }

@@ -370,11 +370,19 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
     result.backends.push_back(skipped[i] ? *skipped[i] : audits[next_audit++]->finish());
   }
 
+  tally_summary(result, static_cast<int>(contexts.size()));
+  result.summary.seconds = seconds_since(t0);
+  result.shard = options.shard;
+  return result;
+}
+
+void tally_summary(AuditResult& result, int contexts) {
   AuditSummary& sum = result.summary;
   sum.backends = static_cast<int>(result.backends.size());
-  sum.contexts = static_cast<int>(contexts.size());
+  sum.contexts = contexts;
   sum.cases = static_cast<int>(result.cases.size());
   sum.divergences = static_cast<int>(result.divergences.size());
+  sum.failed_backends = sum.skipped_backends = 0;
   for (const BackendOutcome& o : result.backends) {
     if (o.skipped) {
       ++sum.skipped_backends;
@@ -383,9 +391,6 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
     }
   }
   sum.passed = sum.failed_backends == 0;
-  sum.seconds = seconds_since(t0);
-  result.shard = options.shard;
-  return result;
 }
 
 void attach_verify(AuditResult& result, VerifyResult verify) {

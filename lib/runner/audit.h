@@ -70,6 +70,11 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options);
 AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
                               const std::vector<Context>& contexts);
 
+// The summary's counts and verdict from the result's backends, cases and divergences (`contexts`
+// run); not its seconds. The audit and the merge of a sharded sweep (lib/report/merge_reports.h)
+// both count this way.
+void tally_summary(AuditResult& result, int contexts);
+
 // Makes a manifest verification part of the audit's result: the audit passes only when its
 // expectations held and the verification passed, so that every writer and the exit code agree.
 void attach_verify(AuditResult& result, VerifyResult verify);
