@@ -129,13 +129,17 @@ TEST(ShardedSweep, DevicesRunOneShardPerDeviceAndMerge) {
   const CommandResult whole = run_nvdet("audit " + scenario("quickstart.yaml") + " -q --report-dir " +
                                         (dir / "whole").string() + " --format json");
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  const CommandResult dev = run_nvdet("audit " + scenario("quickstart.yaml") +
-                                      " --devices 0,1 --report-dir " + (dir / "dev").string() +
-                                      " --format json,md");
+  const std::string summary = (dir / "summary.md").string();
+  const CommandResult dev = run_nvdet_env("GITHUB_STEP_SUMMARY=" + summary,
+                                          "audit " + scenario("quickstart.yaml") +
+                                              " --devices 0,1 --report-dir " + (dir / "dev").string() +
+                                              " --format json,md");
   ASSERT_EQ(dev.exit_code, 0) << dev.out << dev.err;
   EXPECT_NE(dev.out.find("audit PASSED: 3 of 3 backends"), std::string::npos) << dev.out;
   EXPECT_EQ(without_timings(json::parse(read_file(dir / "dev" / "quickstart.json"))),
             without_timings(json::parse(read_file(dir / "whole" / "quickstart.json"))));
+  // The job summary holds the merged report once, not the shards'.
+  EXPECT_EQ(read_file(summary), read_file(dir / "dev" / "quickstart.md") + "\n");
   // Only the merged report set is left: the shards' folder is removed.
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir / "dev")) files += e.is_regular_file() ? 1 : 0;

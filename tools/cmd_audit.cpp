@@ -324,8 +324,10 @@ int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned,
   } cleanup{dir};
   std::vector<ChildSpec> children;
   for (size_t i = 0; i < devices.size(); ++i) {
+    // The CI summary and annotations are the merged result's, written here, not each shard's.
     children.push_back({child_arguments(f, dir, static_cast<int>(i) + 1, devices.size()),
                         {{"CUDA_VISIBLE_DEVICES", std::to_string(devices[i])}},
+                        {"GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS"},
                         dir / fmt::format("shard-{}.log", i + 1)});
   }
   if (!f.quiet) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,13 +26,15 @@ int wait_for(pid_t pid) {
   return 128;
 }
 
-// The parent's environment with `extra` set or replaced.
-std::vector<std::string> environment_with(const std::map<std::string, std::string>& extra) {
+// The parent's environment with `extra` set or replaced and `unset` removed.
+std::vector<std::string> environment_with(const std::map<std::string, std::string>& extra,
+                                          const std::vector<std::string>& unset) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry(*e);
     const std::string name = entry.substr(0, entry.find('='));
-    if (!extra.count(name)) env.push_back(entry);
+    if (extra.count(name) || std::find(unset.begin(), unset.end(), name) != unset.end()) continue;
+    env.push_back(entry);
   }
   for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
   return env;
@@ -57,7 +60,7 @@ std::vector<int> run_children(const std::vector<ChildSpec>& children) {
   std::vector<pid_t> pids;
   std::string failure;
   for (const ChildSpec& c : children) {
-    std::vector<std::string> args = c.args, env = environment_with(c.env);
+    std::vector<std::string> args = c.args, env = environment_with(c.env, c.unset);
     std::vector<char*> argv = pointers(args), envp = pointers(env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

@@ -12,6 +12,7 @@ namespace nvdet {
 struct ChildSpec {
   std::vector<std::string> args;               // args[0]: the program
   std::map<std::string, std::string> env;      // set or replaced in the parent's environment
+  std::vector<std::string> unset;              // removed from it
   std::filesystem::path log;                   // stdout and stderr go here (created)
 };
 
