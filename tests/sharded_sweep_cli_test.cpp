@@ -30,7 +30,8 @@ json without_timings(json j) {
 }
 
 std::vector<std::string> cpu_scenarios() {
-  std::vector<std::string> names = {"quickstart.yaml"};
+  // With the scenario whose invariant expectation fails: its shards fail too, and the merge.
+  std::vector<std::string> names = {"quickstart.yaml", "fail-expect-invariant.yaml"};
   for (const auto& e : fs::directory_iterator(source_dir() / "scenarios")) {
     const std::string n = e.path().filename().string();
     if (n.size() > 9 && n.substr(n.size() - 9) == "-cpu.yaml") names.push_back(n);
@@ -147,6 +148,35 @@ TEST(ShardedSweep, DevicesRunOneShardPerDeviceAndMerge) {
   const CommandResult twice = run_nvdet("audit " + scenario("quickstart.yaml") + " --devices 0,0");
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_NE(twice.err.find("lists device 0 twice"), std::string::npos) << twice.err;
+  fs::remove_all(dir);
+}
+
+// A sharded sweep is verified once merged: `nvdet report SHARDS --verify MANIFEST`.
+TEST(ShardedSweep, MergedShardsAreVerifiedAgainstAManifest) {
+  const fs::path dir = make_temp_dir("shard-verify");
+  const std::string golden = (dir / "golden.json").string();
+  ASSERT_EQ(run_nvdet("audit " + scenario("quickstart.yaml") + " -q --record " + golden).exit_code, 0);
+  std::string shards;
+  for (int i = 1; i <= 2; ++i) {
+    ASSERT_EQ(run_nvdet("audit " + scenario("quickstart.yaml") + " -q --shard " + std::to_string(i) +
+                        "/2 --report-dir " + (dir / "s").string() + " --format json")
+                  .exit_code,
+              0);
+    shards += " " + (dir / "s" / ("quickstart.shard-" + std::to_string(i) + "-of-2.json")).string();
+  }
+  CommandResult r = run_nvdet("report" + shards + " --verify " + golden + " --report-dir " +
+                              (dir / "ok").string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(json::parse(read_file(dir / "ok" / "quickstart.json")).at("summary").at("verify_passed"));
+  // A recorded hash of the invariant backend that this run does not reproduce fails the merge.
+  json m = json::parse(read_file(golden));
+  auto& entries = m.at("scenarios").at("quickstart").at("entries").at("cpu-invariant");
+  entries.begin().value().at("0").at("0")["hash"] = std::string(32, '0');
+  write_file(dir / "changed.json", m.dump(1));
+  r = run_nvdet("report" + shards + " --verify " + (dir / "changed.json").string() +
+                " --report-dir " + (dir / "bad").string() + " --format json,junit");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_FALSE(json::parse(read_file(dir / "bad" / "quickstart.json")).at("summary").at("passed"));
   fs::remove_all(dir);
 }
 
