@@ -136,7 +136,8 @@ TEST(OneVerdict, FailingVerifyFailsEveryFormat) {
   // and its message names the request and the first changed token.
   const std::string xml = render_junit_report(r);
   EXPECT_EQ(junit_failures(xml), 1) << xml;
-  EXPECT_NE(xml.find("<testsuite name=\"verify\" tests=\"4\" failures=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testsuite name=\"gemm-batch-sweep/verify\" tests=\"4\" failures=\"1\""),
+            std::string::npos) << xml;
   const size_t failing = xml.find("<testcase name=\"verify/cpu-variant/position=last\"");
   ASSERT_NE(failing, std::string::npos) << xml;
   const std::string failing_case = xml.substr(failing, xml.find("</testcase>", failing) - failing);

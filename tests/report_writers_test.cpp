@@ -4,6 +4,7 @@
 // and heatmap cells, and atomic writes.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <limits>
 #include <regex>
@@ -453,35 +454,53 @@ TEST(MarkdownReport, ValuesPrintAsShortestExactText) {
 }
 
 TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
-  const std::string xml = render_junit_report(make_sample_audit_result());
+  AuditResult r = make_sample_audit_result();
+  r.started_at = "2026-12-01T20:46:03Z";
+  r.hostname = "gpu-node-7";
+  const std::string xml = render_junit_report(r);
   EXPECT_TRUE(well_formed_xml(xml)) << xml;
+  // One suite per scenario and backend; one case per backend and context (20 contexts), and the
+  // canary's failed expectation in a case of its own.
   EXPECT_EQ(count_of(xml, "<testsuite "), 4u);
-  EXPECT_EQ(count_of(xml, "<testcase "), 8u);
-  EXPECT_NE(xml.find("<testsuites name=\"nvdet audit gemm-batch-sweep\" tests=\"8\" failures=\"3\""),
+  EXPECT_EQ(count_of(xml, "<testcase "), 81u);
+  EXPECT_NE(xml.find("<testsuites name=\"nvdet audit gemm-batch-sweep\" tests=\"81\" failures=\"2\""),
             std::string::npos) << xml;
-  for (const char* name : {"cpu-variant/request-0", "cpu-variant/request-7", "cpu-invariant/request-0",
-                           "cpu-invariant/request-7", "cpu-canary/request-0", "cpu-canary/request-7",
-                           "cpu-reference/request-0", "cpu-reference/request-7"}) {
-    EXPECT_NE(xml.find("<testcase name=\"" + std::string(name) + "\" classname=\"gemm-batch-sweep\""),
-              std::string::npos) << name;
+  for (const char* backend : {"cpu-variant", "cpu-invariant", "cpu-canary", "cpu-reference"}) {
+    EXPECT_NE(xml.find("<testsuite name=\"gemm-batch-sweep/" + std::string(backend) +
+                       "\" tests=\""),
+              std::string::npos) << backend;
+    for (const std::string& batch : testing::sample_batches()) {
+      for (const char* position : {"first", "last"}) {
+        const std::string name =
+            std::string(backend) + "/" + testing::sample_context_id(batch, position);
+        EXPECT_NE(xml.find("<testcase name=\"" + name + "\" classname=\"gemm-batch-sweep\""),
+                  std::string::npos) << name;
+      }
+    }
   }
-  // Failures: the invariant backend's request 7 and both of the canary's requests; the variant
-  // backend that varied and the report-only backend (with a run-to-run divergence) pass.
+  EXPECT_EQ(count_of(xml, " timestamp=\"2026-12-01T20:46:03\" hostname=\"gpu-node-7\">"), 4u);
+  // Case times are the cases' measured seconds (both repeats of the context).
+  double seconds = 0.0;
+  for (const CaseRecord& c : r.cases) {
+    if (c.backend == "cpu-invariant" && c.context_id == testing::sample_context_id("3", "last")) seconds += c.seconds;
+  }
+  EXPECT_NE(xml.find("<testcase name=\"cpu-invariant/" + testing::sample_context_id("3", "last") +
+                     "\" classname=\"gemm-batch-sweep\" time=\"" + fmt::format("{:.6f}", seconds) + "\""),
+            std::string::npos) << xml;
+  // Failures: the invariant backend's diverging context and the canary that never varied; the
+  // variant backend that varied and the report-only backend (with a run-to-run divergence) pass.
   auto has_failure = [&](const std::string& name) {
     const size_t at = xml.find("<testcase name=\"" + name + "\"");
     if (at == std::string::npos) return false;
     const size_t end = xml.find("<testcase ", at + 1);
     return xml.substr(at, end - at).find("<failure ") != std::string::npos;
   };
-  EXPECT_TRUE(has_failure("cpu-invariant/request-7"));
-  EXPECT_TRUE(has_failure("cpu-canary/request-0"));
-  EXPECT_TRUE(has_failure("cpu-canary/request-7"));
-  EXPECT_FALSE(has_failure("cpu-invariant/request-0"));
-  EXPECT_FALSE(has_failure("cpu-variant/request-0"));
-  EXPECT_FALSE(has_failure("cpu-variant/request-7"));
-  EXPECT_FALSE(has_failure("cpu-reference/request-0"));
-  EXPECT_FALSE(has_failure("cpu-reference/request-7"));
-  EXPECT_EQ(count_of(xml, "<failure "), 3u);
+  EXPECT_TRUE(has_failure("cpu-invariant/" + testing::sample_context_id("3", "last")));
+  EXPECT_TRUE(has_failure("cpu-canary/expectation"));
+  EXPECT_FALSE(has_failure("cpu-invariant/" + testing::sample_context_id("3", "first")));
+  EXPECT_FALSE(has_failure("cpu-variant/" + testing::sample_context_id("2", "first")));
+  EXPECT_FALSE(has_failure("cpu-reference/" + testing::sample_context_id("4", "first")));
+  EXPECT_EQ(count_of(xml, "<failure "), 2u);
   // The first mismatch is in the failure message.
   EXPECT_NE(xml.find("message=\"expected invariant, but request 7 differs at batch=3, position=last "
                      "from batch=1, position=first: first at token 1 (token=1, col=5): inf vs nan "
@@ -505,7 +524,7 @@ TEST(JunitReport, FailedBackendWithoutDivergencesStillFails) {
   const std::string xml = render_junit_report(r);
   EXPECT_TRUE(well_formed_xml(xml));
   EXPECT_NE(xml.find("<testcase name=\"cpu-reference/expectation\""), std::string::npos);
-  EXPECT_EQ(count_of(xml, "<failure "), 4u);
+  EXPECT_EQ(count_of(xml, "<failure "), 3u);  // the two above and this one
 }
 
 // ---------------------------------------------------------------- HTML
@@ -788,10 +807,10 @@ BenchResult sample_bench(double copy_gbps) {
 TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   const std::string md = render_bench_markdown(sample_bench(4000.0));
   EXPECT_NE(md.find("Copy ceiling: 4000 GB/s"), std::string::npos) << md;
-  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100.00 | 99.00-104.50 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
+  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100 | 99-104.5 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| c | cuda-invariant | 125.00 | 120.00-131.25 | 0.1 | 1600 | 40% | 1.25x | 0.80x |"),
+  EXPECT_NE(md.find("| c | cuda-invariant | 125 | 120-131.2 | 0.08 | 1600 | 40% | 1.25x | 0.80x |"),
             std::string::npos)
       << md;
   const nlohmann::json j = bench_to_json(sample_bench(4000.0));
@@ -800,10 +819,10 @@ TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("max_us").get<double>(), 131.25);
   const std::string csv = render_bench_csv(sample_bench(4000.0));
   EXPECT_EQ(csv,
-            "scenario,context,backend,median_us,min_us,max_us,tflops,gbps,copy_fraction,time_ratio,"
-            "device_timed\n"
-            "s,c,cuda-vendor-policy,100.000,99.000,104.500,0.1000,2000.00,0.5000,1.0000,true\n"
-            "s,c,cuda-invariant,125.000,120.000,131.250,0.0800,1600.00,0.4000,1.2500,true\n");
+            "scenario,context,backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,"
+            "copy_fraction,time_ratio,device_timed\n"
+            "s,c,cuda-vendor-policy,100,99,104.5,0,5.5,0.1,2000,0.5,1,true\n"
+            "s,c,cuda-invariant,125,120,131.25,0,9,0.08,1600,0.4,1.25,true\n");
 }
 
 TEST(BenchReport, WithoutACopyCeilingTheShareIsADash) {

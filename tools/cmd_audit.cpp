@@ -6,25 +6,36 @@
 // verify is read, and every output target (report folder and files, manifest, dump folder) is
 // of the right kind and writable. A mistake costs seconds, not a whole audit.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "lib/core/checked_parse.h"
+#include "lib/core/child_process.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/core/atomic_file.h"
 #include "lib/report/ci_output.h"
 #include "lib/model/decode_progress.h"
 #include "lib/report/console_summary.h"
+#include "lib/report/json_report_reader.h"
+#include "lib/report/last_failed.h"
+#include "lib/report/merge_reports.h"
 #include "lib/report/report_writers.h"
 #include "lib/runner/audit.h"
+#include "lib/runner/context_selection.h"
 #include "lib/runner/nvdet_dump.h"
 #include "lib/scenario/context_filter.h"
+#include "lib/runner/shard.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
@@ -47,7 +58,15 @@ struct AuditFlags {
   std::vector<std::string> verify_as;  // --verify-as RUN=RECORDED
   uint64_t max_contexts = kDefaultMaxContexts;
   std::string max_host_bytes, max_device_bytes;  // "" = sized to this machine
+  std::vector<std::string> axes;         // --axis NAME=VALUES
+  std::string shard;                     // --shard I/N | auto
+  std::vector<std::string> devices;      // --devices 0,1,...: one shard per GPU, in parallel
+  bool exit_first = false;               // -x
+  int max_fail = 0;                      // --maxfail N (0: no limit)
+  std::vector<std::string> last_failed;  // --last-failed REPORT.json...
 };
+
+constexpr int kMaxDevices = 64;
 
 std::optional<uint64_t> byte_limit(const std::string& flag, const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -58,7 +77,51 @@ std::optional<uint64_t> byte_limit(const std::string& flag, const std::string& t
 struct Planned {
   Scenario scenario;
   std::vector<Context> contexts;
+  std::optional<ShardInfo> shard;
 };
+
+std::vector<AxisOverride> axis_overrides(const AuditFlags& f) {
+  std::vector<AxisOverride> out;
+  for (const std::string& a : f.axes) out.push_back(parse_axis_override(a));
+  return out;
+}
+
+// The options that cannot go together, and the shard this process runs (nullopt: the whole sweep).
+std::optional<ShardSpec> shard_of(const AuditFlags& f) {
+  if (!f.devices.empty() && !f.shard.empty()) {
+    throw_input_error("--devices runs one shard per device itself; it does not take --shard");
+  }
+  if (f.shard.empty()) return std::nullopt;
+  if (!f.verify.empty()) {
+    throw_input_error("--shard does not take --verify: verify the merged shards instead "
+                      "(nvdet report SHARDS.json... --verify MANIFEST)");
+  }
+  if (!f.last_failed.empty()) throw_input_error("--shard does not take --last-failed");
+  return parse_shard(f.shard);
+}
+
+// --last-failed: cuts `contexts` to what failed in the reports; false when the scenario is not
+// to run at all (it passed there).
+bool apply_last_failed(const LastFailed& lf, const Scenario& s, std::vector<Context>& contexts) {
+  if (!lf.any_failed) return true;  // nothing failed last time: everything runs
+  const auto it = lf.scenarios.find(s.name);
+  if (it == lf.scenarios.end() || it->second.rerun == LastFailed::Rerun::kWhole) return true;
+  if (it->second.rerun == LastFailed::Rerun::kNone) {
+    fmt::print(stderr, "nvdet: {}: passed in {}, not run again (--last-failed)\n", s.name,
+               it->second.report);
+    return false;
+  }
+  std::vector<Context> failed = select_context_ids(contexts, it->second.contexts);
+  if (failed.empty()) {
+    fmt::print(stderr,
+               "nvdet: {}: none of the {} contexts that failed in {} is in the sweep now; "
+               "running it whole\n",
+               s.name, it->second.contexts.size(), it->second.report);
+    return true;
+  }
+  contexts = std::move(failed);
+  return true;
+}
 
 AuditOptions options_for(const AuditFlags& f) {
   AuditOptions opts;
@@ -73,15 +136,12 @@ AuditOptions options_for(const AuditFlags& f) {
 // A --filter over several scenarios applies to the run as a whole: it must match some context of
 // some scenario (exit 2 naming every scenario otherwise); a scenario it matches nothing of is
 // named on stderr and not run (no reports, no manifest entries).
-void drop_unmatched_scenarios(const std::string& filter, std::vector<Planned>& planned) {
-  if (filter.empty() || planned.size() < 2) return;
-  std::vector<std::string> unmatched;
-  for (const Planned& p : planned)
-    if (p.contexts.empty()) unmatched.push_back(p.scenario.name);
-  const std::string note = filter_run_note(filter, unmatched, planned.size());
-  if (note.empty()) return;
-  fmt::print(stderr, "nvdet: {}\n", note);
-  std::erase_if(planned, [](const Planned& p) { return p.contexts.empty(); });
+// A --filter over several scenarios applies to the run as a whole: the scenarios it matched
+// nothing of are named and left out (none matched at all: exit 2).
+void note_unmatched_scenarios(const std::string& filter, const std::vector<std::string>& unmatched,
+                              size_t scenarios) {
+  if (const std::string note = filter_run_note(filter, unmatched, scenarios); !note.empty())
+    fmt::print(stderr, "nvdet: {}\n", note);
 }
 
 // Loads and checks every scenario and output target; throws (exit 2 or 3) before anything runs.
@@ -90,25 +150,46 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   if (f.format_given && f.report_dir.empty()) {
     throw_input_error("--format needs --report-dir (the folder the reports are written to)");
   }
+  const std::optional<ShardSpec> shard = shard_of(f);
+  const LastFailed last_failed =
+      f.last_failed.empty() ? LastFailed{} : read_last_failed(f.last_failed);
+  if (!f.last_failed.empty() && !last_failed.any_failed) {
+    fmt::print(stderr, "nvdet: nothing failed in the --last-failed reports; running everything\n");
+  }
   std::vector<Planned> planned;
-  for (Scenario& s : load_scenarios(f.scenarios, "reports and manifest entries")) {
+  std::vector<std::string> unmatched;
+  for (Scenario& s : load_scenarios(f.scenarios, "reports and manifest entries", axis_overrides(f))) {
     if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
     AuditOptions options = options_for(f);
     options.filter_spans_scenarios = f.scenarios.size() > 1;
     std::vector<Context> contexts = check_audit(s, options);
+    // A filter that spans scenarios leaves this one empty when it matches none of its contexts.
+    if (contexts.empty()) {
+      unmatched.push_back(s.name);
+      continue;
+    }
     // A long model run says what it will compute before it starts (the budget refused worse).
     if (const ScenarioEstimate e = estimate_scenario(s); !f.quiet && e.token_layers >= 1e8)
       fmt::print(stderr, "nvdet: scenario '{}' will compute {}\n", s.name, e.work);
-    planned.push_back({std::move(s), std::move(contexts)});
+    if (!apply_last_failed(last_failed, s, contexts)) continue;
+    std::optional<ShardInfo> info;
+    if (shard) {
+      ShardSelection sel = select_shard(std::move(contexts), *shard, f.filter);
+      contexts = std::move(sel.contexts);
+      info = std::move(sel.info);
+    }
+    planned.push_back({std::move(s), std::move(contexts), std::move(info)});
   }
-  drop_unmatched_scenarios(f.filter, planned);
+  note_unmatched_scenarios(f.filter, unmatched, f.scenarios.size());
   if (f.list_contexts) return planned;
   // Output targets: the right kind and writable, before the first context runs.
   if (!f.report_dir.empty()) {
     prepare_output_dir(f.report_dir, "report");
     std::set<std::string> bases;
     for (const Planned& p : planned) {
-      const std::string base = report_base_name(p.scenario.name);
+      const std::string base =
+          p.shard ? report_base_name(p.scenario.name, p.shard->index, p.shard->count)
+                  : report_base_name(p.scenario.name);
       if (!bases.insert(base).second) {
         throw_input_error("two scenarios would write the same reports '" + base +
                           ".*' in " + f.report_dir);
@@ -124,28 +205,212 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   return planned;
 }
 
+// What every scenario's result goes through once it is known, whether this process ran it or
+// merged it from shards run elsewhere: the verification, the console, the reports, CI, the
+// manifest, and the tallies for the closing line and the exit code.
+class Publisher {
+ public:
+  Publisher(const AuditFlags& f, const std::vector<const ReportWriter*>& formats,
+            const std::optional<Manifest>& golden)
+      : f_(f), formats_(formats), golden_(golden) {
+    for (const std::string& a : f.verify_as) recorded_as_.insert(parse_verify_as(a));
+  }
+
+  void publish(AuditResult result) {
+    if (golden_) {
+      attach_verify(result, verify_manifest(*golden_, f_.verify, result,
+                                            {f_.strict, f_.dump_dir, recorded_as_}));
+    }
+    const char* verdict = ran_nothing(result) ? "RAN NOTHING"
+                          : result.summary.passed ? "PASSED"
+                                                  : "FAILED";
+    if (f_.quiet) {
+      fmt::print("{}: audit {}\n", result.scenario.name, verdict);
+    } else {
+      fmt::print("{}", render_console_summary(result));
+    }
+    if (!f_.report_dir.empty()) {
+      for (const auto& written : write_reports(result, f_.report_dir, formats_)) {
+        if (!f_.quiet) fmt::print("report: {}\n", written.string());
+      }
+    }
+    publish_to_ci(result);
+    ++scenarios_;
+    failed_ += result.summary.passed ? 0 : 1;
+    empty_ += ran_nothing(result) ? 1 : 0;
+    failed_backends_ += result.summary.failed_backends;
+    cases_ += result.summary.cases;
+    seconds_ += result.summary.seconds;
+    if (!f_.record.empty()) recording_.add(result);
+  }
+
+  // Whether -x / --maxfail has been reached: failed expectations (backends) so far.
+  bool should_stop() const {
+    const int limit = f_.exit_first ? 1 : f_.max_fail;
+    return limit > 0 && failed_backends_ >= limit;
+  }
+
+  int finish(size_t planned) {
+    if (!f_.record.empty()) {
+      write_manifest(f_.record, recording_, f_.dump_dir);
+      if (!f_.quiet) fmt::print("manifest: {}\n", f_.record);
+    }
+    const size_t not_run = planned - static_cast<size_t>(scenarios_);
+    if (scenarios_ > 1 || not_run > 0) {
+      // One line over the whole invocation, as pytest's last line.
+      fmt::print("nvdet audit: {} of {} scenarios passed, {} failed{}{}; {} cases ({:.1f} s)\n",
+                 scenarios_ - failed_ - empty_, planned, failed_,
+                 empty_ ? fmt::format(", {} ran nothing", empty_) : std::string(),
+                 not_run ? fmt::format(", {} not run (stopped after {} failed {})", not_run,
+                                       failed_backends_,
+                                       failed_backends_ == 1 ? "expectation" : "expectations")
+                         : std::string(),
+                 cases_, seconds_);
+    }
+    if (failed_ > 0) return static_cast<int>(ExitCode::kExpectationFailed);
+    if (scenarios_ > 0 && empty_ == scenarios_) return static_cast<int>(ExitCode::kNothingRan);
+    return static_cast<int>(ExitCode::kOk);
+  }
+
+ private:
+  const AuditFlags& f_;
+  const std::vector<const ReportWriter*>& formats_;
+  const std::optional<Manifest>& golden_;
+  std::map<std::string, std::string> recorded_as_;
+  Manifest recording_;
+  int scenarios_ = 0, failed_ = 0, empty_ = 0, failed_backends_ = 0, cases_ = 0;
+  double seconds_ = 0.0;
+};
+
+std::vector<std::string> child_arguments(const AuditFlags& f, const fs::path& dir, int shard,
+                                         size_t shards) {
+  std::vector<std::string> a = {own_executable().string(), "audit"};
+  for (const std::string& s : f.scenarios) a.push_back(s);
+  auto add = [&a](const std::string& flag, const std::string& value) {
+    if (value.empty()) return;
+    a.push_back(flag);
+    a.push_back(value);
+  };
+  for (const std::string& b : f.backends) add("--backends", b);
+  add("--filter", f.filter);
+  for (const std::string& x : f.axes) add("--axis", x);
+  add("--dump", f.dump_dir);
+  add("--max-contexts", std::to_string(f.max_contexts));
+  add("--max-host-bytes", f.max_host_bytes);
+  add("--max-device-bytes", f.max_device_bytes);
+  if (f.skip_unavailable) a.push_back("--skip-unavailable");
+  add("--shard", fmt::format("{}/{}", shard, shards));
+  add("--report-dir", dir.string());
+  add("--format", "json");
+  a.push_back("--quiet");
+  return a;
+}
+
+// The last `bytes` of a file ("" when it cannot be read).
+std::string file_tail(const fs::path& path, size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (!in || size <= 0) return "";
+  const std::streamoff from = size > static_cast<std::streamoff>(bytes) ? size - bytes : 0;
+  in.seekg(from);
+  std::string text(static_cast<size_t>(size - from), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  return text;
+}
+
+// --devices: one child per device, each the shard of its place in the list on that GPU alone
+// (CUDA_VISIBLE_DEVICES), writing JSON reports into a folder of their own; their reports are
+// merged here into the report set of the unsharded run.
+int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned,
+                   Publisher& publisher) {
+  std::vector<int> devices;
+  for (const std::string& d : f.devices) {
+    const std::optional<int> n = parse_integer<int>(d);
+    if (!n || *n < 0) throw_input_error("--devices takes GPU indices (0,1,...), not '" + excerpt(d) + "'");
+    if (std::find(devices.begin(), devices.end(), *n) != devices.end()) {
+      throw_input_error("--devices lists device " + d + " twice");
+    }
+    devices.push_back(*n);
+  }
+  if (devices.size() > static_cast<size_t>(kMaxDevices)) {
+    throw_input_error("--devices lists more than " + std::to_string(kMaxDevices) + " devices");
+  }
+  const fs::path base = f.report_dir.empty() ? fs::temp_directory_path() : fs::path(f.report_dir);
+  const fs::path dir = base / fmt::format(".nvdet-shards-{}", ::getpid());
+  prepare_output_dir(dir, "shard report");
+  struct RemoveDir {
+    fs::path dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  std::vector<ChildSpec> children;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    // The CI summary and annotations are the merged result's, written here, not each shard's.
+    children.push_back({child_arguments(f, dir, static_cast<int>(i) + 1, devices.size()),
+                        {{"CUDA_VISIBLE_DEVICES", std::to_string(devices[i])}},
+                        {"GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS"},
+                        dir / fmt::format("shard-{}.log", i + 1)});
+  }
+  if (!f.quiet) {
+    fmt::print(stderr, "nvdet: running {} shards, one per device ({})\n", devices.size(),
+               fmt::join(f.devices, ", "));
+  }
+  const std::vector<int> codes = run_children(children);
+  for (size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] == 0 || codes[i] == 1) continue;
+    // The child's own sentence is the last line of its log.
+    const std::string log = file_tail(children[i].log, 4096);
+    std::string last = log.substr(0, log.find_last_not_of('\n') + 1);
+    last = last.substr(last.find_last_of('\n') + 1);
+    throw Error(codes[i] == 2 ? ExitCode::kBadInput : ExitCode::kRuntime,
+                fmt::format("shard {} on device {} exited with code {}: {}", i + 1, devices[i],
+                            codes[i], excerpt(last, 400)));
+  }
+  for (const Planned& p : planned) {
+    std::vector<AuditResult> shards;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      shards.push_back(read_audit_report(
+          (dir / (report_base_name(p.scenario.name, static_cast<int>(i) + 1, devices.size()) +
+                  ".json"))
+              .string()));
+    }
+    publisher.publish(merge_shards(std::move(shards)));
+  }
+  return publisher.finish(planned.size());
+}
+
 int run(const AuditFlags& f) {
   const std::vector<const ReportWriter*> formats = parse_report_formats(f.formats);
+  if (f.max_fail < 0) throw_input_error("--maxfail must be 0 (no limit) or more");
+  (void)shard_of(f);  // options that cannot go together, before any file is read
   // A bad manifest is bad input: read it before any backend runs.
   std::optional<Manifest> golden;
-  std::map<std::string, std::string> recorded_as;
-  for (const std::string& a : f.verify_as) recorded_as.insert(parse_verify_as(a));
-  if (!recorded_as.empty() && f.verify.empty()) throw_input_error("--verify-as needs --verify");
+  for (const std::string& a : f.verify_as) (void)parse_verify_as(a);
+  if (!f.verify_as.empty() && f.verify.empty()) throw_input_error("--verify-as needs --verify");
   if (!f.verify.empty()) golden = read_manifest(f.verify);
   const std::vector<Planned> planned = plan(f, formats, golden);
   if (f.list_contexts) {
     for (const Planned& p : planned) {
       fmt::print("{}: {} contexts\n", p.scenario.name, p.contexts.size());
-      for (const Context& c : p.contexts) fmt::print("  {}\n", c.id);
+      for (const Context& c : p.contexts) {
+        const bool baseline_only =
+            p.shard && !std::binary_search(p.shard->owned.begin(), p.shard->owned.end(), c.index);
+        fmt::print("  {}{}\n", c.id, baseline_only ? "  (baseline only: another shard owns it)" : "");
+      }
     }
     return 0;
   }
+  Publisher publisher(f, formats, golden);
+  if (!f.devices.empty()) return run_on_devices(f, planned, publisher);
 
-  bool all_passed = true;
-  Manifest recording;
   for (const Planned& p : planned) {
+    if (publisher.should_stop()) break;
     const Scenario& s = p.scenario;
     AuditOptions opts = options_for(f);
+    opts.shard = p.shard;
     if (!f.dump_dir.empty()) {
       opts.on_outputs = [&](const CaseRecord& c, const std::vector<RequestOutput>& outputs) {
         write_case_dump(f.dump_dir, s.name, c, outputs);
@@ -170,28 +435,9 @@ int run(const AuditFlags& f) {
     } sink_reset;
     AuditResult result = run_checked_audit(s, opts, p.contexts);
     progress.finish();
-    if (golden) {
-      attach_verify(result, verify_manifest(*golden, f.verify, result, {f.strict, f.dump_dir, recorded_as}));
-    }
-    if (f.quiet) {
-      fmt::print("{}: audit {}\n", s.name, result.summary.passed ? "PASSED" : "FAILED");
-    } else {
-      fmt::print("{}", render_console_summary(result));
-    }
-    if (!f.report_dir.empty()) {
-      for (const auto& written : write_reports(result, f.report_dir, formats)) {
-        if (!f.quiet) fmt::print("report: {}\n", written.string());
-      }
-    }
-    publish_to_ci(result);
-    all_passed = all_passed && result.summary.passed;
-    if (!f.record.empty()) recording.add(result);
+    publisher.publish(std::move(result));
   }
-  if (!f.record.empty()) {
-    write_manifest(f.record, recording, f.dump_dir);
-    if (!f.quiet) fmt::print("manifest: {}\n", f.record);
-  }
-  return static_cast<int>(all_passed ? ExitCode::kOk : ExitCode::kExpectationFailed);
+  return publisher.finish(planned.size());
 }
 
 }  // namespace
@@ -209,8 +455,28 @@ Action add_audit_command(CLI::App& app) {
                       "Report formats, comma separated (needs --report-dir): " +
                           report_formats_help())
           ->capture_default_str();
-  cmd->add_option("--filter", flags->filter, "Run only contexts whose id matches this regex");
-  cmd->add_flag("--quiet", flags->quiet, "Print one line per scenario");
+  cmd->add_option("-k,--filter", flags->filter, "Run only contexts whose id matches this regex");
+  cmd->add_flag("-q,--quiet", flags->quiet, "Print one line per scenario");
+  cmd->add_option("--axis", flags->axes,
+                  "Sweep axis NAME over VALUES instead of the scenario's (NAME=VALUES, e.g. "
+                  "batch=1,8,64 or 'batch=[1, {from: 16, to: 64, mul: 2}]'); repeatable")
+      ->allow_extra_args(false);  // one NAME=VALUES per --axis: the scenarios are not values
+  cmd->add_option("--shard", flags->shard,
+                  "Run shard I of N of every scenario's contexts (I/N, from 1), or auto: from "
+                  "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or GTEST_SHARD_INDEX; nvdet report "
+                  "merges the shards' JSON reports");
+  cmd->add_option("--devices", flags->devices,
+                  "Run one shard per GPU in parallel processes on this host (CUDA_VISIBLE_DEVICES "
+                  "per shard; e.g. 0,1,2,3) and merge them into one report set")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_flag("-x,--exitfirst", flags->exit_first,
+                "Stop after the first scenario with a failed expectation");
+  cmd->add_option("--maxfail", flags->max_fail,
+                  "Stop after the scenario in which the N-th expectation failed");
+  cmd->add_option("--last-failed", flags->last_failed,
+                  "Run again only what failed in these JSON audit reports (the failed contexts, "
+                  "with their baselines; everything when nothing failed)");
   cmd->add_flag("--list-contexts", flags->list_contexts,
                 "Check the scenarios, print their expanded contexts (after --filter) and exit");
   cmd->add_flag("--skip-unavailable", flags->skip_unavailable,

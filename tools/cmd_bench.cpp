@@ -12,6 +12,7 @@
 #include "lib/loader/scenario_loader.h"
 #include "lib/core/atomic_file.h"
 #include "lib/report/bench_report.h"
+#include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"
 #include "lib/scenario/context_filter.h"
@@ -32,6 +33,7 @@ struct BenchFlags {
   bool format_given = false;
   int warmup = 5;
   int reps = 20;
+  std::vector<std::string> axes;  // --axis NAME=VALUES
 };
 
 // "md,json,csv" -> the file extensions to write, in order.
@@ -66,7 +68,9 @@ int run(const BenchFlags& f) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
   }
   // Check everything before the first measurement.
-  std::vector<Scenario> scenarios = load_scenarios(f.scenarios, "bench tables");
+  std::vector<AxisOverride> overrides;
+  for (const std::string& a : f.axes) overrides.push_back(parse_axis_override(a));
+  std::vector<Scenario> scenarios = load_scenarios(f.scenarios, "bench tables", overrides);
   // A --filter over several scenarios applies to the run as a whole (as in nvdet audit).
   std::vector<std::string> unmatched;
   for (const Scenario& s : scenarios) {
@@ -99,6 +103,7 @@ int run(const BenchFlags& f) {
     progress.finish();
     const std::string md = render_bench_markdown(r);
     fmt::print("{}\n", md);
+    append_step_summary(md);
     if (!f.report_dir.empty()) {
       for (const std::string& ext : formats) {
         const fs::path file = dir / ("bench-" + s.name + "." + ext);
@@ -122,12 +127,15 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--baseline", flags->baseline,
                   "Backend the ratios are taken against (default: cudnn for attention, cublas, "
                   "else the first vendor-style backend)");
-  cmd->add_option("--filter", flags->filter, "Only contexts whose id matches this regex");
+  cmd->add_option("-k,--filter", flags->filter, "Only contexts whose id matches this regex");
   cmd->add_option("--report-dir", flags->report_dir,
                   "Write bench-<scenario>.md/.json/.csv here (the folder is created)");
   CLI::Option* format = cmd->add_option("--format", flags->formats,
                                         "Bench table formats: md,json,csv (needs --report-dir)")
                             ->capture_default_str();
+  cmd->add_option("--axis", flags->axes,
+                  "Sweep axis NAME over VALUES instead of the scenario's (NAME=VALUES, as audit's)")
+      ->allow_extra_args(false);
   cmd->add_option("--warmup", flags->warmup, "Warm-up runs per measurement")->capture_default_str();
   cmd->add_option("--reps", flags->reps, "Timed runs per measurement (median and spread reported)")
       ->capture_default_str();

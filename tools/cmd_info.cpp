@@ -29,8 +29,17 @@ Action add_info_command(CLI::App& app) {
     if (*format == "json") {
       auto j = system_info_json<nlohmann::ordered_json>(s);
       nlohmann::ordered_json backends = nlohmann::ordered_json::array();
-      for (const BackendRegistration& r : backend_registry()) backends.push_back(r.info.name);
+      // Which backends this machine can run, and why not (the support table is nvdet list's).
+      nlohmann::ordered_json available = nlohmann::ordered_json::object();
+      const DeviceFacts device = device_facts();
+      for (const BackendRegistration& r : backend_registry()) {
+        backends.push_back(r.info.name);
+        nlohmann::ordered_json row = backend_support_json(r, device);
+        row.erase("supports");
+        available[r.info.name] = row;
+      }
       j["backends"] = backends;
+      j["backend_availability"] = available;
 #if NVDET_WITH_CUDA
       // The same facts as the text form's kernel-image and path lines, so that a script can
       // tell which code each GPU backend ran (JIT-compiled PTX on a GPU newer than the build).

@@ -15,19 +15,36 @@ namespace {
 // The same facts as the text listing, for tools.
 nlohmann::ordered_json list_json() {
   nlohmann::ordered_json ops = nlohmann::ordered_json::array(), backends = ops, axes = ops;
-  for (const OpSpec& op : op_table()) ops.push_back(std::string(op.name()));
+  nlohmann::ordered_json op_details = ops;
+  for (const OpSpec& op : op_table()) {
+    ops.push_back(std::string(op.name()));
+    std::vector<std::string> shape, uses;
+    for (const ShapeKey& k : op.shape) shape.push_back(k.name);
+    for (const OpKind u : op.uses) uses.emplace_back(op_name(u));
+    op_details.push_back({{"name", std::string(op.name())},
+                          {"description", op.description},
+                          {"shape_keys", shape},
+                          {"keys", op.keys},
+                          {"axes", op.axes},
+                          {"uses", uses},
+                          {"bench_baseline", op.bench_baseline}});
+  }
+  const DeviceFacts device = device_facts();
   for (const BackendRegistration& r : backend_registry()) {
-    backends.push_back({{"name", r.info.name},
-                        {"kind", r.info.gpu ? "gpu" : "cpu"},
-                        {"description", r.info.description},
-                        {"invariant_by_design", r.info.invariant_by_design},
-                        {"stands_for", r.info.stands_for}});
+    nlohmann::ordered_json b = {{"name", r.info.name},
+                                {"kind", r.info.gpu ? "gpu" : "cpu"},
+                                {"description", r.info.description},
+                                {"invariant_by_design", r.info.invariant_by_design},
+                                {"stands_for", r.info.stands_for}};
+    b.update(backend_support_json(r, device));
+    backends.push_back(std::move(b));
   }
   for (const AxisDescription& a : known_axes()) {
     axes.push_back({{"name", a.name}, {"help", a.help}, {"ops", ops_accepting_axis(a.name)},
                     {"defines_request", a.defines_request}});
   }
   return {{"ops", ops},
+          {"op_details", op_details},
           {"backends", backends},
           {"axes", axes},
           {"expectations", {"invariant", "variant", "report"}}};

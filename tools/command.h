@@ -3,7 +3,12 @@
 // options and returns the action main() runs after parsing. Actions return the process exit
 // code; nvdet::Error thrown from them is turned into a message and its code by main().
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
 #include <functional>
+#include <string>
+
+#include "lib/backend/backend.h"
 
 namespace nvdet::cli {
 
@@ -16,5 +21,14 @@ Action add_list_command(CLI::App& app);
 Action add_diff_command(CLI::App& app);
 Action add_bisect_command(CLI::App& app);
 Action add_report_command(CLI::App& app);
+
+// One backend's row of the support table: {"supports": {op: [dtypes]}, "available": bool,
+// "unavailable_reason": why not on this machine} (tools/backend_table.cpp).
+nlohmann::ordered_json backend_support_json(const BackendRegistration& r, const DeviceFacts& device);
+
+// The sentence for a parse error of subcommand `sub`: for an option it does not have, the option
+// and the nearest one it has ("unknown option '--fliter' (did you mean '--filter'?)"), else
+// CLI11's own message (tools/option_hint.cpp).
+std::string option_error(const CLI::App& sub, const CLI::ParseError& e, int argc, char** argv);
 
 }  // namespace nvdet::cli

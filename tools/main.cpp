@@ -47,6 +47,13 @@ int main(int argc, char** argv) {
                    known.c_str());
       return static_cast<int>(nvdet::ExitCode::kBadInput);
     }
+    // Within a subcommand: name a mistyped option's nearest spelling, and its own help.
+    if (argc > 1 && actions.count(argv[1])) {
+      std::fprintf(stderr, "nvdet %s: %s (see nvdet %s --help)\n", argv[1],
+                   nvdet::cli::option_error(*app.get_subcommand(argv[1]), e, argc, argv).c_str(),
+                   argv[1]);
+      return static_cast<int>(nvdet::ExitCode::kBadInput);
+    }
     std::fprintf(stderr, "nvdet: %s (see nvdet --help)\n", e.what());
     return static_cast<int>(nvdet::ExitCode::kBadInput);
   }

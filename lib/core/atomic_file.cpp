@@ -79,14 +79,46 @@ void remove_folder_in_handler(const char* dir) {
   ::rmdir(dir);
 }
 
+std::atomic<int> g_files_written{0};  // completed atomic writes (reports, manifests, dumps)
+
+// Async-signal-safe pieces of the interruption line: fixed buffers, write(2) only.
+void put(char* line, size_t& at, size_t cap, const char* text) {
+  while (*text && at + 1 < cap) line[at++] = *text++;
+}
+void put_int(char* line, size_t& at, size_t cap, int v) {
+  char digits[16];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && n < 15);
+  while (n > 0 && at + 1 < cap) line[at++] = digits[--n];
+}
+
+// One line on stderr: what the interruption removed and how many files were complete before it,
+// so that a CI log says which reports to trust.
 extern "C" void remove_temps_and_exit(int sig) {
+  static char line[1024];
+  size_t at = 0;
+  put(line, at, sizeof line, "nvdet: interrupted by ");
+  put(line, at, sizeof line, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
+  put(line, at, sizeof line, ": ");
+  int removed = 0;
   for (int i = 0; i < kTempSlots; ++i) {
     if (!g_temp_ready[i].load()) continue;
-    if (g_temp_folder[i].load())
-      remove_folder_in_handler(g_temp_paths[i]);
-    else
-      ::unlink(g_temp_paths[i]);
+    const bool gone = g_temp_folder[i].load() ? (remove_folder_in_handler(g_temp_paths[i]), true)
+                                              : ::unlink(g_temp_paths[i]) == 0;
+    if (!gone) continue;
+    put(line, at, sizeof line, removed ? ", " : "removed the unfinished ");
+    put(line, at, sizeof line, g_temp_paths[i]);
+    ++removed;
   }
+  if (!removed) put(line, at, sizeof line, "no file was being written");
+  put(line, at, sizeof line, "; ");
+  put_int(line, at, sizeof line, g_files_written.load());
+  put(line, at, sizeof line, " files written before it are complete\n");
+  if (at + 1 == sizeof line) line[at - 1] = '\n';
+  (void)!::write(STDERR_FILENO, line, at);
   ::_exit(128 + sig);
 }
 
@@ -192,6 +224,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     fail(path, what, err);
   }
   unregister_temp(slot);
+  g_files_written.fetch_add(1);
   // Make the rename itself durable. Best effort: some file systems refuse fsync on a folder,
   // and the file is complete either way.
   const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();

@@ -25,9 +25,11 @@ void check_output_file(const std::filesystem::path& path, std::string_view what)
 // Throws Error(kBadInput) "cannot write <what> '<dir>': <reason>".
 void prepare_output_dir(const std::filesystem::path& dir, std::string_view what);
 
-// Installs SIGINT and SIGTERM handlers that remove the temporary files of writes in progress
-// and end the process with exit status 128 + the signal's number (130, 143), as shells report
-// a process killed by that signal. Called once by the CLI at start-up.
+// Installs SIGINT and SIGTERM handlers that remove the temporary files of writes in progress,
+// print one line on stderr ("nvdet: interrupted by SIGINT: removed the unfinished
+// reports/.quickstart.md.tmp-41-0; 2 files written before it are complete") and end the process
+// with exit status 128 + the signal's number (130, 143), as shells report a process killed by
+// that signal. Called once by the CLI at start-up.
 void install_interrupt_cleanup();
 
 }  // namespace nvdet

@@ -7,6 +7,7 @@ enum class ExitCode : int {
   kExpectationFailed = 1,  // divergence where `invariant`, none where `variant`, manifest mismatch
   kBadInput = 2,           // bad usage or bad input (scenario, tensor file, manifest)
   kRuntime = 3,            // CUDA error, no device for a GPU backend, out of memory
+  kNothingRan = 5,         // nothing was run: every backend skipped, or no context (pytest's 5)
 };
 
 }  // namespace nvdet

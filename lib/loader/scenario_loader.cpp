@@ -130,7 +130,8 @@ struct AxisSource {
 
 class ScenarioParser {
  public:
-  explicit ScenarioParser(std::string path) : path_(std::move(path)) {}
+  ScenarioParser(std::string path, std::vector<AxisOverride> overrides)
+      : path_(std::move(path)), overrides_(std::move(overrides)) {}
 
   Scenario parse(const std::string& text);
 
@@ -188,6 +189,8 @@ class ScenarioParser {
   void read_prompts_file(const Field& f, ModelSpec& m);
   void parse_requests(const Field* f, Scenario& s);
   void parse_sweep(const Field& f, Scenario& s);
+  void parse_axis(const Field& axis, const std::vector<std::string>& valid, Scenario& s);
+  void apply_axis_overrides(Scenario& s);
   void add_range(const std::string& axis, const YAML::Node& range, SweepAxis& out,
                  AxisSource& source);
   int64_t check_axis_integer(const std::string& axis, int64_t v, const SourceLocation& where) const;
@@ -197,6 +200,7 @@ class ScenarioParser {
   std::string resolve(const std::string& relative) const;
 
   std::string path_;
+  std::vector<AxisOverride> overrides_;  // --axis, applied after the file's sweep
   // Locations of values that the cross-field checks point at.
   std::vector<AxisSource> axis_sources_;  // parallel to Scenario::sweep
   SourceLocation tf32_where_, prompt_len_where_, prefix_len_where_, parity_where_;
@@ -412,6 +416,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
   if (const Field* f = find(top, "repeat"))
     s.repeat = static_cast<int32_t>(integer_in(*f, 1, kMaxRepeat));
   if (const Field* f = find(top, "sweep")) parse_sweep(*f, s);
+  apply_axis_overrides(s);
   parse_backends(require("backends"), s);
   for (const SweepAxis& a : s.sweep) {
     if (a.name == "score_batch" || a.name == "score_chunk") s.model.score = true;
@@ -847,7 +852,15 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
       " (known axes for op '" + std::string(spec.name()) + "': " + join(valid) + ")");
   if (axes.empty()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
 
-  for (const auto& axis : axes) {
+  for (const auto& axis : axes) parse_axis(axis, valid, s);
+}
+
+// One axis of the sweep (from the file or from --axis): its values, checked by the same rules.
+// An axis already in the sweep is replaced in place, so that the contexts keep their order.
+void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string>& valid,
+                                Scenario& s) {
+  const OpSpec& spec = op_spec(s.op);
+  {
     if (std::find(valid.begin(), valid.end(), axis.name) == valid.end())
       fail(axis.key, "axis '" + axis.name + "' does not apply to op '" +
                          std::string(spec.name()) + "' (its axes: " + join(valid) + ")");
@@ -877,9 +890,46 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
       if (!seen.insert(out.values[i]).second)
         fail(source.value_where[i],
              "sweep axis '" + axis.name + "' lists " + axis_value_string(out.values[i]) + " twice");
+    for (size_t i = 0; i < s.sweep.size(); ++i) {
+      if (s.sweep[i].name != axis.name) continue;
+      s.sweep[i] = std::move(out);
+      axis_sources_[i] = std::move(source);
+      return;
+    }
     s.sweep.push_back(std::move(out));
     axis_sources_.push_back(std::move(source));
   }
+}
+
+// --axis NAME=VALUES: VALUES is what the scenario's sweep would hold for the axis, in the same
+// YAML flow syntax ("1,8,64", "[1, {from: 128, to: 1024, mul: 2}]"), read through the same guard
+// and checked by the same rules; messages point into the option ("--axis batch:1:4: ...").
+void ScenarioParser::apply_axis_overrides(Scenario& s) {
+  std::vector<std::string> names, valid;
+  for (const auto& a : known_axes()) {
+    names.push_back(a.name);
+    if (op_spec(s.op).accepts_axis(a.name)) valid.push_back(a.name);
+  }
+  const std::string file = path_;
+  for (const AxisOverride& o : overrides_) {
+    path_ = "--axis " + excerpt(o.axis);
+    if (std::find(names.begin(), names.end(), o.axis) == names.end())
+      fail(SourceLocation{path_, 0, 0}, "unknown axis '" + excerpt(o.axis) + "'" +
+                                            typo_hint(o.axis, valid) + " (known axes for op '" +
+                                            std::string(op_name(s.op)) + "': " + join(valid) + ")");
+    const std::string text =
+        !o.values.empty() && o.values.front() == '[' ? o.values : "[" + o.values + "]";
+    check_yaml_guard(text, path_);
+    YAML::Node value;
+    try {
+      value = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+      fail(SourceLocation{path_, e.mark.line + 1, e.mark.column + 1},
+           "YAML syntax error: " + excerpt(e.msg, 96));
+    }
+    parse_axis(Field{o.axis, value, value}, valid, s);
+  }
+  path_ = file;
 }
 
 // ---- backends -------------------------------------------------------------------------------
@@ -1035,10 +1085,11 @@ void ScenarioParser::cross_check(const Scenario& s) {
 
 }  // namespace
 
-Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
+Scenario parse_scenario(const std::string& yaml_text, const std::string& path,
+                        const std::vector<AxisOverride>& overrides) {
   check_yaml_guard(yaml_text, path);  // before yaml-cpp sees a byte: it can loop on some input
   try {
-    return ScenarioParser(path).parse(yaml_text);
+    return ScenarioParser(path, overrides).parse(yaml_text);
   } catch (const Error&) {
     throw;
   } catch (const YAML::Exception& e) {
@@ -1053,16 +1104,29 @@ Scenario parse_scenario(const std::string& yaml_text, const std::string& path) {
   }
 }
 
-Scenario load_scenario(const std::string& path) {
-  return parse_scenario(read_bounded_file(path, kMaxScenarioBytes, "scenario"), path);
+Scenario load_scenario(const std::string& path, const std::vector<AxisOverride>& overrides) {
+  return parse_scenario(read_bounded_file(path, kMaxScenarioBytes, "scenario"), path, overrides);
+}
+
+AxisOverride parse_axis_override(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw_input_error("--axis takes NAME=VALUES (e.g. batch=1,8,64), not '" + excerpt(text) + "'");
+  }
+  if (text.size() > kMaxAxisOverrideChars) {
+    throw_input_error("--axis '" + excerpt(text) + "' is longer than " +
+                      std::to_string(kMaxAxisOverrideChars) + " characters");
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
 std::vector<Scenario> load_scenarios(const std::vector<std::string>& paths,
-                                     const std::string& outputs) {
+                                     const std::string& outputs,
+                                     const std::vector<AxisOverride>& overrides) {
   std::vector<Scenario> scenarios;
   std::map<std::string, std::string> path_of_name;
   for (const std::string& path : paths) {
-    Scenario s = load_scenario(path);
+    Scenario s = load_scenario(path, overrides);
     const auto [it, fresh] = path_of_name.emplace(s.name, path);
     if (!fresh) {
       throw_input_error("two scenarios are named '" + s.name + "' (" + it->second + " and " + path +

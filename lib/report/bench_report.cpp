@@ -2,7 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <variant>
+
 namespace nvdet {
+namespace {
+
+// For people: four significant digits (whole numbers from 1000 up), so that a slow device's
+// 0.000123 TFLOP/s is not 0.0; "-" where the figure does not apply.
+std::string readable(double v) {
+  if (!(v > 0)) return "-";
+  return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+}
+
+}  // namespace
 
 std::string render_bench_markdown(const BenchResult& r) {
   std::string s = fmt::format("## nvdet bench: {} ({}, {})\n\n", r.scenario, r.op, r.dtype);
@@ -26,10 +38,11 @@ std::string render_bench_markdown(const BenchResult& r) {
   for (const BenchRow& row : r.rows) {
     const std::string copy =
         row.copy_fraction > 0 ? fmt::format("{:.0f}%", 100.0 * row.copy_fraction) : "-";
-    s += fmt::format("| {} | {}{} | {:.2f} | {:.2f}-{:.2f} | {:.1f} | {:.0f} | {} | {:.2f}x | {:.2f}x |\n",
-                     row.context, row.backend, row.device_timed ? "" : " (host)", row.median_us,
-                     row.min_us, row.max_us, row.tflops, row.gbps, copy, row.time_ratio,
-                     row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
+    s += fmt::format("| {} | {}{} | {} | {}-{} | {} | {} | {} | {:.2f}x | {:.2f}x |\n",
+                     row.context, row.backend, row.device_timed ? "" : " (host)",
+                     readable(row.median_us), readable(row.min_us), readable(row.max_us),
+                     readable(row.tflops), readable(row.gbps), copy,
+                     row.time_ratio, row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
   }
   return s;
 }
@@ -43,17 +56,39 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// Six significant digits whatever the magnitude (a slow CPU's 0.000123 TFLOP/s, an H200's
+// 4.5e+03 GB/s); "" where the figure does not apply (0: not measured or not counted).
+std::string figure(double v) { return v > 0 ? fmt::format("{:.6g}", v) : std::string(); }
+
+nlohmann::json figure_json(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+// The timed runs' spread, max - min, as a percentage of the median.
+double spread_pct(const BenchRow& row) {
+  return row.median_us > 0 ? 100.0 * (row.max_us - row.min_us) / row.median_us : 0.0;
+}
+
+std::string axis_text(const BenchRow& row, const std::string& axis) {
+  for (const auto& [name, v] : row.context_values) {
+    if (name == axis) return axis_value_string(v);
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string render_bench_csv(const BenchResult& r) {
-  std::string s =
-      "scenario,context,backend,median_us,min_us,max_us,tflops,gbps,copy_fraction,time_ratio,"
-      "device_timed\n";
+  std::string s = "scenario,context";
+  for (const std::string& a : r.axes) s += "," + csv_field(a);
+  s += ",backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,copy_fraction,time_ratio,"
+       "device_timed\n";
   for (const BenchRow& row : r.rows) {
-    s += fmt::format("{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{:.2f},{:.4f},{:.4f},{}\n",
-                     csv_field(r.scenario), csv_field(row.context), csv_field(row.backend),
-                     row.median_us, row.min_us, row.max_us, row.tflops, row.gbps,
-                     row.copy_fraction, row.time_ratio, row.device_timed ? "true" : "false");
+    s += csv_field(r.scenario) + "," + csv_field(row.context);
+    for (const std::string& a : r.axes) s += "," + csv_field(axis_text(row, a));
+    s += fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.3g},{},{},{},{:.6g},{}\n",
+                     csv_field(row.backend), row.median_us, row.min_us, row.max_us, row.samples,
+                     spread_pct(row), figure(row.tflops), figure(row.gbps),
+                     figure(row.copy_fraction), row.time_ratio,
+                     row.device_timed ? "true" : "false");
   }
   return s;
 }
@@ -72,18 +107,30 @@ nlohmann::json bench_to_json(const BenchResult& r) {
   j["cuda_runtime_version"] = r.system.cuda_runtime_version;
   j["cublas_version"] = r.system.cublas_version;
   if (r.copy_gbps > 0) j["copy_gbps"] = r.copy_gbps;
+  // Each row carries every axis as a key of its own (named in "axes"), for plotting tools.
+  j["axes"] = r.axes;
   j["rows"] = nlohmann::json::array();
   for (const BenchRow& row : r.rows) {
-    j["rows"].push_back({{"context", row.context},
+    nlohmann::json jr = {{"context", row.context},
                          {"backend", row.backend},
                          {"median_us", row.median_us},
                          {"min_us", row.min_us},
                          {"max_us", row.max_us},
-                         {"tflops", row.tflops},
-                         {"gbps", row.gbps},
+                         {"samples", row.samples},
+                         {"spread_pct", spread_pct(row)},
+                         {"tflops", figure_json(row.tflops)},
+                         {"gbps", figure_json(row.gbps)},
                          {"time_ratio", row.time_ratio},
-                         {"copy_fraction", row.copy_fraction},
-                         {"device_timed", row.device_timed}});
+                         {"copy_fraction", figure_json(row.copy_fraction)},
+                         {"device_timed", row.device_timed}};
+    for (const auto& [name, v] : row.context_values) {
+      if (const auto* n = std::get_if<int64_t>(&v)) {
+        jr[name] = *n;
+      } else {
+        jr[name] = axis_value_string(v);
+      }
+    }
+    j["rows"].push_back(std::move(jr));
   }
   return j;
 }

@@ -8,8 +8,11 @@
 namespace nvdet {
 
 std::string render_bench_markdown(const BenchResult& r);
-// One header line, then one line per row: context, backend, median/min/max us, TFLOP/s, GB/s,
-// copy fraction, time ratio, device_timed. Fields holding a comma or quote are quoted (RFC 4180).
+// One header line, then one line per row: scenario, context, one column per swept axis, backend,
+// median/min/max us, samples, spread_pct ((max - min) / median), TFLOP/s, GB/s, copy fraction,
+// time ratio, device_timed. Figures have six significant digits; a figure that does not apply
+// (no copy rate measured, no flops counted) is empty. Fields holding a comma or quote are
+// quoted (RFC 4180).
 std::string render_bench_csv(const BenchResult& r);
 nlohmann::json bench_to_json(const BenchResult& r);
 

@@ -51,8 +51,15 @@ std::string github_error_annotations(const AuditResult& r) {
 }
 
 void publish_to_ci(const AuditResult& r) {
+  append_step_summary(render_markdown_report(r));
+  if (const char* gha = std::getenv("GITHUB_ACTIONS"); gha && std::string_view(gha) == "true") {
+    fmt::print("{}", github_error_annotations(r));
+  }
+}
+
+void append_step_summary(const std::string& markdown) {
   if (const char* path = std::getenv("GITHUB_STEP_SUMMARY"); path && *path) {
-    const std::string md = render_markdown_report(r) + "\n";
+    const std::string md = markdown + "\n";
     const auto warn = [&](const std::string& why) {
       fmt::print(stderr, "nvdet: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n",
                  excerpt(path), why);
@@ -76,9 +83,6 @@ void publish_to_ci(const AuditResult& r) {
       if (done < md.size()) warn(std::strerror(errno));
     }
     if (fd >= 0) ::close(fd);
-  }
-  if (const char* gha = std::getenv("GITHUB_ACTIONS"); gha && std::string_view(gha) == "true") {
-    fmt::print("{}", github_error_annotations(r));
   }
 }
 

@@ -23,4 +23,8 @@ std::string github_escape(std::string_view text, bool property);
 // annotations on stdout.
 void publish_to_ci(const AuditResult& r);
 
+// With GITHUB_STEP_SUMMARY set: appends `markdown` (the audit's report, bench's table) to the
+// job summary; a failure to do so is a warning on stderr.
+void append_step_summary(const std::string& markdown);
+
 }  // namespace nvdet

@@ -153,6 +153,16 @@ std::string render_console_summary(const AuditResult& r) {
   }
   if (r.verify) s += render_verify_text(*r.verify);
   const int ran = r.summary.backends - r.summary.skipped_backends;
+  if (ran_nothing(r)) {
+    return s + fmt::format("audit RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); "
+                           "exit code 5\n",
+                           r.summary.skipped_backends, r.summary.backends, r.summary.contexts);
+  }
+  if (r.shard) {
+    s += fmt::format("shard {} of {}: {} contexts owned, {} run as baselines only\n",
+                     r.shard->index, r.shard->count, r.shard->owned.size(),
+                     r.summary.contexts - static_cast<int>(r.shard->owned.size()));
+  }
   s += fmt::format("audit {}: {} of {} backends met their expectation{}{} ({:.1f} s)\n",
                    r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
                    r.summary.skipped_backends

@@ -33,7 +33,7 @@ std::string id_fragment(const std::string& s) {
 
 constexpr const char* kStyle = R"(
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
-h1 .pass{color:#1b7f3b}h1 .fail{color:#b3261e}
+h1 .pass{color:#1b7f3b}h1 .fail{color:#b3261e}h1 .skip{color:#6b6b6b}
 table{border-collapse:collapse;margin:8px 0 16px}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
 td.wrap{overflow-wrap:anywhere;min-width:9em}
@@ -65,7 +65,9 @@ void write_summary(std::ostringstream& o, const AuditResult& r) {
   const ScenarioSummary& s = r.scenario;
   const AuditSummary& sum = r.summary;
   o << "<section id=\"summary\">\n<h1>nvdet audit <code>" << esc(s.name) << "</code>: "
-    << (sum.passed ? "<span class=\"pass\">PASS</span>" : "<span class=\"fail\">FAIL</span>")
+    << (ran_nothing(r) ? "<span class=\"skip\">NOTHING RAN</span>"
+        : sum.passed   ? "<span class=\"pass\">PASS</span>"
+                       : "<span class=\"fail\">FAIL</span>")
     << "</h1>\n";
   if (!s.description.empty()) o << "<p>" << esc(s.description) << "</p>\n";
   std::vector<std::string> requests;
@@ -609,7 +611,8 @@ std::string render_html_report(const AuditResult& r) {
        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>nvdet audit "
-    << esc(r.scenario.name) << ": " << (r.summary.passed ? "PASS" : "FAIL") << "</title>\n<style>"
+    << esc(r.scenario.name) << ": "
+    << (ran_nothing(r) ? "NOTHING RAN" : r.summary.passed ? "PASS" : "FAIL") << "</title>\n<style>"
     << kStyle << "</style>\n</head>\n<body>\n";
   write_summary(o, r);
   write_verify(o, r);

@@ -160,6 +160,8 @@ json divergence_json(const Divergence& d) {
 json summary_json(const AuditResult& r) {
   const AuditSummary& s = r.summary;
   return {{"passed", s.passed},
+          // No case ran (every backend skipped): exit code 5.
+          {"nothing_ran", ran_nothing(r)},
           // null without --verify; else whether the manifest check passed (part of "passed").
           {"verify_passed", r.verify ? json(r.verify->passed) : json(nullptr)},
           {"backends", s.backends},
@@ -195,6 +197,8 @@ json audit_to_json(const AuditResult& r) {
   for (const CaseRecord& c : r.cases) cases.push_back(case_json(c));
   for (const Divergence& d : r.divergences) divergences.push_back(divergence_json(d));
   json j = {{"schema_version", r.schema_version},
+            {"started_at", r.started_at},
+            {"hostname", r.hostname},
             {"scenario", scenario_json(r.scenario)},
             {"device", device_json(r.system)},
             {"backends", backends},
@@ -202,6 +206,12 @@ json audit_to_json(const AuditResult& r) {
             {"divergences", divergences},
             {"summary", summary_json(r)}};
   if (r.verify) j["verify"] = json::parse(verify_to_json(*r.verify).dump());
+  if (r.shard) {
+    j["shard"] = {{"index", r.shard->index},
+                  {"count", r.shard->count},
+                  {"filter", r.shard->filter},
+                  {"owned_contexts", r.shard->owned}};
+  }
   return j;
 }
 

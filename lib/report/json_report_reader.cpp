@@ -227,6 +227,8 @@ AuditResult parse(const json& j) {
   }
   s.coord_names = sj.value("coord_names", std::vector<std::string>{});
   r.system = system(j.at("device"));
+  r.started_at = j.value("started_at", "");
+  r.hostname = j.value("hostname", "");
 
   for (const json& b : j.at("backends")) {
     BackendOutcome o;
@@ -379,6 +381,16 @@ AuditResult parse(const json& j) {
     vr.missing = refs(v.value("missing", json::array()));
     vr.added = refs(v.value("new", json::array()));
     r.verify = std::move(vr);  // summary.passed was read as written
+  }
+  if (j.contains("shard")) {
+    const json& sh = j.at("shard");
+    ShardInfo info;
+    info.count = integer_at<int>(sh, "count", 1);
+    info.index = integer_at<int>(sh, "index", 1);
+    if (info.index > info.count) refuse(sh, "'shard' index must be from 1 to its count");
+    info.filter = sh.value("filter", "");
+    info.owned = integers<int>(sh.at("owned_contexts"), "owned_contexts");
+    r.shard = std::move(info);
   }
   return r;
 }

@@ -27,19 +27,6 @@ struct TestCase {
   std::string details;  // the failure body
 };
 
-// The requests of the audit: the scenario's probed ones, or those seen in the cases.
-std::vector<int64_t> audited_requests(const AuditResult& r) {
-  std::vector<int64_t> out = r.scenario.requests;
-  if (out.empty()) {
-    std::set<int64_t> seen;
-    for (const CaseRecord& c : r.cases) {
-      for (const RequestRecord& q : c.requests) seen.insert(q.request);
-    }
-    out.assign(seen.begin(), seen.end());
-  }
-  return out;
-}
-
 std::string mismatch_sentence(const AuditResult& r, const Divergence& d) {
   const FirstMismatch& m = d.first_mismatch;
   std::string s = "request " + std::to_string(d.request) + " differs";
@@ -58,6 +45,10 @@ std::string mismatch_sentence(const AuditResult& r, const Divergence& d) {
   return s;
 }
 
+// One test case per backend and context (its repeats together), timed as measured: it fails
+// where an `invariant` backend's output of that context differs from the baseline's (or between
+// repeats). A `variant` backend's expectation is over the whole sweep: when it fails, an
+// `/expectation` case below says so.
 std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& b) {
   if (b.skipped) {
     TestCase t;
@@ -66,37 +57,25 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
     t.message = b.skip_reason;
     return {t};
   }
-  const std::vector<int64_t> requests = audited_requests(r);
-  double backend_seconds = 0.0;
-  for (const CaseRecord& c : r.cases) {
-    if (c.backend == b.name) backend_seconds += c.seconds;
-  }
-  // Cases run all requests together; share the time equally so the suite's total is right.
-  const double per_request = requests.empty() ? 0.0 : backend_seconds / requests.size();
-  bool any_divergence = false;
-  for (const Divergence& d : r.divergences) any_divergence |= d.backend == b.name;
-
   std::vector<TestCase> cases;
-  for (const int64_t q : requests) {
-    TestCase t;
-    t.name = b.name + "/request-" + std::to_string(q);
-    t.seconds = per_request;
-    std::vector<const Divergence*> divs;
-    for (const Divergence& d : r.divergences) {
-      if (d.backend == b.name && d.request == q) divs.push_back(&d);
+  std::map<int, size_t> case_of;  // context index -> its test case
+  for (const CaseRecord& c : r.cases) {
+    if (c.backend != b.name) continue;
+    const auto [it, fresh] = case_of.emplace(c.context_index, cases.size());
+    if (fresh) {
+      cases.emplace_back();
+      cases.back().name = b.name + "/" + c.context_id;
     }
-    if (b.expect == Expectation::kInvariant && !divs.empty()) {
-      t.failed = true;
-      t.message = "expected invariant, but " + mismatch_sentence(r, *divs.front());
-      for (const Divergence* d : divs) t.details += mismatch_sentence(r, *d) + "\n";
-    } else if (b.expect == Expectation::kVariant && !any_divergence) {
-      t.failed = true;
-      t.type = "no-variation";
-      t.message = "expected variation (a canary), but all " + std::to_string(b.contexts_run) +
-                  " contexts gave the same bits for every request";
-      t.details = b.verdict;
-    }
-    cases.push_back(std::move(t));
+    cases[it->second].seconds += c.seconds;
+  }
+  for (const Divergence& d : r.divergences) {
+    if (d.backend != b.name || b.expect != Expectation::kInvariant) continue;
+    const auto it = case_of.find(d.context_index);
+    if (it == case_of.end()) continue;
+    TestCase& t = cases[it->second];
+    if (!t.failed) t.message = "expected invariant, but " + mismatch_sentence(r, d);
+    t.failed = true;
+    t.details += mismatch_sentence(r, d) + "\n";
   }
   if (const std::optional<ParityTestCase> p = parity_junit_case(b)) {
     TestCase t;
@@ -107,7 +86,7 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
     t.details = p->details;
     cases.push_back(std::move(t));
   }
-  // The backend failed for a reason no request case shows (say, a manifest mismatch): say so in
+  // The backend failed for a reason no context's case shows (say, a manifest mismatch): say so in
   // a case of its own so the XML never passes where the audit failed.
   const bool shown = std::any_of(cases.begin(), cases.end(), [](const TestCase& t) { return t.failed; });
   if (!b.passed && !shown) {
@@ -221,8 +200,8 @@ struct Suite {
   std::vector<TestCase> cases;
 };
 
-void write_suite(std::ostringstream& body, const std::string& classname, const Suite& s,
-                 int& total_tests, int& total_failures, int& total_skipped, double& total_seconds) {
+void write_suite(std::ostringstream& body, const std::string& classname,
+                 const std::string& run_attrs, const Suite& s, int& total_tests, int& total_failures, int& total_skipped, double& total_seconds) {
   int failures = 0, skipped = 0;
   double seconds = 0.0;
   for (const TestCase& t : s.cases) {
@@ -236,7 +215,7 @@ void write_suite(std::ostringstream& body, const std::string& classname, const S
   total_seconds += seconds;
   body << "  <testsuite name=\"" << xml_escape(s.name) << "\" tests=\"" << s.cases.size()
        << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"" << skipped << "\" time=\""
-       << seconds_attr(seconds) << "\">\n";
+       << seconds_attr(seconds) << "\"" << run_attrs << ">\n";
   if (!s.properties.empty()) {
     body << "    <properties>\n";
     for (const auto& [k, v] : s.properties) {
@@ -267,20 +246,28 @@ std::string render_junit_report(const AuditResult& r) {
   int total_tests = 0, total_failures = 0, total_skipped = 0;
   double total_seconds = 0.0;
   const std::string classname = xml_escape(r.scenario.name);
+  // When and where the audit ran, on every suite (JUnit's timestamp: ISO 8601, UTC, no zone).
+  std::string run_attrs;
+  if (!r.started_at.empty()) {
+    run_attrs += " timestamp=\"" + xml_escape(r.started_at.substr(0, 19)) + "\"";
+  }
+  if (!r.hostname.empty()) run_attrs += " hostname=\"" + xml_escape(r.hostname) + "\"";
+  // Suites are named scenario/backend: one JUnit file per scenario, and dashboards that gather
+  // several never see two suites of one name.
   for (const BackendOutcome& b : r.backends) {
-    Suite s{b.name, {}, backend_cases(r, b)};
+    Suite s{r.scenario.name + "/" + b.name, {}, backend_cases(r, b)};
     s.properties = {{"expect", std::string(expectation_name(b.expect))},
                     {"contexts_run", std::to_string(b.contexts_run)},
                     {"divergent_contexts", std::to_string(b.divergent_contexts)},
                     {"max_distinct_results", std::to_string(b.max_distinct_results)},
                     {"verdict", b.skipped ? "skipped: " + b.skip_reason : b.verdict}};
-    write_suite(body, classname, s, total_tests, total_failures, total_skipped, total_seconds);
+    write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped, total_seconds);
   }
   if (r.verify) {
-    Suite s{"verify", {{"manifest", r.verify->manifest}, {"verdict", r.verify->verdict}},
+    Suite s{r.scenario.name + "/verify", {{"manifest", r.verify->manifest}, {"verdict", r.verify->verdict}},
             verify_cases(r)};
     for (const std::string& e : r.verify->environment) s.properties.emplace_back("environment", e);
-    write_suite(body, classname, s, total_tests, total_failures, total_skipped, total_seconds);
+    write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped, total_seconds);
   }
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";

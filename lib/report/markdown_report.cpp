@@ -230,7 +230,8 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
 std::string render_markdown_report(const AuditResult& r) {
   std::ostringstream o;
   const AuditSummary& s = r.summary;
-  o << "# " << (s.passed ? "\u2713 PASS" : "\u2717 FAIL") << ": nvdet audit "
+  o << "# " << (ran_nothing(r) ? "\u2205 NOTHING RAN" : s.passed ? "\u2713 PASS" : "\u2717 FAIL")
+    << ": nvdet audit "
     << code(r.scenario.name) << "\n\n";
   if (!r.scenario.description.empty()) o << text(r.scenario.description) << "\n\n";
   o << scenario_line(r) << "\n\n";

@@ -151,7 +151,15 @@ std::vector<const ReportWriter*> writers_with_companions(
 }
 
 std::string report_base_name(const AuditResult& result) {
+  if (result.shard) {
+    return report_base_name(result.scenario.name, result.shard->index, result.shard->count);
+  }
   return report_base_name(result.scenario.name);
+}
+
+std::string report_base_name(const std::string& scenario_name, int shard_index, int shard_count) {
+  return report_base_name(scenario_name) + ".shard-" + std::to_string(shard_index) + "-of-" +
+         std::to_string(shard_count);
 }
 
 std::string report_base_name(const std::string& scenario_name) {

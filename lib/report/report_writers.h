@@ -59,6 +59,8 @@ std::vector<const ReportWriter*> writers_with_companions(
 // '.', '_' and '-' replaced by '-' ("audit" when the name is empty).
 std::string report_base_name(const AuditResult& result);
 std::string report_base_name(const std::string& scenario_name);  // the same, from the name
+// A shard's reports: "<base>.shard-2-of-3", so that every shard can write into one folder.
+std::string report_base_name(const std::string& scenario_name, int shard_index, int shard_count);
 
 // Creates `dir` (and its parents) and writes `<base><extension>` for every writer of
 // writers_with_companions(formats) that has something to say about `result`, each atomically

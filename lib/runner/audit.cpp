@@ -4,7 +4,10 @@
 #include <absl/types/span.h>
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,6 +25,21 @@ namespace nvdet {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// "2026-12-01T20:46:03Z"
+std::string utc_timestamp_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  if (!gmtime_r(&now, &tm)) return "";
+  char text[32];
+  return std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) ? std::string(text) : "";
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -113,7 +131,7 @@ class BackendAudit {
     }
     o.parity_expect = spec_.parity;
     if (parity_.requests > 0) o.parity = parity_;
-    decide_verdict(o, first_divergence_);
+    decide_verdict(o, first_divergence_, options_.shard.has_value());
     decide_parity_verdict(o);
     return o;
   }
@@ -345,6 +363,8 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   }
 
   AuditResult result;
+  result.started_at = utc_timestamp_now();
+  result.hostname = host_name();
   result.scenario = summarize(s, *workload);
   result.system = collect_system_info();
 
@@ -401,11 +421,19 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
     result.backends.push_back(skipped[i] ? *skipped[i] : audits[next_audit++]->finish());
   }
 
+  tally_summary(result, static_cast<int>(contexts.size()));
+  result.summary.seconds = seconds_since(t0);
+  result.shard = options.shard;
+  return result;
+}
+
+void tally_summary(AuditResult& result, int contexts) {
   AuditSummary& sum = result.summary;
   sum.backends = static_cast<int>(result.backends.size());
-  sum.contexts = static_cast<int>(contexts.size());
+  sum.contexts = contexts;
   sum.cases = static_cast<int>(result.cases.size());
   sum.divergences = static_cast<int>(result.divergences.size());
+  sum.failed_backends = sum.skipped_backends = 0;
   for (const BackendOutcome& o : result.backends) {
     if (o.skipped) {
       ++sum.skipped_backends;
@@ -414,8 +442,6 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
     }
   }
   sum.passed = sum.failed_backends == 0;
-  sum.seconds = seconds_since(t0);
-  return result;
 }
 
 void attach_verify(AuditResult& result, VerifyResult verify) {

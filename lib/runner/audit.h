@@ -2,6 +2,7 @@
 // The audit pipeline: scenario -> contexts -> backend runs -> hashes -> comparisons. The result
 // model it returns is all that the writers, the manifest and the console ever see.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct AuditOptions {
   std::function<void(const AuditProgress&)> on_progress;  // at the start and end of each case
   // Called after each case with its outputs (for --dump); the outputs die after the call.
   std::function<void(const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
+  // --shard: the contexts given are this shard's (lib/runner/shard.h select_shard); the result
+  // carries it, and a `variant` expectation is left to the merge.
+  std::optional<ShardInfo> shard;
   Budget budget;  // --max-contexts, --max-host-bytes, --max-device-bytes (lib/runner/budget.h)
 };
 
@@ -68,6 +72,11 @@ AuditResult run_audit(const Scenario& s, const AuditOptions& options);
 // (nvdet audit checks every scenario before the first one runs).
 AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
                               const std::vector<Context>& contexts);
+
+// The summary's counts and verdict from the result's backends, cases and divergences (`contexts`
+// run); not its seconds. The audit and the merge of a sharded sweep (lib/report/merge_reports.h)
+// both count this way.
+void tally_summary(AuditResult& result, int contexts);
 
 // Makes a manifest verification part of the audit's result: the audit passes only when its
 // expectations held and the verification passed, so that every writer and the exit code agree.

@@ -175,8 +175,19 @@ struct AuditSummary {
   double seconds = 0.0;
 };
 
+// A shard's part of a sharded sweep (`--shard I/N`, lib/runner/shard.h): which contexts it owns.
+// It also ran the baselines of their groups; the merge keeps each case from its owner only.
+struct ShardInfo {
+  int index = 1, count = 1;  // shard `index` (1-based) of `count`
+  std::string filter;        // the --filter the sweep was cut from (every shard's must agree)
+  std::vector<int> owned;    // the context indices this shard owns, ascending
+};
+
 struct AuditResult {
   int schema_version = kReportSchemaVersion;
+  // When and where it ran: "2026-12-01T20:46:03Z" (UTC) and the host's name; "" when unknown
+  // (reports written before they were recorded). A timing, like the seconds: not compared.
+  std::string started_at, hostname;
   ScenarioSummary scenario;
   SystemInfo system;
   std::vector<BackendOutcome> backends;
@@ -186,6 +197,12 @@ struct AuditResult {
   // With --verify: the comparison with the golden manifest (lib/manifest). It takes part in
   // summary.passed (see attach_verify in lib/runner/audit.h).
   std::optional<VerifyResult> verify;
+  std::optional<ShardInfo> shard;  // a shard's report; absent for a whole (or merged) sweep
 };
+
+// Nothing was run: no case at all (every backend skipped, or no context). Every writer says so and
+// the exit code is 5, as pytest's when it collects no test. Never said of a shard: a shard may
+// own no context of a small sweep, and its (empty) part of the merge is then complete.
+inline bool ran_nothing(const AuditResult& r) { return r.summary.cases == 0 && !r.shard; }
 
 }  // namespace nvdet

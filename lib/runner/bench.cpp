@@ -84,6 +84,7 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   result.baseline = pick_baseline(specs, options.baseline, s.op);
   result.system = collect_system_info();
   result.timing = options.timing;
+  for (const SweepAxis& a : s.sweep) result.axes.push_back(a.name);
 
   std::vector<std::unique_ptr<Backend>> backends;
   for (const BackendSpec& spec : specs) backends.push_back(make_backend(spec.name));
@@ -106,6 +107,8 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
       row.device_timed = t.has_value();
       if (!t) t = host_time(*b, bc->args, options.timing);
       row.context = c.id;
+      row.context_values = c.values;
+      row.samples = t->repetitions > 0 ? t->repetitions : options.timing.repetitions;
       row.backend = b->info().name;
       row.median_us = t->median_us;
       row.min_us = t->min_us;

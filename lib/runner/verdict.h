@@ -6,7 +6,10 @@
 
 namespace nvdet {
 
-void decide_verdict(BackendOutcome& outcome, const std::optional<Divergence>& first);
+// `partial`: the contexts are one shard of the sweep. A divergence there is one of the whole sweep,
+// but no divergence in a shard does not fail a `variant` expectation: the merge decides that.
+void decide_verdict(BackendOutcome& outcome, const std::optional<Divergence>& first,
+                    bool partial = false);
 
 // "request 0, token 0, element (token=0, col=17): 1.25 vs 1.2509766 (bits 0x3fa0 vs 0x3fa1, 1 ulp)"
 std::string describe_first_mismatch(const Divergence& d, const std::vector<std::string>& coord_names);

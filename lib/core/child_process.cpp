@@ -1,0 +1,86 @@
+#include "lib/core/child_process.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "lib/core/error.h"
+
+extern char** environ;
+
+namespace nvdet {
+namespace {
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 128;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 128;
+}
+
+// The parent's environment with `extra` set or replaced and `unset` removed.
+std::vector<std::string> environment_with(const std::map<std::string, std::string>& extra,
+                                          const std::vector<std::string>& unset) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    if (extra.count(name) || std::find(unset.begin(), unset.end(), name) != unset.end()) continue;
+    env.push_back(entry);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::filesystem::path own_executable() {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw_runtime_error("cannot find this program's own path (/proc/self/exe): " + ec.message());
+  return p;
+}
+
+std::vector<int> run_children(const std::vector<ChildSpec>& children) {
+  std::vector<pid_t> pids;
+  std::string failure;
+  for (const ChildSpec& c : children) {
+    std::vector<std::string> args = c.args, env = environment_with(c.env, c.unset);
+    std::vector<char*> argv = pointers(args), envp = pointers(env);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, c.log.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      failure = "cannot start '" + c.args[0] + "': " + std::strerror(rc);
+      break;
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (const pid_t pid : pids) codes.push_back(wait_for(pid));
+  if (!failure.empty()) throw_runtime_error(failure);
+  return codes;
+}
+
+}  // namespace nvdet
