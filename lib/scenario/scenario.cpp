@@ -33,6 +33,9 @@ const std::vector<AxisDescription>& known_axes() {
       {"split_size", "KV tokens per split (invariant backends)", true},
       {"page_size", "tokens per KV-cache page"},
       {"max_new_tokens", "tokens to decode greedily", true},
+      {"filler_routing",
+       "where the co-batched rows route (op moe): random (spread out), same (onto the probed "
+       "rows' experts) or hot (onto one hot expert)"},
   };
   return axes;
 }
