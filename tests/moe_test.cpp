@@ -218,6 +218,9 @@ TEST(MoeCpu, ScenarioKeysAreChecked) {
   refused("shape: {hidden: 64, intermediate: 32, experts: 4}\n", "top_k");
   refused("shape: {hidden: 64, intermediate: 32, experts: 4, top_k: 5}\n", "top_k (5)");
   refused(shape + "sweep: {filler_routing: [random, cold]}\n", "'filler_routing' values");
+  refused("shape: {hidden: 8, intermediate: 8, experts: 5000, top_k: 2}\n", "at most 4096");
+  refused("shape: {hidden: 8, intermediate: 8, experts: 128, top_k: 65}\n", "at most 64");
+  refused(shape + "sweep: {filler_routing: {from: 1, to: 2}}\n", "not a range");
   refused(shape + "sweep: {filler_routing: [1]}\n", "'filler_routing' values");
   refused(shape + "norm_topk_prob: maybe\n", "norm_topk_prob");
   write_file(dir / "g.yaml", "name: g\nop: gemm\ndtype: bf16\nseed: 1\nshape: {n: 8, k: 8}\n"

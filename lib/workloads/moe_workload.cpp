@@ -28,6 +28,8 @@ inline constexpr uint64_t kRouterStream = kWeightStream + 16;
 uint64_t gate_up_stream(int64_t e) { return kRouterStream + 1 + 2 * static_cast<uint64_t>(e); }
 uint64_t down_stream(int64_t e) { return kRouterStream + 2 + 2 * static_cast<uint64_t>(e); }
 
+inline constexpr int64_t kMaxExperts = 4096;
+inline constexpr int64_t kMaxTopK = 64;
 inline constexpr float kSameNoise = 0.05f;
 inline constexpr float kHotPull = 6.0f;
 
@@ -40,6 +42,13 @@ class MoeWorkload final : public Workload {
   explicit MoeWorkload(const Scenario& s)
       : s_(s), source_(s.dtype, s.moe_hidden, s.seed, 1.0f) {
     const int64_t h = s.moe_hidden, inter = s.moe_intermediate, e = s.moe_experts;
+    // Bounds before anything is allocated: one tensor pair per expert, and routing costs
+    // rows x experts x log(top_k). Served models use 8 to 384 experts and top-1 to top-10.
+    if (e > kMaxExperts || s.moe_top_k > kMaxTopK) {
+      throw_input_error(SourceLocation{s.path, 0, 0},
+                        fmt::format("moe: shape experts ({}) may be at most {} and top_k ({}) at "
+                                    "most {}", e, kMaxExperts, s.moe_top_k, kMaxTopK));
+    }
     if (s.moe_top_k > e) {
       throw_input_error(SourceLocation{s.path, 0, 0},
                         fmt::format("moe: shape top_k ({}) is more than experts ({})",
