@@ -470,7 +470,9 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  const std::string value = axis == "position" ? "[first, last]" : "[1, 2]";
+  const std::string value = axis == "position"         ? "[first, last]"
+                            : axis == "filler_routing" ? "[random, hot]"
+                                                       : "[1, 2]";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
 }
 
