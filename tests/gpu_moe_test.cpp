@@ -20,7 +20,8 @@ Scenario gpu_moe_scenario(const std::string& dtype) {
   const auto dir = make_temp_dir("gpu-moe");
   write_file(dir / "moe.yaml",
              "name: gpu-moe-test\nop: moe\ndtype: " + dtype +
-                 "\nout_dtype: fp32\nshape: {hidden: 256, intermediate: 128, experts: 8, top_k: 2}\n"
+                 "\nout_dtype: fp32\n"
+                 "shape: {hidden: 256, intermediate: 128, experts: 8, top_k: 2}\n"
                  "tokens: 2\nseed: 5\nrequests: [1]\nsweep:\n  batch: [1, 4, 16, 48]\n"
                  "  filler_routing: [random, same, hot]\nbackends:\n  cuda-invariant: invariant\n");
   return load_scenario((dir / "moe.yaml").string());
@@ -30,7 +31,9 @@ std::vector<HostTensor> outputs(const Scenario& s, const std::string& backend_na
   auto workload = make_workload(s);
   auto backend = make_backend(backend_name);
   std::vector<HostTensor> out;
-  for (const Context& c : expand_contexts(s)) out.push_back(workload->run(*backend, c, nullptr).at(0).output);
+  for (const Context& c : expand_contexts(s)) {
+    out.push_back(workload->run(*backend, c, nullptr).at(0).output);
+  }
   return out;
 }
 
@@ -51,7 +54,9 @@ TEST_F(GpuMoe, PortableIsBitwiseEqualToCpuPortable) {
     const std::vector<HostTensor> cpu = outputs(s, "cpu-portable");
     const std::vector<HostTensor> gpu = outputs(s, "cuda-portable");
     ASSERT_EQ(cpu.size(), gpu.size());
-    for (size_t i = 0; i < cpu.size(); ++i) EXPECT_TRUE(same_bits(cpu[i], gpu[i])) << dtype << " context " << i;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      EXPECT_TRUE(same_bits(cpu[i], gpu[i])) << dtype << " context " << i;
+    }
   }
 }
 
@@ -69,7 +74,9 @@ TEST_F(GpuMoe, VendorBackendsMatchTheReference) {
     const std::vector<HostTensor> got = outputs(s, name);
     for (size_t c = 0; c < want.size(); ++c) {
       double scale = 0;
-      for (int64_t i = 0; i < want[c].numel(); ++i) scale = std::max(scale, std::abs(double{want[c].get(i)}));
+      for (int64_t i = 0; i < want[c].numel(); ++i) {
+        scale = std::max(scale, std::abs(double{want[c].get(i)}));
+      }
       for (int64_t i = 0; i < want[c].numel(); ++i) {
         ASSERT_LE(std::abs(double{got[c].get(i)} - want[c].get(i)), 1e-4 * scale)
             << name << " context " << c << " element " << i;

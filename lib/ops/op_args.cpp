@@ -197,7 +197,9 @@ void validate(const MoeArgs& m) {
   require_tensor(op, m.router, "router", 2);
   require_same_dtype(op, *m.x, "x", *m.router, "router");
   const int64_t rows = m.x->dim(0), hidden = m.x->dim(1), experts = m.router->dim(0);
-  if (rows <= 0 || hidden <= 0) fail(op, "x must have rows and columns, but has shape " + m.x->shape_string());
+  if (rows <= 0 || hidden <= 0) {
+    fail(op, "x must have rows and columns, but has shape " + m.x->shape_string());
+  }
   if (m.router->dim(1) != hidden) {
     fail(op, "router is " + m.router->shape_string() + " but x has " + str(hidden) + " columns");
   }
@@ -225,7 +227,9 @@ void validate(const MoeArgs& m) {
     }
   }
   for (int64_t r : m.noted_rows) {
-    if (r < 0 || r >= rows) fail(op, "noted row " + str(r) + " is outside x's " + str(rows) + " rows");
+    if (r < 0 || r >= rows) {
+      fail(op, "noted row " + str(r) + " is outside x's " + str(rows) + " rows");
+    }
   }
 }
 

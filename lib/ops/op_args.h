@@ -91,7 +91,8 @@ struct AttentionPrefillArgs {
 //   logits = x · router^T (fp32); route = route_tokens(logits, ...) (lib/ops/moe_routing.h);
 //   for each expert e, over the rows routed to it: gu = x_e · gate_up[e]^T (in x's dtype, gate
 //   rows first), h = silu(gate) * up (in x's dtype), y_e = h · down[e]^T (fp32);
-//   out[r] = sum over r's top-k slots j of weight[r, j] * y_{expert[r, j]}[r], rounded to out_dtype.
+//   out[r] = sum over r's top-k slots j of weight[r, j] * y_{expert[r, j]}[r], rounded to
+//   out_dtype.
 // The weights are those of transformers' Qwen3-MoE / Mixtral blocks, one tensor per expert.
 struct MoeArgs {
   const HostTensor* x = nullptr;               // [rows, hidden]

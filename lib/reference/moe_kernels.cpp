@@ -30,7 +30,9 @@ MoeCombineOrder rank_order(int64_t) { return MoeCombineOrder::kRank; }
 
 // vLLM's default fused_moe config rule in outline: small batches (no more rows than experts) get
 // the small tile, larger ones the large tile.
-int vendor_moe_tile_m(int64_t total_rows, int64_t experts) { return total_rows <= experts ? 16 : 64; }
+int vendor_moe_tile_m(int64_t total_rows, int64_t experts) {
+  return total_rows <= experts ? 16 : 64;
+}
 
 int vendor_moe_split_k(int tile_m, int64_t expert_rows) {
   if (tile_m >= 64) return 1;

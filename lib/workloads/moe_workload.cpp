@@ -92,7 +92,8 @@ class MoeWorkload final : public Workload {
     bc->x = assemble(layout, t, context.get_string("filler_routing", "random"));
     bc->args = make_args(bc->x, layout, t);
     const double rows = static_cast<double>(bc->x.dim(0));
-    const double h = static_cast<double>(s_.moe_hidden), i = static_cast<double>(s_.moe_intermediate);
+    const double h = static_cast<double>(s_.moe_hidden);
+    const double i = static_cast<double>(s_.moe_intermediate);
     const double e = static_cast<double>(s_.moe_experts), k = static_cast<double>(s_.moe_top_k);
     bc->flops = 2.0 * rows * h * e + rows * k * (2.0 * h * 2.0 * i + 2.0 * i * h);
     // The fewest bytes: activations in and out, the router and every expert's weights once.
