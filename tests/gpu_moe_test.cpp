@@ -85,12 +85,6 @@ TEST_F(GpuMoe, VendorBackendsMatchTheReference) {
   }
 }
 
-TEST_F(GpuMoe, GroupedBackendComputesMoeOnly) {
-  const DeviceFacts device = device_facts();
-  EXPECT_TRUE(backend_supports("cublas-grouped", OpKind::kMoe, DType::kBF16, device).ok());
-  EXPECT_FALSE(backend_supports("cublas-grouped", OpKind::kGemm, DType::kBF16, device).ok());
-}
-
 TEST_F(GpuMoe, ScenarioAuditPasses) {
   const CommandResult r = run_nvdet("audit " + (source_dir() / "scenarios/moe-gpu.yaml").string());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -199,6 +199,23 @@ TEST(MoeCpu, PortableEqualsARecomputation) {
   EXPECT_EQ(checked, rows * h);
 }
 
+// The registry's support tables are in every build: every backend computes moe, and
+// cublas-grouped computes nothing else.
+TEST(MoeCpu, EveryBackendDeclaresMoeAndTheGroupedOneOnlyMoe) {
+  DeviceFacts h200;
+  h200.cuda_built = h200.gpu = true;
+  h200.cc_major = 9;
+  for (const char* name : {"cpu-reference", "cpu-invariant", "cpu-variant", "cpu-portable",
+                           "cublas", "cuda-invariant", "cuda-portable", "cublas-grouped"}) {
+    for (DType t : {DType::kBF16, DType::kFP16, DType::kFP32}) {
+      EXPECT_TRUE(backend_supports(name, OpKind::kMoe, t, h200).ok()) << name;
+    }
+  }
+  const Support gemm = backend_supports("cublas-grouped", OpKind::kGemm, DType::kBF16, h200);
+  EXPECT_EQ(gemm.status, Support::Status::kUnsupportedOp);
+  EXPECT_NE(gemm.reason.find("it computes moe only"), std::string::npos) << gemm.reason;
+}
+
 TEST(MoeCpu, ScenarioKeysAreChecked) {
   const auto dir = make_temp_dir("moe-keys");
   const std::string head =
