@@ -490,10 +490,11 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  // sampler takes words only, and chooses how model.sampling draws.
-  const std::string value = axis == "position"  ? "[first, last]"
-                            : axis == "sampler" ? "[per_request, batch_stream]"
-                                                : "[1, 2]";
+  // sampler takes words only, and chooses how model.sampling draws; filler_routing takes words.
+  const std::string value = axis == "position"         ? "[first, last]"
+                            : axis == "sampler"        ? "[per_request, batch_stream]"
+                            : axis == "filler_routing" ? "[random, hot]"
+                                                       : "[1, 2]";
   if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
 }

@@ -52,7 +52,8 @@ std::vector<std::pair<OpKind, std::vector<DType>>> all_ops_all_dtypes() {
           {OpKind::kRmsNorm, all},
           {OpKind::kLogSoftmax, all},
           {OpKind::kAttentionDecode, all},
-          {OpKind::kAttentionPrefill, all}};
+          {OpKind::kAttentionPrefill, all},
+          {OpKind::kMoe, all}};
 }
 
 SupportsFn supports_from(SupportTable table) {

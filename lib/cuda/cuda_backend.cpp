@@ -2,6 +2,9 @@
 // each op to its op file and runs or times the prepared call. (cuda-portable: portable_backend.cpp.)
 #include <memory>
 
+#include "kernels/silu_mul.cuh"
+#include "lib/backend/host_timer.h"
+#include "lib/backend/moe_pipeline.h"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/kernel_paths.h"
@@ -17,12 +20,16 @@ class CudaBackend final : public Backend {
 
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
     validate_op_args(args);
+    if (const auto* moe = std::get_if<MoeArgs>(&args)) return run_moe_block(*moe, notes);
     PreparedCall call = prepare(args, notes);
     return run_prepared(ctx_, call);
   }
 
   std::optional<Timing> time(const OpArgs& args, const TimingOptions& opts) override {
     validate_op_args(args);
+    if (const auto* moe = std::get_if<MoeArgs>(&args)) {
+      return time_host_driven([&] { run_moe_block(*moe, nullptr); }, opts);
+    }
     PreparedCall call = prepare(args, nullptr);
     return time_prepared(ctx_, call, opts);
   }
@@ -37,6 +44,30 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // The MoE block: a plain expert loop on the host (lib/backend/moe_pipeline.h) calling this
+  // flavor's GEMM for the router and for each expert's gate_up and down, one device GEMM per
+  // expert, as a framework's eager MoE does (cublas: cuBLASLt with its default heuristic, whose
+  // choice follows each expert's row count; cuda-invariant: the invariant GEMM, whose per-row
+  // order does not). Routing, gather, SwiGLU and the combine run on the host between the GEMM
+  // calls. The combine: ascending top-k rank for cuda-invariant (a fixed order); for the vendor
+  // flavors ascending expert, the order in which such a loop adds each expert's weighted output
+  // into its rows.
+  HostTensor run_moe_block(const MoeArgs& args, RunNotes* notes) {
+    MoeKernels k;
+    k.gemm = [this](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) {
+      PreparedCall call = prepare(g, n);
+      return run_prepared(ctx_, call);
+    };
+    k.silu_mul = kernels::portable::silu_mul;
+    const bool invariant = flavor_ == CudaFlavor::kInvariant;
+    k.combine_order = [invariant](int64_t) {
+      return invariant ? MoeCombineOrder::kRank : MoeCombineOrder::kSortedLayout;
+    };
+    HostTensor out = run_moe(args, k, notes);
+    if (notes) (*notes)["moe_host_steps"] = "routing, gather, SwiGLU and combine on the host";
+    return out;
+  }
+
   // Every call's notes say which path ran and from which kernel image (machine code or PTX
   // JIT-compiled by the driver), so each report names them.
   PreparedCall prepare(const OpArgs& args, RunNotes* notes) {
@@ -52,6 +83,9 @@ class CudaBackend final : public Backend {
             return prepare_attention_decode(ctx_, flavor_, a, notes);
           if constexpr (std::is_same_v<T, AttentionPrefillArgs>)
             return prepare_attention_prefill(ctx_, flavor_, a, notes);
+          if constexpr (std::is_same_v<T, MoeArgs>) {
+            throw_runtime_error("moe is run by run_moe_block, not as one prepared call");
+          }
         },
         args);
     add_path_notes(flavor_, std::holds_alternative<GemmArgs>(args), notes);

@@ -19,5 +19,7 @@ enum class CudaFlavor {
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendInfo& info, CudaFlavor flavor);
 std::unique_ptr<Backend> make_portable_backend(const BackendInfo& info);
+// cublas-grouped: the MoE block through cublasGemmGroupedBatchedEx (grouped_moe_backend.cpp).
+std::unique_ptr<Backend> make_grouped_moe_backend(const BackendInfo& info);
 
 }  // namespace nvdet::cuda

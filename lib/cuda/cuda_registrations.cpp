@@ -40,7 +40,8 @@ OpDtypes flavor_ops() {
           {OpKind::kRmsNorm, all},
           {OpKind::kLogSoftmax, all},
           {OpKind::kAttentionDecode, half},
-          {OpKind::kAttentionPrefill, half}};
+          {OpKind::kAttentionPrefill, half},
+          {OpKind::kMoe, all}};
 }
 
 BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind) {
@@ -52,6 +53,13 @@ BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind) {
 BackendRegistration portable(BackendInfo info) {
   return {info, NVDET_GPU_FACTORY(info, cuda::make_portable_backend(info)),
           supports_from({all_ops_all_dtypes(), true, needs_sm80})};
+}
+
+// cuBLAS's grouped GEMM: the MoE block only, in every dtype.
+BackendRegistration grouped_moe(BackendInfo info) {
+  const std::vector<DType> all = {DType::kBF16, DType::kFP16, DType::kFP32};
+  return {info, NVDET_GPU_FACTORY(info, cuda::make_grouped_moe_backend(info)),
+          supports_from({{{OpKind::kMoe, all}}, true, needs_sm80})};
 }
 
 // cuDNN's SDPA: attention only, in the 16-bit dtypes; the build must have the backend (cuDNN's
@@ -85,6 +93,9 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
   };
   std::map<std::string, std::string> cublas_stands_for = vendor_policy_stands_for;
   cublas_stands_for["gemm"] = "cuBLASLt default heuristic (what torch.mm calls)";
+  cublas_stands_for["moe"] =
+      "a plain expert loop (transformers' eager MoE): one cuBLASLt GEMM per expert with the "
+      "default heuristic, combined in ascending expert order";
   std::map<std::string, std::string> nosplit_stands_for = vendor_policy_stands_for;
   nosplit_stands_for["gemm"] =
       "cuBLASLt with CUBLASLT_REDUCTION_SCHEME_NONE (serving stacks' 'deterministic' setting)";
@@ -121,6 +132,12 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
                 "IEEE fp32 CUDA-core kernels, bitwise equal to cpu-portable on the CPU and on any "
                 "GPU",
                 true, true, {}}),
+      grouped_moe({"cublas-grouped",
+                   "cuBLAS grouped GEMM (cublasGemmGroupedBatchedEx) for every expert of the MoE "
+                   "block in one call",
+                   true, false,
+                   {{"moe", "cublasGemmGroupedBatchedEx over all active experts at once, its "
+                            "kernel chosen from every expert's row count"}}}),
       cudnn_sdpa({"cudnn", "cuDNN's SDPA forward (graph API) for attention over the paged KV cache",
                   true, false,
                   {{"attention_decode", "cuDNN SDPA, paged K/V, per-sequence KV lengths"},

@@ -31,15 +31,6 @@ namespace {
 constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
 constexpr size_t kLtSmallWorkspaceBytes = 1024;  // CUBLASLT_WORKSPACE_SIZE=1 (KiB) in PyTorch
 
-cudaDataType_t cuda_data_type(DType t) {
-  switch (t) {
-    case DType::kBF16: return CUDA_R_16BF;
-    case DType::kFP16: return CUDA_R_16F;
-    case DType::kFP32: break;
-  }
-  return CUDA_R_32F;
-}
-
 kernels::GemmType kernel_type(DType t) { return elem_type(t); }
 
 // Input/output type pairs cuBLASLt writes directly with fp32 compute. Others (e.g. fp32 in,

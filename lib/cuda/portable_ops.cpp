@@ -178,6 +178,10 @@ PreparedCall prepare_portable(DeviceContext& ctx, const OpArgs& args, RunNotes* 
         if constexpr (std::is_same_v<T, AttentionDecodeArgs>) return prepare_decode(ctx, a, notes);
         if constexpr (std::is_same_v<T, AttentionPrefillArgs>)
           return prepare_prefill(ctx, a, notes);
+        if constexpr (std::is_same_v<T, MoeArgs>) {
+          // The MoE block is a host pipeline of GEMM calls (portable_backend.cpp), never one call.
+          throw_runtime_error("moe is not one prepared call");
+        }
       },
       args);
 }

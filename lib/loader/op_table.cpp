@@ -62,6 +62,20 @@ const std::vector<OpSpec>& op_table() {
                  "cudnn",
                  make_attention_prefill_workload,
                  attention_prefill_footprint});
+    t.push_back({O::kMoe,
+                 "one mixture-of-experts block: router, softmax top-k, per-expert SwiGLU MLPs, "
+                 "weighted combine",
+                 {{"hidden", &Scenario::moe_hidden},
+                  {"intermediate", &Scenario::moe_intermediate},
+                  {"top_k", &Scenario::moe_top_k},
+                  {"experts", &Scenario::moe_experts}},
+                 " (expected hidden, intermediate, top_k, experts)",
+                 {"shape", "tokens", "norm_topk_prob"},
+                 {"batch", "position", "tokens", "filler_routing"},
+                 {O::kMoe},
+                 "cublas",
+                 make_moe_workload,
+                 moe_footprint});
     t.push_back({O::kModel,
                  "a Llama-style decoder, synthetic or from a checkpoint, decoding greedily",
                  {},

@@ -9,16 +9,18 @@
 //   description: "..."            optional string
 //   op: gemm                      required: a name from the op table (lib/loader/op_table.h):
 //                                 gemm | rmsnorm | log_softmax | attention_decode |
-//                                 attention_prefill | model
+//                                 attention_prefill | moe | model
 //   dtype: bf16                   required: bf16 | fp16 | fp32
 //   out_dtype: fp32               optional, default = dtype
 //   shape: {n: 4096, k: 4096}     the op's OpSpec::shape keys: gemm {n, k}, rmsnorm {d},
-//                                 log_softmax {v}; required for those ops, all keys required;
+//                                 log_softmax {v}, moe {hidden, intermediate, top_k, experts};
+//                                 required for those ops, all keys required;
 //                                 each 1 .. 2^24
 //   tokens: 1                     gemm/rmsnorm/log_softmax: rows per request (default 1)
 //   bias: false                   gemm only
 //   tf32: false                   gemm only, and only with dtype fp32
 //   eps: 1.0e-6                   rmsnorm only, > 0
+//   norm_topk_prob: true          moe only (default true): renormalise the top-k weights
 //   attention: {heads, kv_heads, head_dim, page_size, kv_len, filler_kv_len, scale}
 //                                 attention ops, all optional (defaults of AttentionShape);
 //                                 heads % kv_heads == 0; head_dim a multiple of 8, <= 256;
@@ -346,7 +348,8 @@ const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
       "name",   "description", "op",       "dtype",  "out_dtype", "shape",
       "tokens", "bias",        "tf32",     "eps",    "attention", "prefill",
-      "model",  "seed",        "requests", "repeat", "sweep",     "backends"};
+      "model",  "seed",        "requests", "repeat", "sweep",     "backends",
+      "norm_topk_prob"};
   return keys;
 }
 
@@ -404,6 +407,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
     tf32_where_ = at(*f);
   }
   if (const Field* f = find(top, "eps")) s.eps = static_cast<float>(positive_real(*f));
+  if (const Field* f = find(top, "norm_topk_prob")) s.norm_topk_prob = boolean(*f);
   if (const Field* f = find(top, "attention")) parse_attention(*f, s);
   if (const Field* f = find(top, "prefill")) parse_prefill(*f, s);
   if (spec.accepts_key("model")) {
@@ -784,7 +788,7 @@ struct AxisRule {
   const char* axis;
   int64_t min;
   std::vector<std::string> words;
-  bool words_only = false;  // integers are refused (sampler)
+  bool integers = true;  // false: only the words
 };
 const AxisRule& axis_rule(const std::string& axis) {
   static const std::vector<AxisRule> rules = {
@@ -802,7 +806,8 @@ const AxisRule& axis_rule(const std::string& axis) {
       {"max_new_tokens", 1, {}},
       {"score_batch", 1, {}},
       {"score_chunk", 1, {"whole"}},
-      {"sampler", 0, {"per_request", "batch_stream"}, true},
+      {"sampler", 0, {"per_request", "batch_stream"}, false},
+      {"filler_routing", 0, {"random", "same", "hot"}, false},
   };
   static const AxisRule any{"", 0, {}};  // an axis added to known_axes() without a rule here
   for (const auto& r : rules)
@@ -830,11 +835,14 @@ AxisValue ScenarioParser::axis_value(const std::string& axis, const YAML::Node& 
   if (!n.IsScalar())
     fail(n,
          "values of sweep axis '" + axis + "' must be single values or ranges, got " + describe(n));
-  if (is_integer_text(n) && !rule.words_only)
+  if (is_integer_text(n) && rule.integers)
     return check_axis_integer(axis, integer(n, at(n), "'" + axis + "' value"), at(n));
   const std::string& w = n.Scalar();
   if (std::find(rule.words.begin(), rule.words.end(), w) != rule.words.end()) return w;
   if (rule.words.empty()) fail(n, "'" + axis + "' values must be integers, got " + describe(n));
+  if (!rule.integers)
+    fail(n, "'" + axis + "' values must be " + quoted_list(rule.words) + ", got " + describe(n) +
+                typo_hint(w, rule.words));
   fail(n, "'" + axis + "' values must be integers or " + quoted_list(rule.words) + ", got " +
               describe(n) + typo_hint(w, rule.words));
 }
@@ -872,6 +880,9 @@ void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string
       fail(axis, "sweep axis '" + axis.name + "' has no values");
     const auto add = [&](const YAML::Node& item) {
       if (item.IsMap()) {
+        if (!axis_rule(axis.name).integers)
+          fail(item, "sweep axis '" + axis.name + "' takes words (" +
+                         quoted_list(axis_rule(axis.name).words) + "), not a range");
         add_range(axis.name, item, out, source);
       } else {
         if (static_cast<int64_t>(out.values.size()) >= kMaxAxisValues)

@@ -1,6 +1,8 @@
 #include "lib/ops/moe_routing.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
@@ -33,6 +35,7 @@ MoeRoute route_tokens(std::span<const float> router_logits, int rows, int num_ex
   route.expert.resize(static_cast<size_t>(rows) * top_k);
   route.weight.resize(route.expert.size());
   std::vector<int32_t> chosen(top_k);
+  std::vector<int32_t> order(num_experts);
   for (int r = 0; r < rows; ++r) {
     const float* logits = router_logits.data() + static_cast<size_t>(r) * num_experts;
     for (int e = 0; e < num_experts; ++e) {
@@ -41,17 +44,12 @@ MoeRoute route_tokens(std::span<const float> router_logits, int rows, int num_ex
             "MoE routing: router logit of row {}, expert {} is not finite ({})", r, e, logits[e]));
       }
     }
-    // Selection by repeated scans: k is small (8 of 128 at most in served models), and a scan is
-    // the plainest statement of the tie rule.
-    for (int j = 0; j < top_k; ++j) {
-      int best = -1;
-      for (int e = 0; e < num_experts; ++e) {
-        bool taken = false;
-        for (int i = 0; i < j; ++i) taken = taken || chosen[i] == e;
-        if (!taken && (best < 0 || ranks_before(logits, e, best))) best = e;
-      }
-      chosen[j] = best;
-    }
+    // The top_k by a partial sort under the ranking (a strict total order: the index breaks
+    // every tie, so the result does not depend on the sort's algorithm).
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                      [logits](int a, int b) { return ranks_before(logits, a, b); });
+    for (int j = 0; j < top_k; ++j) chosen[j] = order[j];
     double max_logit = logits[0];
     for (int e = 1; e < num_experts; ++e) max_logit = std::fmax(max_logit, double{logits[e]});
     double denom = 0.0;

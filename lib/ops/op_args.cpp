@@ -191,6 +191,48 @@ void validate(const AttentionPrefillArgs& p) {
   }
 }
 
+void validate(const MoeArgs& m) {
+  constexpr std::string_view op = "moe";
+  require_tensor(op, m.x, "x", 2);
+  require_tensor(op, m.router, "router", 2);
+  require_same_dtype(op, *m.x, "x", *m.router, "router");
+  const int64_t rows = m.x->dim(0), hidden = m.x->dim(1), experts = m.router->dim(0);
+  if (rows <= 0 || hidden <= 0) {
+    fail(op, "x must have rows and columns, but has shape " + m.x->shape_string());
+  }
+  if (m.router->dim(1) != hidden) {
+    fail(op, "router is " + m.router->shape_string() + " but x has " + str(hidden) + " columns");
+  }
+  if (static_cast<int64_t>(m.gate_up.size()) != experts ||
+      static_cast<int64_t>(m.down.size()) != experts) {
+    fail(op, "the router has " + str(experts) + " experts but there are " +
+                 str(static_cast<int64_t>(m.gate_up.size())) + " gate_up and " +
+                 str(static_cast<int64_t>(m.down.size())) + " down weights");
+  }
+  if (m.top_k < 1 || m.top_k > experts) {
+    fail(op, "top_k (" + str(m.top_k) + ") must be 1 .. experts (" + str(experts) + ")");
+  }
+  int64_t inter = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    require_tensor(op, m.gate_up[e], "gate_up", 2);
+    require_tensor(op, m.down[e], "down", 2);
+    require_same_dtype(op, *m.x, "x", *m.gate_up[e], "gate_up");
+    require_same_dtype(op, *m.x, "x", *m.down[e], "down");
+    if (e == 0) inter = m.gate_up[0]->dim(0) / 2;
+    if (m.gate_up[e]->dim(0) != 2 * inter || inter <= 0 || m.gate_up[e]->dim(1) != hidden ||
+        m.down[e]->dim(0) != hidden || m.down[e]->dim(1) != inter) {
+      fail(op, "expert " + str(e) + " has gate_up " + m.gate_up[e]->shape_string() + " and down " +
+                   m.down[e]->shape_string() + " but [2 x " + str(inter) + ", " + str(hidden) +
+                   "] and [" + str(hidden) + ", " + str(inter) + "] were expected");
+    }
+  }
+  for (int64_t r : m.noted_rows) {
+    if (r < 0 || r >= rows) {
+      fail(op, "noted row " + str(r) + " is outside x's " + str(rows) + " rows");
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view op_name(OpKind op) {
@@ -200,6 +242,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::kLogSoftmax: return "log_softmax";
     case OpKind::kAttentionDecode: return "attention_decode";
     case OpKind::kAttentionPrefill: return "attention_prefill";
+    case OpKind::kMoe: return "moe";
     case OpKind::kModel: return "model";
   }
   return "?";
@@ -212,6 +255,7 @@ OpKind op_kind(const OpArgs& args) {
     OpKind operator()(const LogSoftmaxArgs&) const { return OpKind::kLogSoftmax; }
     OpKind operator()(const AttentionDecodeArgs&) const { return OpKind::kAttentionDecode; }
     OpKind operator()(const AttentionPrefillArgs&) const { return OpKind::kAttentionPrefill; }
+    OpKind operator()(const MoeArgs&) const { return OpKind::kMoe; }
   };
   return std::visit(Kind{}, args);
 }
@@ -223,6 +267,7 @@ DType input_dtype(const OpArgs& args) {
     const HostTensor* operator()(const LogSoftmaxArgs& l) const { return l.x; }
     const HostTensor* operator()(const AttentionDecodeArgs& d) const { return d.q; }
     const HostTensor* operator()(const AttentionPrefillArgs& p) const { return p.q; }
+    const HostTensor* operator()(const MoeArgs& m) const { return m.x; }
   };
   const HostTensor* t = std::visit(Input{}, args);
   if (t == nullptr) {

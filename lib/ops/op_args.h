@@ -87,8 +87,28 @@ struct AttentionPrefillArgs {
   DType out_dtype = DType::kFP32;
 };
 
-using OpArgs =
-    std::variant<GemmArgs, RmsNormArgs, LogSoftmaxArgs, AttentionDecodeArgs, AttentionPrefillArgs>;
+// One mixture-of-experts block over a batch of token rows (op moe):
+//   logits = x · router^T (fp32); route = route_tokens(logits, ...) (lib/ops/moe_routing.h);
+//   for each expert e, over the rows routed to it: gu = x_e · gate_up[e]^T (in x's dtype, gate
+//   rows first), h = silu(gate) * up (in x's dtype), y_e = h · down[e]^T (fp32);
+//   out[r] = sum over r's top-k slots j of weight[r, j] * y_{expert[r, j]}[r], rounded to
+//   out_dtype.
+// The weights are those of transformers' Qwen3-MoE / Mixtral blocks, one tensor per expert.
+struct MoeArgs {
+  const HostTensor* x = nullptr;               // [rows, hidden]
+  const HostTensor* router = nullptr;          // [experts, hidden]
+  std::vector<const HostTensor*> gate_up;      // [experts] x [2 * intermediate, hidden]
+  std::vector<const HostTensor*> down;         // [experts] x [hidden, intermediate]
+  int32_t top_k = 1;
+  bool norm_topk_prob = true;
+  // Rows whose experts the run's notes describe (the probed requests' rows): each such expert's
+  // row count and the plan its GEMMs got. Changes no result.
+  std::vector<int64_t> noted_rows;
+  DType out_dtype = DType::kFP32;
+};
+
+using OpArgs = std::variant<GemmArgs, RmsNormArgs, LogSoftmaxArgs, AttentionDecodeArgs,
+                            AttentionPrefillArgs, MoeArgs>;
 
 OpKind op_kind(const OpArgs& args);
 DType input_dtype(const OpArgs& args);

@@ -6,9 +6,11 @@
 
 namespace nvdet {
 
-enum class OpKind { kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill, kModel };
+enum class OpKind {
+  kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill, kMoe, kModel
+};
 inline constexpr int kOpKindCount = static_cast<int>(OpKind::kModel) + 1;
 
-std::string_view op_name(OpKind op);  // "gemm", "rmsnorm", "log_softmax", ..., "model"
+std::string_view op_name(OpKind op);  // "gemm", "rmsnorm", "log_softmax", ..., "moe", "model"
 
 }  // namespace nvdet

@@ -41,6 +41,9 @@ class CpuBackend final : public Backend {
     return pick(cpu::reference_attention_prefill, cpu::invariant_attention_prefill,
                 cpu::variant_attention_prefill, cpu::portable_attention_prefill)(a, n);
   }
+  HostTensor dispatch(const MoeArgs& a, RunNotes* n) const {
+    return pick(cpu::reference_moe, cpu::invariant_moe, cpu::variant_moe, cpu::portable_moe)(a, n);
+  }
   template <class F>
   F pick(F reference, F invariant, F variant, F portable) const {
     switch (flavor_) {
@@ -96,6 +99,9 @@ std::vector<BackendRegistration> cpu_backend_registrations() {
           {"attention_prefill",
            "chunked-prefill / cascade attention that splits the KV reduction at the prefix and "
            "chunk boundaries and merges the partial states"},
+          {"moe", "a fused MoE kernel (vLLM fused_moe style) whose tile follows the batch's "
+                  "token count, whose split-K follows each expert's row count and whose combine "
+                  "follows the sorted token layout at large tiles"},
       }};
   BackendInfo portable{"cpu-portable",
                        "CPU twin of cuda-portable: IEEE fp32 ops only, bitwise equal to it on any GPU",

@@ -25,6 +25,8 @@ HostTensor variant_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
 HostTensor variant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
 HostTensor variant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
 HostTensor variant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
+// The variant GEMM's reduction with a split count chosen by the caller (the MoE block's plan).
+HostTensor variant_gemm_with_split_k(const GemmArgs& args, int split_k, RunNotes* notes);
 
 // cpu-portable: the arithmetic of kernels/portable_ops.cuh, bitwise equal to cuda-portable
 // (portable_kernels.cpp).
@@ -33,5 +35,11 @@ HostTensor portable_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
 HostTensor portable_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
 HostTensor portable_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
 HostTensor portable_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
+
+// The MoE block (lib/backend/moe_pipeline.h) with each flavor's GEMMs and combine (moe_kernels.cpp).
+HostTensor reference_moe(const MoeArgs& args, RunNotes* notes);
+HostTensor invariant_moe(const MoeArgs& args, RunNotes* notes);
+HostTensor variant_moe(const MoeArgs& args, RunNotes* notes);
+HostTensor portable_moe(const MoeArgs& args, RunNotes* notes);
 
 }  // namespace nvdet::cpu

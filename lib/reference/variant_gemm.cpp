@@ -21,8 +21,11 @@ int variant_gemm_split_k(int64_t m) { return m <= 16 ? 4 : (m <= 64 ? 2 : 1); }
 }  // namespace
 
 HostTensor variant_gemm(const GemmArgs& args, RunNotes* notes) {
+  return variant_gemm_with_split_k(args, variant_gemm_split_k(args.a->dim(0)), notes);
+}
+
+HostTensor variant_gemm_with_split_k(const GemmArgs& args, int split_k, RunNotes* notes) {
   const PackedGemm g = pack_gemm(args);
-  const int split_k = variant_gemm_split_k(g.m);
   const int64_t split_len = ((g.k + split_k - 1) / split_k + 63) / 64 * 64;
   const int num_splits = static_cast<int>((g.k + split_len - 1) / split_len);
   int padded = 1;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 
+#include "lib/backend/host_timer.h"
 #include "lib/core/error.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/audit.h"
@@ -16,17 +17,8 @@ namespace {
 
 // CPU backends have no device timer: median host wall clock of a few runs.
 Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
-  const int reps = std::max(1, std::min(opts.repetitions, 5));
-  b.run(args, nullptr);  // warm-up
-  std::vector<double> us;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    b.run(args, nullptr);
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                     .count());
-  }
-  std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us.front(), reps, us.back()};
+  const TimingOptions few{1, std::max(1, std::min(opts.repetitions, 5))};
+  return time_host_driven([&] { b.run(args, nullptr); }, few);
 }
 
 // The vendor kernel users actually run: cuDNN's SDPA for attention, cuBLAS for GEMM.

@@ -44,6 +44,9 @@ const std::vector<AxisDescription>& known_axes() {
       {"score_batch", "sequences packed into the scoring pass (the probed one plus seeded fillers)"},
       {"score_chunk", "scoring-pass tokens per pass after the prompt: 'whole' (trainer), k+1 (verification), 1 (decode again)"},
       {"sampler", "seeded sampler: per_request (counter-based) or batch_stream (one stream in row order)", true},
+      {"filler_routing",
+       "where the co-batched rows route (op moe): random (spread out), same (onto the probed "
+       "rows' experts) or hot (onto one hot expert)"},
   };
   return axes;
 }

@@ -129,6 +129,10 @@ struct Scenario {
   bool bias = false;
   bool tf32 = false;
   float eps = 1e-6f;
+  // op moe: shape {hidden, intermediate, top_k, experts} (intermediate: each expert's MLP width)
+  // and norm_topk_prob (renormalise the k routing weights, as Qwen3-MoE and Mixtral do).
+  int64_t moe_hidden = 0, moe_intermediate = 0, moe_experts = 0, moe_top_k = 0;
+  bool norm_topk_prob = true;
 
   AttentionShape attention;
   PrefillShape prefill;

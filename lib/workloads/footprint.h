@@ -35,6 +35,7 @@ Footprint rmsnorm_footprint(const Scenario& s);
 Footprint log_softmax_footprint(const Scenario& s);
 Footprint attention_decode_footprint(const Scenario& s);
 Footprint attention_prefill_footprint(const Scenario& s);
+Footprint moe_footprint(const Scenario& s);
 // Reads a checkpoint's config.json when the scenario names one (throws kBadInput when it is bad).
 Footprint model_footprint(const Scenario& s);
 

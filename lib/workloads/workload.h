@@ -63,6 +63,7 @@ std::unique_ptr<Workload> make_rmsnorm_workload(const Scenario& s);
 std::unique_ptr<Workload> make_log_softmax_workload(const Scenario& s);
 std::unique_ptr<Workload> make_attention_decode_workload(const Scenario& s);
 std::unique_ptr<Workload> make_attention_prefill_workload(const Scenario& s);
+std::unique_ptr<Workload> make_moe_workload(const Scenario& s);
 std::unique_ptr<Workload> make_model_workload(const Scenario& s);
 
 }  // namespace nvdet

@@ -1,0 +1,193 @@
+#include "lib/backend/moe_pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace nvdet {
+namespace {
+
+// The rows of x routed to one expert, in the sorted layout's order (ascending row).
+HostTensor gather_rows(const HostTensor& x, const MoeExpertRows& grouped, int expert) {
+  const int64_t begin = grouped.offsets[expert], count = grouped.offsets[expert + 1] - begin;
+  const int64_t w = x.dim(1);
+  const size_t row_bytes = static_cast<size_t>(w) * dtype_size(x.dtype());
+  HostTensor out(x.dtype(), {count, w});
+  std::byte* dst = out.mutable_data();
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst + i * row_bytes, x.data() + grouped.row[begin + i] * row_bytes, row_bytes);
+  }
+  return out;
+}
+
+// h[r, j] = silu(gate[r, j]) * up[r, j] from gate_up [rows, 2I] (gate columns first), rounded to
+// gate_up's dtype: fp32 with kernels.silu_mul, or double for the reference.
+HostTensor swiglu(const HostTensor& gate_up, const MoeKernels& kernels) {
+  const int64_t rows = gate_up.dim(0), inter = gate_up.dim(1) / 2;
+  HostTensor out(gate_up.dtype(), {rows, inter});
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < inter; ++j) {
+      const float g = gate_up.get(r * 2 * inter + j), u = gate_up.get(r * 2 * inter + inter + j);
+      if (kernels.in_double) {
+        const double gd = g;
+        out.set(r * inter + j, static_cast<float>(gd / (1.0 + std::exp(-gd)) * double{u}));
+      } else {
+        out.set(r * inter + j, kernels.silu_mul(g, u));
+      }
+    }
+  }
+  return out;
+}
+
+// A grouped GEMM may write its outputs in the activations' dtype: widened exactly to fp32.
+HostTensor to_fp32(const HostTensor& t) {
+  HostTensor out(DType::kFP32, t.shape());
+  float* o = out.mutable_data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) o[i] = t.get(i);
+  return out;
+}
+
+std::string order_name(MoeCombineOrder order) {
+  return order == MoeCombineOrder::kRank ? "ascending top-k rank"
+                                         : "sorted layout (ascending expert)";
+}
+
+}  // namespace
+
+std::string gemm_plan_summary(const RunNotes& gemm_notes) {
+  std::string out;
+  for (const char* key : {"tile", "split_k", "split_len", "algo_id", "chunk_k", "problems"}) {
+    const auto it = gemm_notes.find(key);
+    if (it == gemm_notes.end()) continue;
+    out += (out.empty() ? "" : ", ") + std::string(key) + " " + it->second;
+  }
+  return out;
+}
+
+HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* notes) {
+  const HostTensor& x = *args.x;
+  const int64_t rows = x.dim(0), hidden = x.dim(1);
+  const int experts = static_cast<int>(args.router->dim(0));
+  const int k = args.top_k;
+  const int64_t assignments = rows * k;
+
+  // Router logits in fp32, whatever the activations' dtype (the routing reads fp32).
+  RunNotes router_notes;
+  HostTensor logits = kernels.gemm(
+      GemmArgs{&x, args.router, nullptr, DType::kFP32, false},
+      {MoeGemmSite::Stage::kRouter, -1, rows, rows, assignments}, notes ? &router_notes : nullptr);
+  if (logits.dtype() != DType::kFP32) logits = to_fp32(logits);
+  const MoeRoute route = route_tokens(std::span<const float>(logits.data_as<float>(),
+                                                             static_cast<size_t>(rows * experts)),
+                                      static_cast<int>(rows), experts, k, args.norm_topk_prob);
+  const MoeExpertRows grouped = group_rows_by_expert(route, experts);
+
+  std::set<int32_t> noted;
+  for (int64_t r : args.noted_rows) {
+    for (int j = 0; j < k; ++j) noted.insert(route.expert[r * k + j]);
+  }
+
+  // Each stage over every expert that received rows, in ascending expert order.
+  std::vector<int32_t> active;
+  for (int e = 0; e < experts; ++e) {
+    if (grouped.offsets[e + 1] > grouped.offsets[e]) active.push_back(e);
+  }
+  const size_t n = active.size();
+  std::vector<RunNotes> gu_notes(n), down_notes(n);
+  std::vector<RunNotes*> gu_note_ptrs(n, nullptr), down_note_ptrs(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    if (notes && noted.count(active[i]) > 0) {
+      gu_note_ptrs[i] = &gu_notes[i];
+      down_note_ptrs[i] = &down_notes[i];
+    }
+  }
+  const auto stage = [&](MoeGemmSite::Stage st, const std::vector<GemmArgs>& calls,
+                         const std::vector<RunNotes*>& note_ptrs) {
+    std::vector<MoeGemmSite> sites;
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t e = active[i];
+      sites.push_back({st, e, grouped.offsets[e + 1] - grouped.offsets[e], rows, assignments});
+    }
+    if (kernels.gemm_group) return kernels.gemm_group(calls, sites, note_ptrs);
+    std::vector<HostTensor> outs;
+    for (size_t i = 0; i < n; ++i) outs.push_back(kernels.gemm(calls[i], sites[i], note_ptrs[i]));
+    return outs;
+  };
+  std::vector<HostTensor> xe(n);
+  std::vector<GemmArgs> calls(n);
+  for (size_t i = 0; i < n; ++i) {
+    xe[i] = gather_rows(x, grouped, active[i]);
+    calls[i] = GemmArgs{&xe[i], args.gate_up[active[i]], nullptr, x.dtype(), false};
+  }
+  const std::vector<HostTensor> gu = stage(MoeGemmSite::Stage::kGateUp, calls, gu_note_ptrs);
+  std::vector<HostTensor> h(n);
+  for (size_t i = 0; i < n; ++i) {
+    h[i] = swiglu(gu[i], kernels);
+    calls[i] = GemmArgs{&h[i], args.down[active[i]], nullptr, DType::kFP32, false};
+  }
+  // y[e]: expert e's down-projection output in fp32, one row per entry of its sorted-layout range.
+  std::vector<HostTensor> y(experts);
+  std::vector<HostTensor> down = stage(MoeGemmSite::Stage::kDown, calls, down_note_ptrs);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t e = active[i];
+    y[e] = down[i].dtype() == DType::kFP32 ? std::move(down[i]) : to_fp32(down[i]);
+    if (gu_note_ptrs[i] == nullptr) continue;
+    const int64_t count = grouped.offsets[e + 1] - grouped.offsets[e];
+    std::string text = fmt::format("{} row{}", count, count == 1 ? "" : "s");
+    if (const std::string s = gemm_plan_summary(gu_notes[i]); !s.empty()) text += "; gate_up " + s;
+    if (const std::string s = gemm_plan_summary(down_notes[i]); !s.empty()) text += "; down " + s;
+    (*notes)[fmt::format("expert {}", e)] = text;
+  }
+
+  // Where row r's rank-j output sits in y[expert]: the sorted layout lists each expert's rows
+  // ascending, so position = index in that expert's range.
+  std::vector<int64_t> slot(static_cast<size_t>(assignments));
+  for (int e = 0; e < experts; ++e) {
+    for (int32_t i = grouped.offsets[e]; i < grouped.offsets[e + 1]; ++i) {
+      slot[static_cast<size_t>(grouped.row[i]) * k + grouped.rank[i]] = i - grouped.offsets[e];
+    }
+  }
+  const MoeCombineOrder order =
+      kernels.combine_order ? kernels.combine_order(rows) : MoeCombineOrder::kRank;
+  HostTensor out(args.out_dtype, {rows, hidden});
+  std::vector<int> ranks(k);
+  std::vector<float> acc(hidden);
+  std::vector<double> acc_d(hidden);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int j = 0; j < k; ++j) ranks[j] = j;
+    if (order == MoeCombineOrder::kSortedLayout) {
+      std::sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+        return route.expert[r * k + a] < route.expert[r * k + b];
+      });
+    }
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    std::fill(acc_d.begin(), acc_d.end(), 0.0);
+    for (int j : ranks) {
+      const int32_t e = route.expert[r * k + j];
+      const float w = route.weight[r * k + j];
+      const float* ye = y[e].data_as<float>() + slot[r * k + j] * hidden;
+      for (int64_t c = 0; c < hidden; ++c) {
+        if (kernels.in_double) {
+          acc_d[c] += double{w} * double{ye[c]};
+        } else {
+          const float product = w * ye[c];
+          acc[c] = acc[c] + product;
+        }
+      }
+    }
+    for (int64_t c = 0; c < hidden; ++c) {
+      out.set(r * hidden + c, kernels.in_double ? static_cast<float>(acc_d[c]) : acc[c]);
+    }
+  }
+  if (notes) {
+    const std::string plan = gemm_plan_summary(router_notes);
+    (*notes)["router"] = fmt::format("{} rows{}", rows, plan.empty() ? "" : "; " + plan);
+    (*notes)["combine"] = order_name(order);
+  }
+  return out;
+}
+
+}  // namespace nvdet
