@@ -1,6 +1,9 @@
 #include "lib/core/json_input.h"
 
 #include <algorithm>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
@@ -8,12 +11,22 @@
 namespace nvdet {
 
 nlohmann::json parse_json_input(std::string_view text, const std::string& what) {
+  using Event = nlohmann::json::parse_event_t;
   bool too_deep = false;
-  const auto limit_depth = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if (depth > kMaxJsonDepth && (event == nlohmann::json::parse_event_t::object_start ||
-                                  event == nlohmann::json::parse_event_t::array_start)) {
+  // The keys of each object being parsed: a key given twice would silently keep the last value
+  // (a safetensors tensor, a config value), so it is refused instead.
+  std::vector<std::unordered_set<std::string>> keys;
+  const auto limit_depth = [&](int depth, Event event, nlohmann::json& parsed) {
+    if (depth > kMaxJsonDepth && (event == Event::object_start || event == Event::array_start)) {
       too_deep = true;
       throw Error(ExitCode::kBadInput, "");  // unwinds the parser; reported below
+    }
+    if (event == Event::object_start) keys.emplace_back();
+    if (event == Event::object_end && !keys.empty()) keys.pop_back();
+    if (event == Event::key && !keys.empty() && parsed.is_string() &&
+        !keys.back().insert(parsed.get_ref<const std::string&>()).second) {
+      throw_input_error(what + " holds the key '" + excerpt(parsed.get_ref<const std::string&>()) +
+                        "' twice in one object");
     }
     return true;
   };

@@ -15,6 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/parallel.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/model/hf_config.h"
 #include "lib/tensorio/safetensors.h"
 
@@ -36,22 +37,61 @@ json read_json(const fs::path& path) {
   return parse_json_input(text, path.string());
 }
 
+// Whether `path` exists. A path that cannot even be looked up (a loop of symbolic links, a name
+// longer than the system takes) is the input's fault: exit 2 with the reason, not an internal
+// filesystem error.
+bool exists_in_input(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw_input_error(excerpt(path.string(), 200) + ": cannot be read (" + ec.message() + ")");
+  }
+  return fs::exists(st);
+}
+
+// A shard named by the index: a relative path inside the checkpoint folder, never absolute, never
+// through "..", and not a link that leads out of the folder, so that an index cannot make nvdet
+// open (and quote) a file elsewhere on the machine.
+fs::path shard_in_folder(const fs::path& index, const std::string& tensor, const std::string& file) {
+  const fs::path folder = index.parent_path();
+  const fs::path rel(file);
+  auto refuse = [&](const std::string& why) {
+    throw_input_error(index.string() + ": the shard '" + excerpt(file, 80) + "' of tensor '" +
+                      excerpt(tensor) + "' " + why);
+  };
+  if (file.empty() || rel.has_root_path()) refuse("is not a relative path in the checkpoint folder");
+  for (const fs::path& part : rel) {
+    if (part == ".." || part == ".") refuse("must not contain '..' or '.'");
+  }
+  std::error_code ec_folder, ec_shard;
+  const fs::path real_folder = fs::weakly_canonical(fs::absolute(folder.empty() ? "." : folder), ec_folder);
+  const fs::path real_shard = fs::weakly_canonical(fs::absolute(folder / rel), ec_shard);
+  if (ec_folder || ec_shard) {
+    refuse("cannot be resolved (" + (ec_shard ? ec_shard : ec_folder).message() + ")");
+  }
+  const auto [end, _] = std::mismatch(real_folder.begin(), real_folder.end(), real_shard.begin(),
+                                      real_shard.end());
+  if (end != real_folder.end()) refuse("leads out of the checkpoint folder");
+  return folder / rel;
+}
+
 // Which file holds each tensor: model.safetensors.index.json's weight_map, or the union of the
 // folder's *.safetensors headers.
 class TensorSource {
  public:
   explicit TensorSource(const fs::path& folder) : folder_(folder) {
     const fs::path index = folder / "model.safetensors.index.json";
-    if (fs::exists(index)) {
+    if (exists_in_input(index)) {
       const json j = read_json(index);
       if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
         throw_input_error(index.string() + ": 'weight_map' is missing or not an object");
       }
       for (const auto& [name, file] : j["weight_map"].items()) {
         if (!file.is_string()) {
-          throw_input_error(index.string() + ": the file of tensor '" + name + "' is not a string");
+          throw_input_error(index.string() + ": the file of tensor '" + excerpt(name) +
+                            "' is not a string");
         }
-        where_[name] = (folder / file.get<std::string>()).string();
+        where_[name] = shard_in_folder(index, name, file.get<std::string>()).string();
       }
       return;
     }
@@ -121,7 +161,7 @@ class TensorSource {
   const SafetensorsFile& file(const std::string& path) {
     auto it = open_.find(path);
     if (it == open_.end()) {
-      if (!fs::exists(path)) throw_input_error(path + ": file not found");
+      if (!exists_in_input(path)) throw_input_error(excerpt(path, 200) + ": file not found");
       it = open_.emplace(path, SafetensorsFile::open(path)).first;
     }
     return it->second;
@@ -151,7 +191,9 @@ HostTensor stack_rows(const std::vector<HostTensor>& parts) {
 }  // namespace
 
 HfConfig read_hf_config_json(const std::string& folder) {
-  if (!fs::is_directory(folder)) throw_input_error(folder + ": checkpoint folder not found");
+  if (!exists_in_input(folder) || !fs::is_directory(folder)) {
+    throw_input_error(excerpt(folder, 200) + ": checkpoint folder not found");
+  }
   const fs::path path = fs::path(folder) / "config.json";
   return parse_hf_config(read_json(path), path.string());
 }

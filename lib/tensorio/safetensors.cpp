@@ -165,6 +165,15 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   }
   uint64_t header_len = 0;
   std::memcpy(&header_len, map->data, 8);  // little-endian on disk and host
+  const bool json_follows = map->size > 8 && static_cast<char>(map->data[8]) == '{';
+  if (!json_follows && (header_len > map->size - 8 || header_len > kMaxSafetensorsHeaderBytes)) {
+    // Neither a plausible length nor a JSON header after it: another format altogether (a
+    // PyTorch .pt or NumPy .npz is a zip file), named as such rather than by a wild length.
+    bad(path, "is not a .safetensors or .npy file (it starts with '" +
+                  excerpt(std::string_view(reinterpret_cast<const char*>(map->data), 8)) +
+                  "'); nvdet reads .npy and .safetensors tensors (save a .pt or .npz as one of "
+                  "those first)");
+  }
   if (header_len > map->size - 8) {
     bad(path, "header length " + std::to_string(header_len) + " exceeds the file size (" +
                   std::to_string(map->size) + " bytes)");
