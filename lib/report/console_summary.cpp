@@ -101,22 +101,10 @@ std::string render_console_summary(const AuditResult& r) {
         s += fmt::format("       {}: {} at the baseline, {} here\n", key, it->second, value);
       }
     }
-    if (o.max_distinct_completions > 0) {
-      s += fmt::format("       completions: up to {} distinct per request\n", o.max_distinct_completions);
-    }
-    for (const Divergence& d : r.divergences) {  // the first divergence whose tokens differ
-      if (d.backend != o.name || !d.completion) continue;
-      const CompletionDivergence& c = *d.completion;
-      s += fmt::format(
-          "       first token flip: request {} at step {} in {}: {} vs {} (baseline logits {:.6g} "
-          "vs {:.6g}, top-1/top-2 margin {:.3g})\n",
-          d.request, c.step, d.context, c.baseline_token, c.token,
-          c.baseline_logit_of_baseline_token, c.baseline_logit_of_token, c.baseline_margin);
-      if (d.first_op) {
-        s += fmt::format("       its bits parted first at step {}, layer {}, op {}\n",
-                         d.first_op->step, d.first_op->layer, d.first_op->op);
-      }
-      break;
+    if (const auto t = report_text::token_level_result(r, o)) {
+      if (!t->completions.empty()) s += "       completions: " + t->completions + "\n";
+      if (!t->first_flip.empty()) s += "       first token flip: " + t->first_flip + "\n";
+      if (!t->first_op.empty()) s += "       its bits parted first at " + t->first_op + "\n";
     }
     const std::string where = divergent_contexts_line(r, o.name);
     if (!where.empty()) s += "       diverging contexts: " + where + "\n";
