@@ -15,11 +15,15 @@
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"
 #include "tools/command.h"
+#include "tools/cli_options.h"
 
 namespace nvdet::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// More runs per measurement than this is a typo, not a measurement: it would time for days.
+constexpr int kMaxRuns = 100000;
 
 struct BenchFlags {
   std::vector<std::string> scenarios;
@@ -59,7 +63,6 @@ BenchOptions options_for(const BenchFlags& f) {
 }
 
 int run(const BenchFlags& f) {
-  if (f.warmup < 0 || f.reps < 1) throw_input_error("--warmup must be >= 0 and --reps >= 1");
   const std::vector<std::string> formats = bench_formats(f.formats);
   if (f.format_given && f.report_dir.empty()) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
@@ -105,7 +108,7 @@ Action add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "Time each backend per context, as ratios to a vendor baseline");
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
-  cmd->add_option("--backends", flags->backends, "Time only these backends")->delimiter(',');
+  add_list_option(cmd, "--backends", flags->backends, "Time only these backends");
   cmd->add_option("--baseline", flags->baseline,
                   "Backend the ratios are taken against (default: cudnn for attention, cublas, "
                   "else the first vendor-style backend)");
@@ -115,9 +118,9 @@ Action add_bench_command(CLI::App& app) {
   CLI::Option* format = cmd->add_option("--format", flags->formats,
                                         "Bench table formats: md,json,csv (needs --report-dir)")
                             ->capture_default_str();
-  cmd->add_option("--warmup", flags->warmup, "Warm-up runs per measurement")->capture_default_str();
-  cmd->add_option("--reps", flags->reps, "Timed runs per measurement (median and spread reported)")
-      ->capture_default_str();
+  add_integer_option(cmd, "--warmup", flags->warmup, 0, kMaxRuns, "Warm-up runs per measurement");
+  add_integer_option(cmd, "--reps", flags->reps, 1, kMaxRuns,
+                     "Timed runs per measurement (median and spread reported)");
   return [flags, format] {
     flags->format_given = format->count() > 0;
     return run(*flags);

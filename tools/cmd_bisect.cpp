@@ -3,19 +3,22 @@
 // Exit 0: a divergence was found and reported; 1: the two contexts are identical; 2: bad input.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/bisect.h"
 #include "lib/report/bisect_html.h"
 #include "lib/runner/audit.h"
 #include "tools/command.h"
+#include "tools/cli_options.h"
 
 namespace nvdet::cli {
 namespace {
 
 struct BisectFlags {
   std::string scenario;
-  int64_t request = -1;
+  int64_t request = -1;  // none given: the first probed request
   std::vector<std::string> context, against;
   std::string backend;
   std::string format = "text";
@@ -66,12 +69,15 @@ Action add_bisect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bisect", "Find the first step, layer and op that diverge between two contexts (model scenarios)");
   cmd->add_option("scenario", flags->scenario, "A model scenario (op: model)")->required();
-  cmd->add_option("--request", flags->request, "Probed request to follow (default: the first)");
-  cmd->add_option("--context", flags->context,
-                  "Context A: the baseline with these axis values (KEY=V, repeatable)");
-  cmd->add_option("--against", flags->against,
+  add_integer_option<int64_t>(cmd, "--request", flags->request, 0,
+                              std::numeric_limits<int64_t>::max(),
+                              "Probed request to follow (default: the first)")
+      ->default_str("");
+  add_list_option(cmd, "--context", flags->context,
+                  "Context A: the baseline with these axis values (KEY=V, repeatable)", 0);
+  add_list_option(cmd, "--against", flags->against,
                   "Context B: the baseline with these axis values (default: the first context "
-                  "whose completion differs from A's)");
+                  "whose completion differs from A's)", 0);
   cmd->add_option("--backend", flags->backend,
                   "Backend (default: the scenario's first one not expected to be invariant)");
   cmd->add_option("--format", flags->format, "text, json or html (a self-contained page with the growth plot)")->capture_default_str();
