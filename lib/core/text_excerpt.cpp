@@ -25,8 +25,8 @@ std::string excerpt(std::string_view bytes, size_t max_chars) {
 
 std::string printable_message(std::string_view message, size_t max_chars) {
   std::string out;
-  const size_t n = message.size() < max_chars ? message.size() : max_chars;
-  for (size_t i = 0; i < n; ++i) {
+  size_t i = 0;
+  for (; i < message.size() && out.size() < max_chars; ++i) {
     const unsigned char c = static_cast<unsigned char>(message[i]);
     if (c < 0x20 || c == 0x7f) {
       char hex[5];
@@ -36,7 +36,7 @@ std::string printable_message(std::string_view message, size_t max_chars) {
       out += static_cast<char>(c);
     }
   }
-  if (message.size() > n) out += "...";
+  if (i < message.size()) out += "...";
   return out;
 }
 
