@@ -45,7 +45,7 @@ std::vector<std::string> bench_formats(const std::string& csv) {
     if (name.empty()) continue;
     if (name == "markdown") name = "md";
     if (name != "md" && name != "json" && name != "csv") {
-      throw_input_error("unknown bench format '" + name + "' (known formats: md, json, csv)");
+      throw_input_error("unknown bench format '" + excerpt(name) + "' (known formats: md, json, csv)");
     }
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }

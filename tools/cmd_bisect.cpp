@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<s
 
 int run(const BisectFlags& f) {
   if (f.format != "text" && f.format != "json" && f.format != "html") {
-    throw_input_error("--format must be text, json or html, got '" + f.format + "'");
+    throw_input_error("--format must be text, json or html, got '" + excerpt(f.format) + "'");
   }
   const Scenario s = load_scenario(f.scenario);
   // The audit's default budget: a model that cannot fit is refused before its weights exist.

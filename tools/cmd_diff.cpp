@@ -26,12 +26,12 @@ int run(const DiffFlags& f) {
   if (!f.dtype.empty()) {
     o.as = parse_elem_type(f.dtype);
     if (!o.as) {
-      throw_input_error("unknown --dtype '" + f.dtype +
+      throw_input_error("unknown --dtype '" + excerpt(f.dtype) +
                         "' (bf16, fp16, fp32, fp64, i8..i64, u8..u64, bool)");
     }
   }
   if (f.format != "text" && f.format != "json") {
-    throw_input_error("unknown --format '" + f.format + "' (text or json)");
+    throw_input_error("unknown --format '" + excerpt(f.format) + "' (text or json)");
   }
   if (f.atol >= 0) o.atol = f.atol;
   const DiffResult r = diff_tensor_files(f.a, f.b, o);

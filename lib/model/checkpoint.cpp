@@ -25,9 +25,14 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+// Bounded: a shape read from a file may list any number of dimensions.
 std::string shape_text(const std::vector<int64_t>& shape) {
+  constexpr size_t kShownDims = 8;
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size() && i < kShownDims; ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  if (shape.size() > kShownDims) s += ", ... (" + std::to_string(shape.size()) + " dimensions)";
   return s + "]";
 }
 
@@ -107,7 +112,7 @@ class TensorSource {
       const SafetensorsFile& st = file(f.string());
       for (const std::string& name : st.names()) {
         if (where_.count(name)) {
-          throw_input_error(f.string() + ": tensor '" + name + "' is also in " + where_[name]);
+          throw_input_error(f.string() + ": tensor '" + excerpt(name) + "' is also in " + where_[name]);
         }
         where_[name] = f.string();
       }
@@ -129,21 +134,21 @@ class TensorSource {
   HostTensor read(const std::string& name, const std::vector<int64_t>& shape, DType dtype) {
     auto it = where_.find(name);
     if (it == where_.end()) {
-      throw_input_error(folder_.string() + ": tensor '" + name + "' is missing from the checkpoint");
+      throw_input_error(folder_.string() + ": tensor '" + excerpt(name) + "' is missing from the checkpoint");
     }
     read_.insert(name);
     const SafetensorsFile& st = file(it->second);
     if (!st.contains(name)) {
-      throw_input_error(it->second + ": tensor '" + name +
+      throw_input_error(it->second + ": tensor '" + excerpt(name) +
                         "' is missing (model.safetensors.index.json says it is here)");
     }
     if (st.shape(name) != shape) {
-      throw_input_error(it->second + ": tensor '" + name + "' has shape " +
+      throw_input_error(it->second + ": tensor '" + excerpt(name) + "' has shape " +
                         shape_text(st.shape(name)) + " but config.json implies " + shape_text(shape));
     }
     const std::string type = st.dtype(name);
     if (type != "BF16" && type != "F16" && type != "F32") {
-      throw_input_error(it->second + ": tensor '" + name + "' is " + type +
+      throw_input_error(it->second + ": tensor '" + excerpt(name) + "' is " + type +
                         "; only BF16, F16 and F32 checkpoints are read");
     }
     HostTensor t = st.read(name);
@@ -259,7 +264,7 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
   const std::vector<std::string> extra = src.unread();
   if (!extra.empty()) {
     std::string names;
-    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + extra[i];
+    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + excerpt(extra[i]);
     if (extra.size() > 3) names += ", ...";
     throw_input_error(folder + ": the checkpoint holds " + std::to_string(extra.size()) +
                       " tensor(s) that a " + c.architecture + " model with this config.json does not "

@@ -11,6 +11,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
 #include "lib/report/junit_report.h"
@@ -133,7 +134,7 @@ std::vector<const ReportWriter*> parse_report_formats(const std::string& csv) {
     if (name.empty()) continue;  // tolerate "md,,json" and a trailing comma
     const ReportWriter* w = find_report_writer(name);
     if (!w || !chosen_by_name(*w)) {
-      throw_input_error("unknown report format '" + name + "' (known formats: " +
+      throw_input_error("unknown report format '" + excerpt(name) + "' (known formats: " +
                         report_format_names() + ")");
     }
     if (std::find(formats.begin(), formats.end(), w) == formats.end()) formats.push_back(w);
