@@ -240,8 +240,8 @@ TEST(ModelCheckpoint, ShardsOutsideTheFolderAndDuplicateNamesAreBadInput) {
   const fs::path outside = nvdet::testing::make_temp_dir("ckpt-outside");
   fs::copy_file(d / shard, outside / shard);
   fs::create_symlink(outside / shard, d / "link.safetensors");
-  for (const std::string& bad : {"/etc/passwd", "../" + outside.filename().string() + "/" + shard,
-                                 "./" + shard, "link.safetensors"}) {
+  for (const std::string& bad : {std::string("/etc/passwd"), "../" + outside.filename().string() + "/" + shard,
+                                 "./" + shard, std::string("link.safetensors")}) {
     std::string edited = index;
     for (size_t at = edited.find(shard); at != std::string::npos; at = edited.find(shard, at + bad.size())) {
       edited.replace(at, shard.size(), bad);
