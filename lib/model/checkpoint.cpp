@@ -42,6 +42,9 @@ json read_json(const fs::path& path) {
   return parse_json_input(text, path.string());
 }
 
+// Tensor names are quoted whole up to this length: real ones run to about 60 characters.
+constexpr size_t kNameChars = 128;
+
 // Whether `path` exists. A path that cannot even be looked up (a loop of symbolic links, a name
 // longer than the system takes) is the input's fault: exit 2 with the reason, not an internal
 // filesystem error.
@@ -62,7 +65,7 @@ fs::path shard_in_folder(const fs::path& index, const std::string& tensor, const
   const fs::path rel(file);
   auto refuse = [&](const std::string& why) {
     throw_input_error(index.string() + ": the shard '" + excerpt(file, 80) + "' of tensor '" +
-                      excerpt(tensor) + "' " + why);
+                      excerpt(tensor, kNameChars) + "' " + why);
   };
   if (file.empty() || rel.has_root_path()) refuse("is not a relative path in the checkpoint folder");
   for (const fs::path& part : rel) {
@@ -93,7 +96,7 @@ class TensorSource {
       }
       for (const auto& [name, file] : j["weight_map"].items()) {
         if (!file.is_string()) {
-          throw_input_error(index.string() + ": the file of tensor '" + excerpt(name) +
+          throw_input_error(index.string() + ": the file of tensor '" + excerpt(name, kNameChars) +
                             "' is not a string");
         }
         where_[name] = shard_in_folder(index, name, file.get<std::string>()).string();
@@ -112,7 +115,7 @@ class TensorSource {
       const SafetensorsFile& st = file(f.string());
       for (const std::string& name : st.names()) {
         if (where_.count(name)) {
-          throw_input_error(f.string() + ": tensor '" + excerpt(name) + "' is also in " + where_[name]);
+          throw_input_error(f.string() + ": tensor '" + excerpt(name, kNameChars) + "' is also in " + where_[name]);
         }
         where_[name] = f.string();
       }
@@ -134,21 +137,21 @@ class TensorSource {
   HostTensor read(const std::string& name, const std::vector<int64_t>& shape, DType dtype) {
     auto it = where_.find(name);
     if (it == where_.end()) {
-      throw_input_error(folder_.string() + ": tensor '" + excerpt(name) + "' is missing from the checkpoint");
+      throw_input_error(folder_.string() + ": tensor '" + excerpt(name, kNameChars) + "' is missing from the checkpoint");
     }
     read_.insert(name);
     const SafetensorsFile& st = file(it->second);
     if (!st.contains(name)) {
-      throw_input_error(it->second + ": tensor '" + excerpt(name) +
+      throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) +
                         "' is missing (model.safetensors.index.json says it is here)");
     }
     if (st.shape(name) != shape) {
-      throw_input_error(it->second + ": tensor '" + excerpt(name) + "' has shape " +
+      throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) + "' has shape " +
                         shape_text(st.shape(name)) + " but config.json implies " + shape_text(shape));
     }
     const std::string type = st.dtype(name);
     if (type != "BF16" && type != "F16" && type != "F32") {
-      throw_input_error(it->second + ": tensor '" + excerpt(name) + "' is " + type +
+      throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) + "' is " + type +
                         "; only BF16, F16 and F32 checkpoints are read");
     }
     HostTensor t = st.read(name);
@@ -264,7 +267,7 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
   const std::vector<std::string> extra = src.unread();
   if (!extra.empty()) {
     std::string names;
-    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + excerpt(extra[i]);
+    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + excerpt(extra[i], kNameChars);
     if (extra.size() > 3) names += ", ...";
     throw_input_error(folder + ": the checkpoint holds " + std::to_string(extra.size()) +
                       " tensor(s) that a " + c.architecture + " model with this config.json does not "

@@ -257,7 +257,7 @@ std::string SafetensorsFile::dtype(const std::string& name) const { return entry
 
 AnyTensor SafetensorsFile::read_any(const std::string& name) const {
   const Entry& e = entry(name);
-  if (!e.type) bad(path_, "tensor '" + excerpt(name) + "' has dtype " + e.dtype + ", which nvdet cannot read");
+  if (!e.type) bad(path_, "tensor '" + excerpt(name, 128) + "' has dtype " + e.dtype + ", which nvdet cannot read");
   AnyTensor t;
   t.type = *e.type;
   t.shape = e.shape;
@@ -270,10 +270,10 @@ AnyTensor SafetensorsFile::read_any(const std::string& name) const {
 HostTensor SafetensorsFile::read(const std::string& name) const {
   const Entry& e = entry(name);
   if (!e.type || !to_dtype(*e.type)) {
-    bad(path_, "tensor '" + excerpt(name) + "' has dtype " + e.dtype +
+    bad(path_, "tensor '" + excerpt(name, 128) + "' has dtype " + e.dtype +
                    "; only BF16, F16 and F32 can be loaded as an nvdet tensor");
   }
-  return to_host(read_any(name), path_.string() + ": tensor '" + excerpt(name) + "'");
+  return to_host(read_any(name), path_.string() + ": tensor '" + excerpt(name, 128) + "'");
 }
 
 const std::map<std::string, std::string>& SafetensorsFile::metadata() const { return metadata_; }
@@ -290,7 +290,7 @@ void write_entries(const std::filesystem::path& path,
   uint64_t offset = 0;
   for (const auto& [name, type, shape, data, size] : items) {
     if (name == "__metadata__") throw_input_error(path.string() + ": '__metadata__' is reserved and cannot name a tensor");
-    if (header.contains(name)) throw_input_error(path.string() + ": tensor name '" + excerpt(name) + "' appears twice");
+    if (header.contains(name)) throw_input_error(path.string() + ": tensor name '" + excerpt(name, 128) + "' appears twice");
     header[name] = {{"dtype", safetensors_dtype_name(type)},
                     {"shape", shape},
                     {"data_offsets", {offset, offset + size}}};
