@@ -10,12 +10,15 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "lib/core/atomic_file.h"
 #include "lib/core/error.h"
+#include "lib/core/seeded_random.h"
+#include "lib/tensorio/npy.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -129,14 +132,30 @@ TEST(OutputContract, AFullStdoutIsExitThree) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   const auto dir = make_temp_dir("full");
   const fs::path s = write_scenario(dir);
+  // Two seeded fp32 tensors that differ: diff has a JSON result to print.
+  for (const char* name : {"a.npy", "b.npy"}) {
+    AnyTensor t;
+    t.type = ElemType::kF32;
+    t.shape = {64};
+    std::vector<float> v(64);
+    const uint64_t seed = name[0] == 'a' ? 11 : 12;
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<float>(splitmix64(seed * 1000 + i) >> 40) / float(1 << 24) - 0.5f;
+    }
+    t.bytes.resize(v.size() * sizeof(float));
+    std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+    write_npy(dir / name, t);
+  }
+  const std::string npy_a = (dir / "a.npy").string(), npy_b = (dir / "b.npy").string();
   for (const std::string& cmd :
-       {"audit " + s.string(), std::string("list"), "diff " + s.string() + " " + s.string() + " --format json"}) {
+       {"audit " + s.string(), std::string("list"), "diff " + npy_a + " " + npy_b + " --format json",
+        "diff " + s.string() + " " + s.string() + " --format json"}) {
     // Through the shell: run_nvdet's own redirection would come after this one.
     const std::string line = nvdet_binary().string() + " " + cmd + " >/dev/full 2>" +
                              (dir / "err").string();
     const int status = std::system(line.c_str());
     ASSERT_TRUE(WIFEXITED(status)) << cmd;
-    if (cmd.rfind("diff", 0) == 0) {
+    if (cmd.find(".yaml " + s.string()) != std::string::npos) {
       // A YAML file is no tensor: bad input first, and its exit code is kept.
       EXPECT_EQ(WEXITSTATUS(status), 2) << cmd << read_file(dir / "err");
       continue;
