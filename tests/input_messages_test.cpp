@@ -13,7 +13,9 @@
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/manifest/manifest.h"
 #include "lib/model/hf_config.h"
+#include "lib/report/verify_report.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -70,6 +72,25 @@ TEST(InputMessages, CheckpointConfigValuesAreQuotedAsExcerpts) {
     const std::string m = input_error_of([&] { (void)parse_hf_config(j, "config.json"); });
     expect_tame(m, 400);
     EXPECT_NE(m.find("config.json"), std::string::npos) << m;
+  }
+}
+
+// --verify prints strings read from the manifest (its system strings, its entries' backends and
+// contexts) as excerpts.
+TEST(InputMessages, VerifyTextQuotesTheManifestsStringsAsExcerpts) {
+  SystemInfo recorded, now;
+  recorded.driver_version = kHostile + std::string(100000, 'd');
+  now.driver_version = "580.95";
+  VerifyResult v;
+  v.scenario = "s";
+  v.manifest = "m.json";
+  v.environment = environment_changes(recorded, now);
+  v.missing.push_back({kHostile + std::string(100000, 'b'), kHostile + std::string(100000, 'c'), 0, 0});
+  const std::string text = render_verify_text(v);
+  for (const char* line_start : {"  environment: ", "  missing (recorded, not run): "}) {
+    const size_t at = text.find(line_start);
+    ASSERT_NE(at, std::string::npos) << text.substr(0, 300);
+    expect_tame(text.substr(at, text.find('\n', at) - at), 400);
   }
 }
 
