@@ -18,6 +18,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/temporary_files.h"
 #include "tests/test_support.h"
 
 extern char** environ;
@@ -191,6 +192,7 @@ pid_t spawn_nvdet(const std::vector<std::string>& args, const std::vector<std::s
 // A signal that arrives while a report is being written removes its temporary file, and nvdet
 // exits with 128 + the signal's number.
 TEST(CliSignals, InterruptRemovesTemporaryFiles) {
+  if (!test_hooks_built()) GTEST_SKIP() << "needs a build with -DNVDET_TEST_HOOKS=ON";
   for (const int sig : {SIGTERM, SIGINT}) {
     const auto dir = make_temp_dir("signal");
     const pid_t pid = spawn_nvdet({"audit", scenario("quickstart.yaml"), "--report-dir", dir.string()},
@@ -211,6 +213,97 @@ TEST(CliSignals, InterruptRemovesTemporaryFiles) {
     EXPECT_TRUE(hidden_temp_files(dir).empty()) << hidden_temp_files(dir).front();
     EXPECT_FALSE(fs::exists(dir / "quickstart.md"));  // never a partial report
   }
+}
+
+// The test hook that holds writes is not honoured by a build without test hooks (a release
+// build): the same audit with the variable set finishes at once.
+TEST(CliSignals, ReleaseBuildsIgnoreTheWriteHoldHook) {
+  if (test_hooks_built()) GTEST_SKIP() << "this build has the test hooks";
+  const auto dir = make_temp_dir("no-hook");
+  const auto t0 = std::chrono::steady_clock::now();
+  const CommandResult r = run_nvdet_env("NVDET_TEST_HOLD_WRITE_MS=20000",
+                                        "audit " + scenario("quickstart.yaml") + " --quiet --report-dir " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
+}
+
+// SIGTERM or SIGINT while a synthetic_weights checkpoint is being written (GBs for the 8B-shaped
+// scenarios) removes the temporary checkpoint folder with everything in it, not only the
+// temporary file of the write in progress.
+TEST(CliSignals, InterruptRemovesTheSyntheticCheckpointFolder) {
+  if (!test_hooks_built()) GTEST_SKIP() << "needs a build with -DNVDET_TEST_HOOKS=ON";
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const auto dir = make_temp_dir("signal-synthetic");
+    const auto tmp = dir / "tmp";
+    fs::create_directories(tmp);
+    write_file(dir / "s.yaml",
+               "name: synthetic-signal\nop: model\ndtype: bf16\nseed: 3\n"
+               "model: {checkpoint: " + (source_dir() / "tests/fixtures/checkpoints/llama-t5").string() +
+               ", synthetic_weights: true, prompt_len: 4, max_new_tokens: 2}\n"
+               "backends: {cpu-invariant: invariant}\n");
+    const pid_t pid = spawn_nvdet({"audit", (dir / "s.yaml").string(), "--quiet"},
+                                  {"NVDET_TEST_HOLD_WRITE_MS=20000", "TMPDIR=" + tmp.string()});
+    ASSERT_GT(pid, 0);
+    // Wait until the folder holds its config and the safetensors file's temporary.
+    bool seen = false;
+    for (int i = 0; i < 600 && !seen; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const auto& d : fs::directory_iterator(tmp))
+        seen = seen || (fs::exists(d.path() / "config.json") && !hidden_temp_files(d.path()).empty());
+    }
+    EXPECT_TRUE(seen) << "no synthetic checkpoint appeared";
+    ::kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    EXPECT_TRUE(fs::is_empty(tmp)) << fs::directory_iterator(tmp)->path();
+  }
+}
+
+// Nothing blocks on a FIFO: nvdet diff sniffs a file without an extension through the
+// non-blocking regular-file check (exit 2 at once), and a GITHUB_STEP_SUMMARY that is a FIFO is
+// skipped with a warning (no reader: the non-blocking open fails; a reader: it is not a regular
+// file) while the audit goes on (`timeout` turns a hang into exit 124).
+TEST(CliFifos, DiffAndStepSummaryNeverWaitOnAFifo) {
+  const auto dir = make_temp_dir("fifo-hang");
+  ASSERT_EQ(::mkfifo((dir / "tensor").c_str(), 0644), 0);
+  ASSERT_EQ(::mkfifo((dir / "summary").c_str(), 0644), 0);
+  const CommandResult diff = run_nvdet_env("timeout -k 5 30", "diff " + (dir / "tensor").string() + " " +
+                                                                   (dir / "tensor").string());
+  EXPECT_EQ(diff.exit_code, 2) << diff.err;
+  EXPECT_NE(diff.err.find("is not a regular file (it is a FIFO)"), std::string::npos) << diff.err;
+  const CommandResult audit = run_nvdet_env(
+      "GITHUB_STEP_SUMMARY=" + (dir / "summary").string() + " timeout -k 5 30",
+      "audit " + scenario("quickstart.yaml") + " --quiet");
+  EXPECT_EQ(audit.exit_code, 0) << audit.err;
+  EXPECT_NE(audit.err.find("cannot append to GITHUB_STEP_SUMMARY"), std::string::npos) << audit.err;
+}
+
+// --filter over several scenarios applies to the run as a whole: a scenario it matches nothing
+// of is named and not run; only when it matches nothing anywhere is the run refused (exit 2),
+// naming every scenario.
+TEST(CliFilter, FilterOverSeveralScenariosAppliesToTheWholeRun) {
+  const auto dir = make_temp_dir("filter-many");
+  const CommandResult some = run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
+                                       " --filter '^gemm.batch=17,' --quiet --report-dir " + dir.string());
+  EXPECT_EQ(some.exit_code, 0) << some.err;
+  EXPECT_NE(some.err.find("--filter '^gemm.batch=17,' matches no context of scenario 'rmsnorm-cpu': not run"),
+            std::string::npos)
+      << some.err;
+  EXPECT_TRUE(fs::exists(dir / "quickstart.json"));
+  EXPECT_FALSE(fs::exists(dir / "rmsnorm-cpu.json"));
+  const CommandResult none = run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
+                                       " --filter nothing-at-all --quiet");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_EQ(none.err,
+            "nvdet: --filter 'nothing-at-all' matches no context of any of the 2 scenarios "
+            "('quickstart', 'rmsnorm-cpu')\n");
+  // One scenario alone: no match is still an error, with an example id.
+  const CommandResult one = run_nvdet("audit " + scenario("rmsnorm-cpu.yaml") + " --filter '^gemm' --quiet");
+  EXPECT_EQ(one.exit_code, 2) << one.err;
+  EXPECT_NE(one.err.find("--filter '^gemm' matches no context (ids look like 'rmsnorm("), std::string::npos)
+      << one.err;
 }
 
 // --verify whose manifest no longer matches: exit 1, and every report says FAIL.

@@ -1,11 +1,13 @@
 // Sweep expansion into contexts, --filter, batch layouts, and bitwise tensor comparison.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "lib/compare/compare.h"
 #include "lib/core/error.h"
 #include "lib/scenario/context.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/workloads/batch_layout.h"
 
 namespace nvdet {
@@ -51,6 +53,47 @@ TEST(Contexts, FilterKeepsBaselineAndRejectsBadRegex) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
   }
   EXPECT_THROW(filter_contexts(expand_contexts(two_axis_scenario()), "kv_len"), Error);
+}
+
+// --filter is matched in linear time: '(.+)+X' against ids that almost match (catastrophic for a
+// backtracking engine: minutes on ordinary ids) is as quick as a literal, and a pattern nested
+// 100000 deep is refused with one sentence instead of overflowing the stack.
+TEST(Contexts, FilterIsLinearTimeAndBoundedInNesting) {
+  Scenario s;
+  s.op = OpKind::kGemm;
+  s.requests = {0};
+  std::vector<AxisValue> batch;
+  for (int64_t b = 1; b <= 2000; ++b) batch.push_back(b);
+  s.sweep.push_back({"batch", batch, {}});
+  s.sweep.push_back({"position", {std::string("first"), std::string("middle"), std::string("last")}, {}});
+  const std::vector<Context> all = expand_contexts(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(select_contexts(all, ContextFilter("(.+)+X")).empty());
+  EXPECT_TRUE(select_contexts(all, ContextFilter("^(([a-z]|[0-9]|=|,|\\(|\\))+)+X$")).empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  const std::vector<Context> kept = select_contexts(all, ContextFilter("batch=1999,position=(middle|last)"));
+  ASSERT_EQ(kept.size(), 3u);  // the baseline and the two matches
+  EXPECT_EQ(kept[1].id, "gemm(batch=1999,position=middle)");
+  const std::string nested = std::string(100000, '(') + "a" + std::string(100000, ')');
+  try {
+    ContextFilter f(nested);
+    FAIL() << "a 200 KB pattern was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("more than the limit of 4096"), std::string::npos) << e.what();
+  }
+  // Nesting 2000 deep within the length limit: RE2 parses it without recursing on the stack.
+  const std::string deep = std::string(2000, '(') + "batch=7," + std::string(2000, ')');
+  EXPECT_EQ(select_contexts(all, ContextFilter(deep)).size(), 4u);  // baseline and batch=7's three
+  try {
+    ContextFilter f("batch=(");
+    FAIL() << "an unbalanced group was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("--filter 'batch=(' is not a valid regular expression (missing )"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(BatchLayout, ProbesSitWhereThePositionSays) {

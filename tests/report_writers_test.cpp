@@ -697,6 +697,42 @@ TEST(HtmlReport, FewResultsGetTheirOwnColoursManyAreShadedByCount) {
   EXPECT_NE(html.find("#7 000000000000 (1)"), std::string::npos) << html;
 }
 
+// A report (read from a file by nvdet report) may list axes whose product is huge while holding
+// few cases: the map is bounded by the cases, and a map still too large is not drawn at all.
+TEST(HtmlReport, HeatmapIsBoundedByTheCasesNotTheAxes) {
+  AuditResult r = grouped_result(3, 2);
+  // 3 x 7 cases, but axes of 40000 values each (1.6e9 cells were drawn from them before).
+  for (auto& [name, values] : r.scenario.axes) {
+    const std::vector<std::string> held = values;
+    values.clear();
+    for (int i = 0; i < 40000; ++i) values.push_back("x" + std::to_string(i));
+    values.insert(values.begin() + 20000, held.begin(), held.end());
+  }
+  std::string html = render_html_report(r);
+  EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 21u);  // only the values the cases hold
+  EXPECT_EQ(html.find(">x1<"), std::string::npos);
+  EXPECT_NE(html.find("<details><summary>Results per group (3)</summary>"), std::string::npos);
+  // 200 x 200 distinct held values (one case each, on the diagonal): 40000 cells, over the cap.
+  AuditResult wide = grouped_result(1, 1);
+  wide.scenario.axes = {{"kv_len", {}}, {"batch", {}}};
+  wide.cases.clear();
+  for (int i = 0; i < 200; ++i) {
+    wide.scenario.axes[0].second.push_back(std::to_string(i + 1));
+    wide.scenario.axes[1].second.push_back(std::to_string(i + 1));
+    CaseRecord c;
+    c.backend = "cuda-invariant";
+    c.context_index = i;
+    c.context_id = "attention_decode(kv_len=" + std::to_string(i + 1) + ",batch=" + std::to_string(i + 1) + ")";
+    c.context_values = {{"kv_len", int64_t{i + 1}}, {"batch", int64_t{i + 1}}};
+    c.requests = {{0, Hash128{0x77ull, static_cast<uint64_t>(i % 3)}, {}, {}}};
+    wide.cases.push_back(c);
+  }
+  html = render_html_report(wide);
+  EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 0u);
+  EXPECT_NE(html.find("The map would have 200 x 200 cells, more than the 16384 drawn"), std::string::npos);
+  EXPECT_NE(html.find("Results per group (1)"), std::string::npos);
+}
+
 TEST(HtmlReport, NoSweepDrawsOneCell) {
   AuditResult r = make_sample_audit_result();
   r.scenario.axes.clear();

@@ -193,5 +193,28 @@ TEST(Safetensors, EmptyTensorsAndCopiesShareTheMapping) {
   EXPECT_EQ(copy.read("b").bits(3), b.bits(3));
 }
 
+// A file truncated after it was opened and validated (another process rewriting a checkpoint,
+// a dump being replaced) is a short read and one sentence, never SIGBUS from a mapping.
+TEST(Safetensors, FileTruncatedAfterOpenIsBadInputNotASignal) {
+  const auto dir = make_temp_dir("st");
+  HostTensor a(DType::kFP32, {64}), b(DType::kFP32, {256});
+  fill_normal(a, 21, 0);
+  fill_normal(b, 21, 1);
+  const auto path = dir / "t.safetensors";
+  write_safetensors(path, {{"a", &a}, {"b", &b}});
+  const SafetensorsFile f = SafetensorsFile::open(path);
+  const uint64_t size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size - 512);  // cuts into 'b' (the last 1024 bytes)
+  EXPECT_EQ(f.read("a").bits(63), a.bits(63));     // 'a' is still whole
+  const std::string e = input_error([&] { (void)f.read("b"); });
+  EXPECT_NE(e.find("t.safetensors: ends at byte"), std::string::npos) << e;
+  EXPECT_NE(e.find("truncated while nvdet read it (now " + std::to_string(size - 512) + " bytes)"),
+            std::string::npos)
+      << e;
+  std::filesystem::resize_file(path, 0);
+  EXPECT_NE(input_error([&] { (void)f.read("a"); }).find("truncated while nvdet read it"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace nvdet

@@ -429,6 +429,26 @@ sweep:
             (std::vector<AxisValue>{"first", "middle", "last", int64_t{0}, int64_t{1}}));
 }
 
+// A range bomb: hundreds of ranges, each within the per-range limit, whose total would take
+// gigabytes once expanded. The loader counts each range arithmetically and refuses the first one
+// that takes the axis past the limit, before storing its values.
+TEST(ScenarioLoaderTest, RangesAreCountedBeforeTheyExpand) {
+  std::string bomb = std::string(kMinimalGemm) + "sweep:\n  batch: [{from: 1, to: 60000}";
+  for (int i = 0; i < 400; ++i) bomb += ", {from: 1, to: 16777216, step: 256}";
+  bomb += "]\n";
+  const std::string e = parse_error(bomb);
+  EXPECT_CONTAINS(e, "s.yaml:9:");  // the second range of the list
+  EXPECT_CONTAINS(e, "sweep axis 'batch' has more than 65536 values (this range adds 65536 to 60000)");
+  // A list of single values is bounded the same way, at the value that goes past the limit.
+  std::string singles = std::string(kMinimalGemm) + "sweep:\n  batch: [{from: 1, to: 65536}, 70000]\n";
+  EXPECT_CONTAINS(parse_error(singles), "sweep axis 'batch' has more than 65536 values");
+  // A range under the limit still expands exactly (mul stops at the last power within 'to').
+  const Scenario s = parse_scenario(std::string(kMinimalGemm) +
+                                        "sweep:\n  batch: [{from: 3, to: 200, mul: 3}, {from: 1000, to: 1003}]\n",
+                                    "s.yaml");
+  EXPECT_EQ(ints(s.sweep[0]), (std::vector<int64_t>{3, 9, 27, 81, 1000, 1001, 1002, 1003}));
+}
+
 TEST(ScenarioLoaderTest, WordValuesOfAttentionAxes) {
   const Scenario d = parse_scenario(R"(name: d
 op: attention_decode
@@ -470,7 +490,11 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  const std::string value = axis == "position" ? "[first, last]" : "[1, 2]";
+  // sampler takes words only, and chooses how model.sampling draws.
+  const std::string value = axis == "position"  ? "[first, last]"
+                            : axis == "sampler" ? "[per_request, batch_stream]"
+                                                : "[1, 2]";
+  if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
 }
 

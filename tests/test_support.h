@@ -30,3 +30,14 @@ void write_file(const std::filesystem::path& p, const std::string& text);
 std::string read_file(const std::filesystem::path& p);
 
 }  // namespace nvdet::testing
+
+// NVDET_ASAN: defined in an AddressSanitizer build, where tests that limit the address space or
+// make an impossible allocation skip (ASan reserves terabytes of shadow and ends the process on
+// an allocation it cannot serve).
+#if defined(__SANITIZE_ADDRESS__)
+#define NVDET_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NVDET_ASAN 1
+#endif
+#endif

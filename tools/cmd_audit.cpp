@@ -24,6 +24,7 @@
 #include "lib/report/report_writers.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/nvdet_dump.h"
+#include "lib/scenario/context_filter.h"
 #include "tools/command.h"
 #include "tools/cli_options.h"
 
@@ -79,6 +80,20 @@ AuditOptions options_for(const AuditFlags& f) {
   return opts;
 }
 
+// A --filter over several scenarios applies to the run as a whole: it must match some context of
+// some scenario (exit 2 naming every scenario otherwise); a scenario it matches nothing of is
+// named on stderr and not run (no reports, no manifest entries).
+void drop_unmatched_scenarios(const std::string& filter, std::vector<Planned>& planned) {
+  if (filter.empty() || planned.size() < 2) return;
+  std::vector<std::string> unmatched;
+  for (const Planned& p : planned)
+    if (p.contexts.empty()) unmatched.push_back(p.scenario.name);
+  const std::string note = filter_run_note(filter, unmatched, planned.size());
+  if (note.empty()) return;
+  fmt::print(stderr, "nvdet: {}\n", note);
+  std::erase_if(planned, [](const Planned& p) { return p.contexts.empty(); });
+}
+
 // Loads and checks every scenario and output target; throws (exit 2 or 3) before anything runs.
 std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWriter*>& formats,
                           const std::optional<Manifest>& golden) {
@@ -88,9 +103,15 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   std::vector<Planned> planned;
   for (Scenario& s : load_scenarios(f.scenarios, "reports and manifest entries")) {
     if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
-    std::vector<Context> contexts = check_audit(s, options_for(f));
+    AuditOptions options = options_for(f);
+    options.filter_spans_scenarios = f.scenarios.size() > 1;
+    std::vector<Context> contexts = check_audit(s, options);
+    // A long model run says what it will compute before it starts (the budget refused worse).
+    if (const ScenarioEstimate e = estimate_scenario(s); !f.quiet && e.token_layers >= 1e8)
+      fmt::print(stderr, "nvdet: scenario '{}' will compute {}\n", s.name, e.work);
     planned.push_back({std::move(s), std::move(contexts)});
   }
+  drop_unmatched_scenarios(f.filter, planned);
   if (f.list_contexts) return planned;
   // Output targets: the right kind and writable, before the first context runs.
   std::vector<fs::path> report_files;  // every report of the run, for the --record collision check

@@ -14,6 +14,7 @@
 #include "lib/report/bench_report.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"
+#include "lib/scenario/context_filter.h"
 #include "tools/command.h"
 #include "tools/cli_options.h"
 
@@ -68,8 +69,20 @@ int run(const BenchFlags& f) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
   }
   // Check everything before the first measurement.
-  const std::vector<Scenario> scenarios = load_scenarios(f.scenarios, "bench tables");
-  for (const Scenario& s : scenarios) check_bench(s, options_for(f));
+  std::vector<Scenario> scenarios = load_scenarios(f.scenarios, "bench tables");
+  // A --filter over several scenarios applies to the run as a whole (as in nvdet audit).
+  std::vector<std::string> unmatched;
+  for (const Scenario& s : scenarios) {
+    BenchOptions opts = options_for(f);
+    opts.filter_spans_scenarios = scenarios.size() > 1;
+    if (!check_bench(s, opts)) unmatched.push_back(s.name);
+  }
+  if (const std::string note = filter_run_note(f.filter, unmatched, scenarios.size()); !note.empty()) {
+    fmt::print(stderr, "nvdet: {}\n", note);
+    std::erase_if(scenarios, [&](const Scenario& s) {
+      return std::find(unmatched.begin(), unmatched.end(), s.name) != unmatched.end();
+    });
+  }
   const fs::path dir(f.report_dir);
   if (!f.report_dir.empty()) {
     prepare_output_dir(dir, "bench report");

@@ -11,6 +11,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/host_memory.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/report/ci_output.h"
 #include "lib/scenario/typo_hint.h"
@@ -103,8 +104,11 @@ int main(int argc, char** argv) {
                  stdout);
     }
     return flush_stdout(static_cast<int>(e.code()));
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "nvdet: out of host memory\n");
+  } catch (const std::bad_alloc& e) {
+    // A large allocation says what it was for and how large (lib/core/host_memory.h).
+    const auto* known = dynamic_cast<const nvdet::HostAllocationError*>(&e);
+    std::fprintf(stderr, "nvdet: out of host memory%s%s\n", known ? " allocating " : "",
+                 known ? known->what() : "");
     return static_cast<int>(nvdet::ExitCode::kRuntime);
   } catch (const std::filesystem::filesystem_error& e) {
     return flush_stdout(filesystem_failure(e));

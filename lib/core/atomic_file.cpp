@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "lib/core/error.h"
+#include "lib/core/temporary_files.h"
 
 namespace nvdet {
 namespace {
@@ -29,22 +31,25 @@ bool out_of_room(int err) { return err == ENOSPC || err == EFBIG || err == EDQUO
   throw_input_error(message);
 }
 
-// The temporary files of writes in progress, for the signal handler to remove. Fixed storage and
-// atomics only: a handler may touch nothing else. A write registers its temporary name before
-// creating the file, so a signal can never leave one behind unregistered.
+// Every temporary nvdet creates (the files of writes in progress, a synthetic checkpoint's
+// folder), for the signal handler to remove. Fixed storage and atomics only: a handler may touch
+// nothing else. A temporary is registered before it is created, so a signal can never leave one
+// behind unregistered.
 constexpr int kTempSlots = 32;
 constexpr size_t kTempPathMax = 4096;
 char g_temp_paths[kTempSlots][kTempPathMax];
 std::atomic<bool> g_temp_claimed[kTempSlots];  // slot taken by a write
 std::atomic<bool> g_temp_ready[kTempSlots];    // its name is complete: the handler may unlink it
+std::atomic<bool> g_temp_folder[kTempSlots];   // a folder: its files go first, then the folder
 
-int register_temp(const std::filesystem::path& temp) {
+int register_temp(const std::filesystem::path& temp, bool folder = false) {
   const std::string& s = temp.native();
   if (s.size() >= kTempPathMax) return -1;
   for (int i = 0; i < kTempSlots; ++i) {
     bool expected = false;
     if (!g_temp_claimed[i].compare_exchange_strong(expected, true)) continue;
     std::memcpy(g_temp_paths[i], s.c_str(), s.size() + 1);
+    g_temp_folder[i].store(folder);
     g_temp_ready[i].store(true);
     return i;
   }
@@ -57,9 +62,37 @@ void unregister_temp(int slot) {
   g_temp_claimed[slot].store(false);
 }
 
+// Removes the files directly inside `dir` and then `dir`, with system calls only (opendir and
+// readdir allocate, which a signal handler must not): getdents64 lists the entries.
+void remove_folder_in_handler(const char* dir) {
+  const int fd = ::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buf[4096];
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+        unsigned short reclen = 0;
+        std::memcpy(&reclen, buf + at + 16, sizeof reclen);
+        const char* name = buf + at + 19;
+        if (!(name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))))
+          ::unlinkat(fd, name, 0);
+        at += reclen;
+      }
+    }
+    ::close(fd);
+  }
+  ::rmdir(dir);
+}
+
 extern "C" void remove_temps_and_exit(int sig) {
   for (int i = 0; i < kTempSlots; ++i) {
-    if (g_temp_ready[i].load()) ::unlink(g_temp_paths[i]);
+    if (!g_temp_ready[i].load()) continue;
+    if (g_temp_folder[i].load())
+      remove_folder_in_handler(g_temp_paths[i]);
+    else
+      ::unlink(g_temp_paths[i]);
   }
   ::_exit(128 + sig);
 }
@@ -87,12 +120,15 @@ void refuse_non_regular(const std::filesystem::path& path, std::string_view what
 
 // Test hook: NVDET_TEST_HOLD_WRITE_MS keeps each temporary file in place that long before it is
 // renamed, so that a test can interrupt nvdet while a write is in progress and check that the
-// temporary file is removed. Unset (always, outside tests), it costs one getenv per write.
+// temporary file is removed. Compiled only into checking builds (-DNVDET_TEST_HOOKS=ON): a
+// release nvdet never reads the variable, so no environment can slow its writes down.
 void hold_for_tests() {
+#ifdef NVDET_TEST_HOOKS
   const char* ms = std::getenv("NVDET_TEST_HOLD_WRITE_MS");
   if (!ms || !*ms) return;
   const long v = std::strtol(ms, nullptr, 10);
   if (v > 0 && v < 600000) ::usleep(static_cast<useconds_t>(v) * 1000);
+#endif
 }
 
 // A temporary name in the target's own folder (rename across file systems is not atomic),
@@ -227,6 +263,23 @@ void prepare_output_dir(const std::filesystem::path& dir, std::string_view what)
   if (::stat(dir.c_str(), &st) != 0) fail(dir, what, errno);
   if (!S_ISDIR(st.st_mode)) fail_reason(dir, what, "not a folder");
   if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(dir, what, errno);
+}
+
+TemporaryFolder::TemporaryFolder(std::filesystem::path path)
+    : path_(std::move(path)), slot_(register_temp(path_, true)) {}
+
+TemporaryFolder::~TemporaryFolder() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+  unregister_temp(slot_);
+}
+
+bool test_hooks_built() {
+#ifdef NVDET_TEST_HOOKS
+  return true;
+#else
+  return false;
+#endif
 }
 
 void install_interrupt_cleanup() {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -39,6 +40,20 @@ uint64_t available_host_bytes() {
 uint64_t total_host_bytes() {
   const uint64_t b = meminfo_bytes("MemTotal");
   return b ? b : pages_bytes(_SC_PHYS_PAGES);
+}
+
+HostAllocationError::HostAllocationError(const std::string& what, uint64_t bytes)
+    : text_(what + " (" + binary_size_text(static_cast<double>(bytes)) + ")") {}
+
+std::string binary_size_text(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) bytes /= 1024, ++u;
+  char text[64];
+  if (u == 0) std::snprintf(text, sizeof text, "%.0f B", bytes);
+  else if (bytes >= 1e6) std::snprintf(text, sizeof text, "%.3g %s", bytes, units[u]);
+  else std::snprintf(text, sizeof text, "%.1f %s", bytes, units[u]);
+  return text;
 }
 
 }  // namespace nvdet

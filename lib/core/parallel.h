@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <system_error>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -16,11 +18,14 @@ namespace nvdet {
 int parallel_workers();
 
 // Calls body(begin, end) on disjoint contiguous ranges covering [0, n), one per worker, and
-// returns when all are done. The first exception thrown by a worker is rethrown here.
+// returns when all are done. The first exception thrown by a worker is rethrown here. A worker
+// thread that cannot be created (a memory or thread limit: `ulimit -v`, a container's pids
+// limit) is no failure: its range, and those after it, run on the calling thread; since an
+// item's result does not depend on the thread, the bits are the same.
 template <class Body>
-void parallel_for_ranges(int64_t n, Body&& body) {
+void parallel_for_ranges_with(int64_t workers, int64_t n, Body&& body) {
   if (n <= 0) return;
-  const int64_t workers = std::min<int64_t>(parallel_workers(), n);
+  workers = std::clamp<int64_t>(workers, 1, n);
   if (workers <= 1) {
     body(int64_t{0}, n);
     return;
@@ -35,12 +40,25 @@ void parallel_for_ranges(int64_t n, Body&& body) {
   };
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(workers - 1));
-  for (int64_t w = 1; w < workers; ++w) threads.emplace_back(run_part, w);
+  int64_t started = 1;
+  for (; started < workers; ++started) {
+    try {
+      threads.emplace_back(run_part, started);
+    } catch (const std::system_error&) {
+      break;  // no more threads: the rest run here
+    }
+  }
   run_part(0);
+  for (int64_t w = started; w < workers; ++w) run_part(w);
   for (auto& t : threads) t.join();
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+template <class Body>
+void parallel_for_ranges(int64_t n, Body&& body) {
+  parallel_for_ranges_with(parallel_workers(), n, std::forward<Body>(body));
 }
 
 // Calls body(i) for every i in [0, n), split as parallel_for_ranges does.

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
+#include "lib/core/host_memory.h"
 #include "lib/core/seeded_random.h"
 
 namespace nvdet {
@@ -40,7 +42,14 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
   for (int64_t d : shape_) {
     if (d < 0) throw std::invalid_argument("negative tensor dimension");
   }
-  bytes_.assign(static_cast<size_t>(numel()) * dtype_size(dtype_), std::byte{0});
+  const size_t n = static_cast<size_t>(numel()) * dtype_size(dtype_);
+  try {
+    bytes_.assign(n, std::byte{0});
+  } catch (const std::bad_alloc&) {
+    std::string dims;
+    for (size_t i = 0; i < shape_.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape_[i]);
+    throw HostAllocationError("a " + std::string(dtype_name(dtype_)) + " tensor of shape [" + dims + "]", n);
+  }
 }
 
 int64_t HostTensor::numel() const {

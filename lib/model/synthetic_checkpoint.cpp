@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/core/error.h"
+#include "lib/core/temporary_files.h"
 #include "lib/model/checkpoint.h"
 #include "lib/model/hf_config.h"
 #include "lib/tensorio/safetensors.h"
@@ -85,13 +86,7 @@ ModelWeights load_synthetic_checkpoint(const std::string& config_folder, uint64_
   const fs::path dir =
       fs::temp_directory_path() /
       ("nvdet-synthetic-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  struct Remove {
-    fs::path p;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } remove{dir};
+  const TemporaryFolder remove(dir);  // also on SIGINT/SIGTERM: the checkpoint may be GBs
   write_synthetic_checkpoint(config_folder, seed, dir);
   return load_hf_checkpoint(dir.string(), dtype);
 }

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "lib/core/host_memory.h"
 #include "lib/core/parallel.h"
 
 namespace nvdet::cpu {
@@ -28,7 +29,14 @@ void to_float(const HostTensor& t, int64_t offset, int64_t count, float* out) {
 
 std::vector<float> to_float(const HostTensor& t) {
   const int64_t n = t.numel();
-  std::vector<float> out(static_cast<size_t>(n));
+  std::vector<float> out;
+  try {
+    out.resize(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    throw HostAllocationError("an fp32 copy of a " + std::string(dtype_name(t.dtype())) + " tensor of " +
+                                  std::to_string(n) + " elements",
+                              static_cast<uint64_t>(n) * sizeof(float));
+  }
   constexpr int64_t kBlock = 1 << 16;
   parallel_for((n + kBlock - 1) / kBlock, [&](int64_t b) {
     const int64_t begin = b * kBlock;
@@ -144,10 +152,15 @@ float tree_sum(float* v, int n) {
 }
 
 void attend_split_kv(const float* q, const SequenceKv& kv, int64_t split, float scale, float* out) {
+  attend_split_kv(q, kv, kv.len, split, scale, out);
+}
+
+void attend_split_kv(const float* q, const SequenceKv& kv, int64_t len, int64_t split, float scale,
+                     float* out) {
   SoftmaxState total(kv.head_dim);
-  for (int64_t b = 0; b < kv.len; b += split) {
+  for (int64_t b = 0; b < len; b += split) {
     SoftmaxState part(kv.head_dim);
-    attend_tiles(q, kv, b, std::min(kv.len, b + split), b, scale, part);
+    attend_tiles(q, kv, b, std::min(len, b + split), b, scale, part);
     merge_state(total, part);
   }
   finish_state(total, out);

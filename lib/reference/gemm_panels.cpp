@@ -1,5 +1,8 @@
 #include "lib/reference/gemm_panels.h"
 
+#include <string>
+
+#include "lib/core/host_memory.h"
 #include "lib/core/parallel.h"
 #include "lib/reference/cpu_common.h"
 
@@ -12,7 +15,14 @@ PackedGemm pack_gemm(const GemmArgs& args) {
   g.n = args.w->dim(0);
   g.a = to_float(*args.a);
   if (args.bias != nullptr) g.bias = to_float(*args.bias);
-  g.panels.assign(static_cast<size_t>(g.num_panels() * g.k * kGemmLanes), 0.0f);
+  const size_t panel_floats = static_cast<size_t>(g.num_panels() * g.k * kGemmLanes);
+  try {
+    g.panels.assign(panel_floats, 0.0f);
+  } catch (const std::bad_alloc&) {
+    throw HostAllocationError("the fp32 panels of a [" + std::to_string(g.n) + ", " + std::to_string(g.k) +
+                                  "] weight",
+                              panel_floats * sizeof(float));
+  }
   parallel_for(g.num_panels(), [&](int64_t p) {
     std::vector<float> row(static_cast<size_t>(g.k));
     float* panel = g.panels.data() + p * g.k * kGemmLanes;

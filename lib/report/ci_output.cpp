@@ -1,12 +1,16 @@
 #include "lib/report/ci_output.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "lib/core/text_excerpt.h"
 #include "lib/report/markdown_report.h"
 
 namespace nvdet {
@@ -65,16 +69,29 @@ bool under_github_actions() {
 void publish_to_ci(const AuditResult& r) {
   if (const char* path = std::getenv("GITHUB_STEP_SUMMARY"); path && *path) {
     const std::string md = render_markdown_report(r) + "\n";
-    std::FILE* f = std::fopen(path, "a");
-    const bool ok = f && std::fwrite(md.data(), 1, md.size(), f) == md.size();
-    const int err = errno;
-    if (f && std::fclose(f) != 0 && ok) {
-      fmt::print(stderr, "nvdet: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n", path,
-                 std::strerror(errno));
-    } else if (!ok) {
-      fmt::print(stderr, "nvdet: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n", path,
-                 std::strerror(err));
+    const auto warn = [&](const std::string& why) {
+      fmt::print(stderr, "nvdet: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n",
+                 excerpt(path), why);
+    };
+    // Opened without blocking and appended to only when it is a regular file: a FIFO with no
+    // reader would block the open for ever, one with a reader the write.
+    const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    struct stat st {};
+    if (fd < 0) {
+      warn(std::strerror(errno));
+    } else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      warn("not a regular file");
+    } else {
+      size_t done = 0;
+      while (done < md.size()) {
+        const ssize_t n = ::write(fd, md.data() + done, md.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      if (done < md.size()) warn(std::strerror(errno));
     }
+    if (fd >= 0) ::close(fd);
   }
   if (under_github_actions()) {
     fmt::print("{}", github_error_annotations(r));

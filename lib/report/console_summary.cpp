@@ -1,6 +1,7 @@
 #include "lib/report/console_summary.h"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/verdict.h"
@@ -58,6 +60,26 @@ std::string throughput_range(const AuditResult& r, const std::string& backend) {
                      *s_lo, *s_hi);
 }
 
+// Model scenarios whose contexts fall in several groups (a request-defining axis such as
+// `sampler`): the most distinct completions of one request in each group, "" for one group.
+std::string completions_by_group(const AuditResult& r, const std::string& backend) {
+  std::map<std::string, std::map<int64_t, std::set<std::vector<int32_t>>>> groups;
+  for (const CaseRecord& c : r.cases) {
+    if (c.backend != backend) continue;
+    for (const RequestRecord& q : c.requests) {
+      if (!q.completion.empty()) groups[c.group][q.request].insert(q.completion);
+    }
+  }
+  if (groups.size() < 2) return "";
+  std::string out;
+  for (const auto& [group, requests] : groups) {
+    size_t most = 0;
+    for (const auto& [request, set] : requests) most = std::max(most, set.size());
+    out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", group, most);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_console_summary(const AuditResult& r) {
@@ -83,6 +105,7 @@ std::string render_console_summary(const AuditResult& r) {
                      expectation_name(o.expect), o.verdict);
     const std::string throughput = throughput_range(r, o.name);
     if (!throughput.empty()) s += "       decode: " + throughput + "\n";
+    s += parity_console_lines(o);
     const Divergence* first = nullptr;
     for (const Divergence& d : r.divergences) {
       if (d.backend == o.name) {
@@ -102,8 +125,13 @@ std::string render_console_summary(const AuditResult& r) {
       }
     }
     if (const auto t = report_text::token_level_result(r, o)) {
-      if (!t->completions.empty()) s += "       completions: " + t->completions + "\n";
+      if (!t->completions.empty()) {
+        s += "       completions: " + t->completions + "\n";
+        const std::string by_group = completions_by_group(r, o.name);
+        if (!by_group.empty()) s += "       most distinct completions per request, by group: " + by_group + "\n";
+      }
       if (!t->first_flip.empty()) s += "       first token flip: " + t->first_flip + "\n";
+      if (!t->sampled.empty()) s += "       sampled: " + t->sampled + "\n";
       if (!t->first_op.empty()) s += "       its bits parted first at " + t->first_op + "\n";
     }
     const std::string where = divergent_contexts_line(r, o.name);
@@ -141,6 +169,17 @@ double progress_interval(double requested) {
 
 }  // namespace
 
+size_t terminal_columns(int fd) {
+  struct winsize ws {};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return std::max<size_t>(ws.ws_col, 2);
+  if (const char* env = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 2 && v <= 100000) return static_cast<size_t>(v);
+  }
+  return 80;
+}
+
 TerminalProgress::TerminalProgress(std::FILE* stream, double interval_s)
     : stream_(stream),
       terminal_(stream && ::isatty(::fileno(stream))),
@@ -164,9 +203,13 @@ void TerminalProgress::update(int done, int total, const std::string& backend,
     std::fflush(stream_);
     return;
   }
+  // One column short of the terminal's width: a line that fills the last column wraps on some
+  // terminals, and '\r' then rewrites only the second row. Asked on every update, so that a
+  // resized window is followed.
+  const size_t fit = terminal_columns(::fileno(stream_)) - 1;
   std::string line = fmt::format("[{:>4}/{}] {} {}", done, total, backend, what);
-  if (line.size() > 110) line = line.substr(0, 107) + "...";
-  fmt::print(stream_, "\r{:<{}}", line, last_width_);
+  if (line.size() > fit) line = fit > 3 ? line.substr(0, fit - 3) + "..." : line.substr(0, fit);
+  fmt::print(stream_, "\r{:<{}}", line, std::min(last_width_, fit));
   last_width_ = line.size();
   std::fflush(stream_);
 }

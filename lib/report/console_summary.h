@@ -1,6 +1,7 @@
 #pragma once
 // What `nvdet audit` prints on stdout: per backend, whether its expectation held and why, and
 // for each divergent backend where it first diverged and in which contexts.
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -16,6 +17,10 @@ std::string render_console_summary(const AuditResult& r);
 // context part when known), so that a long audit
 // shows it is alive without flooding the log. Progress never goes to stdout and changes no
 // report or exit code. NVDET_PROGRESS_INTERVAL (seconds) overrides the default of 30.
+// The width of the terminal on `fd` (TIOCGWINSZ), else $COLUMNS, else 80; at least 2. The
+// in-place progress line is cut to one column less, so that it never wraps and '\r' erases it.
+size_t terminal_columns(int fd);
+
 class TerminalProgress {
  public:
   explicit TerminalProgress(std::FILE* stream, double interval_s = -1.0);

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
@@ -188,6 +189,38 @@ std::string count_shade(size_t distinct) {
   return kCountShades[std::min(distinct, kCountShadeCount + 1) - 2];
 }
 
+// The classes of one request's hash within one group of contexts, in sweep order.
+struct HeatmapGroup {
+  std::string name, baseline_context;
+  int baseline_index = 0;
+  std::vector<Hash128> classes;
+  std::vector<int> class_count;
+  std::map<Hash128, int> class_of;
+};
+
+// A map wider than this is not drawn (the group table still lists every result): 16384 cells is
+// a 128 x 128 sweep, far past what a window shows at 5 pixels a cell.
+constexpr size_t kMaxHeatmapCells = 16384;
+
+// Every result of every group, with its hash and count: folded, since a wide sweep has many.
+void write_group_table(std::ostringstream& o, const AuditResult& r, const std::vector<HeatmapGroup>& groups) {
+  o << "<details><summary>Results per group (" << groups.size() << ")</summary>\n<table>\n"
+       "<thead><tr><th>Group</th><th>Baseline</th><th>Distinct</th><th>Results (contexts)</th></tr>"
+       "</thead>\n<tbody>\n";
+  for (const HeatmapGroup& g : groups) {
+    std::vector<std::string> results;
+    for (size_t c = 0; c < g.classes.size(); ++c) {
+      results.push_back("<code>" + esc((c == 0 ? std::string("baseline") : "#" + std::to_string(c + 1)) +
+                                       " " + g.classes[c].hex().substr(0, 12) + " (" +
+                                       std::to_string(g.class_count[c]) + ")") + "</code>");
+    }
+    o << "<tr><td>" << esc(g.name.empty() ? std::string("all contexts") : g.name) << "</td><td>"
+      << esc(context_label(r, g.baseline_index, g.baseline_context)) << "</td><td class=\"num\">" << g.classes.size()
+      << "</td><td>" << absl::StrJoin(results, " ") << "</td></tr>\n";
+  }
+  o << "</tbody>\n</table>\n</details>\n";
+}
+
 // One backend's heatmap: the hash of one request in every context (repeat 0), classed within
 // its group by first appearance in sweep order (class 0 is the group's baseline result), laid out
 // over the first two varying axes.
@@ -215,25 +248,23 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     o << "<p class=\"muted\">No requests were recorded.</p>\n</div>\n";
     return;
   }
+  // Every structure below is bounded by what the report holds (its cases, requests and
+  // divergences), looked up through maps: a report read from a file may claim any sweep.
+  std::set<int64_t> diverged;
+  for (const Divergence& d : r.divergences)
+    if (d.backend == b.name && d.kind != DivergenceKind::kRunToRun) diverged.insert(d.request);
   int64_t request = requests.front();
   for (const int64_t q : requests) {
-    const bool diverged = std::any_of(r.divergences.begin(), r.divergences.end(), [&](const Divergence& d) {
-      return d.backend == b.name && d.request == q && d.kind != DivergenceKind::kRunToRun;
-    });
-    if (diverged) {
+    if (diverged.count(q)) {
       request = q;
       break;
     }
   }
 
   // Classes of the request's hash within each group, in sweep order.
-  struct Group {
-    std::string name, baseline_context;
-    int baseline_index = 0;
-    std::vector<Hash128> classes;
-    std::vector<int> class_count;
-  };
+  using Group = HeatmapGroup;
   std::vector<Group> groups;
+  std::map<std::string, size_t> group_of;
   struct Point {
     const CaseRecord* c;
     size_t group;
@@ -243,20 +274,17 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   for (const CaseRecord* c : cases) {
     for (const RequestRecord& q : c->requests) {
       if (q.request != request) continue;
-      auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.name == c->group; });
-      if (g == groups.end()) {
-        groups.push_back({c->group, c->context_id, c->context_index, {}, {}});
-        g = groups.end() - 1;
+      const auto [gi, new_group] = group_of.try_emplace(c->group, groups.size());
+      if (new_group) groups.push_back({c->group, c->context_id, c->context_index, {}, {}, {}});
+      Group& g = groups[gi->second];
+      const auto [ci, new_class] = g.class_of.try_emplace(q.hash, static_cast<int>(g.classes.size()));
+      if (new_class) {
+        g.classes.push_back(q.hash);
+        g.class_count.push_back(0);
       }
-      auto it = std::find(g->classes.begin(), g->classes.end(), q.hash);
-      if (it == g->classes.end()) {
-        g->classes.push_back(q.hash);
-        g->class_count.push_back(0);
-        it = g->classes.end() - 1;
-      }
-      const int cls = static_cast<int>(it - g->classes.begin());
-      ++g->class_count[cls];
-      points.push_back({c, static_cast<size_t>(g - groups.begin()), cls});
+      const int cls = ci->second;
+      ++g.class_count[cls];
+      points.push_back({c, gi->second, cls});
     }
   }
   size_t most = 1, differing_groups = 0;
@@ -305,6 +333,29 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     y_name = axes[1].first;
     y_values = axes[1].second;
   }
+  // A sweep whose full grid is too large to draw (a filtered run of a wide sweep, or a report
+  // file claiming huge axes) keeps only the axis values some case holds as columns and rows, in
+  // the sweep's order: the map is bounded by the cases, not by the product of the axes listed.
+  const auto used_values = [&](const std::string& axis, const std::vector<std::string>& all) {
+    if (axis.empty()) return all;
+    std::set<std::string> present;
+    for (const Point& p : points)
+      if (const auto v = context_value(p.c->context_values, axis)) present.insert(*v);
+    std::vector<std::string> out;
+    for (const std::string& v : all)
+      if (present.erase(v)) out.push_back(v);
+    return out.empty() ? std::vector<std::string>{""} : out;
+  };
+  if (x_values.size() * y_values.size() > kMaxHeatmapCells) {
+    x_values = used_values(x_name, x_values);
+    y_values = used_values(y_name, y_values);
+  }
+  const auto index_of = [](const std::vector<std::string>& values) {
+    std::map<std::string, size_t> at;
+    for (size_t i = 0; i < values.size(); ++i) at.emplace(values[i], i);
+    return at;
+  };
+  const std::map<std::string, size_t> x_at = index_of(x_values), y_at = index_of(y_values);
   // Each cell collects the contexts that fall in it; with more than two varying axes several
   // contexts share a cell, and a cell whose contexts disagree is drawn as mixed.
   std::map<std::pair<size_t, size_t>, std::vector<const Point*>> cells;
@@ -312,20 +363,27 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     size_t xi = 0, yi = 0;
     if (!x_name.empty()) {
       const auto v = context_value(p.c->context_values, x_name);
-      const auto it = v ? std::find(x_values.begin(), x_values.end(), *v) : x_values.end();
-      if (it == x_values.end()) continue;
-      xi = static_cast<size_t>(it - x_values.begin());
+      const auto it = v ? x_at.find(*v) : x_at.end();
+      if (it == x_at.end()) continue;
+      xi = it->second;
     }
     if (!y_name.empty()) {
       const auto v = context_value(p.c->context_values, y_name);
-      const auto it = v ? std::find(y_values.begin(), y_values.end(), *v) : y_values.end();
-      if (it == y_values.end()) continue;
-      yi = static_cast<size_t>(it - y_values.begin());
+      const auto it = v ? y_at.find(*v) : y_at.end();
+      if (it == y_at.end()) continue;
+      yi = it->second;
     }
     cells[{xi, yi}].push_back(&p);
   }
 
   const size_t nx = x_values.size(), ny = y_values.size();
+  if (nx * ny > kMaxHeatmapCells) {
+    o << "<p class=\"muted\">The map would have " << nx << " x " << ny << " cells, more than the "
+      << kMaxHeatmapCells << " drawn; the table below lists every group's results.</p>\n";
+    write_group_table(o, r, groups);
+    o << "</div>\n";
+    return;
+  }
   size_t longest_y = 0;
   for (const std::string& v : y_values) longest_y = std::max(longest_y, v.size());
   size_t longest_x = 0;
@@ -422,22 +480,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     o << "<span><i style=\"background:repeating-linear-gradient(45deg,#fff 0 3px,#333 3px 4px)\"></i>mixed</span>";
   }
   o << "<span><i style=\"background:" << kNotRunColour << "\"></i>not run</span></div>\n";
-  // Every result of every group, with its hash and count: folded, since a wide sweep has many.
-  o << "<details><summary>Results per group (" << groups.size() << ")</summary>\n<table>\n"
-       "<thead><tr><th>Group</th><th>Baseline</th><th>Distinct</th><th>Results (contexts)</th></tr>"
-       "</thead>\n<tbody>\n";
-  for (const Group& g : groups) {
-    std::vector<std::string> results;
-    for (size_t c = 0; c < g.classes.size(); ++c) {
-      results.push_back("<code>" + esc((c == 0 ? std::string("baseline") : "#" + std::to_string(c + 1)) +
-                                       " " + g.classes[c].hex().substr(0, 12) + " (" +
-                                       std::to_string(g.class_count[c]) + ")") + "</code>");
-    }
-    o << "<tr><td>" << esc(g.name.empty() ? std::string("all contexts") : g.name) << "</td><td>"
-      << esc(context_label(r, g.baseline_index, g.baseline_context)) << "</td><td class=\"num\">" << g.classes.size()
-      << "</td><td>" << absl::StrJoin(results, " ") << "</td></tr>\n";
-  }
-  o << "</tbody>\n</table>\n</details>\n</div>\n";
+  write_group_table(o, r, groups);
+  o << "</div>\n";
 }
 
 void write_heatmaps(std::ostringstream& o, const AuditResult& r) {
@@ -591,6 +635,7 @@ std::string render_html_report(const AuditResult& r) {
   write_backends(o, r);
   write_throughput(o, r);
   write_token_level(o, r);
+  o << parity_html_section(r);
   write_heatmaps(o, r);
   write_divergences(o, r);
   write_bisect(o);

@@ -268,6 +268,11 @@ std::optional<TokenLevelResult> token_level_result(const AuditResult& r, const B
         "margin {:.3g})",
         d.request, c.step, d.context, c.baseline_token, c.token,
         c.baseline_logit_of_baseline_token, c.baseline_logit_of_token, c.baseline_margin);
+    if (c.sampled) {
+      t.sampled = fmt::format("baseline probabilities {:.4g} vs {:.4g} (margin {:.3g})",
+                              c.baseline_prob_of_baseline_token, c.baseline_prob_of_token,
+                              c.baseline_prob_of_baseline_token - c.baseline_prob_of_token);
+    }
     if (d.first_op) {
       t.first_op = fmt::format("step {}, layer {}, op {}", d.first_op->step, d.first_op->layer,
                                d.first_op->op);

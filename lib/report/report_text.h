@@ -74,6 +74,7 @@ std::vector<std::string> stands_for_lines(const BackendOutcome& b, const std::st
 struct TokenLevelResult {
   std::string completions;  // "up to 2 distinct per request"
   std::string first_flip;   // "request 1 at step 4 in model(...): 335 vs 1 (baseline logits ...)"
+  std::string sampled;      // a sampled flip: "baseline probabilities 0.4 vs 0.3 (margin 0.1)"
   std::string first_op;     // "step 0, layer 0, op down"
 };
 // nullopt for other ops and for a skipped backend.

@@ -1,15 +1,17 @@
 #include "lib/report/tensor_diff.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 
 #include "lib/compare/any_compare.h"
+#include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/report/json_report.h"
@@ -32,10 +34,16 @@ struct Source {
 bool is_npy(const fs::path& p) {
   if (p.extension() == ".npy") return true;
   if (p.extension() == ".safetensors") return false;
-  std::ifstream in(p, std::ios::binary);
+  // Sniffed through the non-blocking regular-file check: a FIFO or device without an extension
+  // is refused here instead of blocking the open (or reading without end).
+  uint64_t size = 0;
+  const int fd = open_regular_file(p, "tensor file", &size);
   char magic[6] = {};
-  in.read(magic, 6);
-  return in.gcount() == 6 && std::string_view(magic, 6) == "\x93NUMPY";
+  ssize_t got = 0;
+  do got = ::pread(fd, magic, sizeof magic, 0);
+  while (got < 0 && errno == EINTR);
+  ::close(fd);
+  return got == 6 && std::string_view(magic, 6) == "\x93NUMPY";
 }
 
 void add_safetensors(const fs::path& p, const std::string& prefix, const DiffOptions& o,

@@ -10,9 +10,12 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/core/host_memory.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
+#include "lib/runner/parity_metrics.h"
 #include "lib/runner/verdict.h"
 #include "lib/scenario/typo_hint.h"
 
@@ -90,6 +93,7 @@ class BackendAudit {
 
   // Runs every repeat of one context.
   void run_context(const Context& c) { run_context(c, outcome_); }
+  const std::string& name() const { return spec_.name; }
 
   // The backend's outcome once every context has run.
   BackendOutcome finish() {
@@ -108,11 +112,15 @@ class BackendAudit {
       o.max_distinct_completions =
           std::max(o.max_distinct_completions, static_cast<int>(set.size()));
     }
+    o.parity_expect = spec_.parity;
+    if (parity_.requests > 0) o.parity = parity_;
     decide_verdict(o, first_divergence_);
+    decide_parity_verdict(o);
     return o;
   }
 
  private:
+  bool sampling() const { return s_.model.sampling.enabled && s_.model.sampling.temperature > 0.0; }
   BackendOutcome outcome_;
   void run_context(const Context& c, BackendOutcome& o) {
     std::map<int64_t, RequestOutput> first_repeat;
@@ -137,6 +145,10 @@ class BackendAudit {
       rec.generated_tokens = workload_.generated_tokens(c);
       for (const RequestOutput& out : outputs) {
         rec.requests.push_back(hash_output(out));
+        if (!out.score_logits.empty()) {
+          rec.requests.back().parity = parity_of(out);
+          add_parity(parity_, *rec.requests.back().parity, c.id, out.request);
+        }
         distinct_[{c.group, out.request}].insert(rec.requests.back().hash);
         if (!out.completion.empty()) completions_[{c.group, out.request}].insert(out.completion);
         Baseline& base = baselines_[c.group];
@@ -148,6 +160,10 @@ class BackendAudit {
           base.notes = rec.notes;
         } else if (rep == 0) {
           if (auto d = compare_request(base.outputs.at(out.request), out)) {
+            if (d->completion && sampling()) {
+              add_sampling_probabilities(*d->completion, base.outputs.at(out.request),
+                                         s_.model.sampling);
+            }
             record(*d, DivergenceKind::kContext, out.request, {base.context, base.index}, c, 0,
                    base.notes, rec.notes);
             context_diverged = true;
@@ -207,12 +223,28 @@ class BackendAudit {
     RunNotes notes;
   };
   std::map<std::string, Baseline> baselines_;
+  ParitySummary parity_;  // sampler against trainer, over every scored request
   // Distinct outputs and completions per (group, request): updated for every request of every
   // case and only ever read for their largest size, so a hash map (order does not matter).
   absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;
   absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<std::vector<int32_t>>> completions_;
   std::optional<Divergence> first_divergence_;
 };
+
+// The out-of-memory sentence: what was being allocated and how much (when the allocation said:
+// lib/core/host_memory.h), for which backend and context (none: building the workload), against
+// the scenario's estimate.
+[[noreturn]] void throw_out_of_host_memory(const Scenario& s, const std::bad_alloc& e,
+                                           const std::string& backend, const std::string& context) {
+  const auto* known = dynamic_cast<const HostAllocationError*>(&e);
+  const ScenarioEstimate estimate = estimate_scenario(s);
+  const std::string during = backend.empty() ? "while building the inputs and weights of scenario '" + s.name + "'"
+                                             : "while backend '" + backend + "' ran " + context;
+  throw_runtime_error("out of host memory " + (known ? "allocating " + std::string(known->what()) : std::string("")) +
+                      (known ? " " : "") + during +
+                      " (the estimate for the scenario was " + byte_size_text(estimate.host_bytes) +
+                      " per context: " + estimate.breakdown + "); shrink the shapes");
+}
 
 }  // namespace
 
@@ -247,12 +279,13 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
 
 void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
                            const Budget& budget) {
-  bool gpu = false;
+  bool gpu = false, cpu = false;
   for (const BackendSpec& spec : specs) {
     const BackendRegistration* r = find_backend(spec.name);
     gpu = gpu || (r && r->info.gpu);
+    cpu = cpu || (r && !r->info.gpu);
   }
-  check_budget(s, estimate_scenario(s), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
+  check_budget(s, estimate_scenario(s, cpu), budget, gpu, gpu ? device_free_bytes() : std::nullopt);
 }
 
 Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
@@ -282,7 +315,14 @@ std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   check_scenario_budget(s, specs, options.budget);  // before any context or tensor exists
-  std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
+  const ContextFilter filter(options.context_filter);
+  std::vector<Context> contexts = expand_contexts(s);
+  if (!filter.empty()) {
+    std::vector<Context> kept = select_contexts(contexts, filter);
+    if (kept.empty() && !options.filter_spans_scenarios)
+      throw_input_error(no_match_text(filter, contexts));
+    contexts = std::move(kept);
+  }
   const DeviceFacts device = device_facts();
   for (const BackendSpec& spec : specs) {
     (void)check_backend_support(s, spec, device, options.skip_unavailable);
@@ -298,7 +338,12 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
                               const std::vector<Context>& contexts) {
   const auto t0 = Clock::now();
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
-  std::unique_ptr<Workload> workload = make_workload(s);
+  std::unique_ptr<Workload> workload;
+  try {
+    workload = make_workload(s);
+  } catch (const std::bad_alloc& e) {
+    throw_out_of_host_memory(s, e, "", "");
+  }
 
   AuditResult result;
   result.scenario = summarize(s, *workload);
@@ -344,7 +389,13 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   progress.contexts = static_cast<int>(contexts.size());
   for (const Context& c : contexts) {
     ++progress.context_number;
-    for (auto& audit : audits) audit->run_context(c);
+    for (auto& audit : audits) {
+      try {
+        audit->run_context(c);
+      } catch (const std::bad_alloc& e) {
+        throw_out_of_host_memory(s, e, audit->name(), c.id);
+      }
+    }
   }
   size_t next_audit = 0;
   for (size_t i = 0; i < specs.size(); ++i) {

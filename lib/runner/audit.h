@@ -24,6 +24,9 @@ struct AuditOptions {
   // with expectation `report`.
   std::vector<std::string> backends;
   std::string context_filter;  // --filter REGEX
+  // The filter applies to a run of several scenarios as a whole: a scenario it matches nothing
+  // of gets no contexts from check_audit (the caller names it) instead of an error.
+  bool filter_spans_scenarios = false;
   // Skip (and report as skipped) the backends this machine cannot run: GPU backends when no GPU
   // is present. Without it such a backend fails the audit with exit 3 before anything runs.
   bool skip_unavailable = false;

@@ -8,6 +8,7 @@
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/audit.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/scenario/typo_hint.h"
 #include "lib/workloads/workload.h"
 
@@ -55,9 +56,16 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
 
 }  // namespace
 
-void check_bench(const Scenario& s, const BenchOptions& options) {
+bool check_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
-  (void)filter_contexts(expand_contexts(s), options.context_filter);
+  check_scenario_budget(s, specs, Budget{});  // before the contexts are expanded
+  const ContextFilter filter(options.context_filter);
+  bool matched = true;
+  if (!filter.empty()) {
+    const std::vector<Context> all = expand_contexts(s);
+    matched = !select_contexts(all, filter).empty();
+    if (!matched && !options.filter_spans_scenarios) throw_input_error(no_match_text(filter, all));
+  }
   (void)pick_baseline(specs, options.baseline, s.op);
   const DeviceFacts device = device_facts();
   for (const BackendSpec& spec : specs) {
@@ -65,6 +73,7 @@ void check_bench(const Scenario& s, const BenchOptions& options) {
                                 " (--backends chooses the backends to time; bench has no "
                                 "--skip-unavailable)");
   }
+  return matched;
 }
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {

@@ -16,6 +16,9 @@ struct BenchOptions {
   std::vector<std::string> backends;  // empty: the scenario's
   std::string baseline;  // empty: cudnn for attention (when run), cublas, else the first vendor-style
   std::string context_filter;
+  // As AuditOptions::filter_spans_scenarios: check_bench answers false instead of refusing when
+  // the filter matches nothing of this scenario.
+  bool filter_spans_scenarios = false;
   TimingOptions timing;
   std::function<void(int done, int total, const std::string& what)> on_progress;
 };
@@ -41,9 +44,11 @@ struct BenchResult {
   std::vector<BenchRow> rows;
 };
 
-// What can be checked before anything is timed: the backends exist, the filter is valid and
-// matches, the baseline is among the backends. Throws kBadInput as run_bench would.
-void check_bench(const Scenario& s, const BenchOptions& options);
+// What can be checked before anything is timed: the backends exist, the budget holds (before any
+// context is expanded), the filter is valid and matches, the baseline is among the backends.
+// Throws as run_bench would; returns false when the filter matches no context and
+// options.filter_spans_scenarios says that is for the caller to judge.
+bool check_bench(const Scenario& s, const BenchOptions& options);
 
 BenchResult run_bench(const Scenario& s, const BenchOptions& options);
 

@@ -9,6 +9,7 @@
 #include "lib/core/error.h"
 #include "lib/core/host_memory.h"
 #include "lib/loader/op_table.h"
+#include "lib/scenario/context.h"
 
 namespace nvdet {
 namespace {
@@ -24,6 +25,7 @@ std::string footprint_text(const Footprint& p) {
   add("KV cache", p.kv);
   add("outputs", p.outputs);
   add("fp32 workspace", p.workspace);
+  add("CPU backends' fp32 copies", p.cpu_copies);
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
   return out;
@@ -31,14 +33,7 @@ std::string footprint_text(const Footprint& p) {
 
 }  // namespace
 
-std::string byte_size_text(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 6) bytes /= 1024, ++u;
-  if (u == 0) return fmt::format("{:.0f} B", bytes);
-  return bytes >= 1e6 ? fmt::format("{:.3g} {}", bytes, units[u])
-                      : fmt::format("{:.1f} {}", bytes, units[u]);
-}
+std::string byte_size_text(double bytes) { return binary_size_text(bytes); }
 
 std::optional<uint64_t> parse_byte_size(std::string_view text) {
   uint64_t scale = 1;
@@ -57,18 +52,35 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   return *n * scale;
 }
 
-ScenarioEstimate estimate_scenario(const Scenario& s) {
+ScenarioEstimate estimate_scenario(const Scenario& s, bool cpu_backend) {
   ScenarioEstimate e;
   e.contexts = 1;
+  // One Context holds its id, its group and one (name, value) pair per axis: sized from the
+  // longest name and value of each axis, before any is built.
+  double context_bytes = sizeof(Context) + 2.0 * (std::string_view(op_name(s.op)).size() + 2);
   for (const SweepAxis& a : s.sweep) {
     e.contexts *= static_cast<double>(a.values.size());
     e.contexts_product += fmt::format("{}{} {}", e.contexts_product.empty() ? "" : " x ",
                                       a.values.size(), a.name);
+    size_t longest = 0;
+    for (const AxisValue& v : a.values) longest = std::max(longest, axis_value_string(v).size());
+    context_bytes += sizeof(std::pair<std::string, AxisValue>) + 2.0 * (a.name.size() + longest + 2) +
+                     2 * sizeof(std::string);  // id and group text; heap strings past SSO
   }
-  const Footprint p = op_spec(s.op).footprint(s);
-  e.host_bytes = p.total();
+  Footprint p = op_spec(s.op).footprint(s);
+  if (!cpu_backend) p.cpu_copies = 0;
+  const double context_list = e.contexts * context_bytes;
+  e.host_bytes = p.total() + p.cpu_copies + context_list;
   e.device_bytes = p.total();
   e.breakdown = footprint_text(p);
+  e.token_layers = e.contexts * p.token_layers;
+  e.attention_pair_layers = e.contexts * p.attention_pair_layers;
+  if (p.token_layers > 0)
+    e.work = fmt::format("about {:.3g} token-layers and {:.3g} attention pair-layers ({:.3g} per "
+                         "context, {:.0f} contexts)",
+                         e.token_layers, e.attention_pair_layers, p.token_layers, e.contexts);
+  if (context_list >= 1 << 20)
+    e.breakdown = fmt::format("context list {}, {}", byte_size_text(context_list), e.breakdown);
   return e;
 }
 
@@ -79,6 +91,14 @@ void check_budget(const Scenario& s, const ScenarioEstimate& e, const Budget& b,
     throw_input_error(fmt::format("{} sweeps {:.0f} contexts ({}), more than the limit of {}; "
                                   "narrow the sweep or raise --max-contexts",
                                   who, e.contexts, e.contexts_product, b.max_contexts));
+  if (e.contexts > kMaxIndexableContexts)
+    throw_input_error(fmt::format("{} sweeps {:.0f} contexts ({}), more than the {:.0f} one run can "
+                                  "hold; narrow the sweep",
+                                  who, e.contexts, e.contexts_product, kMaxIndexableContexts));
+  if (e.token_layers > kMaxTokenLayers || e.attention_pair_layers > kMaxAttentionPairLayers)
+    throw_input_error(fmt::format("{} would compute {}, more than the limits of {:.0e} and {:.0e} "
+                                  "a run may take; shorten the prompts or narrow the sweep",
+                                  who, e.work, kMaxTokenLayers, kMaxAttentionPairLayers));
   if (e.host_bytes > kMaxPlausibleBytes)
     throw_input_error(fmt::format("{} would need about {} of memory per context ({}), more than "
                                   "any machine has",

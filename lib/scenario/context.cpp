@@ -1,8 +1,13 @@
 #include "lib/scenario/context.h"
+#include "lib/scenario/context_filter.h"
+
+#include <re2/re2.h>
 
 #include <map>
+#include <memory>
 
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 
 namespace nvdet {
 
@@ -67,26 +72,35 @@ std::vector<Context> expand_contexts(const Scenario& s) {
   }
 }
 
-std::vector<Context> filter_contexts(std::vector<Context> contexts, const std::string& filter) {
+ContextFilter::ContextFilter(const std::string& pattern) : pattern_(pattern) {
+  if (pattern.empty()) return;
+  if (pattern.size() > kMaxFilterBytes)
+    throw_input_error("--filter is " + std::to_string(pattern.size()) + " bytes, more than the limit of " +
+                      std::to_string(kMaxFilterBytes));
+  // RE2 matches in time linear in the id, without backtracking ('(.+)+X' is no slower than
+  // 'X'), parses without recursion limits of the stack (nesting past its own limit is an error),
+  // and bounds the memory of its automata.
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(int64_t{8} << 20);
+  auto re = std::make_shared<RE2>(pattern, options);
+  if (!re->ok())
+    throw_input_error("--filter '" + excerpt(pattern) + "' is not a valid regular expression (" +
+                      excerpt(re->error()) + ")");
+  re_ = std::move(re);
+}
+
+bool ContextFilter::matches(const std::string& id) const {
+  return !re_ || RE2::PartialMatch(id, *re_);
+}
+
+std::vector<Context> select_contexts(std::vector<Context> contexts, const ContextFilter& filter) {
   if (filter.empty() || contexts.empty()) return contexts;
-  std::regex re;
-  try {
-    re = std::regex(filter, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw_input_error("--filter '" + filter + "' is not a valid regular expression (" + e.what() +
-                      ")");
-  }
   std::vector<bool> matched(contexts.size()), keep(contexts.size());
   std::map<std::string, size_t> group_first;
-  bool any = false;
   for (size_t i = 0; i < contexts.size(); ++i) {
     group_first.try_emplace(contexts[i].group, i);
-    matched[i] = std::regex_search(contexts[i].id, re);
-    any = any || matched[i];
-  }
-  if (!any) {
-    throw_input_error("--filter '" + filter + "' matches no context (ids look like '" +
-                      contexts.back().id + "')");
+    matched[i] = filter.matches(contexts[i].id);
   }
   for (size_t i = 0; i < contexts.size(); ++i) {
     if (matched[i]) keep[i] = keep[group_first.at(contexts[i].group)] = true;
@@ -95,6 +109,31 @@ std::vector<Context> filter_contexts(std::vector<Context> contexts, const std::s
   for (size_t i = 0; i < contexts.size(); ++i) {
     if (keep[i]) kept.push_back(std::move(contexts[i]));
   }
+  return kept;
+}
+
+std::string no_match_text(const ContextFilter& filter, const std::vector<Context>& contexts) {
+  std::string s = "--filter '" + excerpt(filter.pattern()) + "' matches no context";
+  if (!contexts.empty()) s += " (ids look like '" + contexts.back().id + "')";
+  return s;
+}
+
+std::string filter_run_note(const std::string& pattern, const std::vector<std::string>& unmatched,
+                            size_t scenarios) {
+  if (unmatched.empty()) return "";
+  std::string names;
+  for (const std::string& n : unmatched) names += (names.empty() ? "'" : ", '") + excerpt(n) + "'";
+  const std::string filter = "--filter '" + excerpt(pattern) + "' matches no context of ";
+  if (unmatched.size() == scenarios)
+    throw_input_error(filter + "any of the " + std::to_string(scenarios) + " scenarios (" + names + ")");
+  return filter + (unmatched.size() > 1 ? "scenarios " : "scenario ") + names + ": not run";
+}
+
+std::vector<Context> filter_contexts(std::vector<Context> contexts, const std::string& filter) {
+  const ContextFilter f(filter);
+  if (f.empty() || contexts.empty()) return contexts;
+  std::vector<Context> kept = select_contexts(contexts, f);
+  if (kept.empty()) throw_input_error(no_match_text(f, contexts));
   return kept;
 }
 

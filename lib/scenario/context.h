@@ -2,7 +2,6 @@
 // A context is one point of the sweep: one value per axis. Contexts are the cartesian product of
 // the scenario's axes, in the order the axes appear in the file (the last axis varies fastest);
 // the first context is the baseline every other context is compared with.
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -27,7 +26,7 @@ struct Context {
 // All contexts of a scenario (a scenario with no sweep has one context, named after its op).
 std::vector<Context> expand_contexts(const Scenario& s);
 
-// Keeps the contexts whose id matches `filter` (ECMAScript regex, searched anywhere in the id),
+// Keeps the contexts whose id matches `filter` (RE2, lib/scenario/context_filter.h),
 // and the baseline (first context) of each group that has a match, so that every kept context
 // has something to compare with. Throws kBadInput for an invalid regex or when nothing matches.
 std::vector<Context> filter_contexts(std::vector<Context> contexts, const std::string& filter);

@@ -1,7 +1,6 @@
 #include "lib/tensorio/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,12 +19,14 @@
 
 namespace nvdet {
 
-// The file, mapped read-only. A zero-length file has no mapping (mmap refuses length 0).
-struct SafetensorsFile::Mapping {
-  const std::byte* data = nullptr;
-  size_t size = 0;
-  ~Mapping() {
-    if (data) ::munmap(const_cast<std::byte*>(data), size);
+// The open file. Tensors are read with pread, not through a mapping: a file truncated or
+// rewritten while nvdet reads it then gives a short read (exit 2, one sentence) where a mapping
+// would have raised SIGBUS.
+struct SafetensorsFile::OpenFile {
+  int fd = -1;
+  uint64_t size = 0;  // at open
+  ~OpenFile() {
+    if (fd >= 0) ::close(fd);
   }
 };
 
@@ -59,6 +60,26 @@ const DtypeInfo* find_dtype(const std::string& name) {
 
 [[noreturn]] void bad(const std::filesystem::path& path, const std::string& message) {
   throw_input_error(path.string() + ": " + message);
+}
+
+// `n` bytes at `offset`, or one sentence when the file ends first: it was truncated after it
+// was opened and validated (its size then is named, as nvdet saw it).
+void read_exactly(const std::filesystem::path& path, int fd, uint64_t offset, void* out, size_t n) {
+  auto* p = static_cast<char*>(out);
+  for (size_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) bad(path, std::string("cannot be read: ") + std::strerror(errno));
+    if (got == 0) {
+      struct stat st {};
+      const std::string now =
+          ::fstat(fd, &st) == 0 ? " (now " + std::to_string(st.st_size) + " bytes)" : "";
+      bad(path, "ends at byte " + std::to_string(offset + done) + ", before the " +
+                    std::to_string(n) + " bytes read from byte " + std::to_string(offset) +
+                    ": the file was truncated while nvdet read it" + now);
+    }
+    done += static_cast<size_t>(got);
+  }
 }
 
 // Bounded: a shape read from a file may list any number of dimensions.
@@ -151,31 +172,25 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   // Non-blocking open and a regular-file check: a FIFO or device is refused, never waited on.
   uint64_t file_size = 0;
   const int fd = open_regular_file(path, "safetensors file", &file_size);
-  auto map = std::make_shared<Mapping>();
-  map->size = static_cast<size_t>(file_size);
-  if (map->size > 0) {
-    void* p = ::mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      bad(path, std::string("cannot map the file: ") + std::strerror(err));
-    }
-    map->data = static_cast<const std::byte*>(p);
-  }
-  ::close(fd);  // the mapping stays valid
+  auto map = std::make_shared<OpenFile>();
+  map->fd = fd;
+  map->size = file_size;
 
   if (map->size < 8) {
     bad(path, "file is " + std::to_string(map->size) +
                   " bytes, too short for a safetensors header (8-byte length first)");
   }
   uint64_t header_len = 0;
-  std::memcpy(&header_len, map->data, 8);  // little-endian on disk and host
-  const bool json_follows = map->size > 8 && static_cast<char>(map->data[8]) == '{';
-  if (!json_follows && (header_len > map->size - 8 || header_len > kMaxSafetensorsHeaderBytes)) {
+  read_exactly(path, map->fd, 0, &header_len, 8);  // little-endian on disk and host
+  char first_byte = 0;
+  if (map->size > 8) read_exactly(path, map->fd, 8, &first_byte, 1);
+  if (first_byte != '{' && (header_len > map->size - 8 || header_len > kMaxSafetensorsHeaderBytes)) {
     // Neither a plausible length nor a JSON header after it: another format altogether (a
     // PyTorch .pt or NumPy .npz is a zip file), named as such rather than by a wild length.
+    char magic[8];
+    read_exactly(path, map->fd, 0, magic, 8);
     bad(path, "is not a .safetensors or .npy file (it starts with '" +
-                  excerpt(std::string_view(reinterpret_cast<const char*>(map->data), 8)) +
+                  excerpt(std::string_view(magic, 8)) +
                   "'); nvdet reads .npy and .safetensors tensors (save a .pt or .npz as one of "
                   "those first)");
   }
@@ -188,7 +203,9 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     bad(path, "header length " + std::to_string(header_len) + " is more than the limit of " +
                   std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
   }
-  const std::string_view header_text(reinterpret_cast<const char*>(map->data) + 8, header_len);
+  std::string header_bytes(static_cast<size_t>(header_len), '\0');
+  read_exactly(path, map->fd, 8, header_bytes.data(), header_bytes.size());
+  const std::string_view header_text(header_bytes);
   const nlohmann::json header = parse_json_input(header_text, path.string() + ": the header");
   if (!header.is_object()) bad(path, "the header is not a JSON object");
 
@@ -222,7 +239,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     prev = &e;
   }
   for (size_t i = 0; i < f.entries_.size(); ++i) f.index_[f.entries_[i].name] = i;
-  f.map_ = std::move(map);
+  f.file_ = std::move(map);
   return f;
 }
 
@@ -263,7 +280,7 @@ AnyTensor SafetensorsFile::read_any(const std::string& name) const {
   t.shape = e.shape;
   const size_t n = static_cast<size_t>(e.end - e.begin);
   t.bytes.resize(n);
-  if (n > 0) std::memcpy(t.bytes.data(), map_->data + data_start_ + e.begin, n);
+  if (n > 0) read_exactly(path_, file_->fd, data_start_ + e.begin, t.bytes.data(), n);
   return t;
 }
 

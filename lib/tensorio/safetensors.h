@@ -4,7 +4,7 @@
 // "__metadata__": {string: string}}), then the data buffer. Offsets are relative to the start of
 // the buffer; tensors are C order, little-endian.
 //
-// Reading maps the file (mmap) and copies out only the tensors asked for, so a multi-GB
+// Reading keeps the file open and reads (pread) only the tensors asked for, so a multi-GB
 // checkpoint costs its header plus the tensors read. Everything in the header is validated when
 // the file is opened, before any tensor is read: header length within the file, JSON well formed,
 // known dtypes, shapes non-negative, offsets inside the buffer, end - begin == numel * dtype size,
@@ -53,10 +53,10 @@ class SafetensorsFile {
   };
 
  private:
-  struct Mapping;
+  struct OpenFile;
   const Entry& entry(const std::string& name) const;
 
-  std::shared_ptr<const Mapping> map_;  // shared: copies of a SafetensorsFile share one mapping
+  std::shared_ptr<const OpenFile> file_;  // shared: copies of a SafetensorsFile share one descriptor
   std::vector<Entry> entries_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;

@@ -1,5 +1,6 @@
 // attention_decode and attention_prefill: each request is one sequence with its own paged KV
 // cache; the batch is the set of sequences processed together.
+#include <algorithm>
 #include <cmath>
 
 #include "lib/core/checked_parse.h"
@@ -56,7 +57,7 @@ class AttentionDecodeWorkload final : public Workload {
     const HostTensor out = backend.run(b.args, notes);
     std::vector<RequestOutput> outputs;
     for (size_t p = 0; p < b.layout.probe_slot.size(); ++p) {
-      outputs.push_back({s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}});
+      outputs.push_back({s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}, {}, {}});
     }
     return outputs;
   }
@@ -147,7 +148,7 @@ class AttentionPrefillWorkload final : public Workload {
     // backend.
     std::vector<RequestOutput> outputs;
     for (int64_t r : s_.requests) {
-      outputs.push_back({r, HostTensor(s_.out_dtype, {st.prompt_len, st.d.heads, st.d.head_dim}), {}, {}});
+      outputs.push_back({r, HostTensor(s_.out_dtype, {st.prompt_len, st.d.heads, st.d.head_dim}), {}, {}, {}, {}});
     }
     std::vector<std::pair<int32_t, int32_t>> chunks;  // [start, length)
     if (st.prefix_len > 0) chunks.emplace_back(0, st.prefix_len);
@@ -277,6 +278,8 @@ Footprint attention_decode_footprint(const Scenario& s) {
   p.outputs = batch * q_row * out;
   const double splits = std::max(axis_max(s, "num_splits", 0), 64.0);
   p.workspace = batch * splits * (q_row + a.num_heads) * 4;  // split partials and their maxima
+  // fp32 queries, cpu-reference's double output, and one sequence's K and V gathered in fp32.
+  p.cpu_copies = batch * q_row * (4 + 8) + std::max(kv_len, filler) * kv_row * 4;
   return p;
 }
 
@@ -291,6 +294,7 @@ Footprint attention_prefill_footprint(const Scenario& s) {
   p.inputs = batch * prompt * q_row * in;
   p.outputs = batch * prompt * q_row * out;
   p.workspace = batch * prompt * a.num_heads * 4 * 2;  // running maxima and sums
+  p.cpu_copies = batch * prompt * q_row * (4 + 8) + prompt * kv_row * 4;  // as for decode
   return p;
 }
 

@@ -11,6 +11,14 @@ namespace nvdet {
 
 struct Footprint {
   double inputs = 0, weights = 0, kv = 0, outputs = 0, workspace = 0;
+  // What the CPU backends allocate on top, at their peak: the fp32 copies of inputs and weights
+  // they compute from, and cpu-reference's double accumulators. Host memory only, and only when a
+  // CPU backend runs.
+  double cpu_copies = 0;
+  // Not bytes: what one context computes, for model scenarios (0 for the single ops). Tokens
+  // prefilled and generated per sequence, times sequences, times layers; and the (query, key)
+  // pairs attention visits, times layers (quadratic in the sequence length).
+  double token_layers = 0, attention_pair_layers = 0;
   double total() const { return inputs + weights + kv + outputs + workspace; }
 };
 

@@ -55,6 +55,10 @@ Footprint gemm_footprint(const Scenario& s) {
               (s.bias ? static_cast<double>(s.n) * in : 0);
   p.outputs = rows * static_cast<double>(s.n) * out;
   p.workspace = rows * static_cast<double>(s.n) * 4;  // fp32 accumulators / split-K partials
+  // fp32 copies of A and of W (its panels), of the bias, and cpu-reference's double output.
+  p.cpu_copies = (rows * static_cast<double>(s.k) + static_cast<double>(s.n) * static_cast<double>(s.k) +
+                  static_cast<double>(s.n)) * 4 +
+                 rows * static_cast<double>(s.n) * 8;
   return p;
 }
 

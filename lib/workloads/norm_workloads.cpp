@@ -66,6 +66,7 @@ Footprint rmsnorm_footprint(const Scenario& s) {
   p.weights = static_cast<double>(s.d) * dtype_bytes(s.dtype);
   p.outputs = rows * static_cast<double>(s.d) * dtype_bytes(s.out_dtype);
   p.workspace = rows * 4;
+  p.cpu_copies = static_cast<double>(s.d) * 4 + rows * static_cast<double>(s.d) * 8;  // weight; double output
   return p;
 }
 
@@ -75,6 +76,7 @@ Footprint log_softmax_footprint(const Scenario& s) {
   p.inputs = rows * static_cast<double>(s.v) * dtype_bytes(s.dtype);
   p.outputs = rows * static_cast<double>(s.v) * dtype_bytes(s.out_dtype);
   p.workspace = rows * static_cast<double>(s.v) * 4;
+  p.cpu_copies = rows * static_cast<double>(s.v) * 8;  // cpu-reference's double output
   return p;
 }
 

@@ -2,6 +2,9 @@
 
 #include <cstring>
 #include <span>
+#include <string>
+
+#include "lib/core/host_memory.h"
 
 namespace nvdet {
 namespace {
@@ -12,7 +15,14 @@ constexpr size_t kCacheLimitBytes = size_t{6} << 30;
 HostTensor seeded_tensor(DType dtype, std::vector<int64_t> shape, uint64_t seed, uint64_t stream,
                          float stddev, float mean) {
   HostTensor t(dtype, std::move(shape));
-  std::vector<float> f(static_cast<size_t>(t.numel()));
+  std::vector<float> f;
+  try {
+    f.resize(static_cast<size_t>(t.numel()));
+  } catch (const std::bad_alloc&) {
+    throw HostAllocationError("the fp32 values of a seeded " + std::string(dtype_name(dtype)) + " tensor of " +
+                                  std::to_string(t.numel()) + " elements",
+                              static_cast<uint64_t>(t.numel()) * sizeof(float));
+  }
   fill_normal(std::span<float>(f), seed, stream, stddev);
   if (mean != 0.0f) {
     for (float& x : f) x += mean;

@@ -1,0 +1,72 @@
+// parallel_for: every item runs exactly once whatever the number of workers, and a worker thread
+// that cannot be created (here: an address-space limit below one thread stack, as `ulimit -v`
+// sets it) makes the calling thread run the missing ranges instead of std::terminate (SIGABRT).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "lib/core/parallel.h"
+#include "lib/core/seeded_random.h"
+#include "tests/test_support.h"
+
+namespace nvdet {
+namespace {
+
+// Each item's value from its index alone, so any partition gives the same vector.
+std::vector<uint64_t> run(int64_t workers, int64_t n) {
+  std::vector<uint64_t> out(static_cast<size_t>(n), 0);
+  parallel_for_ranges_with(workers, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[static_cast<size_t>(i)] += splitmix64(static_cast<uint64_t>(i) + 7);
+  });
+  return out;
+}
+
+TEST(ParallelFor, EveryItemOnceWhateverTheWorkerCount) {
+  const std::vector<uint64_t> one = run(1, 1001);
+  for (uint64_t v : one) ASSERT_NE(v, 0u);
+  for (int64_t w : {2, 3, 16, 5000}) EXPECT_EQ(run(w, 1001), one) << w << " workers";
+}
+
+// In the death test's child: limits the address space to what is in use plus 1 MiB (no 8 MiB
+// thread stack can be mapped), runs a 16-worker loop and exits 0 when every item came out right.
+[[noreturn]] void run_under_address_limit(const std::vector<uint64_t>& expected) {
+  long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  std::vector<uint64_t> out(expected.size(), 0);  // allocated before the limit
+  const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (1 << 20);
+  const rlimit rl{limit, limit};
+  if (pages == 0 || setrlimit(RLIMIT_AS, &rl) != 0) std::_Exit(3);
+  try {  // the limit must really stop thread creation, or the test proves nothing
+    std::thread([] {}).join();
+    std::_Exit(4);
+  } catch (const std::system_error&) {
+  }
+  parallel_for_ranges_with(16, static_cast<int64_t>(out.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[static_cast<size_t>(i)] += splitmix64(static_cast<uint64_t>(i) + 7);
+  });
+  std::_Exit(out == expected ? 0 : 1);
+}
+
+TEST(ParallelFor, ThreadsThatCannotBeCreatedRunOnTheCallingThread) {
+#ifdef NVDET_ASAN
+  GTEST_SKIP() << "AddressSanitizer's shadow memory does not run under an address-space limit";
+#else
+  // A fresh process for the child: a forked one could reuse thread stacks that glibc cached for
+  // the threads of earlier tests, and then no thread creation would fail.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::vector<uint64_t> expected = run(1, 4096);
+  EXPECT_EXIT(run_under_address_limit(expected), ::testing::ExitedWithCode(0), "");
+#endif
+}
+
+}  // namespace
+}  // namespace nvdet
