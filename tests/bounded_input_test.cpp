@@ -353,10 +353,16 @@ TEST(HostileTensorFiles, SafetensorsHugeNumbersAndNames) {
   const std::string name = input_error_of([&] { SafetensorsFile::open(path); });
   EXPECT_NE(name.find("tensor '\\x1b[2J\\x0a"), std::string::npos) << name;
   expect_clean(name);
-  // A header length far past any real header is refused before the JSON is parsed.
+  // A header length far past any real header is refused before the JSON is parsed; with no '{'
+  // after it (the format requires one) the file is named as not a safetensors file at all.
   std::string big = safetensors_file(std::string(8, ' '), "");
   const uint64_t len = uint64_t{200} << 20;
   for (int i = 0; i < 8; ++i) big[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  write_file(path, big);
+  EXPECT_NE(input_error_of([&] { SafetensorsFile::open(path); })
+                .find("is not a .safetensors or .npy file"),
+            std::string::npos);
+  big[8] = '{';
   write_file(path, big);
   EXPECT_NE(input_error_of([&] { SafetensorsFile::open(path); }).find("exceeds the file size"),
             std::string::npos);

@@ -286,5 +286,24 @@ TEST(ManifestCli, VerifyAsThroughTheCli) {
   }
 }
 
+
+// --verify-as RUN=RECORDED with --dump: the recorded dumps are RECORDED's, so a changed hash gets
+// its element-level detail from the two backends' dumps.
+TEST(ManifestCli, VerifyAsFindsTheRecordedBackendsDumps) {
+  const Fixture f = make_fixture();
+  const auto golden_dumps = f.dir / "golden-dumps", now_dumps = f.dir / "now-dumps";
+  ASSERT_EQ(run_nvdet("audit " + f.scenario.string() + " --backends cpu-portable --record " +
+                      f.manifest.string() + " --dump " + golden_dumps.string())
+                .exit_code,
+            0);
+  const auto r = run_nvdet("audit " + f.scenario.string() + " --backends cpu-reference --verify " +
+                           f.manifest.string() + " --verify-as cpu-reference=cpu-portable --dump " +
+                           now_dumps.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("CHANGED cpu-reference"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no element-wise detail"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first mismatch: element ("), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace nvdet

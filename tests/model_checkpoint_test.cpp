@@ -227,5 +227,50 @@ TEST(ModelCheckpoint, MalformedCheckpointsAreBadInput) {
   expect_bad(load(d / "nope"), {"nope"});
 }
 
+// A checkpoint cannot make nvdet read outside its folder, nor keep one of two tensors of a name:
+// shard paths that are absolute, go through "..", or are links leading out are refused with the
+// shard's name; a tensor named twice in a header is refused with its name; a loop of links or a
+// path longer than the system takes is bad input (exit 2), not an internal filesystem error.
+TEST(ModelCheckpoint, ShardsOutsideTheFolderAndDuplicateNamesAreBadInput) {
+  const ModelWeights w = make_synthetic_weights(tiny_config(), DType::kBF16, 29);
+  const auto load = [](const fs::path& d) { return [d] { load_hf_checkpoint(d.string(), DType::kBF16); }; };
+  const fs::path d = write_checkpoint("ckpt-escape", w, true, false);
+  const std::string index = nvdet::testing::read_file(d / "model.safetensors.index.json");
+  const std::string shard = "model-00002-of-00002.safetensors";
+  const fs::path outside = nvdet::testing::make_temp_dir("ckpt-outside");
+  fs::copy_file(d / shard, outside / shard);
+  fs::create_symlink(outside / shard, d / "link.safetensors");
+  for (const std::string& bad : {std::string("/etc/passwd"), "../" + outside.filename().string() + "/" + shard,
+                                 "./" + shard, std::string("link.safetensors")}) {
+    std::string edited = index;
+    for (size_t at = edited.find(shard); at != std::string::npos; at = edited.find(shard, at + bad.size())) {
+      edited.replace(at, shard.size(), bad);
+    }
+    nvdet::testing::write_file(d / "model.safetensors.index.json", edited);
+    expect_bad(load(d), {"model.safetensors.index.json", "the shard '" + bad + "'"});
+  }
+  nvdet::testing::write_file(d / "model.safetensors.index.json", index);
+  load_hf_checkpoint(d.string(), DType::kBF16);  // restored: loads
+
+  // The index as a link to itself: a loop of symbolic links.
+  fs::remove(d / "model.safetensors.index.json");
+  fs::create_symlink("model.safetensors.index.json", d / "model.safetensors.index.json");
+  expect_bad(load(d), {"model.safetensors.index.json", "symbolic links"});
+  // A folder name longer than the system takes.
+  expect_bad(load(std::string(5000, 'x')), {"xxxx"});
+
+  // The same tensor twice in one header: refused by name, never last-one-wins.
+  const fs::path dup = nvdet::testing::make_temp_dir("ckpt-dup");
+  const std::string header =
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+  std::string file(8, '\0');
+  const uint64_t len = header.size();
+  std::memcpy(file.data(), &len, 8);
+  file += header + std::string(8, '\x01');
+  nvdet::testing::write_file(dup / "model.safetensors", file);
+  expect_bad([&] { (void)SafetensorsFile::open(dup / "model.safetensors"); },
+             {"model.safetensors", "'w' twice"});
+}
+
 }  // namespace
 }  // namespace nvdet

@@ -306,6 +306,56 @@ TEST(Reports, ModelCasesGiveTheirDecodeThroughput) {
   }
 }
 
+// A model audit's token-level result, as the console states it, is in every human format: the
+// distinct completions, the first token flip with its margin and the first op whose bits parted;
+// a backend with no flip says so. Other ops get no such section.
+TEST(Reports, ModelAuditsStateTheTokenLevelResultInEveryFormat) {
+  AuditResult r = make_sample_audit_result();
+  EXPECT_EQ(render_markdown_report(r).find("Token-level result"), std::string::npos);
+  EXPECT_EQ(render_html_report(r).find("Token-level result"), std::string::npos);
+  EXPECT_EQ(render_junit_report(r).find("first_token_flip"), std::string::npos);
+  r.scenario.op = "model";
+  Divergence* flipped = nullptr;
+  for (Divergence& d : r.divergences) {
+    if (d.backend == "cpu-variant" && !flipped) flipped = &d;
+  }
+  ASSERT_NE(flipped, nullptr);
+  flipped->completion = CompletionDivergence{4, 335, 1, 3.05814, 3.05315, 3.0, 3.1, 0.00499};
+  flipped->first_op = OpDivergence{0, 2, "down"};
+  for (BackendOutcome& b : r.backends) b.max_distinct_completions = b.name == "cpu-variant" ? 2 : 1;
+  const std::string flip = "request 0 at step 4 in " + flipped->context +
+                           ": 335 vs 1 (baseline logits 3.05814 vs 3.05315, top-1/top-2 margin "
+                           "0.00499)";
+  const std::string console = render_console_summary(r);
+  EXPECT_NE(console.find("first token flip: " + flip), std::string::npos) << console;
+  EXPECT_NE(console.find("its bits parted first at step 0, layer 2, op down"), std::string::npos);
+
+  const std::string md = render_markdown_report(r);
+  EXPECT_NE(md.find("## Token-level result"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `cpu-variant` | up to 2 distinct per request | " + flip +
+                    " | step 0, layer 2, op down |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `cpu-invariant` | up to 1 distinct per request | none: every token "
+                    "matched the baseline's | - |"),
+            std::string::npos)
+      << md;
+  const std::string html = render_html_report(r);
+  EXPECT_NE(html.find("<h2>Token-level result</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>up to 2 distinct per request</td><td>" + html_escape(flip) +
+                      "</td><td>step 0, layer 2, op down</td>"),
+            std::string::npos)
+      << html;
+  const std::string junit = render_junit_report(r);
+  EXPECT_NE(junit.find("<property name=\"first_token_flip\" value=\"" + xml_escape(flip) + "\"/>"),
+            std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find("<property name=\"first_op_parted\" value=\"step 0, layer 2, op down\"/>"),
+            std::string::npos);
+  EXPECT_NE(junit.find("<property name=\"completions\" value=\"up to 2 distinct per request\"/>"),
+            std::string::npos);
+}
+
 // Every integer the reader takes is checked: a float (even an integral one such as 1e89), a
 // string, or a value outside the field's type is refused with the key's name, never converted
 // (an out-of-range float to integer conversion is undefined behaviour).

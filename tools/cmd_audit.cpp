@@ -37,6 +37,7 @@
 #include "lib/scenario/context_filter.h"
 #include "lib/runner/shard.h"
 #include "tools/command.h"
+#include "tools/cli_options.h"
 
 namespace nvdet::cli {
 namespace {
@@ -72,6 +73,15 @@ std::optional<uint64_t> byte_limit(const std::string& flag, const std::string& t
   if (text.empty()) return std::nullopt;
   if (const auto b = parse_byte_size(text)) return b;
   throw_input_error(flag + " '" + text + "' is not a size (bytes, or a number with K, M, G or T)");
+}
+
+// True when two output paths name the same file (relative or absolute, through "..", links in
+// their folders); both folders exist by the time this is asked.
+bool same_output_path(const fs::path& a, const fs::path& b) {
+  std::error_code ea, eb;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a), ea);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b), eb);
+  return !ea && !eb && ca == cb;
 }
 
 struct Planned {
@@ -183,6 +193,7 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   note_unmatched_scenarios(f.filter, unmatched, f.scenarios.size());
   if (f.list_contexts) return planned;
   // Output targets: the right kind and writable, before the first context runs.
+  std::vector<fs::path> report_files;  // every report of the run, for the --record collision check
   if (!f.report_dir.empty()) {
     prepare_output_dir(f.report_dir, "report");
     std::set<std::string> bases;
@@ -196,11 +207,24 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
       }
       for (const ReportWriter* w : writers_with_companions(formats)) {
         if (w->needs_verify() && !golden) continue;
-        check_output_file(fs::path(f.report_dir) / (base + std::string(w->extension())), "report");
+        report_files.push_back(fs::path(f.report_dir) / (base + std::string(w->extension())));
+        check_output_file(report_files.back(), "report");
       }
     }
   }
-  if (!f.record.empty()) check_output_file(f.record, "manifest");
+  if (!f.record.empty()) {
+    // The manifest's folder is created like the report and dump folders ("golden/" on a fresh
+    // clone), and the manifest must not be one of this run's reports, which would replace it.
+    const fs::path record(f.record);
+    if (!record.parent_path().empty()) prepare_output_dir(record.parent_path(), "manifest");
+    for (const fs::path& report : report_files) {
+      if (same_output_path(record, report)) {
+        throw_input_error("--record '" + f.record + "' is also a report of this run ('" +
+                          report.string() + "'); record the manifest elsewhere");
+      }
+    }
+    check_output_file(record, "manifest");
+  }
   if (!f.dump_dir.empty()) prepare_output_dir(f.dump_dir, "dump");
   return planned;
 }
@@ -447,8 +471,7 @@ Action add_audit_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "audit", "Run scenarios and check every backend's expectation (exit 0 pass, 1 fail)");
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
-  cmd->add_option("--backends", flags->backends, "Run only these backends (comma separated)")
-      ->delimiter(',');
+  add_list_option(cmd, "--backends", flags->backends, "Run only these backends (comma separated)");
   cmd->add_option("--report-dir", flags->report_dir, "Write reports into this folder (created)");
   CLI::Option* format =
       cmd->add_option("--format", flags->formats,
@@ -487,15 +510,14 @@ Action add_audit_command(CLI::App& app) {
                   "Compare hashes with this manifest (exit 1 if an invariant backend's changed)");
   cmd->add_flag("--strict", flags->strict,
                 "With --verify: fail on any changed, missing or new hash, whatever the backend");
-  cmd->add_option("--verify-as", flags->verify_as,
+  add_list_option(cmd, "--verify-as", flags->verify_as,
                   "With --verify: compare this run's backend RUN with the hashes recorded for "
-                  "RECORDED (RUN=RECORDED, e.g. cuda-portable=cpu-portable); any change fails")
-      ->delimiter(',');
+                  "RECORDED (RUN=RECORDED, e.g. cuda-portable=cpu-portable); any change fails");
   cmd->add_option("--dump", flags->dump_dir,
                   "Write the probed requests' outputs as safetensors files under this folder");
-  cmd->add_option("--max-contexts", flags->max_contexts,
-                  "Refuse scenarios that sweep more contexts than this (exit 2)")
-      ->capture_default_str();
+  // Up to 2^53: the budget compares context counts as doubles.
+  add_integer_option<uint64_t>(cmd, "--max-contexts", flags->max_contexts, 1, uint64_t{1} << 53,
+                               "Refuse scenarios that sweep more contexts than this (exit 2)");
   cmd->add_option("--max-host-bytes", flags->max_host_bytes,
                   "Refuse scenarios estimated to need more host memory per context (exit 3); "
                   "default: 3/4 of the memory available now (e.g. 64G)");

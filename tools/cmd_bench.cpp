@@ -17,11 +17,15 @@
 #include "lib/runner/bench.h"
 #include "lib/scenario/context_filter.h"
 #include "tools/command.h"
+#include "tools/cli_options.h"
 
 namespace nvdet::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// More runs per measurement than this is a typo, not a measurement: it would time for days.
+constexpr int kMaxRuns = 100000;
 
 struct BenchFlags {
   std::vector<std::string> scenarios;
@@ -44,7 +48,7 @@ std::vector<std::string> bench_formats(const std::string& csv) {
     if (name.empty()) continue;
     if (name == "markdown") name = "md";
     if (name != "md" && name != "json" && name != "csv") {
-      throw_input_error("unknown bench format '" + name + "' (known formats: md, json, csv)");
+      throw_input_error("unknown bench format '" + excerpt(name) + "' (known formats: md, json, csv)");
     }
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
@@ -62,7 +66,6 @@ BenchOptions options_for(const BenchFlags& f) {
 }
 
 int run(const BenchFlags& f) {
-  if (f.warmup < 0 || f.reps < 1) throw_input_error("--warmup must be >= 0 and --reps >= 1");
   const std::vector<std::string> formats = bench_formats(f.formats);
   if (f.format_given && f.report_dir.empty()) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
@@ -123,7 +126,7 @@ Action add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "Time each backend per context, as ratios to a vendor baseline");
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
-  cmd->add_option("--backends", flags->backends, "Time only these backends")->delimiter(',');
+  add_list_option(cmd, "--backends", flags->backends, "Time only these backends");
   cmd->add_option("--baseline", flags->baseline,
                   "Backend the ratios are taken against (default: cudnn for attention, cublas, "
                   "else the first vendor-style backend)");
@@ -136,9 +139,9 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--axis", flags->axes,
                   "Sweep axis NAME over VALUES instead of the scenario's (NAME=VALUES, as audit's)")
       ->allow_extra_args(false);
-  cmd->add_option("--warmup", flags->warmup, "Warm-up runs per measurement")->capture_default_str();
-  cmd->add_option("--reps", flags->reps, "Timed runs per measurement (median and spread reported)")
-      ->capture_default_str();
+  add_integer_option(cmd, "--warmup", flags->warmup, 0, kMaxRuns, "Warm-up runs per measurement");
+  add_integer_option(cmd, "--reps", flags->reps, 1, kMaxRuns,
+                     "Timed runs per measurement (median and spread reported)");
   return [flags, format] {
     flags->format_given = format->count() > 0;
     return run(*flags);

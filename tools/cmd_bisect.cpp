@@ -3,19 +3,22 @@
 // Exit 0: a divergence was found and reported; 1: the two contexts are identical; 2: bad input.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/bisect.h"
 #include "lib/report/bisect_html.h"
 #include "lib/runner/audit.h"
 #include "tools/command.h"
+#include "tools/cli_options.h"
 
 namespace nvdet::cli {
 namespace {
 
 struct BisectFlags {
   std::string scenario;
-  int64_t request = -1;
+  int64_t request = -1;  // none given: the first probed request
   std::vector<std::string> context, against;
   std::string backend;
   std::string format = "text";
@@ -37,7 +40,7 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<s
 
 int run(const BisectFlags& f) {
   if (f.format != "text" && f.format != "json" && f.format != "html") {
-    throw_input_error("--format must be text, json or html, got '" + f.format + "'");
+    throw_input_error("--format must be text, json or html, got '" + excerpt(f.format) + "'");
   }
   const Scenario s = load_scenario(f.scenario);
   // The audit's default budget: a model that cannot fit is refused before its weights exist.
@@ -68,12 +71,15 @@ Action add_bisect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bisect", "Find the first step, layer and op that diverge between two contexts (model scenarios)");
   cmd->add_option("scenario", flags->scenario, "A model scenario (op: model)")->required();
-  cmd->add_option("--request", flags->request, "Probed request to follow (default: the first)");
-  cmd->add_option("--context", flags->context,
-                  "Context A: the baseline with these axis values (KEY=V, repeatable)");
-  cmd->add_option("--against", flags->against,
+  add_integer_option<int64_t>(cmd, "--request", flags->request, 0,
+                              std::numeric_limits<int64_t>::max(),
+                              "Probed request to follow (default: the first)")
+      ->default_str("");
+  add_list_option(cmd, "--context", flags->context,
+                  "Context A: the baseline with these axis values (KEY=V, repeatable)", 0);
+  add_list_option(cmd, "--against", flags->against,
                   "Context B: the baseline with these axis values (default: the first context "
-                  "whose completion differs from A's)");
+                  "whose completion differs from A's)", 0);
   cmd->add_flag("--scoring", flags->scoring,
                "Context B is context A's scoring pass over its prompt + completion (sampler "
                "against trainer)");

@@ -6,6 +6,7 @@
 #include "lib/core/error.h"
 #include "lib/report/tensor_diff.h"
 #include "tools/command.h"
+#include "tools/cli_options.h"
 
 namespace nvdet::cli {
 namespace {
@@ -25,12 +26,12 @@ int run(const DiffFlags& f) {
   if (!f.dtype.empty()) {
     o.as = parse_elem_type(f.dtype);
     if (!o.as) {
-      throw_input_error("unknown --dtype '" + f.dtype +
+      throw_input_error("unknown --dtype '" + excerpt(f.dtype) +
                         "' (bf16, fp16, fp32, fp64, i8..i64, u8..u64, bool)");
     }
   }
   if (f.format != "text" && f.format != "json") {
-    throw_input_error("unknown --format '" + f.format + "' (text or json)");
+    throw_input_error("unknown --format '" + excerpt(f.format) + "' (text or json)");
   }
   if (f.atol >= 0) o.atol = f.atol;
   const DiffResult r = diff_tensor_files(f.a, f.b, o);
@@ -55,7 +56,7 @@ Action add_diff_command(CLI::App& app) {
                   "Read 2-byte integer data as this type (bf16 or fp16; numpy has no bf16)");
   cmd->add_flag("--rows", flags->rows, "Also report the first differing row (token) and the count");
   cmd->add_option("--format", flags->format, "text or json")->capture_default_str();
-  cmd->add_option("--atol", flags->atol,
+  add_real_option(cmd, "--atol", flags->atol, 0.0,
                   "Pass (exit 0) when every |a - b| <= ATOL; differences are still reported");
   return [flags] { return run(*flags); };
 }

@@ -5,6 +5,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/core/system_info.h"
 #include "lib/report/system_info_json.h"
 #include "tools/command.h"
@@ -23,7 +24,7 @@ Action add_info_command(CLI::App& app) {
       ->capture_default_str();
   return [format] {
     if (*format != "text" && *format != "json") {
-      throw_input_error("unknown --format '" + *format + "' (text or json)");
+      throw_input_error("unknown --format '" + excerpt(*format) + "' (text or json)");
     }
     const SystemInfo s = collect_system_info();
     if (*format == "json") {

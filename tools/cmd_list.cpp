@@ -5,6 +5,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/scenario/scenario.h"
 #include "tools/command.h"
@@ -61,7 +62,7 @@ Action add_list_command(CLI::App& app) {
       fmt::print("{}\n", list_json().dump(2));
       return 0;
     }
-    if (*format != "text") throw_input_error("unknown --format '" + *format + "' (text or json)");
+    if (*format != "text") throw_input_error("unknown --format '" + excerpt(*format) + "' (text or json)");
     fmt::print("ops:\n");
     for (const OpSpec& op : op_table()) {
       fmt::print("  {:<20} {}\n", op.name(), op.description);

@@ -6,6 +6,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/core/system_info.h"
 
 namespace nvdet {
@@ -106,7 +107,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name) {
     const std::string known = absl::StrJoin(
         backend_registry(), ", ",
         [](std::string* out, const BackendRegistration& b) { out->append(b.info.name); });
-    throw_input_error("unknown backend '" + std::string(name) + "' (known: " + known + ")");
+    throw_input_error("unknown backend '" + excerpt(name) + "' (known: " + known + ")");
   }
   return r->make();
 }

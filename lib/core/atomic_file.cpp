@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -19,9 +20,15 @@
 namespace nvdet {
 namespace {
 
+// Running out of room while writing is the machine's condition, not the user's mistake: exit 3.
+// Everything else (no such folder, no permission, a read-only file system) is exit 2.
+bool out_of_room(int err) { return err == ENOSPC || err == EFBIG || err == EDQUOT || err == EIO; }
+
 [[noreturn]] void fail(const std::filesystem::path& path, std::string_view what, int err) {
-  throw_input_error("cannot write " + std::string(what) + " '" + path.string() +
-                    "': " + std::strerror(err));
+  const std::string message =
+      "cannot write " + std::string(what) + " '" + path.string() + "': " + std::strerror(err);
+  if (out_of_room(err)) throw_runtime_error(message);
+  throw_input_error(message);
 }
 
 // Every temporary nvdet creates (the files of writes in progress, a synthetic checkpoint's
@@ -170,6 +177,23 @@ std::filesystem::path temp_path_for(const std::filesystem::path& path) {
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view content,
                        std::string_view what) {
+  AtomicFileSet one;
+  one.stage(path, content, what);
+  one.commit();
+}
+
+AtomicFileSet::~AtomicFileSet() { discard(); }
+
+void AtomicFileSet::discard() {
+  for (const Staged& s : staged_) {
+    ::unlink(s.temp.c_str());
+    unregister_temp(s.slot);
+  }
+  staged_.clear();
+}
+
+void AtomicFileSet::stage(const std::filesystem::path& path, std::string_view content,
+                          std::string_view what) {
   if (path.filename().empty()) fail(path, what, EISDIR);
   refuse_non_regular(path, what);
   const std::filesystem::path temp = temp_path_for(path);
@@ -208,31 +232,46 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     unregister_temp(slot);
     fail(path, what, err);
   }
-  // Checked again just before the rename: something may have appeared at the target while the
-  // content was written.
+  staged_.push_back({path, temp, std::string(what), slot});
+}
+
+std::vector<std::filesystem::path> AtomicFileSet::commit() {
+  // Checked again just before the renames: something may have appeared at a target while the
+  // contents were written. Every target is checked before any is replaced.
   try {
-    refuse_non_regular(path, what);
+    for (const Staged& s : staged_) refuse_non_regular(s.path, s.what);
   } catch (...) {
-    ::unlink(temp.c_str());
-    unregister_temp(slot);
+    discard();
     throw;
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    unregister_temp(slot);
-    fail(path, what, err);
+  std::vector<std::filesystem::path> written;
+  std::vector<std::filesystem::path> dirs;
+  while (!staged_.empty()) {
+    const Staged s = staged_.front();
+    staged_.erase(staged_.begin());
+    if (::rename(s.temp.c_str(), s.path.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(s.temp.c_str());
+      unregister_temp(s.slot);
+      discard();
+      fail(s.path, s.what, err);
+    }
+    unregister_temp(s.slot);
+    g_files_written.fetch_add(1);
+    written.push_back(s.path);
+    const std::filesystem::path dir = s.path.parent_path().empty() ? "." : s.path.parent_path();
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
   }
-  unregister_temp(slot);
-  g_files_written.fetch_add(1);
-  // Make the rename itself durable. Best effort: some file systems refuse fsync on a folder,
-  // and the file is complete either way.
-  const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
+  // Make the renames themselves durable. Best effort: some file systems refuse fsync on a
+  // folder, and the files are complete either way.
+  for (const std::filesystem::path& dir : dirs) {
+    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+      ::fsync(dir_fd);
+      ::close(dir_fd);
+    }
   }
+  return written;
 }
 
 void check_output_file(const std::filesystem::path& path, std::string_view what) {
@@ -283,6 +322,9 @@ void install_interrupt_cleanup() {
   sa.sa_flags = 0;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  // Past `ulimit -f` the kernel sends SIGXFSZ, whose default action kills the process without a
+  // word and leaves the temporary behind; ignored, the write fails with EFBIG instead.
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 }  // namespace nvdet

@@ -10,7 +10,7 @@ std::string SourceLocation::to_string() const {
 
 void throw_input_error(const SourceLocation& where, const std::string& message) {
   const std::string prefix = where.to_string();
-  throw Error(ExitCode::kBadInput, prefix.empty() ? message : prefix + ": " + message);
+  throw Error(ExitCode::kBadInput, prefix.empty() ? message : prefix + ": " + message, where);
 }
 
 void throw_input_error(const std::string& message) { throw Error(ExitCode::kBadInput, message); }

@@ -21,11 +21,16 @@ struct SourceLocation {
 
 class Error : public std::runtime_error {
  public:
-  Error(ExitCode code, std::string message) : std::runtime_error(std::move(message)), code_(code) {}
+  Error(ExitCode code, std::string message, SourceLocation where = {})
+      : std::runtime_error(std::move(message)), code_(code), where_(std::move(where)) {}
   ExitCode code() const { return code_; }
+  // Where in an input file the error is (already part of the message): what a CI annotation
+  // points at. Empty file when the error has no place.
+  const SourceLocation& where() const { return where_; }
 
  private:
   ExitCode code_;
+  SourceLocation where_;
 };
 
 // Bad input: exit 2. The message is prefixed with the location when there is one.

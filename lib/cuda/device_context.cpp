@@ -9,6 +9,16 @@
 
 namespace nvdet::cuda {
 
+std::string no_device_reason(cudaError_t status) {
+  if (status == cudaSuccess) return "none found";
+  int driver = 0;
+  if (status == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
+      driver == 0) {
+    return "no NVIDIA driver was found";
+  }
+  return cudaGetErrorString(status);
+}
+
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // clear a sticky-free error so later calls are not poisoned by it
@@ -16,8 +26,7 @@ void check(cudaError_t status, const char* what) {
     throw_runtime_error(std::string("out of device memory during ") + what);
   }
   if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
-    throw_runtime_error(std::string("no usable CUDA device (") + cudaGetErrorString(status) +
-                        ") during " + what);
+    throw_runtime_error("no usable CUDA device (" + no_device_reason(status) + ") during " + what);
   }
   throw_runtime_error(std::string("CUDA error during ") + what + ": " + cudaGetErrorString(status));
 }
@@ -87,8 +96,7 @@ DeviceContext::DeviceContext() {
   const cudaError_t st = cudaGetDeviceCount(&count);
   if (st != cudaSuccess || count == 0) {
     cudaGetLastError();
-    throw_runtime_error("no CUDA device is available (" +
-                        std::string(st == cudaSuccess ? "none found" : cudaGetErrorString(st)) +
+    throw_runtime_error("no CUDA device is available (" + no_device_reason(st) +
                         "); GPU backends need one");
   }
   check(cudaSetDevice(device_), "cudaSetDevice");

@@ -22,6 +22,9 @@ namespace nvdet::cuda {
 // Throws Error(kRuntime) naming `what` when `status` is not success; out-of-memory gets its own
 // sentence.
 void check(cudaError_t status, const char* what);
+// Why cudaGetDeviceCount found no device, in words: without any NVIDIA driver the runtime says
+// "CUDA driver version is insufficient", which would send a user looking for a driver update.
+std::string no_device_reason(cudaError_t status);
 void check(cublasStatus_t status, const char* what);
 
 class DeviceBuffer {

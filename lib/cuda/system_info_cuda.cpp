@@ -4,6 +4,7 @@
 
 #include "lib/core/host_info.h"
 #include "lib/core/system_info.h"
+#include "lib/cuda/device_context.h"
 
 namespace nvdet {
 namespace {
@@ -42,7 +43,7 @@ SystemInfo collect_system_info() {
   const cudaError_t st = cudaGetDeviceCount(&count);
   if (st != cudaSuccess || count == 0) {
     cudaGetLastError();
-    s.device_error = st == cudaSuccess ? "no CUDA device found" : cudaGetErrorString(st);
+    s.device_error = st == cudaSuccess ? "no CUDA device found" : cuda::no_device_reason(st);
     return s;
   }
   for (int i = 0; i < count; ++i) {

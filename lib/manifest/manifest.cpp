@@ -241,7 +241,7 @@ Manifest manifest_from_json(const json& j, const std::string& what) {
   m.system = system_from_json(r.field(j, "system", "the manifest"), r);
   m.dump_dir = r.str_or(j, "dump_dir", "");
   for (const auto& [name, sj] : r.object(j, "scenarios", "the manifest").items()) {
-    const std::string where = "scenario '" + name + "'";
+    const std::string where = "scenario '" + excerpt(name) + "'";
     ManifestScenario s;
     s.name = name;
     s.path = r.str_or(sj, "path", "");
@@ -318,7 +318,8 @@ Manifest read_manifest(const std::filesystem::path& path) {
 std::vector<std::string> environment_changes(const SystemInfo& a, const SystemInfo& b) {
   std::vector<std::string> out;
   auto diff = [&](const std::string& label, const std::string& x, const std::string& y) {
-    if (x != y) out.push_back(label + " " + or_none(x) + " → " + or_none(y));
+    // The recorded side comes from the manifest file: quoted as an excerpt like all input.
+    if (x != y) out.push_back(label + " " + excerpt(or_none(x), 80) + " → " + excerpt(or_none(y), 80));
   };
   diff("GPU", first_gpu(a), first_gpu(b));
   if (!a.gpus.empty() && !b.gpus.empty()) {
@@ -341,8 +342,14 @@ const ManifestScenario& manifest_scenario(const Manifest& m, const std::string& 
   auto found = m.scenarios.find(name);
   if (found == m.scenarios.end()) {
     std::string held;
-    for (const auto& [n, s] : m.scenarios) held += (held.empty() ? "'" : ", '") + n + "'";
-    throw_input_error("manifest '" + manifest_path + "' has no scenario '" + name + "' (it holds " +
+    for (const auto& [n, s] : m.scenarios) {
+      if (held.size() > 200) {
+        held += ", ...";
+        break;
+      }
+      held += (held.empty() ? "'" : ", '") + excerpt(n) + "'";
+    }
+    throw_input_error("manifest '" + manifest_path + "' has no scenario '" + excerpt(name) + "' (it holds " +
                       (held.empty() ? std::string("none") : held) + ")");
   }
   return found->second;
@@ -429,8 +436,10 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
       if (ch.first_token < 0 && ch.tokens_recorded != ch.tokens_now) ch.first_token = static_cast<int64_t>(common);
       ch.fails = options.strict || ch.expectation == "invariant" || recorded != c.backend;
       if (dumps) {
+        // The recorded side's dumps are the recorded backend's: under --verify-as RUN=RECORDED,
+        // RECORDED's folder, not RUN's.
         const auto old_file = dump_file_path(resolve_dump_dir(m.dump_dir, manifest_path), now.name,
-                                             c.backend, c.context_index, c.context_id, c.repeat);
+                                             recorded, c.context_index, c.context_id, c.repeat);
         const auto new_file = dump_file_path(options.dump_dir, now.name, c.backend,
                                              c.context_index, c.context_id, c.repeat);
         std::string note;

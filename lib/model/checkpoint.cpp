@@ -15,6 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/parallel.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/model/hf_config.h"
 #include "lib/tensorio/safetensors.h"
 
@@ -24,9 +25,14 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+// Bounded: a shape read from a file may list any number of dimensions.
 std::string shape_text(const std::vector<int64_t>& shape) {
+  constexpr size_t kShownDims = 8;
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size() && i < kShownDims; ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  if (shape.size() > kShownDims) s += ", ... (" + std::to_string(shape.size()) + " dimensions)";
   return s + "]";
 }
 
@@ -36,22 +42,64 @@ json read_json(const fs::path& path) {
   return parse_json_input(text, path.string());
 }
 
+// Tensor names are quoted whole up to this length: real ones run to about 60 characters.
+constexpr size_t kNameChars = 128;
+
+// Whether `path` exists. A path that cannot even be looked up (a loop of symbolic links, a name
+// longer than the system takes) is the input's fault: exit 2 with the reason, not an internal
+// filesystem error.
+bool exists_in_input(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw_input_error(excerpt(path.string(), 200) + ": cannot be read (" + ec.message() + ")");
+  }
+  return fs::exists(st);
+}
+
+// A shard named by the index: a relative path inside the checkpoint folder, never absolute, never
+// through "..", and not a link that leads out of the folder, so that an index cannot make nvdet
+// open (and quote) a file elsewhere on the machine.
+fs::path shard_in_folder(const fs::path& index, const std::string& tensor, const std::string& file) {
+  const fs::path folder = index.parent_path();
+  const fs::path rel(file);
+  auto refuse = [&](const std::string& why) {
+    throw_input_error(index.string() + ": the shard '" + excerpt(file, 80) + "' of tensor '" +
+                      excerpt(tensor, kNameChars) + "' " + why);
+  };
+  if (file.empty() || rel.has_root_path()) refuse("is not a relative path in the checkpoint folder");
+  for (const fs::path& part : rel) {
+    if (part == ".." || part == ".") refuse("must not contain '..' or '.'");
+  }
+  std::error_code ec_folder, ec_shard;
+  const fs::path real_folder = fs::weakly_canonical(fs::absolute(folder.empty() ? "." : folder), ec_folder);
+  const fs::path real_shard = fs::weakly_canonical(fs::absolute(folder / rel), ec_shard);
+  if (ec_folder || ec_shard) {
+    refuse("cannot be resolved (" + (ec_shard ? ec_shard : ec_folder).message() + ")");
+  }
+  const auto [end, _] = std::mismatch(real_folder.begin(), real_folder.end(), real_shard.begin(),
+                                      real_shard.end());
+  if (end != real_folder.end()) refuse("leads out of the checkpoint folder");
+  return folder / rel;
+}
+
 // Which file holds each tensor: model.safetensors.index.json's weight_map, or the union of the
 // folder's *.safetensors headers.
 class TensorSource {
  public:
   explicit TensorSource(const fs::path& folder) : folder_(folder) {
     const fs::path index = folder / "model.safetensors.index.json";
-    if (fs::exists(index)) {
+    if (exists_in_input(index)) {
       const json j = read_json(index);
       if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
         throw_input_error(index.string() + ": 'weight_map' is missing or not an object");
       }
       for (const auto& [name, file] : j["weight_map"].items()) {
         if (!file.is_string()) {
-          throw_input_error(index.string() + ": the file of tensor '" + name + "' is not a string");
+          throw_input_error(index.string() + ": the file of tensor '" + excerpt(name, kNameChars) +
+                            "' is not a string");
         }
-        where_[name] = (folder / file.get<std::string>()).string();
+        where_[name] = shard_in_folder(index, name, file.get<std::string>()).string();
       }
       return;
     }
@@ -67,7 +115,7 @@ class TensorSource {
       const SafetensorsFile& st = file(f.string());
       for (const std::string& name : st.names()) {
         if (where_.count(name)) {
-          throw_input_error(f.string() + ": tensor '" + name + "' is also in " + where_[name]);
+          throw_input_error(f.string() + ": tensor '" + excerpt(name, kNameChars) + "' is also in " + where_[name]);
         }
         where_[name] = f.string();
       }
@@ -89,21 +137,21 @@ class TensorSource {
   HostTensor read(const std::string& name, const std::vector<int64_t>& shape, DType dtype) {
     auto it = where_.find(name);
     if (it == where_.end()) {
-      throw_input_error(folder_.string() + ": tensor '" + name + "' is missing from the checkpoint");
+      throw_input_error(folder_.string() + ": tensor '" + excerpt(name, kNameChars) + "' is missing from the checkpoint");
     }
     read_.insert(name);
     const SafetensorsFile& st = file(it->second);
     if (!st.contains(name)) {
-      throw_input_error(it->second + ": tensor '" + name +
+      throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) +
                         "' is missing (model.safetensors.index.json says it is here)");
     }
     if (st.shape(name) != shape) {
-      throw_input_error(it->second + ": tensor '" + name + "' has shape " +
+      throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) + "' has shape " +
                         shape_text(st.shape(name)) + " but config.json implies " + shape_text(shape));
     }
     const std::string type = st.dtype(name);
     if (type != "BF16" && type != "F16" && type != "F32") {
-      throw_input_error(it->second + ": tensor '" + name + "' is " + type +
+      throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) + "' is " + type +
                         "; only BF16, F16 and F32 checkpoints are read");
     }
     HostTensor t = st.read(name);
@@ -121,7 +169,7 @@ class TensorSource {
   const SafetensorsFile& file(const std::string& path) {
     auto it = open_.find(path);
     if (it == open_.end()) {
-      if (!fs::exists(path)) throw_input_error(path + ": file not found");
+      if (!exists_in_input(path)) throw_input_error(excerpt(path, 200) + ": file not found");
       it = open_.emplace(path, SafetensorsFile::open(path)).first;
     }
     return it->second;
@@ -200,7 +248,9 @@ void read_moe_layer(TensorSource& src, const Read& read, const ModelConfig& c,
 }  // namespace
 
 HfConfig read_hf_config_json(const std::string& folder) {
-  if (!fs::is_directory(folder)) throw_input_error(folder + ": checkpoint folder not found");
+  if (!exists_in_input(folder) || !fs::is_directory(folder)) {
+    throw_input_error(excerpt(folder, 200) + ": checkpoint folder not found");
+  }
   const fs::path path = fs::path(folder) / "config.json";
   return parse_hf_config(read_json(path), path.string());
 }
@@ -271,7 +321,7 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
   const std::vector<std::string> extra = src.unread();
   if (!extra.empty()) {
     std::string names;
-    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + extra[i];
+    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + excerpt(extra[i], kNameChars);
     if (extra.size() > 3) names += ", ...";
     throw_input_error(folder + ": the checkpoint holds " + std::to_string(extra.size()) +
                       " tensor(s) that a " + c.architecture + " model with this config.json does not "

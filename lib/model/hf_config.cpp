@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 
 namespace nvdet {
 namespace {
@@ -83,7 +84,7 @@ int64_t int_field(const json& j, const std::string& path, const char* key,
     refuse(path, std::string("'") + key + "' is missing");
   }
   if (!j[key].is_number_integer()) {
-    refuse(path, std::string("'") + key + "' must be an integer, got " + j[key].dump());
+    refuse(path, std::string("'") + key + "' must be an integer, got " + excerpt(j[key].dump()));
   }
   const int64_t v = j[key].get<int64_t>();
   if (v < lo || v > hi) {
@@ -101,13 +102,13 @@ double positive_number(const json& j, const std::string& path, const std::string
   }
   const json& v = j[key];
   if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
-    refuse(path, "'" + where + key + "' must be a positive number, got " + j[key].dump());
+    refuse(path, "'" + where + key + "' must be a positive number, got " + excerpt(j[key].dump()));
   }
   // The model computes in fp32: a value that is infinite or zero as a float (rope_theta 1e39,
   // rms_norm_eps 1e-50) would silently compute another model.
   const double d = v.get<double>();
   if (d > std::numeric_limits<float>::max() || static_cast<float>(d) == 0.0f) {
-    refuse(path, "'" + where + key + "' is " + j[key].dump() +
+    refuse(path, "'" + where + key + "' is " + excerpt(j[key].dump()) +
                      ", outside the range of a 32-bit float that the model computes in");
   }
   return d;
@@ -130,7 +131,7 @@ const Architecture& architecture_of(const json& j, const std::string& path) {
   if (has(j, "architectures")) {
     const json& a = j["architectures"];
     if (!a.is_array() || a.size() != 1 || !a[0].is_string()) {
-      refuse(path, "'architectures' must list exactly one class name, got " + a.dump());
+      refuse(path, "'architectures' must list exactly one class name, got " + excerpt(a.dump()));
     }
     cls = a[0].get<std::string>();
   }
@@ -141,12 +142,12 @@ const Architecture& architecture_of(const json& j, const std::string& path) {
     if (!type.empty() && type != arch.model_type) continue;
     if (!cls.empty() && cls != arch.class_name) {
       if (type.empty()) continue;
-      refuse(path, "'architectures' is " + cls + " but 'model_type' " + type + " is computed as " +
+      refuse(path, "'architectures' is " + excerpt(cls) + " but 'model_type' " + excerpt(type) + " is computed as " +
                        arch.class_name + "; nvdet computes only the causal-LM classes");
     }
     return arch;
   }
-  refuse(path, (type.empty() ? "'architectures' " + cls : "'model_type' " + type) +
+  refuse(path, (type.empty() ? "'architectures' " + excerpt(cls) : "'model_type' " + excerpt(type)) +
                    " is not supported (nvdet computes llama, mistral, qwen2, qwen3, qwen2_moe, "
                    "qwen3_moe and mixtral)");
 }
@@ -160,7 +161,7 @@ void parse_rope(const json& j, const std::string& path, ModelConfig& c) {
   }
   const std::string key = params ? "rope_parameters" : "rope_scaling";
   const json rope = params ? j["rope_parameters"] : scaling ? j["rope_scaling"] : json::object();
-  if (!rope.is_object()) refuse(path, "'" + key + "' must be an object, got " + rope.dump());
+  if (!rope.is_object()) refuse(path, "'" + key + "' must be an object, got " + excerpt(rope.dump()));
   const std::string where = key + ".";
 
   std::optional<double> theta;
@@ -168,8 +169,8 @@ void parse_rope(const json& j, const std::string& path, ModelConfig& c) {
   if (has(rope, "rope_theta")) {
     const double t = positive_number(rope, path, where, "rope_theta", std::nullopt);
     if (theta && *theta != t) {
-      refuse(path, "'rope_theta' (" + j["rope_theta"].dump() + ") and '" + where +
-                       "rope_theta' (" + rope["rope_theta"].dump() + ") disagree");
+      refuse(path, "'rope_theta' (" + excerpt(j["rope_theta"].dump()) + ") and '" + where +
+                       "rope_theta' (" + excerpt(rope["rope_theta"].dump()) + ") disagree");
     }
     theta = t;
   }
@@ -206,12 +207,12 @@ void parse_rope(const json& j, const std::string& path, ModelConfig& c) {
     allowed.insert({"factor", "low_freq_factor", "high_freq_factor",
                     "original_max_position_embeddings"});
   } else {
-    refuse(path, "'" + where + "rope_type' " + type +
+    refuse(path, "'" + where + "rope_type' " + excerpt(type) +
                      " is not implemented (nvdet computes RoPE types default, linear and llama3)");
   }
   for (const auto& [k, v] : rope.items()) {
     if (!allowed.count(k)) {
-      refuse(path, "'" + where + k + "' is not implemented for rope type " + type +
+      refuse(path, "'" + where + excerpt(k) + "' is not implemented for rope type " + type +
                        "; refusing rather than ignoring it");
     }
   }
@@ -219,7 +220,7 @@ void parse_rope(const json& j, const std::string& path, ModelConfig& c) {
     if (has(*obj, "partial_rotary_factor") &&
         !((*obj)["partial_rotary_factor"].is_number() &&
           (*obj)["partial_rotary_factor"].get<double>() == 1.0)) {
-      refuse(path, "'partial_rotary_factor' is " + (*obj)["partial_rotary_factor"].dump() +
+      refuse(path, "'partial_rotary_factor' is " + excerpt((*obj)["partial_rotary_factor"].dump()) +
                        "; only full rotary embeddings (1.0) are implemented");
     }
   }
@@ -239,7 +240,7 @@ int64_t sliding_window_of(const json& j, const std::string& path, const Architec
       if (s == "sliding_attention") {
         slides = true;
       } else if (s != "full_attention") {
-        refuse(path, "'layer_types' holds " + s +
+        refuse(path, "'layer_types' holds " + excerpt(s) +
                          "; only full_attention and sliding_attention are implemented");
       }
     }
@@ -323,7 +324,7 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   }
   for (const auto& [k, v] : j.items()) {
     if (!kSharedKeys.count(k) && !arch.own_keys.count(k)) {
-      refuse(path, "key '" + k + "' is not understood for model_type " + type +
+      refuse(path, "key '" + excerpt(k) + "' is not understood for model_type " + type +
                        " and may change the model's math; refusing rather than ignoring it");
     }
   }
@@ -359,12 +360,12 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
     const std::string act = j["hidden_act"].is_string() ? j["hidden_act"].get<std::string>()
                                                         : j["hidden_act"].dump();
     if (act != "silu" && act != "swish") {
-      refuse(path, "'hidden_act' is " + act + "; only silu (SwiGLU) is implemented");
+      refuse(path, "'hidden_act' is " + excerpt(act) + "; only silu (SwiGLU) is implemented");
     }
   }
   if (has(j, "pretraining_tp") && !(j["pretraining_tp"].is_number_integer() &&
                                     j["pretraining_tp"].get<int64_t>() == 1)) {
-    refuse(path, "'pretraining_tp' is " + j["pretraining_tp"].dump() + "; only 1 is implemented");
+    refuse(path, "'pretraining_tp' is " + excerpt(j["pretraining_tp"].dump()) + "; only 1 is implemented");
   }
   if (bool_field(j, path, "use_mrope", false)) {
     refuse(path, "'use_mrope' is true; multimodal RoPE is not implemented");

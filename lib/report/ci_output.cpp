@@ -50,11 +50,25 @@ std::string github_error_annotations(const AuditResult& r) {
   return out;
 }
 
+std::string github_input_error_annotation(const SourceLocation& where, std::string_view message) {
+  if (where.file.empty() || where.line <= 0) return "";
+  std::string props = "file=" + github_escape(where.file, true) + ",line=" +
+                      std::to_string(where.line);
+  if (where.column > 0) props += ",col=" + std::to_string(where.column);
+  // The annotation carries the place itself: the message without its "file:line:column: ".
+  const std::string prefix = where.to_string() + ": ";
+  if (message.substr(0, prefix.size()) == prefix) message.remove_prefix(prefix.size());
+  return "::error " + props + "::" + github_escape(message, false) + "\n";
+}
+
+bool under_github_actions() {
+  const char* gha = std::getenv("GITHUB_ACTIONS");
+  return gha && std::string_view(gha) == "true";
+}
+
 void publish_to_ci(const AuditResult& r) {
   append_step_summary(render_markdown_report(r));
-  if (const char* gha = std::getenv("GITHUB_ACTIONS"); gha && std::string_view(gha) == "true") {
-    fmt::print("{}", github_error_annotations(r));
-  }
+  if (under_github_actions()) fmt::print("{}", github_error_annotations(r));
 }
 
 void append_step_summary(const std::string& markdown) {

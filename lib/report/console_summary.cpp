@@ -124,29 +124,15 @@ std::string render_console_summary(const AuditResult& r) {
         s += fmt::format("       {}: {} at the baseline, {} here\n", key, it->second, value);
       }
     }
-    if (o.max_distinct_completions > 0) {
-      s += fmt::format("       completions: up to {} distinct per request\n", o.max_distinct_completions);
-      const std::string by_group = completions_by_group(r, o.name);
-      if (!by_group.empty()) s += "       most distinct completions per request, by group: " + by_group + "\n";
-    }
-    for (const Divergence& d : r.divergences) {  // the first divergence whose tokens differ
-      if (d.backend != o.name || !d.completion) continue;
-      const CompletionDivergence& c = *d.completion;
-      s += fmt::format(
-          "       first token flip: request {} at step {} in {}: {} vs {} (baseline logits {:.6g} "
-          "vs {:.6g}, top-1/top-2 margin {:.3g})\n",
-          d.request, c.step, d.context, c.baseline_token, c.token,
-          c.baseline_logit_of_baseline_token, c.baseline_logit_of_token, c.baseline_margin);
-      if (c.sampled) {
-        s += fmt::format("       sampled: baseline probabilities {:.4g} vs {:.4g} (margin {:.3g})\n",
-                         c.baseline_prob_of_baseline_token, c.baseline_prob_of_token,
-                         c.baseline_prob_of_baseline_token - c.baseline_prob_of_token);
+    if (const auto t = report_text::token_level_result(r, o)) {
+      if (!t->completions.empty()) {
+        s += "       completions: " + t->completions + "\n";
+        const std::string by_group = completions_by_group(r, o.name);
+        if (!by_group.empty()) s += "       most distinct completions per request, by group: " + by_group + "\n";
       }
-      if (d.first_op) {
-        s += fmt::format("       its bits parted first at step {}, layer {}, op {}\n",
-                         d.first_op->step, d.first_op->layer, d.first_op->op);
-      }
-      break;
+      if (!t->first_flip.empty()) s += "       first token flip: " + t->first_flip + "\n";
+      if (!t->sampled.empty()) s += "       sampled: " + t->sampled + "\n";
+      if (!t->first_op.empty()) s += "       its bits parted first at " + t->first_op + "\n";
     }
     const std::string where = divergent_contexts_line(r, o.name);
     if (!where.empty()) s += "       diverging contexts: " + where + "\n";

@@ -153,6 +153,25 @@ void write_throughput(std::ostringstream& o, const AuditResult& r) {
   o << "</tbody>\n</table>\n</section>\n";
 }
 
+// Model scenarios: the token-level result the console shows, per backend (as the Markdown report
+// gives it).
+void write_token_level(std::ostringstream& o, const AuditResult& r) {
+  std::ostringstream rows;
+  for (const BackendOutcome& b : r.backends) {
+    const auto t = token_level_result(r, b);
+    if (!t) continue;
+    rows << "<tr><td><code>" << esc(b.name) << "</code></td><td>"
+         << esc(t->completions.empty() ? "-" : t->completions) << "</td><td>"
+         << esc(t->first_flip.empty() ? "none: every token matched the baseline's" : t->first_flip)
+         << "</td><td>" << esc(t->first_op.empty() ? "-" : t->first_op) << "</td></tr>\n";
+  }
+  if (rows.str().empty()) return;
+  o << "<section id=\"token-level\">\n<h2>Token-level result</h2>\n<table>\n<thead><tr>"
+       "<th>Backend</th><th>Completions</th><th>First token flip</th><th>First op whose bits "
+       "parted</th></tr></thead>\n<tbody>\n"
+    << rows.str() << "</tbody>\n</table>\n</section>\n";
+}
+
 // Cell colours. A cell says whether the request's bits equal those of the baseline of its own
 // group (the contexts that share the request-defining axis values: kv_len, prompt_len, ...), and
 // how many distinct results that group has. Contexts of different groups compute different
@@ -618,6 +637,7 @@ std::string render_html_report(const AuditResult& r) {
   write_verify(o, r);
   write_backends(o, r);
   write_throughput(o, r);
+  write_token_level(o, r);
   o << parity_html_section(r);
   write_heatmaps(o, r);
   write_divergences(o, r);

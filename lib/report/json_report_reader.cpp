@@ -10,6 +10,7 @@
 #include "lib/core/checked_parse.h"
 #include "lib/core/json_input.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -73,7 +74,7 @@ double number(const json& v) {
     if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
     if (s == "inf") return std::numeric_limits<double>::infinity();
     if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    throw json::other_error::create(501, "'" + s + "' is not a number", &v);
+    throw json::other_error::create(501, "'" + excerpt(s) + "' is not a number", &v);
   }
   return v.get<double>();
 }
@@ -81,7 +82,7 @@ double number(const json& v) {
 Hash128 hash(const json& v) {
   Hash128 h;
   if (!Hash128::from_hex(v.get<std::string>(), h)) {
-    throw json::other_error::create(501, "'" + v.get<std::string>() + "' is not a hash", &v);
+    throw json::other_error::create(501, "'" + excerpt(v.get<std::string>()) + "' is not a hash", &v);
   }
   return h;
 }
@@ -103,7 +104,7 @@ Expectation expectation(const std::string& s) {
   for (Expectation e : {Expectation::kInvariant, Expectation::kVariant, Expectation::kReport}) {
     if (expectation_name(e) == s) return e;
   }
-  throw json::other_error::create(501, "unknown expectation '" + s + "'", nullptr);
+  throw json::other_error::create(501, "unknown expectation '" + excerpt(s) + "'", nullptr);
 }
 
 SystemInfo system(const json& j) {
@@ -295,7 +296,7 @@ AuditResult parse(const json& j) {
     const std::optional<DivergenceKind> parsed_kind = parse_divergence_kind(kind);
     if (!parsed_kind) {
       throw json::other_error::create(
-          501, "unknown divergence kind '" + kind + "' (expected context or run-to-run)", nullptr);
+          501, "unknown divergence kind '" + excerpt(kind) + "' (expected context or run-to-run)", nullptr);
     }
     v.kind = *parsed_kind;
     v.request = integer_at<int64_t>(d, "request");
@@ -398,6 +399,18 @@ AuditResult parse(const json& j) {
 }  // namespace
 
 AuditResult audit_from_json(const json& j, const std::string& what) {
+  // A bench table, a manifest or any other JSON is told apart by its shape before any field is
+  // read, so that it gets one plain sentence instead of the first field lookup that fails.
+  const bool shaped = j.is_object() && j.contains("schema_version") &&
+                      j.contains("scenario") && j["scenario"].is_object() &&
+                      j.contains("backends") && j["backends"].is_array() &&
+                      j.contains("cases") && j["cases"].is_array() && j.contains("summary") &&
+                      j["summary"].is_object();
+  if (!shaped) {
+    throw_input_error("cannot read audit report '" + what +
+                      "': not an audit report (nvdet audit's JSON report: an object with "
+                      "schema_version, scenario, backends, cases and summary)");
+  }
   try {
     return parse(j);
   } catch (const json::exception& e) {

@@ -166,6 +166,18 @@ std::vector<TestCase> verify_cases(const AuditResult& r) {
   return cases;
 }
 
+// Model scenarios: the token-level result the console shows, as the backend suite's properties.
+void add_token_level_properties(const AuditResult& r, const BackendOutcome& b,
+                                std::vector<std::pair<std::string, std::string>>& properties) {
+  const auto t = token_level_result(r, b);
+  if (!t) return;
+  if (!t->completions.empty()) properties.emplace_back("completions", t->completions);
+  properties.emplace_back("first_token_flip",
+                          t->first_flip.empty() ? "none: every token matched the baseline's"
+                                                : t->first_flip);
+  if (!t->first_op.empty()) properties.emplace_back("first_op_parted", t->first_op);
+}
+
 std::string seconds_attr(double s) { return fmt::format("{:.6f}", s >= 0 && s < 1e12 ? s : 0.0); }
 
 }  // namespace
@@ -261,6 +273,7 @@ std::string render_junit_report(const AuditResult& r) {
                     {"divergent_contexts", std::to_string(b.divergent_contexts)},
                     {"max_distinct_results", std::to_string(b.max_distinct_results)},
                     {"verdict", b.skipped ? "skipped: " + b.skip_reason : b.verdict}};
+    add_token_level_properties(r, b, s.properties);
     write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped, total_seconds);
   }
   if (r.verify) {

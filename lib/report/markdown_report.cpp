@@ -112,6 +112,25 @@ void write_throughput_table(std::ostringstream& o, const AuditResult& r) {
   }
 }
 
+// Model scenarios: the token-level result the console shows, per backend, so that a CI artifact
+// says whether any token changed: distinct completions, the first token flip with its margin,
+// and the first op whose bits parted.
+void write_token_level(std::ostringstream& o, const AuditResult& r) {
+  std::ostringstream rows;
+  for (const BackendOutcome& b : r.backends) {
+    const auto t = token_level_result(r, b);
+    if (!t) continue;
+    rows << "| " << table_safe(code(b.name)) << " | "
+         << cell(t->completions.empty() ? "-" : t->completions) << " | "
+         << cell(t->first_flip.empty() ? "none: every token matched the baseline's" : t->first_flip)
+         << " | " << cell(t->first_op.empty() ? "-" : t->first_op) << " |\n";
+  }
+  if (rows.str().empty()) return;
+  o << "\n## Token-level result\n\n| Backend | Completions | First token flip | First op whose "
+       "bits parted |\n|---|---|---|---|\n"
+    << rows.str();
+}
+
 void write_divergence_table(std::ostringstream& o, const AuditResult& r,
                             const std::vector<const Divergence*>& divs) {
   o << "| Request | Token | Context | Element | a | b | Bits a \u2192 b | ULP | max \\|\u0394\\| "
@@ -251,6 +270,7 @@ std::string render_markdown_report(const AuditResult& r) {
   }
   write_backend_table(o, r);
   write_throughput_table(o, r);
+  write_token_level(o, r);
   o << parity_markdown_section(r);
   for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
   if (r.verify) write_verify(o, r);

@@ -254,4 +254,32 @@ std::string plural(int64_t n, const std::string& singular, const std::string& pl
   return std::to_string(n) + " " + (n == 1 ? singular : plural_form);
 }
 
+std::optional<TokenLevelResult> token_level_result(const AuditResult& r, const BackendOutcome& b) {
+  if (r.scenario.op != "model" || b.skipped) return std::nullopt;
+  TokenLevelResult t;
+  if (b.max_distinct_completions > 0) {
+    t.completions = fmt::format("up to {} distinct per request", b.max_distinct_completions);
+  }
+  for (const Divergence& d : r.divergences) {  // the first divergence whose tokens differ
+    if (d.backend != b.name || !d.completion) continue;
+    const CompletionDivergence& c = *d.completion;
+    t.first_flip = fmt::format(
+        "request {} at step {} in {}: {} vs {} (baseline logits {:.6g} vs {:.6g}, top-1/top-2 "
+        "margin {:.3g})",
+        d.request, c.step, d.context, c.baseline_token, c.token,
+        c.baseline_logit_of_baseline_token, c.baseline_logit_of_token, c.baseline_margin);
+    if (c.sampled) {
+      t.sampled = fmt::format("baseline probabilities {:.4g} vs {:.4g} (margin {:.3g})",
+                              c.baseline_prob_of_baseline_token, c.baseline_prob_of_token,
+                              c.baseline_prob_of_baseline_token - c.baseline_prob_of_token);
+    }
+    if (d.first_op) {
+      t.first_op = fmt::format("step {}, layer {}, op {}", d.first_op->step, d.first_op->layer,
+                               d.first_op->op);
+    }
+    break;
+  }
+  return t;
+}
+
 }  // namespace nvdet::report_text

@@ -68,6 +68,18 @@ std::vector<std::string> describe_context_set(const AuditResult& r,
 // cuBLASLt's default heuristic ..."), else for every op it lists.
 std::vector<std::string> stands_for_lines(const BackendOutcome& b, const std::string& op);
 
+// A model audit's token-level result for one backend, in the console's words, for every format
+// to state: how many distinct completions a request got, the first token flip and the first op
+// whose bits parted on the way to it. A field is "" when there is nothing to state.
+struct TokenLevelResult {
+  std::string completions;  // "up to 2 distinct per request"
+  std::string first_flip;   // "request 1 at step 4 in model(...): 335 vs 1 (baseline logits ...)"
+  std::string sampled;      // a sampled flip: "baseline probabilities 0.4 vs 0.3 (margin 0.1)"
+  std::string first_op;     // "step 0, layer 0, op down"
+};
+// nullopt for other ops and for a skipped backend.
+std::optional<TokenLevelResult> token_level_result(const AuditResult& r, const BackendOutcome& b);
+
 // "1 divergence" / "3 divergences".
 std::string plural(int64_t n, const std::string& singular, const std::string& plural_form);
 

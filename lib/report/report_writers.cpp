@@ -11,6 +11,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
 #include "lib/report/junit_report.h"
@@ -111,11 +112,17 @@ std::string report_format_names() {
 }
 
 std::string report_formats_help() {
+  // Only the names --format takes; a companion is described beside the format it comes with,
+  // never as a name of its own (which the parser would refuse).
   std::vector<std::string> lines;
   for (const auto& w : report_writers()) {
-    const std::string when =
-        chosen_by_name(*w) ? "" : " (written with " + std::string(w->written_with()) + ")";
-    lines.push_back(std::string(w->name()) + ": " + std::string(w->description()) + when);
+    if (!chosen_by_name(*w)) continue;
+    std::string line = std::string(w->name()) + ": " + std::string(w->description());
+    for (const auto& c : report_writers()) {
+      if (chosen_by_name(*c) || c->written_with() != w->name()) continue;
+      line += " (also " + std::string(c->extension()) + ": " + std::string(c->description()) + ")";
+    }
+    lines.push_back(line);
   }
   return absl::StrJoin(lines, "; ");
 }
@@ -127,7 +134,7 @@ std::vector<const ReportWriter*> parse_report_formats(const std::string& csv) {
     if (name.empty()) continue;  // tolerate "md,,json" and a trailing comma
     const ReportWriter* w = find_report_writer(name);
     if (!w || !chosen_by_name(*w)) {
-      throw_input_error("unknown report format '" + name + "' (known formats: " +
+      throw_input_error("unknown report format '" + excerpt(name) + "' (known formats: " +
                         report_format_names() + ")");
     }
     if (std::find(formats.begin(), formats.end(), w) == formats.end()) formats.push_back(w);
@@ -185,14 +192,14 @@ std::vector<std::filesystem::path> write_reports(const AuditResult& result,
     throw_input_error("cannot write report '" + dir.string() + "': not a directory");
   }
   const std::string base = report_base_name(result);
-  std::vector<std::filesystem::path> written;
+  // All or nothing: every format is on disk under a temporary name before any report is
+  // replaced, so a disk that fills half-way leaves the previous set whole.
+  AtomicFileSet set;
   for (const ReportWriter* w : writers_with_companions(formats)) {
     if (w->needs_verify() && !result.verify) continue;
-    const std::filesystem::path path = dir / (base + std::string(w->extension()));
-    write_file_atomic(path, w->render(result), "report");
-    written.push_back(path);
+    set.stage(dir / (base + std::string(w->extension())), w->render(result), "report");
   }
-  return written;
+  return set.commit();
 }
 
 }  // namespace nvdet

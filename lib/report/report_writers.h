@@ -63,10 +63,11 @@ std::string report_base_name(const std::string& scenario_name);  // the same, fr
 std::string report_base_name(const std::string& scenario_name, int shard_index, int shard_count);
 
 // Creates `dir` (and its parents) and writes `<base><extension>` for every writer of
-// writers_with_companions(formats) that has something to say about `result`, each atomically
-// (see write_file_atomic). Returns the paths written, in that order. Throws Error(kBadInput)
-// "cannot write report '...': reason" when the folder cannot be created or a file cannot be
-// written.
+// writers_with_companions(formats) that has something to say about `result`, as one set: every
+// file is written to a temporary first and all are renamed only when all were written
+// (AtomicFileSet), so a failure leaves the previous reports whole. Returns the paths written, in
+// that order. Throws Error "cannot write report '...': reason" (exit 2 when the folder cannot be
+// created or a file cannot be created, exit 3 when the disk is full).
 std::vector<std::filesystem::path> write_reports(const AuditResult& result,
                                                  const std::filesystem::path& dir,
                                                  const std::vector<const ReportWriter*>& formats);

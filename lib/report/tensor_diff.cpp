@@ -96,7 +96,7 @@ std::string names_of(const std::vector<Source>& s) {
 std::vector<Source> only_named(std::vector<Source> s, const std::string& name, const fs::path& side) {
   if (s.size() == 1 && s[0].name.empty()) return s;  // a .npy: its one tensor
   std::erase_if(s, [&](const Source& x) { return x.name != name; });
-  if (s.empty()) throw_input_error(side.string() + " holds no tensor named '" + name + "'");
+  if (s.empty()) throw_input_error(side.string() + " holds no tensor named '" + excerpt(name) + "'");
   return s;
 }
 

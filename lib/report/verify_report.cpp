@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "lib/core/text_excerpt.h"
 #include "lib/report/json_report.h"
 
 namespace nvdet {
@@ -12,8 +13,10 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
+// A missing entry's backend and context come from the manifest file: quoted as excerpts.
 std::string ref_text(const ManifestEntryRef& r) {
-  return fmt::format("{} {} repeat {} request {}", r.backend, r.context, r.repeat, r.request);
+  return fmt::format("{} {} repeat {} request {}", excerpt(r.backend, 64), excerpt(r.context, 128),
+                     r.repeat, r.request);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/host_memory.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/scenario/context_filter.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
@@ -287,7 +288,7 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
       names.push_back(r.info.name);
     }
     const std::string msg =
-        "unknown backend '" + b.name + "'" + typo_hint(b.name, names) + " (known: " + known + ")";
+        "unknown backend '" + excerpt(b.name) + "'" + typo_hint(b.name, names) + " (known: " + known + ")";
     if (b.where.file.empty()) throw_input_error(msg);
     throw_input_error(b.where, msg);
   }
@@ -316,17 +317,17 @@ Support scenario_support(const Scenario& s, const std::string& name, const Devic
 }
 
 std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
-                                  const DeviceFacts& device, bool skip_unavailable) {
+                                  const DeviceFacts& device, bool skip_unavailable,
+                                  std::string_view hint) {
   const Support answer = scenario_support(s, spec.name, device);
   if (answer.ok()) return "";
-  const std::string what = "backend '" + spec.name + "' " + answer.reason;
+  const std::string what = "backend '" + excerpt(spec.name) + "' " + answer.reason;
   if (answer.status == Support::Status::kUnsupportedOp) {
     if (spec.where.file.empty()) throw_input_error(what);
     throw_input_error(spec.where, what);
   }
   if (skip_unavailable) return answer.reason;
-  throw_runtime_error(what +
-                      " (--skip-unavailable skips such backends and reports them as skipped)");
+  throw_runtime_error(what + std::string(hint));
 }
 
 std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options) {

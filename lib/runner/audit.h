@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/runner/audit_result.h"
@@ -58,8 +59,11 @@ Support scenario_support(const Scenario& s, const std::string& name, const Devic
 // ..." at the backend's line of the scenario for an op or dtype it lacks; for a machine that
 // lacks what it needs, Error(kRuntime) unless `skip_unavailable`. Returns the reason to skip it
 // for, "" when it runs.
-std::string check_backend_support(const Scenario& s, const BackendSpec& spec,
-                                  const DeviceFacts& device, bool skip_unavailable);
+// `hint` ends the sentence of an unavailable backend: what the command offers about it (the
+// audit's --skip-unavailable; bench, which has no such option, names --backends).
+std::string check_backend_support(
+    const Scenario& s, const BackendSpec& spec, const DeviceFacts& device, bool skip_unavailable,
+    std::string_view hint = " (--skip-unavailable skips such backends and reports them as skipped)");
 
 // Everything about one audit that can be checked before any context runs: the backends exist,
 // the filter is valid and matches, each backend that will run computes the scenario's op and

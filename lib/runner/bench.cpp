@@ -6,6 +6,7 @@
 
 #include "lib/backend/host_timer.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/audit.h"
 #include "lib/scenario/context_filter.h"
@@ -30,7 +31,7 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
     }
     std::vector<std::string> names;
     for (const BackendSpec& s : specs) names.push_back(s.name);
-    throw_input_error("--baseline '" + requested + "'" + typo_hint(requested, names) +
+    throw_input_error("--baseline '" + excerpt(requested) + "'" + typo_hint(requested, names) +
                       " is not among the backends being timed");
   }
   for (const std::string& preferred : {op_spec(op).bench_baseline, std::string("cublas")}) {
@@ -59,7 +60,11 @@ bool check_bench(const Scenario& s, const BenchOptions& options) {
   }
   (void)pick_baseline(specs, options.baseline, s.op);
   const DeviceFacts device = device_facts();
-  for (const BackendSpec& spec : specs) (void)check_backend_support(s, spec, device, false);
+  for (const BackendSpec& spec : specs) {
+    (void)check_backend_support(s, spec, device, false,
+                                " (--backends chooses the backends to time; bench has no "
+                                "--skip-unavailable)");
+  }
   return matched;
 }
 

@@ -11,6 +11,7 @@
 #include "lib/backend/backend.h"
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/model/model_runner.h"
 #include "lib/runner/audit.h"
@@ -53,7 +54,7 @@ Context context_with(const Context& base, const std::vector<std::pair<std::strin
   Context c = base;
   for (const auto& [key, value] : kv) {
     if (!is_model_axis(key)) {
-      throw_input_error(flag + " " + key + "=" + value + ": '" + key +
+      throw_input_error(flag + " " + excerpt(key) + "=" + excerpt(value) + ": '" + excerpt(key) +
                         "' is not an axis of model scenarios (" + model_axes_list() + ")");
     }
     AxisValue v = value;
@@ -195,7 +196,7 @@ class Bisector {
     // it, when it is created.
     if (const Support answer = scenario_support(s_, r.backend, device_facts());
         answer.status == Support::Status::kUnsupportedOp) {
-      throw_input_error("backend '" + r.backend + "' " + answer.reason);
+      throw_input_error("backend '" + excerpt(r.backend) + "' " + answer.reason);
     }
     owned_ = make_backend(r.backend);
     return *owned_;

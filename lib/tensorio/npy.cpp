@@ -200,7 +200,7 @@ ElemType resolve_type(const Descr& d, const std::string& descr, std::optional<El
                       const std::string& what) {
   if (!as) {
     if (d.raw_void) {
-      bad(what, "holds raw 2-byte records ('" + descr +
+      bad(what, "holds raw 2-byte records ('" + excerpt(descr) +
                     "'); say which type they are with --dtype bf16 or --dtype fp16");
     }
     return d.type;
@@ -209,7 +209,7 @@ ElemType resolve_type(const Descr& d, const std::string& descr, std::optional<El
   const bool two_byte_raw = d.raw_void || d.type == ElemType::kU16 || d.type == ElemType::kI16;
   if (two_byte_raw && (*as == ElemType::kBF16 || *as == ElemType::kF16)) return *as;
   bad(what, "holds " + std::string(d.raw_void ? "raw 2-byte" : elem_type_name(d.type)) +
-                " data ('" + descr + "'), which cannot be read as " +
+                " data ('" + excerpt(descr) + "'), which cannot be read as " +
                 std::string(elem_type_name(*as)));
 }
 

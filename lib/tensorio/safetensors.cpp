@@ -82,9 +82,14 @@ void read_exactly(const std::filesystem::path& path, int fd, uint64_t offset, vo
   }
 }
 
+// Bounded: a shape read from a file may list any number of dimensions.
 std::string shape_text(const std::vector<int64_t>& shape) {
+  constexpr size_t kShownDims = 8;
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size() && i < kShownDims; ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  if (shape.size() > kShownDims) s += ", ... (" + std::to_string(shape.size()) + " dimensions)";
   return s + "]";
 }
 
@@ -177,6 +182,18 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   }
   uint64_t header_len = 0;
   read_exactly(path, map->fd, 0, &header_len, 8);  // little-endian on disk and host
+  char first_byte = 0;
+  if (map->size > 8) read_exactly(path, map->fd, 8, &first_byte, 1);
+  if (first_byte != '{' && (header_len > map->size - 8 || header_len > kMaxSafetensorsHeaderBytes)) {
+    // Neither a plausible length nor a JSON header after it: another format altogether (a
+    // PyTorch .pt or NumPy .npz is a zip file), named as such rather than by a wild length.
+    char magic[8];
+    read_exactly(path, map->fd, 0, magic, 8);
+    bad(path, "is not a .safetensors or .npy file (it starts with '" +
+                  excerpt(std::string_view(magic, 8)) +
+                  "'); nvdet reads .npy and .safetensors tensors (save a .pt or .npz as one of "
+                  "those first)");
+  }
   if (header_len > map->size - 8) {
     bad(path, "header length " + std::to_string(header_len) + " exceeds the file size (" +
                   std::to_string(map->size) + " bytes)");
@@ -257,7 +274,7 @@ std::string SafetensorsFile::dtype(const std::string& name) const { return entry
 
 AnyTensor SafetensorsFile::read_any(const std::string& name) const {
   const Entry& e = entry(name);
-  if (!e.type) bad(path_, "tensor '" + name + "' has dtype " + e.dtype + ", which nvdet cannot read");
+  if (!e.type) bad(path_, "tensor '" + excerpt(name, 128) + "' has dtype " + e.dtype + ", which nvdet cannot read");
   AnyTensor t;
   t.type = *e.type;
   t.shape = e.shape;
@@ -270,10 +287,10 @@ AnyTensor SafetensorsFile::read_any(const std::string& name) const {
 HostTensor SafetensorsFile::read(const std::string& name) const {
   const Entry& e = entry(name);
   if (!e.type || !to_dtype(*e.type)) {
-    bad(path_, "tensor '" + name + "' has dtype " + e.dtype +
+    bad(path_, "tensor '" + excerpt(name, 128) + "' has dtype " + e.dtype +
                    "; only BF16, F16 and F32 can be loaded as an nvdet tensor");
   }
-  return to_host(read_any(name), path_.string() + ": tensor '" + name + "'");
+  return to_host(read_any(name), path_.string() + ": tensor '" + excerpt(name, 128) + "'");
 }
 
 const std::map<std::string, std::string>& SafetensorsFile::metadata() const { return metadata_; }
@@ -290,7 +307,7 @@ void write_entries(const std::filesystem::path& path,
   uint64_t offset = 0;
   for (const auto& [name, type, shape, data, size] : items) {
     if (name == "__metadata__") throw_input_error(path.string() + ": '__metadata__' is reserved and cannot name a tensor");
-    if (header.contains(name)) throw_input_error(path.string() + ": tensor name '" + name + "' appears twice");
+    if (header.contains(name)) throw_input_error(path.string() + ": tensor name '" + excerpt(name, 128) + "' appears twice");
     header[name] = {{"dtype", safetensors_dtype_name(type)},
                     {"shape", shape},
                     {"data_offsets", {offset, offset + size}}};

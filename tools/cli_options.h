@@ -1,0 +1,73 @@
+#pragma once
+// Options whose parsing every subcommand shares, so that each reads its command line alike.
+//
+// List options take one value per occurrence (a comma-separated list, or the option repeated),
+// never the words after it: `audit --backends cpu-variant scenario.yaml` leaves the scenario
+// positional, as in every other subcommand.
+//
+// Numeric options are checked the same way in every subcommand: the whole text must be a number of
+// the option's type inside its range, or parsing stops with exit 2 and one sentence naming the
+// option and the range. CLI11's own conversion wraps "-1" into an unsigned type and does not
+// refuse 2^64, so that "-1" would read as "no limit"; nothing numeric reaches a flag through it.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "lib/core/checked_parse.h"
+#include "lib/core/text_excerpt.h"
+
+namespace nvdet::cli {
+
+// A list option: `--NAME a,b` or `--NAME a --NAME b`; `delimiter` 0 for values that may hold
+// commas themselves.
+inline CLI::Option* add_list_option(CLI::App* cmd, const std::string& name,
+                                    std::vector<std::string>& target, const std::string& help,
+                                    char delimiter = ',') {
+  CLI::Option* opt = cmd->add_option(name, target, help)->allow_extra_args(false);
+  return delimiter ? opt->delimiter(delimiter) : opt;
+}
+
+// An integer option whose value must lie in [min, max]; `target` keeps its value when the option
+// is absent (its default, shown by --help).
+template <class T>
+CLI::Option* add_integer_option(CLI::App* cmd, const std::string& name, T& target, T min, T max,
+                                const std::string& help) {
+  CLI::Option* opt = cmd->add_option_function<std::string>(
+      name,
+      [&target, name, min, max](const std::string& text) {
+        const std::optional<T> v = parse_integer<T>(text);
+        if (!v || *v < min || *v > max) {
+          throw CLI::ValidationError(
+              name, fmt::format("'{}' is not an integer from {} to {}", excerpt(text), min, max));
+        }
+        target = *v;
+      },
+      help);
+  return opt->type_name("INT")->default_str(std::to_string(target));
+}
+
+// A finite decimal option (no "nan", "inf" or hex) of at least `min`.
+inline CLI::Option* add_real_option(CLI::App* cmd, const std::string& name, double& target,
+                                    double min, const std::string& help) {
+  CLI::Option* opt = cmd->add_option_function<std::string>(
+      name,
+      [&target, name, min](const std::string& text) {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+            !std::isfinite(v) || v < min) {
+          throw CLI::ValidationError(
+              name, fmt::format("'{}' is not a finite number of at least {}", excerpt(text), min));
+        }
+        target = v;
+      },
+      help);
+  return opt->type_name("FLOAT");
+}
+
+}  // namespace nvdet::cli
