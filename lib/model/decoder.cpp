@@ -13,6 +13,7 @@
 #include "lib/model/device_decoder.h"
 #include "lib/model/host_ops.h"
 #include "lib/model/kv_cache.h"
+#include "lib/model/tp_engine.h"
 
 namespace nvdet {
 namespace {
@@ -241,9 +242,12 @@ class BatchDecoder final : public PassTrace {
     for (const auto& p : prompts_) {
       capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
     }
-    DeviceDecodeOps* device = use_device_path(options_.path) ? backend_.device_decode_ops()
-                                                              : nullptr;
-    if (device) {
+    DeviceDecodeOps* device = use_device_path(options_.path) && options_.tp.tp == 1
+                                  ? backend_.device_decode_ops()
+                                  : nullptr;
+    if (options_.tp.tp > 1) {
+      engine_ = make_tp_engine(backend_, w_, capacity, options_, *this, notes_);
+    } else if (device) {
       engine_ = make_device_engine(*device, w_, capacity, max_pass_rows(), options_, *this, notes_);
     } else {
       engine_ = std::make_unique<HostEngine>(backend_, w_, capacity, options_, *this, notes_);
@@ -265,7 +269,10 @@ class BatchDecoder final : public PassTrace {
     if (notes_) {
       (*notes_)["batch"] = std::to_string(prompts_.size());
       (*notes_)["decoder"] = device ? "device-resident (weights, KV cache and activations on the GPU)"
-                                    : "host (each op through the backend's run)";
+                             : options_.tp.tp > 1
+                                 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
+                                       " simulated ranks (each shard through the backend's run)"
+                                 : "host (each op through the backend's run)";
     }
     return std::move(results_);
   }

@@ -33,6 +33,9 @@ const std::vector<AxisDescription>& known_axes() {
       {"split_size", "KV tokens per split (invariant backends)", true},
       {"page_size", "tokens per KV-cache page"},
       {"max_new_tokens", "tokens to decode greedily", true},
+      {"tp", "tensor-parallel ranks, simulated on one device (1 = unsharded)"},
+      {"allreduce", "how row-parallel partials are summed: auto, ring, tree, fixed or nccl"},
+      {"channels", "all-reduce channels; 0 = chosen from the message size"},
   };
   return axes;
 }

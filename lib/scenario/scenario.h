@@ -12,6 +12,7 @@
 
 #include "lib/core/dtype.h"
 #include "lib/core/error.h"
+#include "lib/ops/allreduce.h"
 #include "lib/ops/op_kind.h"
 
 namespace nvdet {
@@ -98,6 +99,12 @@ struct Scenario {
   bool bias = false;
   bool tf32 = false;
   float eps = 1e-6f;
+
+  // Tensor parallel (README "Tensor parallel"; the axes tp, allreduce, channels): gemm's
+  // `tp_split` (true: row-parallel, K split; false: column-parallel, N split) and the real
+  // path's `nccl:` settings (gemm and model).
+  bool tp_split_row = true;
+  NcclSettings nccl;
 
   AttentionShape attention;
   PrefillShape prefill;
