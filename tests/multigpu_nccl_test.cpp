@@ -72,7 +72,7 @@ TEST(MultiGpuNccl, TwoRanksMatchTheSimulationBitForBit) {
   EXPECT_STREQ(std::getenv("NCCL_NVLS_ENABLE"), "0");
 }
 
-TEST(MultiGpuNccl, EveryElementIsOneRingRotationInBf16) {
+TEST(MultiGpuNccl, ThreeRanksSumSequentiallyInBf16) {
   std::string why;
   const int gpus = gpus_or_skip_reason(&why);
   if (gpus < 3) GTEST_SKIP() << (why.empty() ? "needs 3 GPUs for a ring whose order shows" : why);
