@@ -55,6 +55,14 @@ class GemmWorkload final : public RowWorkload {
     const ColumnParallelLinear& linear = columns_.at(o.tp);
     return linear.gather(linear.run(backend, x, scenario().out_dtype, notes));
   }
+  // One backend call is what bench times; a sharded context is many calls and a host-side
+  // all-reduce, which it would misrepresent.
+  std::unique_ptr<BenchCase> bench_case(const Context& context) override {
+    if (!rows_.empty() || !columns_.empty())
+      throw_input_error("nvdet bench does not time tensor-parallel contexts (the tp, allreduce "
+                        "and channels axes); audit them instead");
+    return RowWorkload::bench_case(context);
+  }
   double flops(int64_t rows) const override {
     return 2.0 * rows * scenario().n * scenario().k;
   }
