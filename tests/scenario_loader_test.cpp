@@ -470,9 +470,12 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
+  // sampler takes words only, and chooses how model.sampling draws; so does allreduce.
   const std::string value = axis == "position"    ? "[first, last]"
+                            : axis == "sampler"   ? "[per_request, batch_stream]"
                             : axis == "allreduce" ? "[ring, fixed]"
                                                   : "[1, 2]";
+  if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
 }
 

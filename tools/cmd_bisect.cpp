@@ -19,6 +19,7 @@ struct BisectFlags {
   std::vector<std::string> context, against;
   std::string backend;
   std::string format = "text";
+  bool scoring = false;
 };
 
 std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<std::string>& items,
@@ -48,6 +49,7 @@ int run(const BisectFlags& f) {
   o.context = parse_pairs(f.context, "--context");
   o.against = parse_pairs(f.against, "--against");
   o.backend = f.backend;
+  o.scoring = f.scoring;
   const BisectResult r = run_bisect(s, o);
   if (f.format == "json") {
     fmt::print("{}\n", bisect_to_json(r).dump(2));
@@ -72,6 +74,9 @@ Action add_bisect_command(CLI::App& app) {
   cmd->add_option("--against", flags->against,
                   "Context B: the baseline with these axis values (default: the first context "
                   "whose completion differs from A's)");
+  cmd->add_flag("--scoring", flags->scoring,
+               "Context B is context A's scoring pass over its prompt + completion (sampler "
+               "against trainer)");
   cmd->add_option("--backend", flags->backend,
                   "Backend (default: the scenario's first one not expected to be invariant)");
   cmd->add_option("--format", flags->format, "text, json or html (a self-contained page with the growth plot)")->capture_default_str();

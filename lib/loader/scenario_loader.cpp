@@ -29,13 +29,16 @@
 //                                 as 0); 0 <= prefix_len < prompt_len
 //   model: {checkpoint, synthetic_weights, hidden, layers, heads, kv_heads, head_dim,
 //           intermediate, vocab, rms_eps, rope_theta, weight_seed, prompts, prompts_file,
-//           prompt_len, num_prompts, max_new_tokens, prefill_chunk, page_size}
+//           prompt_len, num_prompts, max_new_tokens, prefill_chunk, page_size,
+//           score_batch, score_chunk, sampling: {temperature, top_k, top_p, seed, sampler}}
 //                                 op model only; checkpoint / prompts_file are resolved against
 //                                 the scenario's folder; prompts_file is read here into prompts;
 //                                 prompts and prompts_file exclude each other and prompt_len /
 //                                 num_prompts; a checkpoint excludes the architecture keys;
 //                                 synthetic_weights (bool) needs a checkpoint folder holding
-//                                 config.json, and writes seeded weights beside it (model_runner.h)
+//                                 config.json, and writes seeded weights beside it (model_runner.h);
+//                                 score_batch / score_chunk (or those axes) turn on the scoring
+//                                 pass; a backend's `parity: bitwise | report` needs it
 //   seed: 1234                    required, unsigned 64-bit integer
 //   requests: [0, 1, 7]           probed request ids: distinct, >= 0; or a count N = [0 .. N-1];
 //                                 default [0]; for op model each must be < the number of prompts
@@ -171,6 +174,7 @@ class ScenarioParser {
   uint64_t unsigned64(const Field& f) const;
   double positive_real(const Field& f) const;
   bool boolean(const Field& f) const;
+  void parse_sampling(const Field& f, SamplingSpec& out);
   std::string string(const Field& f) const;
   DType dtype(const Field& f) const;
 
@@ -196,7 +200,7 @@ class ScenarioParser {
   std::string path_;
   // Locations of values that the cross-field checks point at.
   std::vector<AxisSource> axis_sources_;  // parallel to Scenario::sweep
-  SourceLocation tf32_where_, prompt_len_where_, prefix_len_where_;
+  SourceLocation tf32_where_, prompt_len_where_, prefix_len_where_, parity_where_;
 };
 
 std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const SourceLocation& where,
@@ -419,6 +423,15 @@ Scenario ScenarioParser::parse(const std::string& text) {
     s.repeat = static_cast<int32_t>(integer_in(*f, 1, kMaxRepeat));
   if (const Field* f = find(top, "sweep")) parse_sweep(*f, s);
   parse_backends(require("backends"), s);
+  for (const SweepAxis& a : s.sweep) {
+    if (a.name == "score_batch" || a.name == "score_chunk") s.model.score = true;
+    if (a.name == "sampler" && !s.model.sampling.enabled)
+      fail(a.where, "sweep axis 'sampler' chooses how 'model.sampling' draws tokens; give "
+                    "'model.sampling' (temperature, top_k, top_p, seed) or leave the axis out");
+  }
+  if (parity_where_.line && !s.model.score)
+    fail(parity_where_, "'parity' compares the decode with the scoring pass, which needs "
+                        "'model.score_batch' or 'model.score_chunk' (or either as a sweep axis)");
 
   cross_check(s);
   return s;
@@ -564,13 +577,47 @@ std::string ScenarioParser::resolve(const std::string& relative) const {
   return (fs::path(path_).parent_path() / p).lexically_normal().string();
 }
 
+// model.sampling: {temperature, top_k, top_p, seed, sampler}; every key optional.
+void ScenarioParser::parse_sampling(const Field& f, SamplingSpec& out) {
+  const auto fields = fields_of(f.value, at(f), "'model.sampling'",
+                                {"temperature", "top_k", "top_p", "seed", "sampler"});
+  out.enabled = true;
+  for (const auto& x : fields) {
+    if (x.name == "temperature") {
+      const bool zero = x.value.IsScalar() && (x.value.Scalar() == "0" || x.value.Scalar() == "0.0");
+      out.temperature = zero ? 0.0 : positive_real(x);  // 0: greedy
+      if (out.temperature > 1000.0)
+        fail(x, "'temperature' must be from 0 (greedy) to 1000, got " + describe(x.value));
+    }
+    if (x.name == "top_k") out.top_k = static_cast<int32_t>(integer_in(x, 0, kMaxDim));
+    if (x.name == "top_p") {
+      out.top_p = positive_real(x);
+      if (!(out.top_p > 0.0 && out.top_p <= 1.0))
+        fail(x, "'top_p' must be in (0, 1], got " + describe(x.value));
+    }
+    if (x.name == "seed") out.seed = unsigned64(x);
+    if (x.name == "sampler") {
+      const std::string w = string(x);
+      if (w == "per_request")
+        out.sampler = SamplerKind::kPerRequest;
+      else if (w == "batch_stream")
+        out.sampler = SamplerKind::kBatchStream;
+      else
+        fail(x, "unknown sampler '" + excerpt(w) + "'" +
+                    typo_hint(w, {"per_request", "batch_stream"}) +
+                    "; expected per_request or batch_stream");
+    }
+  }
+}
+
 void ScenarioParser::parse_model(const Field& f, Scenario& s) {
   static const std::vector<std::string> architecture = {
       "hidden",       "layers", "heads",   "kv_heads",   "head_dim",
       "intermediate", "vocab",  "rms_eps", "rope_theta", "weight_seed"};
   std::vector<std::string> keys = {"checkpoint",     "synthetic_weights", "prompts",
                                    "prompts_file",   "prompt_len",        "num_prompts",
-                                   "max_new_tokens", "prefill_chunk",     "page_size"};
+                                   "max_new_tokens", "prefill_chunk",     "page_size",
+                                   "score_batch",    "score_chunk",       "sampling"};
   keys.insert(keys.end(), architecture.begin(), architecture.end());
   const auto fields = fields_of(f.value, at(f), "'model'", keys);
   ModelSpec& m = s.model;
@@ -609,6 +656,20 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
     if (x.name == "max_new_tokens")
       m.max_new_tokens = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
     if (x.name == "page_size") m.page_size = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "score_batch") {
+      m.score = true;
+      m.score_batch = static_cast<int32_t>(integer_in(x, 1, 1 << 12));
+    }
+    if (x.name == "score_chunk") {
+      m.score = true;
+      if (x.value.IsScalar() && x.value.Scalar() == "whole")
+        m.score_chunk = 0;
+      else if (is_integer_text(x.value))
+        m.score_chunk = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
+      else
+        fail(x, "'score_chunk' must be an integer or 'whole', got " + describe(x.value));
+    }
+    if (x.name == "sampling") parse_sampling(x, m.sampling);
     if (x.name == "prefill_chunk") {
       if (x.value.IsScalar() && x.value.Scalar() == "whole")
         m.prefill_chunk = 0;
@@ -750,7 +811,7 @@ struct AxisRule {
   const char* axis;
   int64_t min;
   std::vector<std::string> words;
-  bool integers = true;  // false: only the words
+  bool words_only = false;  // integers are refused (sampler)
 };
 const AxisRule& axis_rule(const std::string& axis) {
   static const std::vector<AxisRule> rules = {
@@ -766,8 +827,11 @@ const AxisRule& axis_rule(const std::string& axis) {
       {"split_size", 0, {}},  // 0: the backend's own choice
       {"page_size", 1, {}},
       {"max_new_tokens", 1, {}},
+      {"score_batch", 1, {}},
+      {"score_chunk", 1, {"whole"}},
+      {"sampler", 0, {"per_request", "batch_stream"}, true},
       {"tp", 1, {}},
-      {"allreduce", 0, all_reduce_algo_words(), false},
+      {"allreduce", 0, all_reduce_algo_words(), true},
       {"channels", 0, {}},  // 0: chosen from the message size
   };
   static const AxisRule any{"", 0, {}};  // an axis added to known_axes() without a rule here
@@ -779,7 +843,7 @@ const AxisRule& axis_rule(const std::string& axis) {
 int64_t ScenarioParser::check_axis_integer(const std::string& axis, int64_t v,
                                            const SourceLocation& where) const {
   const AxisRule& rule = axis_rule(axis);
-  if (!rule.integers)
+  if (rule.words_only)
     fail(where, "'" + axis + "' values must be " + quoted_list(rule.words) + ", got " +
                     std::to_string(v));
   if (v < rule.min)
@@ -799,12 +863,12 @@ AxisValue ScenarioParser::axis_value(const std::string& axis, const YAML::Node& 
   if (!n.IsScalar())
     fail(n,
          "values of sweep axis '" + axis + "' must be single values or ranges, got " + describe(n));
-  if (is_integer_text(n) && rule.integers)
+  if (is_integer_text(n) && !rule.words_only)
     return check_axis_integer(axis, integer(n, at(n), "'" + axis + "' value"), at(n));
   const std::string& w = n.Scalar();
   if (std::find(rule.words.begin(), rule.words.end(), w) != rule.words.end()) return w;
   if (rule.words.empty()) fail(n, "'" + axis + "' values must be integers, got " + describe(n));
-  fail(n, "'" + axis + "' values must be " + (rule.integers ? "integers or " : "") +
+  fail(n, "'" + axis + "' values must be " + (rule.words_only ? "" : "integers or ") +
               quoted_list(rule.words) + ", got " + describe(n) + typo_hint(w, rule.words));
 }
 
@@ -880,9 +944,12 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
     seen.push_back(name);
 
     Field expect{"expect", key, value};
+    const Field* parity = nullptr;
     if (value.IsMap()) {
-      const auto fields = fields_of(value, at(value), "backend '" + excerpt(name) + "'", {"expect"});
+      const auto fields =
+          fields_of(value, at(value), "backend '" + excerpt(name) + "'", {"expect", "parity"});
       const Field* e = find(fields, "expect");
+      parity = find(fields, "parity");
       if (!e)
         fail(value, "backend '" + excerpt(name) + "' is missing 'expect' (invariant, variant or report)");
       expect = *e;
@@ -903,6 +970,18 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
       fail(expect, "unknown expectation '" + excerpt(word) + "' for backend '" + excerpt(name) + "'" +
                        typo_hint(word, {"invariant", "variant", "report"}) +
                        "; expected invariant, variant or report");
+    if (parity) {
+      const std::string p = string(*parity);
+      if (p == "bitwise")
+        spec.parity = ParityExpectation::kBitwise;
+      else if (p != "report")
+        fail(*parity, "unknown parity expectation '" + excerpt(p) + "' for backend '" +
+                          excerpt(name) + "'" + typo_hint(p, {"bitwise", "report"}) +
+                          "; expected bitwise or report");
+      if (!op_spec(s.op).accepts_key("model"))
+        fail(parity->key, "'parity' (sampler against trainer) applies to op 'model' only");
+      parity_where_ = at(parity->key);
+    }
     s.backends.push_back(std::move(spec));
   }
 }

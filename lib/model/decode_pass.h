@@ -6,11 +6,13 @@
 // rows of every op.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "lib/backend/backend.h"
 #include "lib/model/model_config.h"
+#include "lib/model/model_weights.h"
 
 namespace nvdet {
 
@@ -62,6 +64,13 @@ class PassEngine {
 AttentionDecodeArgs decode_attention_args(const ModelConfig& c, DType dtype, PagedKv kv);
 AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c, DType dtype,
                                             PagedKv kv);
+
+// The host engine (one Backend::run call per op, KV cache on the host) over a fresh cache of
+// `capacity` tokens per sequence: what the scoring pass (scoring_pass.h) computes with, on every
+// backend, so that it never shares a cache with the decode it checks.
+std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeights& weights,
+                                             const std::vector<int32_t>& capacity,
+                                             int32_t page_size, PassTrace& trace, RunNotes* notes);
 
 // Runs one backend call's notes into `notes` as "<tag>.<name>.<key>" (nothing without a tag).
 void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes);

@@ -13,6 +13,7 @@
 #include "lib/model/device_decoder.h"
 #include "lib/model/host_ops.h"
 #include "lib/model/kv_cache.h"
+#include "lib/model/sampler.h"
 #include "lib/model/tp_engine.h"
 
 namespace nvdet {
@@ -395,18 +396,32 @@ class BatchDecoder final : public PassTrace {
   // Runs the pass and keeps the greedy choice of every sequence it produced logits for.
   void run_pass(const Pass& p, const char* notes_tag) {
     std::vector<bool> want(p.head_seqs.size());
-    for (size_t i = 0; i < p.head_seqs.size(); ++i) want[i] = watch_index_[p.head_seqs[i]] >= 0;
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      want[i] = options_.sampler || watch_index_[p.head_seqs[i]] >= 0;
+    }
     const PassOutput out = engine_->forward(p, want, notes_tag);
+    const std::vector<int32_t> tokens = options_.sampler ? sampled(p, out) : out.tokens;
     const size_t row_bytes = static_cast<size_t>(c_.vocab) * sizeof(float);
     for (size_t i = 0; i < p.head_seqs.size(); ++i) {
       const size_t s = p.head_seqs[i];
-      last_token_[s] = out.tokens.at(i);
+      last_token_[s] = tokens.at(i);
       if (const int w = watch_index_[s]; w >= 0) {
         std::memcpy(results_[w].logits.mutable_data() + p.step * row_bytes,
                     out.logits.at(i).data(), row_bytes);
         results_[w].completion.push_back(last_token_[s]);
       }
     }
+  }
+
+  // The sampler's tokens for the pass's head sequences, in their (batch) order.
+  std::vector<int32_t> sampled(const Pass& p, const PassOutput& out) const {
+    std::vector<uint64_t> ids;
+    std::vector<const float*> rows;
+    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+      ids.push_back(options_.sampling_ids.at(p.head_seqs[i]));
+      rows.push_back(reinterpret_cast<const float*>(out.logits.at(i).data()));
+    }
+    return options_.sampler->choose(p.step, ids, rows, c_.vocab);
   }
 
   void deliver(const Pass& p, int w, int32_t layer, std::string_view op, HostTensor rows) {
@@ -478,6 +493,15 @@ AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c,
   a.q_start = p.row_start;
   a.prefix_len.assign(p.seqs.size(), 0);
   return a;
+}
+
+std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeights& weights,
+                                             const std::vector<int32_t>& capacity,
+                                             int32_t page_size, PassTrace& trace,
+                                             RunNotes* notes) {
+  DecodeOptions options;
+  options.page_size = page_size;
+  return std::make_unique<HostEngine>(backend, weights, capacity, options, trace, notes);
 }
 
 std::vector<SequenceResult> greedy_decode(Backend& backend, const ModelWeights& weights,

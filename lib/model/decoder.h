@@ -30,6 +30,8 @@
 
 namespace nvdet {
 
+class TokenSampler;  // lib/model/sampler.h
+
 enum class DecodePath {
   kAuto,    // the device path where the backend offers it, unless NVDET_DEVICE_DECODE=0
   kHost,    // always the host path
@@ -52,6 +54,11 @@ struct DecodeOptions {
   TpOptions tp;
   // Called after each decode step with (steps done, max_new_tokens), for progress lines.
   std::function<void(int32_t done, int32_t total)> on_step;
+  // Seeded sampling (model.sampling): with a sampler, every sequence's logits row comes back
+  // each step and the sampler picks its token; sampling_ids[i] is prompt i's request id (its
+  // per-request key). Without one, tokens are the greedy argmax.
+  TokenSampler* sampler = nullptr;
+  std::vector<uint64_t> sampling_ids;
 };
 
 // The ops of the trace, in the order one pass computes them. Layer -1 holds the ops outside the
@@ -74,7 +81,7 @@ class TensorObserver {
 
 struct SequenceResult {
   HostTensor logits;                // fp32 [max_new_tokens, vocab]; row t chose completion[t]
-  std::vector<int32_t> completion;  // max_new_tokens greedy tokens
+  std::vector<int32_t> completion;  // max_new_tokens tokens (greedy, or the sampler's)
 };
 
 // Decodes all `prompts` together and returns the results of the sequences listed in `watched`

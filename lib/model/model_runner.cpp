@@ -8,6 +8,7 @@
 #include "lib/core/error.h"
 #include "lib/model/checkpoint.h"
 #include "lib/model/decode_progress.h"
+#include "lib/model/sampler.h"
 #include "lib/model/synthetic_checkpoint.h"
 #include "lib/model/tp_engine.h"
 
@@ -73,6 +74,12 @@ std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
     watched.push_back(b.probe_slot[static_cast<size_t>(it - s_.requests.begin())]);
   }
   DecodeOptions options = options_for(c);
+  std::unique_ptr<TokenSampler> sampler;
+  if (s_.model.sampling.enabled && s_.model.sampling.temperature > 0.0) {
+    sampler = make_token_sampler(s_.model.sampling, sampler_for(c));
+    options.sampler = sampler.get();
+    options.sampling_ids = b.request_ids;
+  }
   if (const DecodeProgressSink& sink = decode_progress_sink()) {
     const auto start = std::chrono::steady_clock::now();
     const double batch = static_cast<double>(b.prompts.size());
@@ -83,6 +90,39 @@ std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
     };
   }
   return greedy_decode(backend, *weights_, b.prompts, watched, options, observer, notes);
+}
+
+ScoreOptions ModelRunner::score_options_for(const Context& c) const {
+  ScoreOptions o;
+  o.batch = static_cast<int32_t>(c.get_int("score_batch", s_.model.score_batch));
+  const std::string chunk = c.get_string(
+      "score_chunk", s_.model.score_chunk == 0 ? "whole" : std::to_string(s_.model.score_chunk));
+  o.chunk = chunk == "whole" ? 0 : parse_integer<int32_t>(chunk).value_or(0);
+  if (o.batch < 1 || (chunk != "whole" && o.chunk < 1)) {
+    throw_input_error("context " + c.id + ": score_batch and score_chunk must be at least 1");
+  }
+  o.page_size = options_for(c).page_size;
+  o.seed = s_.seed;
+  return o;
+}
+
+SamplerKind ModelRunner::sampler_for(const Context& c) const {
+  const std::string word = c.get_string("sampler", std::string(sampler_name(s_.model.sampling.sampler)));
+  return word == "batch_stream" ? SamplerKind::kBatchStream : SamplerKind::kPerRequest;
+}
+
+std::vector<HostTensor> ModelRunner::score(Backend& backend, const Context& c,
+                                           const std::vector<int64_t>& requests,
+                                           const std::vector<std::vector<int32_t>>& completions,
+                                           TensorObserver* observer, RunNotes* notes) const {
+  ScoreOptions o = score_options_for(c);
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    o.filler_key = static_cast<uint64_t>(requests[i]);
+    out.push_back(score_sequence(backend, *weights_, prompts_.at(static_cast<size_t>(requests[i])),
+                                 completions.at(i), o, observer, i, i == 0 ? notes : nullptr));
+  }
+  return out;
 }
 
 namespace {

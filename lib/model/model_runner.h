@@ -6,6 +6,7 @@
 
 #include "lib/model/decoder.h"
 #include "lib/model/prompts.h"
+#include "lib/model/scoring_pass.h"
 #include "lib/scenario/context.h"
 
 namespace nvdet {
@@ -25,6 +26,11 @@ class ModelRunner {
   // scenario's model fields).
   DecodeOptions options_for(const Context& c) const;
   ModelBatch batch_for(const Context& c) const;
+  // The context's scoring pass settings (axes score_batch / score_chunk override the model's).
+  ScoreOptions score_options_for(const Context& c) const;
+  bool scoring() const { return s_.model.score; }
+  // The context's sampler (model.sampling, the axis `sampler` choosing which); null = greedy.
+  SamplerKind sampler_for(const Context& c) const;
 
   // Decodes the context's batch and returns the results of the probed requests `requests`
   // (ids from the scenario's requests), in that order; the observer's `watched` index is the
@@ -32,6 +38,13 @@ class ModelRunner {
   std::vector<SequenceResult> run(Backend& backend, const Context& c,
                                   const std::vector<int64_t>& requests, TensorObserver* observer,
                                   RunNotes* notes) const;
+
+  // Scores each probed request's prompt + completion (completions[i] for requests[i]) in the
+  // context's scoring pass (scoring_pass.h) and returns its logits rows, [T, vocab] each.
+  std::vector<HostTensor> score(Backend& backend, const Context& c,
+                                const std::vector<int64_t>& requests,
+                                const std::vector<std::vector<int32_t>>& completions,
+                                TensorObserver* observer, RunNotes* notes) const;
 
  private:
   Scenario s_;

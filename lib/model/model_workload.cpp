@@ -14,18 +14,21 @@
 namespace nvdet {
 namespace {
 
-// Hashes each tensor of each watched request into its trace.
+// Hashes each tensor of each watched request into its trace (or its scoring pass's trace).
 class TraceHasher final : public TensorObserver {
  public:
-  explicit TraceHasher(std::vector<RequestOutput>& outputs) : outputs_(outputs) {}
+  TraceHasher(std::vector<RequestOutput>& outputs, bool scoring)
+      : outputs_(outputs), scoring_(scoring) {}
   void observe(size_t watched, int32_t step, int32_t layer, std::string_view op,
                const HostTensor& rows) override {
-    outputs_[watched].trace.push_back(
-        {step, layer, std::string(op), hash_bytes({rows.data(), rows.nbytes()})});
+    RequestOutput& o = outputs_[watched];
+    (scoring_ ? o.score_trace : o.trace)
+        .push_back({step, layer, std::string(op), hash_bytes({rows.data(), rows.nbytes()})});
   }
 
  private:
   std::vector<RequestOutput>& outputs_;
+  bool scoring_;
 };
 
 // bench_case: the LM head GEMM of one decode step ([batch, hidden] x [vocab, hidden]^T, fp32
@@ -45,12 +48,25 @@ class ModelWorkload final : public Workload {
   std::vector<RequestOutput> run(Backend& backend, const Context& c, RunNotes* notes) override {
     const Scenario& s = runner_.scenario();
     std::vector<RequestOutput> outputs(s.requests.size());
-    TraceHasher hasher(outputs);
+    TraceHasher hasher(outputs, false);
     std::vector<SequenceResult> results = runner_.run(backend, c, s.requests, &hasher, notes);
     for (size_t i = 0; i < outputs.size(); ++i) {
       outputs[i].request = s.requests[i];
       outputs[i].output = std::move(results[i].logits);
       outputs[i].completion = std::move(results[i].completion);
+    }
+    if (runner_.scoring()) {
+      std::vector<std::vector<int32_t>> completions;
+      for (const RequestOutput& o : outputs) completions.push_back(o.completion);
+      TraceHasher score_hasher(outputs, true);
+      std::vector<HostTensor> scored =
+          runner_.score(backend, c, s.requests, completions, &score_hasher, notes);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        outputs[i].score_logits = std::move(scored[i]);
+        // The scoring pass reports in pass order; the decode's trace is in step order.
+        std::stable_sort(outputs[i].score_trace.begin(), outputs[i].score_trace.end(),
+                         [](const TraceEntry& a, const TraceEntry& b) { return a.step < b.step; });
+      }
     }
     return outputs;
   }
@@ -114,6 +130,14 @@ Footprint model_footprint(const Scenario& s) {
   p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows
   // Activations of one prefill pass in fp32: residual, q/k/v, MLP (gate and up), logits row.
   p.workspace = batch * prompt * (2 * hidden + q + 2 * kv + 2 * inter) * 4 + batch * vocab * 4;
+  if (m.score) {
+    // The scoring pass: score_batch sequences of prompt + completion in one pass (its KV cache,
+    // its activations in fp32, and the scored request's logits rows).
+    const double rows = axis_max(s, "score_batch", m.score_batch) * (prompt + new_tokens);
+    p.kv += rows * layers * 2 * kv * in;
+    p.workspace = std::max(p.workspace, rows * (2 * hidden + q + 2 * kv + 2 * inter) * 4 +
+                                            new_tokens * vocab * 4);
+  }
   return p;
 }
 

@@ -47,9 +47,12 @@ ModelBatch make_model_batch(const Scenario& s, const Context& c, const std::vect
     const BatchSlot& bs = layout.slots[slot];
     if (bs.probed) {
       b.prompts.push_back(prompts.at(static_cast<size_t>(bs.request)));
+      b.request_ids.push_back(static_cast<uint64_t>(bs.request));
     } else if (next_other < others.size()) {
+      b.request_ids.push_back(others[next_other]);
       b.prompts.push_back(prompts[others[next_other++]]);
     } else {
+      b.request_ids.push_back(kFillerIdBase + slot);
       // A seeded filler as long as a scenario prompt (cycling through them), so the fillers'
       // lengths look like the workload's.
       const int32_t len = static_cast<int32_t>(prompts[slot % prompts.size()].size());

@@ -23,7 +23,11 @@ std::vector<Prompt> scenario_prompts(const Scenario& s, int32_t vocab);
 struct ModelBatch {
   std::vector<Prompt> prompts;      // one per slot
   std::vector<size_t> probe_slot;   // slot of each probed request, in scenario order
+  // Per slot: the prompt's request id (its index among the scenario's prompts), or for a seeded
+  // filler kFillerIdBase + slot: what a per-request sampler keys its draws by.
+  std::vector<uint64_t> request_ids;
 };
+inline constexpr uint64_t kFillerIdBase = uint64_t{1} << 62;
 
 // Throws kBadInput when the probed requests do not fit in the batch at that position.
 ModelBatch make_model_batch(const Scenario& s, const Context& c, const std::vector<Prompt>& prompts,

@@ -144,10 +144,15 @@ float tree_sum(float* v, int n) {
 }
 
 void attend_split_kv(const float* q, const SequenceKv& kv, int64_t split, float scale, float* out) {
+  attend_split_kv(q, kv, kv.len, split, scale, out);
+}
+
+void attend_split_kv(const float* q, const SequenceKv& kv, int64_t len, int64_t split, float scale,
+                     float* out) {
   SoftmaxState total(kv.head_dim);
-  for (int64_t b = 0; b < kv.len; b += split) {
+  for (int64_t b = 0; b < len; b += split) {
     SoftmaxState part(kv.head_dim);
-    attend_tiles(q, kv, b, std::min(kv.len, b + split), b, scale, part);
+    attend_tiles(q, kv, b, std::min(len, b + split), b, scale, part);
     merge_state(total, part);
   }
   finish_state(total, out);

@@ -111,5 +111,8 @@ float tree_sum(float* v, int n);
 // each folded from an empty state by attend_tiles (tiles aligned to the split start), the split
 // states merged in order; writes acc / l to `out`.
 void attend_split_kv(const float* q, const SequenceKv& kv, int64_t split, float scale, float* out);
+// The same over the sequence's first `len` tokens only (a prefill token at position len - 1).
+void attend_split_kv(const float* q, const SequenceKv& kv, int64_t len, int64_t split, float scale,
+                     float* out);
 
 }  // namespace nvdet::cpu

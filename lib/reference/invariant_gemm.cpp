@@ -7,7 +7,8 @@
 // Invariance: nothing in the plan refers to m, to other rows or to the thread that computes it;
 // the register blocking (4 rows x 8 columns) only decides which accumulators live together, and
 // each accumulator sees exactly the sequence above. So row i's bits are the same at any batch
-// size and position.
+// size and position, and a token's row of a decode step (m = batch) equals its row of a
+// scoring pass over whole sequences (m = thousands): sampler/trainer parity.
 #include "lib/core/parallel.h"
 #include "lib/reference/cpu_common.h"
 #include "lib/reference/cpu_kernels.h"

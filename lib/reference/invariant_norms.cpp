@@ -7,7 +7,8 @@
 // log-softmax: mx = max of the row (exact in any order); sum = that sum of exp(x - mx);
 //              out = (x - mx) - log(sum).
 // Invariance: each row is reduced on its own by one thread with a plan that depends only on d,
-// so a row's bits do not depend on the number of rows or on its position.
+// so a row's bits do not depend on the number of rows or on its position (a decode step's row
+// and a scoring pass's row of the same token are the same bits: sampler/trainer parity).
 #include <cmath>
 
 #include "lib/core/parallel.h"

@@ -3,6 +3,14 @@
 // cuda-portable's on any GPU (tests/gpu_portable_test.cpp checks it on the device). Threads and
 // register blocking only decide which elements are computed together; every element still sees
 // its own sequence of operations, fixed by the reduction length, hence batch-invariant too.
+//
+// Decode against prefill (sampler/trainer parity): decode attention folds splits of
+// invariant_attention_split_size() tokens (512 by default) and merges them in order; prefill folds
+// one state over [0, p] in tiles aligned to 0. Up to one split (kv_len <= 512) the two plans are
+// the same operations: tiles of 64 aligned to 0, and a merge into the empty state that copies it;
+// so cpu-portable's decode logits equal its scoring pass's bit for bit for sequences of up to 512
+// tokens (tests/parity_cpu_test.cpp). Beyond that the prefill plan would have to split as decode
+// does, which cuda-portable's prefill kernel (kernels/portable_ops.cuh) must then do too.
 #include <algorithm>
 #include <vector>
 

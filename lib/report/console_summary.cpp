@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/verdict.h"
@@ -58,6 +59,26 @@ std::string throughput_range(const AuditResult& r, const std::string& backend) {
                      *s_lo, *s_hi);
 }
 
+// Model scenarios whose contexts fall in several groups (a request-defining axis such as
+// `sampler`): the most distinct completions of one request in each group, "" for one group.
+std::string completions_by_group(const AuditResult& r, const std::string& backend) {
+  std::map<std::string, std::map<int64_t, std::set<std::vector<int32_t>>>> groups;
+  for (const CaseRecord& c : r.cases) {
+    if (c.backend != backend) continue;
+    for (const RequestRecord& q : c.requests) {
+      if (!q.completion.empty()) groups[c.group][q.request].insert(q.completion);
+    }
+  }
+  if (groups.size() < 2) return "";
+  std::string out;
+  for (const auto& [group, requests] : groups) {
+    size_t most = 0;
+    for (const auto& [request, set] : requests) most = std::max(most, set.size());
+    out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", group, most);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_console_summary(const AuditResult& r) {
@@ -83,6 +104,7 @@ std::string render_console_summary(const AuditResult& r) {
                      expectation_name(o.expect), o.verdict);
     const std::string throughput = throughput_range(r, o.name);
     if (!throughput.empty()) s += "       decode: " + throughput + "\n";
+    s += parity_console_lines(o);
     const Divergence* first = nullptr;
     for (const Divergence& d : r.divergences) {
       if (d.backend == o.name) {
@@ -103,6 +125,8 @@ std::string render_console_summary(const AuditResult& r) {
     }
     if (o.max_distinct_completions > 0) {
       s += fmt::format("       completions: up to {} distinct per request\n", o.max_distinct_completions);
+      const std::string by_group = completions_by_group(r, o.name);
+      if (!by_group.empty()) s += "       most distinct completions per request, by group: " + by_group + "\n";
     }
     for (const Divergence& d : r.divergences) {  // the first divergence whose tokens differ
       if (d.backend != o.name || !d.completion) continue;
@@ -112,6 +136,11 @@ std::string render_console_summary(const AuditResult& r) {
           "vs {:.6g}, top-1/top-2 margin {:.3g})\n",
           d.request, c.step, d.context, c.baseline_token, c.token,
           c.baseline_logit_of_baseline_token, c.baseline_logit_of_token, c.baseline_margin);
+      if (c.sampled) {
+        s += fmt::format("       sampled: baseline probabilities {:.4g} vs {:.4g} (margin {:.3g})\n",
+                         c.baseline_prob_of_baseline_token, c.baseline_prob_of_token,
+                         c.baseline_prob_of_baseline_token - c.baseline_prob_of_token);
+      }
       if (d.first_op) {
         s += fmt::format("       its bits parted first at step {}, layer {}, op {}\n",
                          d.first_op->step, d.first_op->layer, d.first_op->op);

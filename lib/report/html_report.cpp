@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
@@ -571,6 +572,7 @@ std::string render_html_report(const AuditResult& r) {
   write_verify(o, r);
   write_backends(o, r);
   write_throughput(o, r);
+  o << parity_html_section(r);
   write_heatmaps(o, r);
   write_divergences(o, r);
   write_bisect(o);

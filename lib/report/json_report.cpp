@@ -39,6 +39,40 @@ json scenario_json(const ScenarioSummary& s) {
 
 json device_json(const SystemInfo& s) { return system_info_json<json>(s); }
 
+json op_json(const OpDivergence& op) {
+  return {{"step", op.step}, {"layer", op.layer}, {"op", op.op}};
+}
+
+// Sampler against trainer (model scenarios with a scoring pass), under the metrics' RL names.
+json parity_json(const ParityRecord& p) {
+  json j = {{"tokens", p.tokens},
+            {"bitwise_equal_tokens", p.bitwise_equal_tokens},
+            {"first_differing_token", p.first_differing_token},
+            {"logprob_abs_diff_max", json_number(p.logprob_abs_diff_max)},
+            {"logprob_abs_diff_mean", json_number(p.logprob_abs_diff_mean)},
+            {"mismatch_kl_mean", json_number(p.mismatch_kl_mean)},
+            {"mismatch_kl_max", json_number(p.mismatch_kl_max)},
+            {"k3_mean", json_number(p.k3_mean)}};
+  if (p.first_op) j["first_op"] = op_json(*p.first_op);
+  return j;
+}
+
+json parity_summary_json(const ParitySummary& p) {
+  json j = {{"requests", p.requests},
+            {"tokens", p.tokens},
+            {"bitwise_equal_tokens", p.bitwise_equal_tokens},
+            {"logprob_abs_diff_max", json_number(p.logprob_abs_diff_max)},
+            {"logprob_abs_diff_mean", json_number(p.logprob_abs_diff_mean)},
+            {"mismatch_kl_mean", json_number(p.mismatch_kl_mean)},
+            {"mismatch_kl_max", json_number(p.mismatch_kl_max)},
+            {"k3_mean", json_number(p.k3_mean)}};
+  if (!p.first_context.empty()) {
+    j["first"] = {{"context", p.first_context}, {"request", p.first_request}, {"token", p.first_token}};
+  }
+  if (p.first_op) j["first_op"] = op_json(*p.first_op);
+  return j;
+}
+
 json backend_json(const BackendOutcome& b) {
   json j = {{"name", b.name},
           {"description", b.description},
@@ -54,6 +88,10 @@ json backend_json(const BackendOutcome& b) {
           {"skipped", b.skipped}};
   if (b.skipped) j["skip_reason"] = b.skip_reason;
   if (b.max_distinct_completions > 0) j["max_distinct_completions"] = b.max_distinct_completions;
+  if (b.parity) {
+    j["parity_expect"] = std::string(parity_expectation_name(b.parity_expect));
+    j["parity"] = parity_summary_json(*b.parity);
+  }
   return j;
 }
 
@@ -66,6 +104,7 @@ json case_json(const CaseRecord& c) {
     for (const Hash128& h : r.token_hashes) tokens.push_back(h.hex());
     json jr = {{"request", r.request}, {"hash", r.hash.hex()}, {"token_hashes", tokens}};
     if (!r.completion.empty()) jr["completion"] = r.completion;
+    if (r.parity) jr["parity"] = parity_json(*r.parity);
     requests.push_back(std::move(jr));
   }
   json j = {{"backend", c.backend},
@@ -109,10 +148,12 @@ json divergence_json(const Divergence& d) {
                        {"logit_of_baseline_token", json_number(c.logit_of_baseline_token)},
                        {"logit_of_token", json_number(c.logit_of_token)},
                        {"baseline_margin", json_number(c.baseline_margin)}};
+    if (c.sampled) {
+      j["completion"]["baseline_prob_of_baseline_token"] = json_number(c.baseline_prob_of_baseline_token);
+      j["completion"]["baseline_prob_of_token"] = json_number(c.baseline_prob_of_token);
+    }
   }
-  if (d.first_op) {
-    j["first_op"] = {{"step", d.first_op->step}, {"layer", d.first_op->layer}, {"op", d.first_op->op}};
-  }
+  if (d.first_op) j["first_op"] = op_json(*d.first_op);
   return j;
 }
 

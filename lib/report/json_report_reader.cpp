@@ -159,6 +159,50 @@ std::string group_of(const ScenarioSummary& s,
   return group;
 }
 
+OpDivergence op_divergence(const json& f) {
+  return OpDivergence{integer_at<int32_t>(f, "step"), integer_at<int32_t>(f, "layer"),
+                      f.at("op").get<std::string>()};
+}
+
+// The metrics both parity objects carry, under their JSON names.
+template <class P>
+void read_parity_metrics(const json& j, P& p) {
+  p.tokens = count(j, "tokens");
+  p.bitwise_equal_tokens = count(j, "bitwise_equal_tokens");
+  p.logprob_abs_diff_max = number(j.at("logprob_abs_diff_max"));
+  p.logprob_abs_diff_mean = number(j.at("logprob_abs_diff_mean"));
+  p.mismatch_kl_mean = number(j.at("mismatch_kl_mean"));
+  p.mismatch_kl_max = number(j.at("mismatch_kl_max"));
+  p.k3_mean = number(j.at("k3_mean"));
+  if (j.contains("first_op")) p.first_op = op_divergence(j.at("first_op"));
+}
+
+ParityRecord parity_record(const json& j) {
+  ParityRecord p;
+  read_parity_metrics(j, p);
+  p.first_differing_token = integer_or<int64_t>(j, "first_differing_token", -1, -1);
+  return p;
+}
+
+ParitySummary parity_summary(const json& j) {
+  ParitySummary p;
+  read_parity_metrics(j, p);
+  p.requests = count(j, "requests");
+  if (j.contains("first")) {
+    const json& f = j.at("first");
+    p.first_context = f.at("context").get<std::string>();
+    p.first_request = integer_at<int64_t>(f, "request");
+    p.first_token = integer_at<int64_t>(f, "token", 0);
+  }
+  return p;
+}
+
+ParityExpectation parity_expectation(const std::string& word) {
+  if (word == "bitwise") return ParityExpectation::kBitwise;
+  if (word == "report") return ParityExpectation::kReport;
+  throw json::other_error::create(501, "unknown parity expectation '" + word + "'", nullptr);
+}
+
 AuditResult parse(const json& j) {
   AuditResult r;
   r.schema_version = integer_at<int>(j, "schema_version");
@@ -200,6 +244,10 @@ AuditResult parse(const json& j) {
     o.stands_for = b.value("stands_for", std::map<std::string, std::string>{});
     o.skipped = b.value("skipped", false);
     o.skip_reason = b.value("skip_reason", "");
+    if (b.contains("parity")) {
+      o.parity_expect = parity_expectation(b.value("parity_expect", "report"));
+      o.parity = parity_summary(b.at("parity"));
+    }
     r.backends.push_back(std::move(o));
   }
   for (const json& c : j.at("cases")) {
@@ -225,6 +273,7 @@ AuditResult parse(const json& j) {
       rr.hash = hash(q.at("hash"));
       for (const json& t : q.value("token_hashes", json::array())) rr.token_hashes.push_back(hash(t));
       rr.completion = integers_or_empty<int32_t>(q, "completion");
+      if (q.contains("parity")) rr.parity = parity_record(q.at("parity"));
       rec.requests.push_back(std::move(rr));
     }
     r.cases.push_back(std::move(rec));
@@ -273,13 +322,14 @@ AuditResult parse(const json& j) {
       cd.logit_of_baseline_token = number(c.at("logit_of_baseline_token"));
       cd.logit_of_token = number(c.at("logit_of_token"));
       cd.baseline_margin = number(c.at("baseline_margin"));
+      if (c.contains("baseline_prob_of_baseline_token")) {
+        cd.sampled = true;
+        cd.baseline_prob_of_baseline_token = number(c.at("baseline_prob_of_baseline_token"));
+        cd.baseline_prob_of_token = number(c.at("baseline_prob_of_token"));
+      }
       v.completion = cd;
     }
-    if (d.contains("first_op")) {
-      const json& f = d.at("first_op");
-      v.first_op = OpDivergence{integer_at<int32_t>(f, "step"), integer_at<int32_t>(f, "layer"),
-                                f.at("op").get<std::string>()};
-    }
+    if (d.contains("first_op")) v.first_op = op_divergence(d.at("first_op"));
     r.divergences.push_back(std::move(v));
   }
   const json& sum = j.at("summary");

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/scenario/scenario.h"
 
@@ -95,6 +96,15 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
                   " contexts gave the same bits for every request";
       t.details = b.verdict;
     }
+    cases.push_back(std::move(t));
+  }
+  if (const std::optional<ParityTestCase> p = parity_junit_case(b)) {
+    TestCase t;
+    t.name = p->name;
+    t.failed = p->failed;
+    t.type = "sampler-trainer";
+    t.message = p->message;
+    t.details = p->details;
     cases.push_back(std::move(t));
   }
   // The backend failed for a reason no request case shows (say, a manifest mismatch): say so in

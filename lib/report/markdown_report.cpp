@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
@@ -249,6 +250,7 @@ std::string render_markdown_report(const AuditResult& r) {
   }
   write_backend_table(o, r);
   write_throughput_table(o, r);
+  o << parity_markdown_section(r);
   for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
   if (r.verify) write_verify(o, r);
   return o.str();

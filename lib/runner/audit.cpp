@@ -12,6 +12,7 @@
 #include "lib/core/error.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
+#include "lib/runner/parity_metrics.h"
 #include "lib/runner/verdict.h"
 #include "lib/scenario/typo_hint.h"
 
@@ -107,11 +108,15 @@ class BackendAudit {
       o.max_distinct_completions =
           std::max(o.max_distinct_completions, static_cast<int>(set.size()));
     }
+    o.parity_expect = spec_.parity;
+    if (parity_.requests > 0) o.parity = parity_;
     decide_verdict(o, first_divergence_);
+    decide_parity_verdict(o);
     return o;
   }
 
  private:
+  bool sampling() const { return s_.model.sampling.enabled && s_.model.sampling.temperature > 0.0; }
   BackendOutcome outcome_;
   void run_context(const Context& c, BackendOutcome& o) {
     std::map<int64_t, RequestOutput> first_repeat;
@@ -136,6 +141,10 @@ class BackendAudit {
       rec.generated_tokens = workload_.generated_tokens(c);
       for (const RequestOutput& out : outputs) {
         rec.requests.push_back(hash_output(out));
+        if (!out.score_logits.empty()) {
+          rec.requests.back().parity = parity_of(out);
+          add_parity(parity_, *rec.requests.back().parity, c.id, out.request);
+        }
         distinct_[{c.group, out.request}].insert(rec.requests.back().hash);
         if (!out.completion.empty()) completions_[{c.group, out.request}].insert(out.completion);
         Baseline& base = baselines_[c.group];
@@ -147,6 +156,10 @@ class BackendAudit {
           base.notes = rec.notes;
         } else if (rep == 0) {
           if (auto d = compare_request(base.outputs.at(out.request), out)) {
+            if (d->completion && sampling()) {
+              add_sampling_probabilities(*d->completion, base.outputs.at(out.request),
+                                         s_.model.sampling);
+            }
             record(*d, DivergenceKind::kContext, out.request, {base.context, base.index}, c, 0,
                    base.notes, rec.notes);
             context_diverged = true;
@@ -206,6 +219,7 @@ class BackendAudit {
     RunNotes notes;
   };
   std::map<std::string, Baseline> baselines_;
+  ParitySummary parity_;  // sampler against trainer, over every scored request
   // Distinct outputs and completions per (group, request): updated for every request of every
   // case and only ever read for their largest size, so a hash map (order does not matter).
   absl::flat_hash_map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct_;

@@ -29,11 +29,46 @@ struct ScenarioSummary {
   std::vector<std::string> coord_names;  // what each output coordinate means: token, col / head, dim
 };
 
+// Model scenarios: the first intermediate tensor whose bits differ.
+struct OpDivergence {
+  int32_t step = 0, layer = 0;
+  std::string op;
+};
+
+// Model scenarios with a scoring pass: the sampler's distributions (each decode step's logits)
+// against the trainer's (the scoring pass's logits at that position) for one request of one case,
+// under the names RL frameworks give them. Every metric is computed in double from the two fp32
+// logits rows (lib/runner/parity_metrics.h).
+struct ParityRecord {
+  int64_t tokens = 0;                  // generated tokens compared
+  int64_t bitwise_equal_tokens = 0;    // logits rows equal bit for bit
+  int64_t first_differing_token = -1;  // -1: every row equal
+  double logprob_abs_diff_max = 0.0;   // |log p_sampler(tok) - log p_trainer(tok)|, sampled tokens
+  double logprob_abs_diff_mean = 0.0;
+  double mismatch_kl_mean = 0.0;       // KL(sampler || trainer) over the whole vocabulary
+  double mismatch_kl_max = 0.0;
+  double k3_mean = 0.0;                // k3 = r - 1 - log r, r = p_trainer(tok) / p_sampler(tok)
+  std::optional<OpDivergence> first_op;  // first (step, layer, op) where decode and scoring parted
+};
+
+// A backend's parity over every scored request of every case.
+struct ParitySummary {
+  int64_t requests = 0;  // (case, request) pairs scored
+  int64_t tokens = 0, bitwise_equal_tokens = 0;
+  double logprob_abs_diff_max = 0.0, logprob_abs_diff_mean = 0.0;  // mean over all tokens
+  double mismatch_kl_mean = 0.0, mismatch_kl_max = 0.0, k3_mean = 0.0;
+  // The first request whose rows differ (empty context when none).
+  std::string first_context;
+  int64_t first_request = 0, first_token = 0;
+  std::optional<OpDivergence> first_op;
+};
+
 struct RequestRecord {
   int64_t request = 0;
   Hash128 hash;                       // the request's whole output
   std::vector<Hash128> token_hashes;  // one per token (first dimension)
   std::vector<int32_t> completion;    // model scenarios: the generated token ids
+  std::optional<ParityRecord> parity;  // model scenarios with a scoring pass
 };
 
 // One backend run of one context (one repeat).
@@ -62,12 +97,10 @@ struct CompletionDivergence {
   double baseline_logit_of_baseline_token = 0.0, baseline_logit_of_token = 0.0;
   double logit_of_baseline_token = 0.0, logit_of_token = 0.0;
   double baseline_margin = 0.0;     // baseline's top-1 minus top-2 logit at that step
-};
-
-// Model scenarios: the first intermediate tensor whose bits differ.
-struct OpDivergence {
-  int32_t step = 0, layer = 0;
-  std::string op;
+  // Sampled scenarios (model.sampling): both tokens' probabilities in the baseline's filtered
+  // sampling distribution at that step (0 for a token the filter dropped).
+  bool sampled = false;
+  double baseline_prob_of_baseline_token = 0.0, baseline_prob_of_token = 0.0;
 };
 
 // What an output was compared with when it differed.
@@ -125,6 +158,8 @@ struct BackendOutcome {
   bool skipped = false;
   std::string skip_reason;
   int scenario_line = 0;  // the line naming the backend in the scenario file (0: not from it)
+  ParityExpectation parity_expect = ParityExpectation::kReport;
+  std::optional<ParitySummary> parity;  // model scenarios with a scoring pass
 };
 
 struct AuditSummary {

@@ -61,7 +61,8 @@ Context context_with(const Context& base, const std::vector<std::pair<std::strin
         n && value.find_first_not_of("0123456789") == std::string::npos) {
       v = *n;
     } else if (!((key == "position" && (value == "first" || value == "middle" || value == "last")) ||
-                 (key == "prefill_chunk" && value == "whole"))) {
+                 ((key == "prefill_chunk" || key == "score_chunk") && value == "whole") ||
+                 (key == "sampler" && (value == "per_request" || value == "batch_stream")))) {
       throw_input_error(flag + " " + key + "=" + value + ": the value must be a non-negative integer" +
                         (key == "position" ? " or first, middle, last"
                                            : key == "prefill_chunk" ? " or whole" : ""));
@@ -123,6 +124,7 @@ class Bisector {
 
     const std::vector<Context> contexts = expand_contexts(s_);
     const Context a = context_with(contexts.front(), o_.context, "--context");
+    if (o_.scoring) return against_scoring(backend, a, r);
     std::optional<Context> b;
     if (!o_.against.empty()) {
       b = context_with(contexts.front(), o_.against, "--against");
@@ -147,6 +149,42 @@ class Bisector {
   }
 
  private:
+  // Context A's decode against its own scoring pass: the same tokens, computed by a trainer.
+  BisectResult& against_scoring(Backend& backend, const Context& a, BisectResult& r) {
+    if (!o_.against.empty()) {
+      throw_input_error("--scoring compares context A with its own scoring pass; leave --against out");
+    }
+    const ScoreOptions so = runner_.score_options_for(a);
+    r.context_a = a.id;
+    r.context_b = fmt::format("scoring pass of {} (score_batch={}, score_chunk={})", a.id, so.batch,
+                              so.chunk == 0 ? std::string("whole") : std::to_string(so.chunk));
+    Capture cap_a, cap_b;
+    RequestOutput out_a =
+        as_output(r.request, runner_.run(backend, a, {r.request}, &cap_a, nullptr).at(0));
+    RequestOutput out_b;
+    out_b.request = r.request;
+    out_b.output = runner_.score(backend, a, {r.request}, {out_a.completion}, &cap_b, nullptr).at(0);
+    for (int64_t t = 0; t < out_b.output.dim(0); ++t) {
+      out_b.completion.push_back(argmax_of_row(out_b.output, t));
+    }
+    r.completion_a = out_a.completion;
+    r.completion_b = out_b.completion;
+    r.steps = static_cast<int32_t>(out_a.completion.size());
+    r.first_flip = compare_completions(out_a, out_b);
+    compare_traces(cap_a.entries, cap_b.entries, r);
+    r.diverged = r.first_op.has_value() || r.first_flip.has_value();
+    return r;
+  }
+
+  static int32_t argmax_of_row(const HostTensor& logits, int64_t row) {
+    const int64_t v = logits.dim(1);
+    int32_t best = 0;
+    for (int64_t j = 1; j < v; ++j) {
+      if (logits.get(row * v + j) > logits.get(row * v + best)) best = static_cast<int32_t>(j);
+    }
+    return best;
+  }
+
   Backend& open_backend(BisectResult& r) {
     if (o_.backend_override) {
       r.backend = o_.backend_override->info().name;

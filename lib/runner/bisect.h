@@ -27,6 +27,9 @@ struct BisectOptions {
   // contexts whose completion differs from A's (else the first whose logits differ).
   std::vector<std::pair<std::string, std::string>> against;
   std::string backend;  // "": the scenario's first backend not expected to be invariant
+  // Sampler against trainer: B is context A's scoring pass (lib/model/scoring_pass.h) over A's
+  // prompt + completion, under A's score_batch and score_chunk; `against` is then refused.
+  bool scoring = false;
   // For tests: a backend to use instead of making `backend` from the registry.
   Backend* backend_override = nullptr;
 };
@@ -57,6 +60,8 @@ struct BisectResult {
   int32_t steps = 0, layers = 0;
   std::optional<BisectFirstOp> first_op;
   std::optional<CompletionDivergence> first_flip;  // first step whose token differs
+  // With BisectOptions::scoring, B's completion is the scoring pass's argmax at each position
+  // (where a greedy trainer would have chosen otherwise).
   std::vector<int32_t> completion_a, completion_b;
   std::vector<std::string> columns;  // "embed", "layer 0", ..., "final_norm", "logits"
   std::vector<BisectStepGrowth> growth;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "lib/model/sampler.h"
+
 namespace nvdet {
 namespace {
 
@@ -50,6 +52,19 @@ std::optional<CompletionDivergence> compare_completions(const RequestOutput& ref
     return d;
   }
   return std::nullopt;
+}
+
+void add_sampling_probabilities(CompletionDivergence& d, const RequestOutput& ref,
+                                const SamplingSpec& spec) {
+  const HostTensor& logits = ref.output;
+  if (logits.rank() < 2 || d.step >= logits.dim(0) || logits.dtype() != DType::kFP32) return;
+  const auto* row = reinterpret_cast<const float*>(logits.data()) + d.step * logits.dim(1);
+  const FilteredDistribution f = filtered_distribution(row, logits.dim(1), spec);
+  d.sampled = true;
+  for (size_t i = 0; i < f.ids.size(); ++i) {
+    if (f.ids[i] == d.baseline_token) d.baseline_prob_of_baseline_token = f.probs[i];
+    if (f.ids[i] == d.token) d.baseline_prob_of_token = f.probs[i];
+  }
 }
 
 std::optional<OpDivergence> first_trace_difference(const RequestOutput& ref,

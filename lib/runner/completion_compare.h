@@ -10,6 +10,10 @@ namespace nvdet {
 
 std::optional<CompletionDivergence> compare_completions(const RequestOutput& reference,
                                                         const RequestOutput& output);
+// Fills the two probabilities of a sampled divergence from the baseline's logits row at its step.
+void add_sampling_probabilities(CompletionDivergence& d, const RequestOutput& reference,
+                                const SamplingSpec& spec);
+
 std::optional<OpDivergence> first_trace_difference(const RequestOutput& reference,
                                                    const RequestOutput& output);
 

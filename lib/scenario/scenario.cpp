@@ -13,6 +13,14 @@ std::string_view expectation_name(Expectation e) {
   return "?";
 }
 
+std::string_view parity_expectation_name(ParityExpectation e) {
+  return e == ParityExpectation::kBitwise ? "bitwise" : "report";
+}
+
+std::string_view sampler_name(SamplerKind k) {
+  return k == SamplerKind::kBatchStream ? "batch_stream" : "per_request";
+}
+
 std::string axis_value_string(const AxisValue& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   return std::get<std::string>(v);
@@ -33,6 +41,9 @@ const std::vector<AxisDescription>& known_axes() {
       {"split_size", "KV tokens per split (invariant backends)", true},
       {"page_size", "tokens per KV-cache page"},
       {"max_new_tokens", "tokens to decode greedily", true},
+      {"score_batch", "sequences packed into the scoring pass (the probed one plus seeded fillers)"},
+      {"score_chunk", "scoring-pass tokens per pass after the prompt: 'whole' (trainer), k+1 (verification), 1 (decode again)"},
+      {"sampler", "seeded sampler: per_request (counter-based) or batch_stream (one stream in row order)", true},
       {"tp", "tensor-parallel ranks, simulated on one device (1 = unsharded)"},
       {"allreduce", "how row-parallel partials are summed: auto, ring, tree, fixed or nccl"},
       {"channels", "all-reduce channels; 0 = chosen from the message size"},

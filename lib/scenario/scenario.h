@@ -24,10 +24,19 @@ enum class Expectation {
 };
 std::string_view expectation_name(Expectation e);
 
+// Model scenarios with a scoring pass: whether the sampler's logits (the decode steps') must
+// equal the trainer's (the scoring pass's) bit for bit, or are only reported.
+enum class ParityExpectation {
+  kReport,   // record the sampler/trainer metrics only
+  kBitwise,  // any logits row that differs fails the audit
+};
+std::string_view parity_expectation_name(ParityExpectation e);
+
 struct BackendSpec {
   std::string name;
   Expectation expect = Expectation::kReport;
   SourceLocation where;
+  ParityExpectation parity = ParityExpectation::kReport;  // backend key `parity:`
 };
 
 // A sweep value: an integer (batch sizes, lengths) or a word (position "first", chunk "whole").
@@ -56,6 +65,22 @@ struct PrefillShape {
   int32_t prefix_len = 0;    // tokens already in the prefix cache, computed in an earlier pass
 };
 
+// Seeded sampling of a model's tokens (model.sampling); greedy argmax when absent.
+enum class SamplerKind {
+  kPerRequest,   // Philox keyed by (seed, request id, step): invariant by construction
+  kBatchStream,  // one stream consumed across the batch in row order, as a vendor sampler does
+};
+std::string_view sampler_name(SamplerKind k);
+
+struct SamplingSpec {
+  bool enabled = false;
+  double temperature = 1.0;  // 0 = greedy
+  int32_t top_k = 0;         // 0 = the whole vocabulary
+  double top_p = 1.0;        // 1 = no nucleus cut
+  uint64_t seed = 0;
+  SamplerKind sampler = SamplerKind::kPerRequest;  // axis `sampler` overrides
+};
+
 // A Llama/Mistral/Qwen-style decoder (op: model). Weights are seeded synthetic unless
 // `checkpoint` names a Hugging Face style folder (config.json + *.safetensors).
 struct ModelSpec {
@@ -81,6 +106,12 @@ struct ModelSpec {
   int32_t prefill_chunk = 0;  // 0 = whole prompt
   int32_t page_size = 16;
   SourceLocation where;
+  // The scoring pass (lib/model/scoring_pass.h): on when `score_batch` or `score_chunk` is given
+  // as a model key or swept; the axes override these defaults.
+  bool score = false;
+  int32_t score_batch = 1;  // sequences packed into one scoring pass: the probed one + fillers
+  int32_t score_chunk = 0;  // 0 = whole sequence in one pass (the trainer); k = k tokens a pass
+  SamplingSpec sampling;
 };
 
 struct Scenario {

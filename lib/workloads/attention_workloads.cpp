@@ -56,7 +56,7 @@ class AttentionDecodeWorkload final : public Workload {
     const HostTensor out = backend.run(b.args, notes);
     std::vector<RequestOutput> outputs;
     for (size_t p = 0; p < b.layout.probe_slot.size(); ++p) {
-      outputs.push_back({s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}});
+      outputs.push_back({s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}, {}, {}});
     }
     return outputs;
   }
@@ -147,7 +147,7 @@ class AttentionPrefillWorkload final : public Workload {
     // backend.
     std::vector<RequestOutput> outputs;
     for (int64_t r : s_.requests) {
-      outputs.push_back({r, HostTensor(s_.out_dtype, {st.prompt_len, st.d.heads, st.d.head_dim}), {}, {}});
+      outputs.push_back({r, HostTensor(s_.out_dtype, {st.prompt_len, st.d.heads, st.d.head_dim}), {}, {}, {}, {}});
     }
     std::vector<std::pair<int32_t, int32_t>> chunks;  // [start, length)
     if (st.prefix_len > 0) chunks.emplace_back(0, st.prefix_len);

@@ -28,6 +28,10 @@ struct RequestOutput {
   HostTensor output;                // [tokens, ...]: the first dimension is the token
   std::vector<int32_t> completion;  // model workloads: generated token ids
   std::vector<TraceEntry> trace;    // model workloads: per (step, layer, op) hashes, in order
+  // Model workloads with a scoring pass (lib/model/scoring_pass.h): its logits rows, fp32
+  // [tokens, vocab] like `output` (empty without one), and its trace in the same layout.
+  HostTensor score_logits;
+  std::vector<TraceEntry> score_trace;
 };
 
 // One representative op call of a context, for `nvdet bench`: its arguments borrow tensors that
