@@ -196,6 +196,8 @@ TEST(Layers, ThirdPartyHeadersStayWhereTheyBelong) {
     if (cuda)
       EXPECT_TRUE(folder == "lib/cuda" || folder == "lib/cudnn" || folder == "kernels")
           << "CUDA header " << h << " in " << inc.file;
+    if (h.rfind("<nccl", 0) == 0)
+      EXPECT_EQ(inc.file, "lib/cuda/nccl_allreduce.cpp") << "NCCL in " << inc.file;
     if (h.rfind("<absl/", 0) == 0)
       EXPECT_NE(folder, "kernels") << "Abseil in " << inc.file << " (nvcc compiles kernels/)";
   }

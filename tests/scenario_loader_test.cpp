@@ -490,10 +490,12 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  // sampler takes words only, and chooses how model.sampling draws; filler_routing takes words.
+  // sampler, filler_routing and allreduce take words only (sampler chooses how model.sampling
+  // draws).
   const std::string value = axis == "position"         ? "[first, last]"
                             : axis == "sampler"        ? "[per_request, batch_stream]"
                             : axis == "filler_routing" ? "[random, hot]"
+                            : axis == "allreduce"      ? "[ring, fixed]"
                                                        : "[1, 2]";
   if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
@@ -514,6 +516,30 @@ TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {
       }
     }
   }
+}
+
+TEST(ScenarioLoaderTest, TensorParallelKeysAndAxes) {
+  const std::string base = std::string(kMinimalGemm);
+  const Scenario s = parse_scenario(
+      base + "tp_split: column\nnccl: {algo: ring, proto: LL128, min_channels: 2, max_channels: 4}\n"
+             "sweep:\n  tp: [1, 2]\n  allreduce: [auto, nccl]\n  channels: [0, 3]\n",
+      "s.yaml");
+  EXPECT_FALSE(s.tp_split_row);
+  EXPECT_EQ(s.nccl.algo, "Ring");
+  EXPECT_EQ(s.nccl.proto, "LL128");
+  EXPECT_EQ(s.nccl.min_channels, 2);
+  EXPECT_EQ(s.nccl.max_channels, 4);
+  EXPECT_CONTAINS(parse_error(base + "tp_split: diagonal\n"), "'tp_split' must be 'row' or 'column'");
+  EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: [rign]\n"), "did you mean 'ring'");
+  EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: [2]\n"),
+                  "'allreduce' values must be 'auto', 'ring', 'tree', 'fixed', 'nccl', got '2'");
+  EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: {from: 1, to: 2}\n"),
+                  "'allreduce' values must be");
+  EXPECT_CONTAINS(parse_error(base + "sweep:\n  tp: [0]\n"), "'tp' values must be at least 1");
+  EXPECT_CONTAINS(parse_error(base + "nccl: {algo: nvls}\n"), "'algo' must be one of 'Ring', 'Tree'");
+  EXPECT_CONTAINS(parse_error(base + "nccl: {min_channels: 8, max_channels: 4}\n"),
+                  "min_channels must not be more than max_channels");
+  EXPECT_CONTAINS(parse_error(base + "nccl: {max_channels: 65}\n"), "max_channels");
 }
 
 TEST(ScenarioLoaderTest, RequestsMustFitTheSmallestBatch) {

@@ -105,6 +105,14 @@ class Backend {
   // GPU backends whose ops can run on device buffers (lib/backend/device_decode_ops.h): the
   // model decoder then keeps weights, KV cache and activations on the device. Others: null.
   virtual DeviceDecodeOps* device_decode_ops() { return nullptr; }
+
+  // Invariant backends whose GEMM adds fp32 partials of fixed K chunks in chunk order
+  // (cpu-invariant): the chunk length for inputs of `dtype` (0: the backend has no such chunks),
+  // and the partials themselves, fp32 [chunks, m, n] without the bias, chunk c covering
+  // [c * k_chunk, ...). A tensor-parallel plan adds the ranks' partials in global chunk order and
+  // gets the unsharded GEMM's bits (lib/workloads/tp_gemm.h). Others throw Error(kBadInput).
+  virtual int64_t gemm_k_chunk(DType /*dtype*/) const { return 0; }
+  virtual HostTensor gemm_k_chunk_partials(const GemmArgs& args, RunNotes* notes);
 };
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;

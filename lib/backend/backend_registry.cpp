@@ -29,6 +29,12 @@ std::string dtype_list(const std::vector<DType>& dtypes) {
 
 }  // namespace
 
+HostTensor Backend::gemm_k_chunk_partials(const GemmArgs& /*args*/, RunNotes* /*notes*/) {
+  throw_input_error("backend '" + info().name +
+                    "' does not give its GEMM's K-chunk partials (only invariant backends with a "
+                    "chunked GEMM do)");
+}
+
 DeviceFacts device_facts() {
   const SystemInfo sys = collect_system_info();
   DeviceFacts d;

@@ -38,6 +38,17 @@ class CudaBackend final : public Backend {
     return measure_copy_bandwidth_gbps(ctx_, opts.warmup, opts.repetitions);
   }
 
+  int64_t gemm_k_chunk(DType dtype) const override {
+    return flavor_ == CudaFlavor::kInvariant ? invariant_gemm_k_chunk(dtype) : 0;
+  }
+  HostTensor gemm_k_chunk_partials(const GemmArgs& args, RunNotes* notes) override {
+    if (flavor_ != CudaFlavor::kInvariant) return Backend::gemm_k_chunk_partials(args, notes);
+    validate_op_args(args);
+    PreparedCall call = prepare_gemm_k_chunk_partials(ctx_, args, notes);
+    add_path_notes(flavor_, true, notes);
+    return run_prepared(ctx_, call);
+  }
+
   DeviceDecodeOps* device_decode_ops() override {
     if (!decode_ops_) decode_ops_ = make_cuda_decode_ops(ctx_, flavor_);
     return decode_ops_.get();

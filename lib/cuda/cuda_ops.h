@@ -24,6 +24,12 @@ PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
 PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
                                        const AttentionPrefillArgs& args, RunNotes* notes);
 
+// cuda-invariant's K chunk and its GEMM's fp32 chunk partials [chunks, m, n], no bias
+// (Backend::gemm_k_chunk_partials; gemm_chunk_partials.cpp).
+int64_t invariant_gemm_k_chunk(DType dtype);
+PreparedCall prepare_gemm_k_chunk_partials(DeviceContext& ctx, const GemmArgs& args,
+                                           RunNotes* notes);
+
 // Device-pointer halves of the ops above, for callers whose tensors are already on the device (the
 // device-resident decoder, lib/cuda/device_decode_ops.cpp): the same plans, kernels and notes as
 // prepare_*, which upload host tensors and then call these. Their operands are the decoder's call

@@ -187,6 +187,7 @@ class ScenarioParser {
   void parse_shape(const Field& f, Scenario& s);
   void parse_attention(const Field& f, Scenario& s);
   void parse_prefill(const Field& f, Scenario& s);
+  void parse_nccl(const Field& f, Scenario& s);
   void parse_model(const Field& f, Scenario& s);
   void read_prompts_file(const Field& f, ModelSpec& m);
   void parse_requests(const Field* f, Scenario& s);
@@ -349,7 +350,7 @@ const std::vector<std::string>& top_level_keys() {
       "name",   "description", "op",       "dtype",  "out_dtype", "shape",
       "tokens", "bias",        "tf32",     "eps",    "attention", "prefill",
       "model",  "seed",        "requests", "repeat", "sweep",     "backends",
-      "norm_topk_prob"};
+      "norm_topk_prob", "tp_split", "nccl"};
   return keys;
 }
 
@@ -410,6 +411,14 @@ Scenario ScenarioParser::parse(const std::string& text) {
   if (const Field* f = find(top, "norm_topk_prob")) s.norm_topk_prob = boolean(*f);
   if (const Field* f = find(top, "attention")) parse_attention(*f, s);
   if (const Field* f = find(top, "prefill")) parse_prefill(*f, s);
+  if (const Field* f = find(top, "tp_split")) {
+    const std::string word = string(*f);
+    if (word != "row" && word != "column")
+      fail(*f, "'tp_split' must be 'row' or 'column', got " + describe(f->value) +
+                   typo_hint(word, {"row", "column"}));
+    s.tp_split_row = word == "row";
+  }
+  if (const Field* f = find(top, "nccl")) parse_nccl(*f, s);
   if (spec.accepts_key("model")) {
     s.model.where = at(root);
     if (const Field* f = find(top, "model")) parse_model(*f, s);
@@ -515,6 +524,34 @@ void ScenarioParser::parse_attention(const Field& f, Scenario& s) {
                                          ") must be a multiple of 'kv_heads' (" +
                                          std::to_string(a.num_kv_heads) + ")");
   }
+}
+
+// nccl: {algo: ring, proto: simple, min_channels: 4, max_channels: 4}: NCCL's own words for
+// NCCL_ALGO / NCCL_PROTO (case as NCCL spells them), channel counts 1 .. 64.
+void ScenarioParser::parse_nccl(const Field& f, Scenario& s) {
+  const auto fields =
+      fields_of(f.value, at(f), "'nccl'", {"algo", "proto", "min_channels", "max_channels"});
+  const auto word_of = [&](const Field& x, const std::vector<std::string>& words) {
+    const std::string w = string(x);
+    for (const std::string& known : words) {
+      std::string lower = known;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (w == known || w == lower) return known;
+    }
+    fail(x, "'" + x.name + "' must be one of " + quoted_list(words) + ", got " +
+                describe(x.value) + typo_hint(w, words));
+  };
+  for (const auto& x : fields) {
+    if (x.name == "algo") s.nccl.algo = word_of(x, {"Ring", "Tree"});
+    if (x.name == "proto") s.nccl.proto = word_of(x, {"LL", "LL128", "Simple"});
+    if (x.name == "min_channels")
+      s.nccl.min_channels = static_cast<int>(integer_in(x, 1, kMaxAllReduceChannels));
+    if (x.name == "max_channels")
+      s.nccl.max_channels = static_cast<int>(integer_in(x, 1, kMaxAllReduceChannels));
+  }
+  if (s.nccl.min_channels > 0 && s.nccl.max_channels > 0 &&
+      s.nccl.min_channels > s.nccl.max_channels)
+    fail(f, "'nccl' min_channels must not be more than max_channels");
 }
 
 void ScenarioParser::parse_prefill(const Field& f, Scenario& s) {
@@ -808,6 +845,9 @@ const AxisRule& axis_rule(const std::string& axis) {
       {"score_chunk", 1, {"whole"}},
       {"sampler", 0, {"per_request", "batch_stream"}, false},
       {"filler_routing", 0, {"random", "same", "hot"}, false},
+      {"tp", 1, {}},
+      {"allreduce", 0, all_reduce_algo_words(), false},
+      {"channels", 0, {}},  // 0: chosen from the message size
   };
   static const AxisRule any{"", 0, {}};  // an axis added to known_axes() without a rule here
   for (const auto& r : rules)
@@ -818,6 +858,9 @@ const AxisRule& axis_rule(const std::string& axis) {
 int64_t ScenarioParser::check_axis_integer(const std::string& axis, int64_t v,
                                            const SourceLocation& where) const {
   const AxisRule& rule = axis_rule(axis);
+  if (!rule.integers)
+    fail(where, "'" + axis + "' values must be " + quoted_list(rule.words) + ", got " +
+                    std::to_string(v));
   if (v < rule.min)
     fail(where, "'" + axis + "' values must be " +
                     (rule.min == 0 ? std::string("non-negative")

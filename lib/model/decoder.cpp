@@ -16,6 +16,7 @@
 #include "lib/model/moe_combine.h"
 #include "lib/model/sampler.h"
 #include "lib/ops/moe_routing.h"
+#include "lib/model/tp_engine.h"
 
 namespace nvdet {
 namespace {
@@ -341,11 +342,13 @@ class BatchDecoder final : public PassTrace {
       capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
     }
     // MoE layers are computed on the host path only (one backend call per op): the device
-    // engine declines them.
-    DeviceDecodeOps* device = use_device_path(options_.path) && !c_.is_moe()
+    // engine declines them; so is tensor parallelism (each rank's shard through the backend).
+    DeviceDecodeOps* device = use_device_path(options_.path) && !c_.is_moe() && options_.tp.tp == 1
                                   ? backend_.device_decode_ops()
                                   : nullptr;
-    if (device) {
+    if (options_.tp.tp > 1) {
+      engine_ = make_tp_engine(backend_, w_, capacity, options_, *this, notes_);
+    } else if (device) {
       engine_ = make_device_engine(*device, w_, capacity, max_pass_rows(), options_, *this, notes_);
     } else {
       engine_ = std::make_unique<HostEngine>(backend_, w_, capacity, options_, *this, notes_);
@@ -368,6 +371,9 @@ class BatchDecoder final : public PassTrace {
       (*notes_)["batch"] = std::to_string(prompts_.size());
       (*notes_)["decoder"] =
           device ? "device-resident (weights, KV cache and activations on the GPU)"
+          : options_.tp.tp > 1
+              ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
+                    " simulated ranks (each shard through the backend's run)"
           : c_.is_moe() && backend_.device_decode_ops()
               ? "host (each op through the backend's run): the device-resident decoder does not "
                 "compute MoE layers"

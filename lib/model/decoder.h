@@ -26,6 +26,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/model/model_weights.h"
+#include "lib/workloads/tp_gemm.h"
 
 namespace nvdet {
 
@@ -48,6 +49,9 @@ struct DecodeOptions {
   // offered; NVDET_DEVICE_DECODE=0 in the environment sends every backend down the host path
   // (to compare the two, or to rule the device path out); the tests force one path or the other.
   DecodePath path = DecodePath::kAuto;
+  // Tensor parallel (tp_engine.h): tp > 1 shards every layer over simulated ranks on the host
+  // path (the device-resident engine does not shard).
+  TpOptions tp;
   // Called after each decode step with (steps done, max_new_tokens), for progress lines.
   std::function<void(int32_t done, int32_t total)> on_step;
   // Seeded sampling (model.sampling): with a sampler, every sequence's logits row comes back

@@ -10,6 +10,7 @@
 #include "lib/model/decode_progress.h"
 #include "lib/model/sampler.h"
 #include "lib/model/synthetic_checkpoint.h"
+#include "lib/model/tp_engine.h"
 
 namespace nvdet {
 
@@ -25,6 +26,8 @@ ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
   } else {
     weights_ = std::make_shared<const ModelWeights>(load_hf_checkpoint(s.model.checkpoint, s.dtype));
   }
+  // Every tp the sweep names must shard this model (checked before any context runs).
+  for (const int tp : tp_values(s)) check_tp_degree(weights_->config, tp);
   prompts_ = scenario_prompts(s, weights_->config.vocab);
   for (size_t i = 0; i < prompts_.size(); ++i) {
     for (int32_t id : prompts_[i]) {
@@ -50,6 +53,7 @@ DecodeOptions ModelRunner::options_for(const Context& c) const {
   o.max_new_tokens = static_cast<int32_t>(c.get_int("max_new_tokens", s_.model.max_new_tokens));
   if (o.page_size < 1) throw_input_error("context " + c.id + ": page_size must be at least 1");
   if (o.max_new_tokens < 1) throw_input_error("context " + c.id + ": max_new_tokens must be at least 1");
+  o.tp = tp_options(s_, c);
   return o;
 }
 

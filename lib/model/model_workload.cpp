@@ -131,6 +131,8 @@ Footprint model_footprint(const Scenario& s) {
   const double per_layer = hidden * (q + 2 * kv) + q * hidden + 2 * hidden;
   // embed + LM head, attention and norms, every MLP, the final norm
   p.weights = (2 * vocab * hidden + layers * per_layer + mlp_weights + hidden) * in;
+  // tp > 1 (tp_engine.h): every rank's shards of the layers' projections, a second copy of them.
+  if (axis_max(s, "tp", 1) > 1) p.weights += (layers * per_layer + mlp_weights) * in;
   p.kv = batch * (prompt + new_tokens) * layers * 2 * kv * in;
   p.inputs = batch * prompt * hidden * in;
   p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows

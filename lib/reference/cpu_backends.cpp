@@ -21,6 +21,15 @@ class CpuBackend final : public Backend {
     return std::visit([&](const auto& a) { return dispatch(a, notes); }, args);
   }
 
+  int64_t gemm_k_chunk(DType /*dtype*/) const override {
+    return flavor_ == CpuFlavor::kInvariant ? cpu::kInvariantKChunk : 0;
+  }
+  HostTensor gemm_k_chunk_partials(const GemmArgs& args, RunNotes* notes) override {
+    if (flavor_ != CpuFlavor::kInvariant) return Backend::gemm_k_chunk_partials(args, notes);
+    validate_op_args(args);
+    return cpu::invariant_gemm_chunk_partials(args, notes);
+  }
+
  private:
   HostTensor dispatch(const GemmArgs& a, RunNotes* n) const {
     return pick(cpu::reference_gemm, cpu::invariant_gemm, cpu::variant_gemm, cpu::portable_gemm)(a, n);

@@ -14,6 +14,10 @@ HostTensor reference_attention_prefill(const AttentionPrefillArgs& args, RunNote
 
 // cpu-invariant: fp32, one reduction plan fixed by the reduction length (invariant_*.cpp).
 HostTensor invariant_gemm(const GemmArgs& args, RunNotes* notes);
+// cpu-invariant's K chunk, and its GEMM's fp32 chunk partials [chunks, m, n] (no bias): the
+// terms invariant_gemm adds in chunk order (Backend::gemm_k_chunk_partials).
+inline constexpr int64_t kInvariantKChunk = 256;
+HostTensor invariant_gemm_chunk_partials(const GemmArgs& args, RunNotes* notes);
 HostTensor invariant_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
 HostTensor invariant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
 HostTensor invariant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);

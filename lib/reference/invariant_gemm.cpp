@@ -16,8 +16,6 @@
 
 namespace nvdet::cpu {
 
-inline constexpr int64_t kInvariantKChunk = 256;
-
 HostTensor invariant_gemm(const GemmArgs& args, RunNotes* notes) {
   const PackedGemm g = pack_gemm(args);
   std::vector<float> out(static_cast<size_t>(g.m * g.n));
@@ -46,6 +44,28 @@ HostTensor invariant_gemm(const GemmArgs& args, RunNotes* notes) {
     (*notes)["split_k"] = std::string("1");
   }
   return make_output(args.out_dtype, {g.m, g.n}, std::span<const float>(out));
+}
+
+HostTensor invariant_gemm_chunk_partials(const GemmArgs& args, RunNotes* notes) {
+  const PackedGemm g = pack_gemm(args);
+  const int64_t chunks = (g.k + kInvariantKChunk - 1) / kInvariantKChunk;
+  std::vector<float> out(static_cast<size_t>(chunks * g.m * g.n));
+  parallel_for(g.num_panels(), [&](int64_t p) {
+    float part[kGemmRows][kGemmLanes];
+    for (int64_t rb = 0; rb < g.num_row_blocks(); ++rb) {
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t k0 = c * kInvariantKChunk;
+        gemm_segment<float>(g, rb * kGemmRows, p, k0, std::min(g.k, k0 + kInvariantKChunk), part);
+        for (int r = 0; r < kGemmRows && rb * kGemmRows + r < g.m; ++r) {
+          for (int l = 0; l < kGemmLanes && p * kGemmLanes + l < g.n; ++l) {
+            out[(c * g.m + rb * kGemmRows + r) * g.n + p * kGemmLanes + l] = part[r][l];
+          }
+        }
+      }
+    }
+  });
+  if (notes) (*notes)["k_chunk"] = std::to_string(kInvariantKChunk);
+  return make_output(DType::kFP32, {chunks, g.m, g.n}, std::span<const float>(out));
 }
 
 }  // namespace nvdet::cpu

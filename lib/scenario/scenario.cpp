@@ -47,6 +47,9 @@ const std::vector<AxisDescription>& known_axes() {
       {"filler_routing",
        "where the co-batched rows route (op moe): random (spread out), same (onto the probed "
        "rows' experts) or hot (onto one hot expert)"},
+      {"tp", "tensor-parallel ranks, simulated on one device (1 = unsharded)"},
+      {"allreduce", "how row-parallel partials are summed: auto, ring, tree, fixed or nccl"},
+      {"channels", "all-reduce channels; 0 = chosen from the message size"},
   };
   return axes;
 }

@@ -12,6 +12,7 @@
 
 #include "lib/core/dtype.h"
 #include "lib/core/error.h"
+#include "lib/ops/allreduce.h"
 #include "lib/ops/op_kind.h"
 
 namespace nvdet {
@@ -133,6 +134,12 @@ struct Scenario {
   // and norm_topk_prob (renormalise the k routing weights, as Qwen3-MoE and Mixtral do).
   int64_t moe_hidden = 0, moe_intermediate = 0, moe_experts = 0, moe_top_k = 0;
   bool norm_topk_prob = true;
+
+  // Tensor parallel (README "Tensor parallel"; the axes tp, allreduce, channels): gemm's
+  // `tp_split` (true: row-parallel, K split; false: column-parallel, N split) and the real
+  // path's `nccl:` settings (gemm and model).
+  bool tp_split_row = true;
+  NcclSettings nccl;
 
   AttentionShape attention;
   PrefillShape prefill;

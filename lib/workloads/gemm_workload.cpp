@@ -1,9 +1,12 @@
 // gemm: out[m, n] = a[m, k] · w[n, k]^T (+ bias). The batch is the m dimension: m = batch × tokens.
 // Weights are N(0, 1/sqrt(k)) so outputs stay O(1) at any k.
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "lib/workloads/footprint.h"
 #include "lib/workloads/row_workload.h"
+#include "lib/workloads/tp_gemm.h"
 
 namespace nvdet {
 namespace {
@@ -15,6 +18,20 @@ class GemmWorkload final : public RowWorkload {
         w_(seeded_tensor(s.dtype, {s.n, s.k}, s.seed, kWeightStream,
                          1.0f / std::sqrt(static_cast<float>(s.k)))) {
     if (s.bias) bias_ = seeded_tensor(s.dtype, {s.n}, s.seed, kBiasStream, 0.5f);
+    // Every rank's shard is cut here, so that a tp the shape cannot take is refused before any
+    // backend runs.
+    const bool sharded = std::any_of(s.sweep.begin(), s.sweep.end(), [](const SweepAxis& a) {
+      return a.name == "tp" || a.name == "allreduce" || a.name == "channels";
+    });
+    if (!sharded) return;
+    if (s.tf32) throw_input_error("'tf32' with the tensor-parallel axes is not implemented");
+    const HostTensor* bias = s.bias ? &bias_ : nullptr;
+    for (const int tp : tp_values(s)) {
+      if (s.tp_split_row)
+        rows_.emplace(tp, RowParallelLinear(w_, bias, tp));
+      else
+        columns_.emplace(tp, ColumnParallelLinear(w_, bias, tp));
+    }
   }
 
  protected:
@@ -27,6 +44,25 @@ class GemmWorkload final : public RowWorkload {
     a.allow_tf32 = scenario().tf32;
     return a;
   }
+  HostTensor compute(Backend& backend, const HostTensor& x, const Context& context,
+                     RunNotes* notes) override {
+    if (rows_.empty() && columns_.empty()) return RowWorkload::compute(backend, x, context, notes);
+    const TpOptions o = tp_options(scenario(), context);
+    if (scenario().tp_split_row) {
+      const RowParallelLinear& linear = rows_.at(o.tp);
+      return linear.run(backend, linear.split(x), scenario().out_dtype, o, notes);
+    }
+    const ColumnParallelLinear& linear = columns_.at(o.tp);
+    return linear.gather(linear.run(backend, x, scenario().out_dtype, notes));
+  }
+  // One backend call is what bench times; a sharded context is many calls and a host-side
+  // all-reduce, which it would misrepresent.
+  std::unique_ptr<BenchCase> bench_case(const Context& context) override {
+    if (!rows_.empty() || !columns_.empty())
+      throw_input_error("nvdet bench does not time tensor-parallel contexts (the tp, allreduce "
+                        "and channels axes); audit them instead");
+    return RowWorkload::bench_case(context);
+  }
   double flops(int64_t rows) const override {
     return 2.0 * rows * scenario().n * scenario().k;
   }
@@ -38,6 +74,8 @@ class GemmWorkload final : public RowWorkload {
 
  private:
   HostTensor w_, bias_;
+  std::map<int, RowParallelLinear> rows_;  // by tp, when the scenario shards
+  std::map<int, ColumnParallelLinear> columns_;
 };
 
 }  // namespace
@@ -59,6 +97,13 @@ Footprint gemm_footprint(const Scenario& s) {
   p.cpu_copies = (rows * static_cast<double>(s.k) + static_cast<double>(s.n) * static_cast<double>(s.k) +
                   static_cast<double>(s.n)) * 4 +
                  rows * static_cast<double>(s.n) * 8;
+  for (const SweepAxis& a : s.sweep) {
+    if (a.name != "tp") continue;
+    // The ranks' shards (a second copy of the weights per tp value) and their partial outputs,
+    // or fp32 K-chunk partials for the TP-invariant plan.
+    p.weights *= 1.0 + static_cast<double>(a.values.size());
+    p.workspace += rows * static_cast<double>(s.n) * 4 * (static_cast<double>(s.k) / 256.0 + 1);
+  }
   return p;
 }
 

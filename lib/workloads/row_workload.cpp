@@ -16,7 +16,7 @@ std::vector<RequestOutput> RowWorkload::run(Backend& backend, const Context& con
     cached_id_ = context.id;
   }
   const HostTensor& x = cached_x_;
-  const HostTensor out = backend.run(make_args(x), notes);
+  const HostTensor out = compute(backend, x, context, notes);
   std::vector<RequestOutput> outputs;
   for (size_t p = 0; p < layout.probe_slot.size(); ++p) {
     outputs.push_back({scenario_.requests[p], out.slice_rows(layout.probe_slot[p] * t, t), {}, {}, {}, {}});

@@ -20,6 +20,11 @@ class RowWorkload : public Workload {
  protected:
   // The op's arguments for a batch `x` of activations.
   virtual OpArgs make_args(const HostTensor& x) const = 0;
+  // The op on the batch: one backend call of make_args(x), unless the op shards it (gemm's tp).
+  virtual HostTensor compute(Backend& backend, const HostTensor& x, const Context& /*context*/,
+                             RunNotes* notes) {
+    return backend.run(make_args(x), notes);
+  }
   // Floating-point operations and the fewest bytes moved for `rows` rows.
   virtual double flops(int64_t rows) const = 0;
   virtual double bytes(int64_t rows) const = 0;
