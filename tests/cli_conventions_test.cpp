@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
+#include "lib/core/temporary_files.h"
 #include "lib/loader/scenario_loader.h"
 #include "tests/test_support.h"
 
@@ -228,6 +229,7 @@ TEST(CliConventions, ListAndInfoAsData) {
 
 // An interrupted run says on stderr what it removed and how much was complete before.
 TEST(CliConventions, InterruptionSaysWhatWasWrittenAndRemoved) {
+  if (!test_hooks_built()) GTEST_SKIP() << "needs a build with -DNVDET_TEST_HOOKS=ON";
   const fs::path dir = make_temp_dir("interrupt-line");
   const std::string err = (dir / "err.txt").string();
   std::vector<std::string> args = {nvdet_binary().string(), "audit", scenario("quickstart.yaml"),

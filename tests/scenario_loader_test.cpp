@@ -534,7 +534,7 @@ TEST(ScenarioLoaderTest, TensorParallelKeysAndAxes) {
   EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: [2]\n"),
                   "'allreduce' values must be 'auto', 'ring', 'tree', 'fixed', 'nccl', got '2'");
   EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: {from: 1, to: 2}\n"),
-                  "'allreduce' values must be");
+                  "sweep axis 'allreduce' takes words");
   EXPECT_CONTAINS(parse_error(base + "sweep:\n  tp: [0]\n"), "'tp' values must be at least 1");
   EXPECT_CONTAINS(parse_error(base + "nccl: {algo: nvls}\n"), "'algo' must be one of 'Ring', 'Tree'");
   EXPECT_CONTAINS(parse_error(base + "nccl: {min_channels: 8, max_channels: 4}\n"),

@@ -11,6 +11,7 @@
 //    expert of the first probed row, by a double dot product): that logit rises by about 6, so
 //    every filler picks the hot expert first.
 // The probed rows are the same in every context; only their experts' row counts change.
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -179,6 +180,10 @@ Footprint moe_footprint(const Scenario& s) {
   p.outputs = rows * h * out;
   // fp32 router logits; per assignment the gathered row, gate_up, h and the fp32 down output.
   p.workspace = rows * e * 4 + rows * k * (h * in + 2.0 * i * in + i * in + h * 4);
+  // A CPU backend widens the weights it multiplies to fp32 (counted for every expert, the bound
+  // when all of them receive rows) and the gathered activations; cpu-reference's double outputs.
+  p.cpu_copies = (e * h + e * 3.0 * i * h) * 4 + rows * k * std::max(h, 2.0 * i) * (4 + 8) +
+                 rows * h * 8;
   return p;
 }
 
