@@ -47,13 +47,29 @@ audit() {  # audit LANE SCENARIO: the scenario's own expectations decide (exit 0
     --format md,json,html
 }
 
-gpu_scenarios=$(grep -lE '^[[:space:]]+(cublas|cublaslt-[a-z0-9-]+|cuda-[a-z-]+|cudnn)[[:space:]]*:' \
+gpu_scenarios=$(grep -lE '^[[:space:]]+(cublas|cublas-grouped|cublaslt-[a-z0-9-]+|cuda-[a-z-]+|cudnn)[[:space:]]*:' \
   scenarios/*.yaml | sort)
+# Scenarios named *-<N>gpu.yaml need N GPUs (NCCL across devices): left out on a smaller machine.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+kept=""
+for s in $gpu_scenarios; do
+  need=$(basename "$s" .yaml | sed -nE 's/.*-([0-9]+)gpu$/\1/p')
+  if [[ -n $need && $need -gt $gpus ]]; then
+    echo "skipped (needs $need GPUs, $gpus here): $s" >>"$out/skipped-scenarios.txt"
+  else
+    kept+=" $s"
+  fi
+done
+gpu_scenarios=$kept
 lane_of() {  # the long, host-bound model audits get lanes of their own
   case $(basename "$1") in
     model-decode-qwen-vocab.yaml) echo model-a ;;
     model-decode.yaml) echo model-b ;;
+    model-qwen3-30b-a3b-gpu.yaml) echo model-moe ;;
+    model-parity-*|model-sampling-*) echo model-d ;;
     model-*) echo model-c ;;
+    moe-*) echo moe ;;
+    tp-*) echo tp ;;
     gemm-ws1k-*) echo gemm-ws ;;
     gemm-*) echo gemm ;;
     decode-*) echo decode ;;
@@ -76,6 +92,10 @@ run_lane gemm &
 run_lane gemm-ws &
 run_lane decode &
 run_lane prefill-norm &
+run_lane model-moe &
+run_lane model-d &
+run_lane moe &
+run_lane tp &
 if [[ -z ${NVDET_SKIP_SANITIZERS:-} ]]; then
   NVDET_BUILD=$build NVDET_SANITIZER_TIMEOUT=${NVDET_STEP_TIMEOUT:-420} \
     step sanitize compute-sanitizer 0 reports/run-compute-sanitizer.sh "$out/sanitize/tools" &
