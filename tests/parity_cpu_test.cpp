@@ -162,6 +162,44 @@ TEST(ParityCpu, BitwiseExpectationFailsWithExit1InEveryFormat) {
   }
 }
 
+// The same sweep in two shards, merged by nvdet report: the parity summary is folded again from
+// the owned cases' per-request records and the bitwise expectation fails the merge as it fails the
+// whole run (exit 1, the same JSON but for timings). The sweep has one context, so one shard owns
+// nothing and carries no parity summary of its own.
+TEST(ParityCpu, MergedShardsFailTheBitwiseExpectationAsTheWholeRunDoes) {
+  const auto dir = nvdet::testing::make_temp_dir("parity-shards");
+  nvdet::testing::write_file(dir / "parity-fail.yaml", kFailing);
+  const std::string yaml = (dir / "parity-fail.yaml").string();
+  const auto whole = nvdet::testing::run_nvdet("audit " + yaml + " -q --format json --report-dir " +
+                                               (dir / "whole").string());
+  ASSERT_EQ(whole.exit_code, 1) << whole.err;
+  std::string shards;
+  for (int i = 1; i <= 2; ++i) {
+    const auto s = nvdet::testing::run_nvdet("audit " + yaml + " -q --format json --shard " +
+                                             std::to_string(i) + "/2 --report-dir " +
+                                             (dir / "shards").string());
+    ASSERT_TRUE(s.exit_code == 0 || s.exit_code == 1) << s.err;
+    shards += " " + (dir / "shards" / ("parity-fail.shard-" + std::to_string(i) + "-of-2.json")).string();
+  }
+  const auto merged = nvdet::testing::run_nvdet("report" + shards + " --format json --report-dir " +
+                                                (dir / "merged").string());
+  EXPECT_EQ(merged.exit_code, 1) << merged.err;
+  auto json_of = [&dir](const char* folder) {
+    std::string text = nvdet::testing::read_file(dir / folder / "parity-fail.json");
+    // Timings differ between runs; everything else must not.
+    for (const char* key : {"\"seconds\": ", "\"started_at\": "}) {
+      for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+        text.erase(at, text.find_first_of(",\n}", at + std::strlen(key)) - at);
+      }
+    }
+    return text;
+  };
+  const std::string a = json_of("whole"), b = json_of("merged");
+  EXPECT_EQ(a, b);
+  EXPECT_NE(b.find("expected bitwise sampler/trainer parity, but"), std::string::npos) << b;
+  EXPECT_NE(b.find("\"parity_expect\": \"bitwise\""), std::string::npos) << b;
+}
+
 TEST(ParityCpu, ParityNeedsAScoringPass) {
   std::string text = kFailing;
   const std::string key = ", score_batch: 4";

@@ -8,6 +8,7 @@
 
 #include "lib/core/error.h"
 #include "lib/runner/audit.h"
+#include "lib/runner/parity_metrics.h"
 #include "lib/runner/verdict.h"
 
 namespace nvdet {
@@ -26,6 +27,33 @@ std::vector<std::string> backend_names(const AuditResult& r) {
   for (const BackendOutcome& o : r.backends) names.push_back(o.name + ":" +
                                                              std::string(expectation_name(o.expect)));
   return names;
+}
+
+// Sampler against trainer over the whole sweep: the owned cases' per-request records folded as
+// the audit folds them, in its order (context, then repeat, then request), so that the means,
+// maxima and first differing request are the unsharded run's to the bit; a shard's own summary
+// also counts the baselines it ran for contexts it does not own. Then the parity half of the
+// verdict, decided by the audit's own function.
+void merge_parity(BackendOutcome& o, const std::vector<AuditResult>& shards, size_t b,
+                  const AuditResult& merged) {
+  o.parity.reset();
+  // Every shard read the same scenario; one whose outcome has a summary carries its expectation
+  // (the JSON report writes it beside the summary only).
+  for (const AuditResult& s : shards) {
+    if (s.backends[b].parity) {
+      o.parity_expect = s.backends[b].parity_expect;
+      break;
+    }
+  }
+  ParitySummary sum;
+  for (const CaseRecord& c : merged.cases) {
+    if (c.backend != o.name) continue;
+    for (const RequestRecord& r : c.requests) {
+      if (r.parity) add_parity(sum, *r.parity, c.context_id, r.request);
+    }
+  }
+  if (sum.requests > 0) o.parity = sum;
+  decide_parity_verdict(o);
 }
 
 // The first shard's outcome with the counts and verdict of the whole sweep.
@@ -74,6 +102,7 @@ BackendOutcome merged_outcome(const std::vector<AuditResult>& shards, size_t b,
     o.max_distinct_completions = std::max(o.max_distinct_completions, static_cast<int>(set.size()));
   }
   decide_verdict(o, first);
+  merge_parity(o, shards, b, merged);
   return o;
 }
 
