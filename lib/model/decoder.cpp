@@ -127,28 +127,17 @@ class HostEngine final : public PassEngine {
       x = add(x, d);
       emit(p, l, "mlp_residual", x);
     }
-    PassOutput out;
-    if (p.head_seqs.empty()) return out;
+    if (p.head_seqs.empty()) return {};
     const HostTensor last = gather_rows(x, p.head_rows);
     const HostTensor fn = rmsnorm(last, w_.final_norm, notes_tag, "final_norm");
     if (trace_.tracing()) trace_.emit_head(p, "final_norm", rows_of(fn));
     const HostTensor logits = gemm(fn, w_.lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
-    if (trace_.tracing()) trace_.emit_head(p, "logits", rows_of(logits));
-    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
-      out.tokens.push_back(argmax_row(logits, static_cast<int64_t>(i)));
-      out.logits.push_back(want_logits[i] ? logits.slice_rows(static_cast<int64_t>(i), 1)
-                                          : HostTensor());
-    }
-    return out;
+    return head_output(p, trace_, logits, want_logits);
   }
 
  private:
   // Host memory the batch's KV caches (all layers) may take.
   static constexpr double kMaxKvBytes = 16.0 * (1 << 30);
-
-  static RowFetch rows_of(const HostTensor& t) {
-    return [&t](int64_t first, int64_t count) { return t.slice_rows(first, count); };
-  }
 
   void emit(const Pass& p, int32_t layer, std::string_view op, const HostTensor& t) {
     if (trace_.tracing()) trace_.emit(p, layer, op, rows_of(t));
@@ -564,6 +553,22 @@ class BatchDecoder final : public PassTrace {
 };
 
 }  // namespace
+
+RowFetch rows_of(const HostTensor& t) {
+  return [&t](int64_t first, int64_t count) { return t.slice_rows(first, count); };
+}
+
+PassOutput head_output(const Pass& p, PassTrace& trace, const HostTensor& logits,
+                       const std::vector<bool>& want_logits) {
+  if (trace.tracing()) trace.emit_head(p, "logits", rows_of(logits));
+  PassOutput out;
+  for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+    out.tokens.push_back(argmax_row(logits, static_cast<int64_t>(i)));
+    out.logits.push_back(want_logits[i] ? logits.slice_rows(static_cast<int64_t>(i), 1)
+                                        : HostTensor());
+  }
+  return out;
+}
 
 void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes) {
   if (!tag || !notes) return;
