@@ -80,6 +80,15 @@ RowFetch rows_of(const HostTensor& t);
 PassOutput head_output(const Pass& p, PassTrace& trace, const HostTensor& logits,
                        const std::vector<bool>& want_logits);
 
+// The model's RMSNorm of x by `weight` (the config's epsilon), out in `dtype`.
+RmsNormArgs rmsnorm_args(const HostTensor& x, const HostTensor& weight, const ModelConfig& c,
+                         DType dtype);
+
+// Runs one backend call of a host engine; with a tag (and `notes`), its notes are kept as
+// "<tag>.<name>.<key>".
+HostTensor run_noted(Backend& backend, const OpArgs& args, RunNotes* notes, const char* tag,
+                     const char* name);
+
 // Runs one backend call's notes into `notes` as "<tag>.<name>.<key>" (nothing without a tag).
 void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes);
 

@@ -265,12 +265,7 @@ class HostEngine final : public PassEngine {
 
   HostTensor rmsnorm(const HostTensor& x, const HostTensor& weight, const char* tag,
                      const char* name) {
-    RmsNormArgs a;
-    a.x = &x;
-    a.weight = &weight;
-    a.eps = c_.rms_eps;
-    a.out_dtype = w_.dtype;
-    return run_op(a, tag, name);
+    return run_op(rmsnorm_args(x, weight, c_, w_.dtype), tag, name);
   }
 
   HostTensor gemm(const HostTensor& a, const HostTensor& weight, const HostTensor* bias,
@@ -295,13 +290,8 @@ class HostEngine final : public PassEngine {
     return run_op(a, tag, "attention");
   }
 
-  // Runs one backend call; with a tag, its notes are kept as "<tag>.<name>.<key>".
   HostTensor run_op(const OpArgs& args, const char* tag, const char* name) {
-    if (!tag || !notes_) return backend_.run(args, nullptr);
-    RunNotes call_notes;
-    HostTensor out = backend_.run(args, &call_notes);
-    keep_notes(notes_, tag, name, call_notes);
-    return out;
+    return run_noted(backend_, args, notes_, tag, name);
   }
 
   Backend& backend_;
@@ -567,6 +557,25 @@ PassOutput head_output(const Pass& p, PassTrace& trace, const HostTensor& logits
     out.logits.push_back(want_logits[i] ? logits.slice_rows(static_cast<int64_t>(i), 1)
                                         : HostTensor());
   }
+  return out;
+}
+
+RmsNormArgs rmsnorm_args(const HostTensor& x, const HostTensor& weight, const ModelConfig& c,
+                         DType dtype) {
+  RmsNormArgs a;
+  a.x = &x;
+  a.weight = &weight;
+  a.eps = c.rms_eps;
+  a.out_dtype = dtype;
+  return a;
+}
+
+HostTensor run_noted(Backend& backend, const OpArgs& args, RunNotes* notes, const char* tag,
+                     const char* name) {
+  if (!tag || !notes) return backend.run(args, nullptr);
+  RunNotes call_notes;
+  HostTensor out = backend.run(args, &call_notes);
+  keep_notes(notes, tag, name, call_notes);
   return out;
 }
 

@@ -72,18 +72,10 @@ class TpHostEngine final : public PassEngine {
   }
 
   HostTensor call(const OpArgs& args, const char* tag, const char* name) {
-    RunNotes n;
-    HostTensor out = backend_.run(args, tag && notes_ ? &n : nullptr);
-    keep_notes(notes_, tag, name, n);
-    return out;
+    return run_noted(backend_, args, notes_, tag, name);
   }
   HostTensor norm(const HostTensor& x, const HostTensor& weight, const char* tag, const char* name) {
-    RmsNormArgs a;
-    a.x = &x;
-    a.weight = &weight;
-    a.eps = c_.rms_eps;
-    a.out_dtype = w_.dtype;
-    return call(a, tag, name);
+    return call(rmsnorm_args(x, weight, c_, w_.dtype), tag, name);
   }
 
   // Rank r's qkv: RMSNorm of each of `heads` heads starting at column `first`, in place.
