@@ -8,6 +8,7 @@
 #include "lib/core/error.h"
 #include "lib/core/tensor.h"
 #include "lib/ops/allreduce.h"
+#include "tests/allreduce_fixture.h"
 
 namespace nvdet {
 namespace {
@@ -15,20 +16,10 @@ namespace {
 // One bf16 add as NCCL's bf16 sum does it: exact float add of two bf16 values, rounded once.
 float add(float a, float b) { return round_to_dtype(a + b, DType::kBF16); }
 
-std::vector<HostTensor> seeded_ranks(int n, int64_t count, uint64_t seed) {
-  std::vector<HostTensor> out;
-  for (int r = 0; r < n; ++r) {
-    HostTensor t(DType::kBF16, {count});
-    fill_normal(t, seed, 100 + static_cast<uint64_t>(r), 1.0f);
-    out.push_back(std::move(t));
-  }
-  return out;
-}
+using testing::pointers;
 
-std::vector<const HostTensor*> pointers(const std::vector<HostTensor>& ranks) {
-  std::vector<const HostTensor*> p;
-  for (const HostTensor& t : ranks) p.push_back(&t);
-  return p;
+std::vector<HostTensor> seeded_ranks(int n, int64_t count, uint64_t seed) {
+  return testing::seeded_ranks(n, count, seed, 100);
 }
 
 AllReducePlan plan(AllReduceAlgo algo, int channels, int ranks, int64_t count) {

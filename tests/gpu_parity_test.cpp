@@ -57,6 +57,20 @@ std::vector<NamedBackend> make_model_backends() {
   return v;
 }
 
+// Runs check(case, weights, backend name, backend) for every decode case on every model backend
+// (created once per call, as above), the case and the backend named in the failure trace.
+template <class Check>
+void for_each_case_and_backend(Check check) {
+  const std::vector<NamedBackend> backends = make_model_backends();
+  for (const DecodeCase& c : decode_cases()) {
+    const ModelWeights w = make_synthetic_weights(c.config, c.dtype, 1616);
+    for (const auto& [name, b] : backends) {
+      SCOPED_TRACE(c.name + " " + name);
+      check(c, w, name, *b);
+    }
+  }
+}
+
 bool invariant_by_design(const std::string& backend) {
   return find_backend(backend)->info.invariant_by_design;
 }
@@ -212,27 +226,23 @@ std::string parity_line(const ParityRecord& r) {
 
 TEST(GpuParity, MetricsOfGpuLogitsMatchAnIndependentComputation) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  const std::vector<NamedBackend> backends = make_model_backends();
-  for (const DecodeCase& c : decode_cases()) {
-    const ModelWeights w = make_synthetic_weights(c.config, c.dtype, 1616);
-    for (const auto& [name, b] : backends) {
-      SCOPED_TRACE(c.name + " " + name);
-      const SequenceResult decoded = decode_in_batch(*b, w);
-      const HostTensor scored = score(*b, w, decoded.completion, kCuts[1]);
-      const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
-      const Independent m = independent_metrics(decoded.logits, scored, decoded.completion);
-      EXPECT_EQ(r.tokens, 10);
-      EXPECT_EQ(r.bitwise_equal_tokens, m.equal_rows);
-      EXPECT_EQ(r.first_differing_token, m.first_differing);
-      expect_metric(r.mismatch_kl_mean, m.kl_mean, "mismatch_kl mean");
-      expect_metric(r.mismatch_kl_max, m.kl_max, "mismatch_kl max");
-      expect_metric(r.logprob_abs_diff_mean, m.lp_mean, "logprob_abs_diff mean");
-      expect_metric(r.logprob_abs_diff_max, m.lp_max, "logprob_abs_diff max");
-      expect_metric(r.k3_mean, m.k3_mean, "k3 mean");
-      std::cout << c.name << " " << name << " decode (batch 6) against " << cut_name(kCuts[1])
-                << ": " << parity_line(r) << "\n";
-    }
-  }
+  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
+                               const std::string& name, Backend& b) {
+    const SequenceResult decoded = decode_in_batch(b, w);
+    const HostTensor scored = score(b, w, decoded.completion, kCuts[1]);
+    const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
+    const Independent m = independent_metrics(decoded.logits, scored, decoded.completion);
+    EXPECT_EQ(r.tokens, 10);
+    EXPECT_EQ(r.bitwise_equal_tokens, m.equal_rows);
+    EXPECT_EQ(r.first_differing_token, m.first_differing);
+    expect_metric(r.mismatch_kl_mean, m.kl_mean, "mismatch_kl mean");
+    expect_metric(r.mismatch_kl_max, m.kl_max, "mismatch_kl max");
+    expect_metric(r.logprob_abs_diff_mean, m.lp_mean, "logprob_abs_diff mean");
+    expect_metric(r.logprob_abs_diff_max, m.lp_max, "logprob_abs_diff max");
+    expect_metric(r.k3_mean, m.k3_mean, "k3 mean");
+    std::cout << c.name << " " << name << " decode (batch 6) against " << cut_name(kCuts[1])
+              << ": " << parity_line(r) << "\n";
+  });
 }
 
 TEST(GpuParity, CudaPortableIsBitwiseCpuPortableAndHasParity) {
@@ -296,68 +306,60 @@ int32_t argmax(const HostTensor& t, int64_t r) {
 
 TEST(GpuParity, PerRequestSamplerIgnoresBatchAndPosition) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  const std::vector<NamedBackend> backends = make_model_backends();
-  for (const DecodeCase& c : decode_cases()) {
-    const ModelWeights w = make_synthetic_weights(c.config, c.dtype, 1616);
-    for (const auto& [name, b] : backends) {
-      SCOPED_TRACE(c.name + " " + name);
-      std::vector<SequenceResult> runs;
-      for (const Layout& layout : kLayouts) {
-        runs.push_back(sample(*b, w, SamplerKind::kPerRequest, layout));
-        const SequenceResult& r = runs.back();
-        // Each token is the one the sampler gives that row of the request alone at that step:
-        // the draw depends on nothing but the request's own logits.
-        int32_t not_argmax = 0;
-        for (int32_t t = 0; t < static_cast<int32_t>(r.completion.size()); ++t) {
-          const auto alone = make_token_sampler(sampling_spec(), SamplerKind::kPerRequest);
-          EXPECT_EQ(r.completion[t], alone->choose(t, {0}, {row(r.logits, t)}, w.config.vocab).at(0))
-              << layout.name << " step " << t;
-          not_argmax += r.completion[t] != argmax(r.logits, t);
-        }
-        EXPECT_GT(not_argmax, 0) << layout.name << ": sampled, not greedy";
+  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
+                               const std::string& name, Backend& b) {
+    std::vector<SequenceResult> runs;
+    for (const Layout& layout : kLayouts) {
+      runs.push_back(sample(b, w, SamplerKind::kPerRequest, layout));
+      const SequenceResult& r = runs.back();
+      // Each token is the one the sampler gives that row of the request alone at that step:
+      // the draw depends on nothing but the request's own logits.
+      int32_t not_argmax = 0;
+      for (int32_t t = 0; t < static_cast<int32_t>(r.completion.size()); ++t) {
+        const auto alone = make_token_sampler(sampling_spec(), SamplerKind::kPerRequest);
+        EXPECT_EQ(r.completion[t], alone->choose(t, {0}, {row(r.logits, t)}, w.config.vocab).at(0))
+            << layout.name << " step " << t;
+        not_argmax += r.completion[t] != argmax(r.logits, t);
       }
-      bool same = true;
-      for (const SequenceResult& r : runs) same = same && r.completion == runs[0].completion;
-      // Batch-invariant logits leave only the sampler to tell the layouts apart: nothing may.
-      if (invariant_by_design(name)) {
-        for (size_t i = 1; i < runs.size(); ++i) {
-          EXPECT_EQ(runs[i].completion, runs[0].completion) << kLayouts[i].name;
-          EXPECT_TRUE(same_bits(runs[i].logits, runs[0].logits)) << kLayouts[i].name;
-        }
-      }
-      std::cout << c.name << " " << name << " per_request sampler: completions "
-                << (same ? "equal" : "differ") << " across alone / 4th of 6 / 1st of 6\n";
+      EXPECT_GT(not_argmax, 0) << layout.name << ": sampled, not greedy";
     }
-  }
+    bool same = true;
+    for (const SequenceResult& r : runs) same = same && r.completion == runs[0].completion;
+    // Batch-invariant logits leave only the sampler to tell the layouts apart: nothing may.
+    if (invariant_by_design(name)) {
+      for (size_t i = 1; i < runs.size(); ++i) {
+        EXPECT_EQ(runs[i].completion, runs[0].completion) << kLayouts[i].name;
+        EXPECT_TRUE(same_bits(runs[i].logits, runs[0].logits)) << kLayouts[i].name;
+      }
+    }
+    std::cout << c.name << " " << name << " per_request sampler: completions "
+              << (same ? "equal" : "differ") << " across alone / 4th of 6 / 1st of 6\n";
+  });
 }
 
 TEST(GpuParity, BatchStreamSamplerDrawsDependOnTheBatch) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  const std::vector<NamedBackend> backends = make_model_backends();
-  for (const DecodeCase& c : decode_cases()) {
-    const ModelWeights w = make_synthetic_weights(c.config, c.dtype, 1616);
-    for (const auto& [name, b] : backends) {
-      SCOPED_TRACE(c.name + " " + name);
-      const SequenceResult alone = sample(*b, w, SamplerKind::kBatchStream, kLayouts[0]);
-      for (size_t i = 1; i < std::size(kLayouts); ++i) {
-        const SequenceResult in_batch = sample(*b, w, SamplerKind::kBatchStream, kLayouts[i]);
-        EXPECT_NE(in_batch.completion, alone.completion) << kLayouts[i].name;
-        const auto part = std::mismatch(alone.completion.begin(), alone.completion.end(),
-                                        in_batch.completion.begin());
-        const int64_t t = part.first - alone.completion.begin();
-        if (t == static_cast<int64_t>(alone.completion.size())) continue;
-        // Where they part, batch-invariant logits are still bitwise equal: the stream's draw,
-        // not the kernels, chose differently.
-        if (invariant_by_design(name)) {
-          EXPECT_TRUE(same_row(alone.logits, in_batch.logits, t)) << kLayouts[i].name;
-        }
-        std::cout << c.name << " " << name << " batch_stream sampler, " << kLayouts[i].name
-                  << " against alone: first token apart at step " << t << " ("
-                  << (same_row(alone.logits, in_batch.logits, t) ? "equal" : "different")
-                  << " logits there)\n";
+  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
+                               const std::string& name, Backend& b) {
+    const SequenceResult alone = sample(b, w, SamplerKind::kBatchStream, kLayouts[0]);
+    for (size_t i = 1; i < std::size(kLayouts); ++i) {
+      const SequenceResult in_batch = sample(b, w, SamplerKind::kBatchStream, kLayouts[i]);
+      EXPECT_NE(in_batch.completion, alone.completion) << kLayouts[i].name;
+      const auto part = std::mismatch(alone.completion.begin(), alone.completion.end(),
+                                      in_batch.completion.begin());
+      const int64_t t = part.first - alone.completion.begin();
+      if (t == static_cast<int64_t>(alone.completion.size())) continue;
+      // Where they part, batch-invariant logits are still bitwise equal: the stream's draw,
+      // not the kernels, chose differently.
+      if (invariant_by_design(name)) {
+        EXPECT_TRUE(same_row(alone.logits, in_batch.logits, t)) << kLayouts[i].name;
       }
+      std::cout << c.name << " " << name << " batch_stream sampler, " << kLayouts[i].name
+                << " against alone: first token apart at step " << t << " ("
+                << (same_row(alone.logits, in_batch.logits, t) ? "equal" : "different")
+                << " logits there)\n";
     }
-  }
+  });
 }
 
 // What decode and scoring pass show on every backend, printed and not asserted: their parity is
@@ -365,35 +367,31 @@ TEST(GpuParity, BatchStreamSamplerDrawsDependOnTheBatch) {
 // cuda-invariant's attention plans, so that a difference can be told from the notes.
 TEST(GpuParity, RecordsWhetherDecodeAndScoringRowsAreBitwiseEqual) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  const std::vector<NamedBackend> backends = make_model_backends();
-  for (const DecodeCase& c : decode_cases()) {
-    const ModelWeights w = make_synthetic_weights(c.config, c.dtype, 1616);
-    for (const auto& [name, b] : backends) {
-      SCOPED_TRACE(c.name + " " + name);
-      RunNotes notes;
-      const SequenceResult decoded = decode_in_batch(*b, w, &notes);
-      for (const Cut& cut : kCuts) {
-        const HostTensor scored = score(*b, w, decoded.completion, cut, &notes);
-        const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
-        EXPECT_EQ(r.tokens, 10);
-        EXPECT_TRUE(std::isfinite(r.mismatch_kl_max) && r.mismatch_kl_max >= 0.0);
-        std::cout << c.name << " " << name << " decode against " << cut_name(cut) << ": "
-                  << (r.bitwise_equal_tokens == r.tokens ? "BITWISE EQUAL; " : "differ; ")
-                  << parity_line(r) << "\n";
-      }
-      if (name != "cuda-invariant") continue;
-      // Both plans are named: the decode's, the prefill's and the scoring pass's attention.
-      for (const char* tag : {"decode.attention.", "prefill.attention.", "score.attention."}) {
-        bool named = false;
-        for (const auto& [key, value] : notes) {
-          if (key.rfind(tag, 0) != 0) continue;
-          named = true;
-          std::cout << "  " << key << " = " << value << "\n";
-        }
-        EXPECT_TRUE(named) << tag;
-      }
+  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
+                               const std::string& name, Backend& b) {
+    RunNotes notes;
+    const SequenceResult decoded = decode_in_batch(b, w, &notes);
+    for (const Cut& cut : kCuts) {
+      const HostTensor scored = score(b, w, decoded.completion, cut, &notes);
+      const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
+      EXPECT_EQ(r.tokens, 10);
+      EXPECT_TRUE(std::isfinite(r.mismatch_kl_max) && r.mismatch_kl_max >= 0.0);
+      std::cout << c.name << " " << name << " decode against " << cut_name(cut) << ": "
+                << (r.bitwise_equal_tokens == r.tokens ? "BITWISE EQUAL; " : "differ; ")
+                << parity_line(r) << "\n";
     }
-  }
+    if (name != "cuda-invariant") return;
+    // Both plans are named: the decode's, the prefill's and the scoring pass's attention.
+    for (const char* tag : {"decode.attention.", "prefill.attention.", "score.attention."}) {
+      bool named = false;
+      for (const auto& [key, value] : notes) {
+        if (key.rfind(tag, 0) != 0) continue;
+        named = true;
+        std::cout << "  " << key << " = " << value << "\n";
+      }
+      EXPECT_TRUE(named) << tag;
+    }
+  });
 }
 
 }  // namespace

@@ -9,21 +9,15 @@
 #include "lib/backend/backend.h"
 #include "lib/workloads/tp_gemm.h"
 #include "tests/test_support.h"
+#include "tests/tp_gemm_fixture.h"
 
 namespace nvdet {
 namespace {
 
-HostTensor seeded(std::vector<int64_t> shape, uint64_t stream, float stddev) {
-  HostTensor t(DType::kBF16, std::move(shape));
-  fill_normal(t, 4242, stream, stddev);
-  return t;
-}
+using testing::tp_options;
 
-TpOptions fixed(int tp) {
-  TpOptions o;
-  o.tp = tp;
-  o.allreduce = AllReduceAlgo::kFixed;
-  return o;
+HostTensor seeded(std::vector<int64_t> shape, uint64_t stream, float stddev) {
+  return testing::seeded_bf16(std::move(shape), 4242, stream, stddev);
 }
 
 TEST(GpuTpGemm, CudaInvariantKChunkPlanHoldsAcrossTpAndBatch) {
@@ -46,7 +40,8 @@ TEST(GpuTpGemm, CudaInvariantKChunkPlanHoldsAcrossTpAndBatch) {
     const RowParallelLinear linear(w, &bias, tp);
     for (const int m : {1, 7, 40}) {
       const HostTensor xm = x.slice_rows(0, m);
-      const HostTensor out = linear.run(*gpu, linear.split(xm), DType::kBF16, fixed(tp), nullptr);
+      const HostTensor out = linear.run(*gpu, linear.split(xm), DType::kBF16,
+                                        tp_options(tp, AllReduceAlgo::kFixed), nullptr);
       if (first.empty()) first = out.slice_rows(0, 1);
       for (int64_t e = 0; e < n; ++e)
         ASSERT_EQ(out.bits(e), first.bits(e)) << "tp " << tp << " m " << m << " col " << e;

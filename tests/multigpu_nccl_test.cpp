@@ -19,6 +19,7 @@
 #include "lib/backend/nccl_collective.h"
 #include "lib/core/tensor.h"
 #include "lib/ops/allreduce.h"
+#include "tests/allreduce_fixture.h"
 
 namespace nvdet {
 namespace {
@@ -29,20 +30,10 @@ int gpus_or_skip_reason(std::string* why) {
   return n;
 }
 
-std::vector<HostTensor> seeded_ranks(int n, int64_t count, uint64_t seed) {
-  std::vector<HostTensor> out;
-  for (int r = 0; r < n; ++r) {
-    HostTensor t(DType::kBF16, {count});
-    fill_normal(t, seed, 300 + static_cast<uint64_t>(r), 1.0f);
-    out.push_back(std::move(t));
-  }
-  return out;
-}
+using testing::pointers;
 
-std::vector<const HostTensor*> pointers(const std::vector<HostTensor>& v) {
-  std::vector<const HostTensor*> p;
-  for (const HostTensor& t : v) p.push_back(&t);
-  return p;
+std::vector<HostTensor> seeded_ranks(int n, int64_t count, uint64_t seed) {
+  return testing::seeded_ranks(n, count, seed, 300);
 }
 
 // One process, one NCCL setting (NCCL caches its parameters per process): Ring, Simple, 2

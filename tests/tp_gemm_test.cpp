@@ -9,14 +9,15 @@
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/workloads/tp_gemm.h"
+#include "tests/tp_gemm_fixture.h"
 
 namespace nvdet {
 namespace {
 
+using testing::tp_options;
+
 HostTensor seeded(std::vector<int64_t> shape, uint64_t stream, float stddev) {
-  HostTensor t(DType::kBF16, std::move(shape));
-  fill_normal(t, 2025, stream, stddev);
-  return t;
+  return testing::seeded_bf16(std::move(shape), 2025, stream, stddev);
 }
 
 HostTensor unsharded(Backend& b, const HostTensor& x, const HostTensor& w, const HostTensor* bias) {
@@ -33,14 +34,6 @@ void expect_same_bits(const HostTensor& a, const HostTensor& b, const std::strin
   for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.bits(i), b.bits(i)) << what << " element " << i;
 }
 
-TpOptions options(int tp, AllReduceAlgo algo, int channels = 0) {
-  TpOptions o;
-  o.tp = tp;
-  o.allreduce = algo;
-  o.channels = channels;
-  return o;
-}
-
 constexpr int64_t kK = 2048, kN = 40;
 
 TEST(TpGemm, KChunkPlanGivesTheUnshardedBitsAtEveryTpAndBatch) {
@@ -53,13 +46,13 @@ TEST(TpGemm, KChunkPlanGivesTheUnshardedBitsAtEveryTpAndBatch) {
     const RowParallelLinear linear(w, &bias, tp);
     RunNotes notes;
     const HostTensor got =
-        linear.run(*backend, linear.split(x), DType::kBF16, options(tp, AllReduceAlgo::kFixed), &notes);
+        linear.run(*backend, linear.split(x), DType::kBF16, tp_options(tp, AllReduceAlgo::kFixed), &notes);
     expect_same_bits(got, want, "tp " + std::to_string(tp));
     if (tp > 1) EXPECT_NE(notes["allreduce"].find("K-chunk order"), std::string::npos);
     // Batch: row 0 alone gives row 0's bits of the batch of 9.
     const HostTensor x0 = x.slice_rows(0, 1);
     const HostTensor alone =
-        linear.run(*backend, linear.split(x0), DType::kBF16, options(tp, AllReduceAlgo::kFixed), nullptr);
+        linear.run(*backend, linear.split(x0), DType::kBF16, tp_options(tp, AllReduceAlgo::kFixed), nullptr);
     expect_same_bits(alone, want.slice_rows(0, 1), "tp " + std::to_string(tp) + " alone");
   }
 }
@@ -70,7 +63,7 @@ TEST(TpGemm, KChunkPlanNeedsShardsOnChunkBoundaries) {
   const HostTensor x = seeded({2, 512}, 3, 1.0f);
   const RowParallelLinear linear(w, nullptr, 4);  // 128-wide shards, chunks are 256
   try {
-    linear.run(*backend, linear.split(x), DType::kBF16, options(4, AllReduceAlgo::kFixed), nullptr);
+    linear.run(*backend, linear.split(x), DType::kBF16, tp_options(4, AllReduceAlgo::kFixed), nullptr);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
@@ -91,7 +84,7 @@ TEST(TpGemm, WirePlanIsEachRanksGemmThenTheAllReduce) {
   const RowParallelLinear linear(w, &bias, tp);
   const auto shards = linear.split(x);
   RunNotes notes;
-  const HostTensor got = linear.run(*backend, shards, DType::kBF16, options(tp, AllReduceAlgo::kRing, 2), &notes);
+  const HostTensor got = linear.run(*backend, shards, DType::kBF16, tp_options(tp, AllReduceAlgo::kRing, 2), &notes);
   std::vector<HostTensor> partials;
   for (int r = 0; r < tp; ++r) {
     const HostTensor wr = column_slice(w, r * (kK / tp), kK / tp);
@@ -146,7 +139,7 @@ int distinct_row0_results(const char* backend_name, AllReduceAlgo algo) {
   std::vector<HostTensor> rows;
   for (const int m : {1, 2, 3, 8, 17, 64, 128, 200}) {
     const HostTensor xm = x.slice_rows(200 - m, m);
-    rows.push_back(linear.run(*backend, linear.split(xm), DType::kBF16, options(4, algo), nullptr)
+    rows.push_back(linear.run(*backend, linear.split(xm), DType::kBF16, tp_options(4, algo), nullptr)
                        .slice_rows(m - 1, 1));
   }
   int distinct = 1;

@@ -72,6 +72,23 @@ std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeight
                                              const std::vector<int32_t>& capacity,
                                              int32_t page_size, PassTrace& trace, RunNotes* notes);
 
+// Rows of `t` as a RowFetch (by reference: `t` must outlive the fetch).
+RowFetch rows_of(const HostTensor& t);
+
+// The end of every host engine's pass: traces the head's fp32 logits [head_seqs, vocab] as
+// "logits" and returns each head sequence's greedy token and, where want_logits asks, its row.
+PassOutput head_output(const Pass& p, PassTrace& trace, const HostTensor& logits,
+                       const std::vector<bool>& want_logits);
+
+// The model's RMSNorm of x by `weight` (the config's epsilon), out in `dtype`.
+RmsNormArgs rmsnorm_args(const HostTensor& x, const HostTensor& weight, const ModelConfig& c,
+                         DType dtype);
+
+// Runs one backend call of a host engine; with a tag (and `notes`), its notes are kept as
+// "<tag>.<name>.<key>".
+HostTensor run_noted(Backend& backend, const OpArgs& args, RunNotes* notes, const char* tag,
+                     const char* name);
+
 // Runs one backend call's notes into `notes` as "<tag>.<name>.<key>" (nothing without a tag).
 void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes);
 

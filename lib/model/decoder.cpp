@@ -127,28 +127,17 @@ class HostEngine final : public PassEngine {
       x = add(x, d);
       emit(p, l, "mlp_residual", x);
     }
-    PassOutput out;
-    if (p.head_seqs.empty()) return out;
+    if (p.head_seqs.empty()) return {};
     const HostTensor last = gather_rows(x, p.head_rows);
     const HostTensor fn = rmsnorm(last, w_.final_norm, notes_tag, "final_norm");
     if (trace_.tracing()) trace_.emit_head(p, "final_norm", rows_of(fn));
     const HostTensor logits = gemm(fn, w_.lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
-    if (trace_.tracing()) trace_.emit_head(p, "logits", rows_of(logits));
-    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
-      out.tokens.push_back(argmax_row(logits, static_cast<int64_t>(i)));
-      out.logits.push_back(want_logits[i] ? logits.slice_rows(static_cast<int64_t>(i), 1)
-                                          : HostTensor());
-    }
-    return out;
+    return head_output(p, trace_, logits, want_logits);
   }
 
  private:
   // Host memory the batch's KV caches (all layers) may take.
   static constexpr double kMaxKvBytes = 16.0 * (1 << 30);
-
-  static RowFetch rows_of(const HostTensor& t) {
-    return [&t](int64_t first, int64_t count) { return t.slice_rows(first, count); };
-  }
 
   void emit(const Pass& p, int32_t layer, std::string_view op, const HostTensor& t) {
     if (trace_.tracing()) trace_.emit(p, layer, op, rows_of(t));
@@ -276,12 +265,7 @@ class HostEngine final : public PassEngine {
 
   HostTensor rmsnorm(const HostTensor& x, const HostTensor& weight, const char* tag,
                      const char* name) {
-    RmsNormArgs a;
-    a.x = &x;
-    a.weight = &weight;
-    a.eps = c_.rms_eps;
-    a.out_dtype = w_.dtype;
-    return run_op(a, tag, name);
+    return run_op(rmsnorm_args(x, weight, c_, w_.dtype), tag, name);
   }
 
   HostTensor gemm(const HostTensor& a, const HostTensor& weight, const HostTensor* bias,
@@ -306,13 +290,8 @@ class HostEngine final : public PassEngine {
     return run_op(a, tag, "attention");
   }
 
-  // Runs one backend call; with a tag, its notes are kept as "<tag>.<name>.<key>".
   HostTensor run_op(const OpArgs& args, const char* tag, const char* name) {
-    if (!tag || !notes_) return backend_.run(args, nullptr);
-    RunNotes call_notes;
-    HostTensor out = backend_.run(args, &call_notes);
-    keep_notes(notes_, tag, name, call_notes);
-    return out;
+    return run_noted(backend_, args, notes_, tag, name);
   }
 
   Backend& backend_;
@@ -564,6 +543,41 @@ class BatchDecoder final : public PassTrace {
 };
 
 }  // namespace
+
+RowFetch rows_of(const HostTensor& t) {
+  return [&t](int64_t first, int64_t count) { return t.slice_rows(first, count); };
+}
+
+PassOutput head_output(const Pass& p, PassTrace& trace, const HostTensor& logits,
+                       const std::vector<bool>& want_logits) {
+  if (trace.tracing()) trace.emit_head(p, "logits", rows_of(logits));
+  PassOutput out;
+  for (size_t i = 0; i < p.head_seqs.size(); ++i) {
+    out.tokens.push_back(argmax_row(logits, static_cast<int64_t>(i)));
+    out.logits.push_back(want_logits[i] ? logits.slice_rows(static_cast<int64_t>(i), 1)
+                                        : HostTensor());
+  }
+  return out;
+}
+
+RmsNormArgs rmsnorm_args(const HostTensor& x, const HostTensor& weight, const ModelConfig& c,
+                         DType dtype) {
+  RmsNormArgs a;
+  a.x = &x;
+  a.weight = &weight;
+  a.eps = c.rms_eps;
+  a.out_dtype = dtype;
+  return a;
+}
+
+HostTensor run_noted(Backend& backend, const OpArgs& args, RunNotes* notes, const char* tag,
+                     const char* name) {
+  if (!tag || !notes) return backend.run(args, nullptr);
+  RunNotes call_notes;
+  HostTensor out = backend.run(args, &call_notes);
+  keep_notes(notes, tag, name, call_notes);
+  return out;
+}
 
 void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes) {
   if (!tag || !notes) return;

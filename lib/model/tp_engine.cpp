@@ -44,8 +44,7 @@ class TpHostEngine final : public PassEngine {
     HostTensor x = embed_tokens(w_.embed, p.tokens);
     emit(p, -1, "embed", x);
     for (int32_t l = 0; l < c_.layers; ++l) x = layer(p, l, x, l == 0 ? notes_tag : nullptr);
-    PassOutput out;
-    if (p.head_seqs.empty()) return out;
+    if (p.head_seqs.empty()) return {};
     HostTensor last(x.dtype(), {static_cast<int64_t>(p.head_rows.size()), c_.hidden});
     for (size_t i = 0; i < p.head_rows.size(); ++i)
       copy_rows(x.slice_rows(p.head_rows[i], 1), last, static_cast<int64_t>(i));
@@ -56,13 +55,7 @@ class TpHostEngine final : public PassEngine {
     head.w = &w_.lm_head;
     head.out_dtype = DType::kFP32;
     const HostTensor logits = call(head, notes_tag, "lm_head");
-    if (trace_.tracing()) trace_.emit_head(p, "logits", rows_of(logits));
-    for (size_t i = 0; i < p.head_seqs.size(); ++i) {
-      out.tokens.push_back(argmax_row(logits, static_cast<int64_t>(i)));
-      out.logits.push_back(want_logits[i] ? logits.slice_rows(static_cast<int64_t>(i), 1)
-                                          : HostTensor());
-    }
-    return out;
+    return head_output(p, trace_, logits, want_logits);
   }
 
  private:
@@ -74,26 +67,15 @@ class TpHostEngine final : public PassEngine {
     return r;
   }
 
-  static RowFetch rows_of(const HostTensor& t) {
-    return [&t](int64_t first, int64_t count) { return t.slice_rows(first, count); };
-  }
   void emit(const Pass& p, int32_t layer, std::string_view op, const HostTensor& t) {
     if (trace_.tracing()) trace_.emit(p, layer, op, rows_of(t));
   }
 
   HostTensor call(const OpArgs& args, const char* tag, const char* name) {
-    RunNotes n;
-    HostTensor out = backend_.run(args, tag && notes_ ? &n : nullptr);
-    keep_notes(notes_, tag, name, n);
-    return out;
+    return run_noted(backend_, args, notes_, tag, name);
   }
   HostTensor norm(const HostTensor& x, const HostTensor& weight, const char* tag, const char* name) {
-    RmsNormArgs a;
-    a.x = &x;
-    a.weight = &weight;
-    a.eps = c_.rms_eps;
-    a.out_dtype = w_.dtype;
-    return call(a, tag, name);
+    return call(rmsnorm_args(x, weight, c_, w_.dtype), tag, name);
   }
 
   // Rank r's qkv: RMSNorm of each of `heads` heads starting at column `first`, in place.

@@ -33,11 +33,17 @@ void require_same_dtype(std::string_view op, const HostTensor& a, const char* a_
   }
 }
 
+// The two matrices an op multiplies (its input and a weight): both rank 2, of one dtype.
+void require_matrix_pair(std::string_view op, const HostTensor* a, const char* a_name,
+                         const HostTensor* b, const char* b_name) {
+  require_tensor(op, a, a_name, 2);
+  require_tensor(op, b, b_name, 2);
+  require_same_dtype(op, *a, a_name, *b, b_name);
+}
+
 void validate(const GemmArgs& g) {
   constexpr std::string_view op = "gemm";
-  require_tensor(op, g.a, "a", 2);
-  require_tensor(op, g.w, "w", 2);
-  require_same_dtype(op, *g.a, "a", *g.w, "w");
+  require_matrix_pair(op, g.a, "a", g.w, "w");
   const int64_t m = g.a->dim(0), k = g.a->dim(1), n = g.w->dim(0);
   if (g.w->dim(1) != k) {
     fail(op, "a.k (" + str(k) + ") != w.k (" + str(g.w->dim(1)) + "): a is " +
@@ -193,9 +199,7 @@ void validate(const AttentionPrefillArgs& p) {
 
 void validate(const MoeArgs& m) {
   constexpr std::string_view op = "moe";
-  require_tensor(op, m.x, "x", 2);
-  require_tensor(op, m.router, "router", 2);
-  require_same_dtype(op, *m.x, "x", *m.router, "router");
+  require_matrix_pair(op, m.x, "x", m.router, "router");
   const int64_t rows = m.x->dim(0), hidden = m.x->dim(1), experts = m.router->dim(0);
   if (rows <= 0 || hidden <= 0) {
     fail(op, "x must have rows and columns, but has shape " + m.x->shape_string());

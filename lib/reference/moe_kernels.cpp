@@ -26,7 +26,14 @@ namespace {
 
 using Stage = MoeGemmSite::Stage;
 
-MoeCombineOrder rank_order(int64_t) { return MoeCombineOrder::kRank; }
+// A flavor that runs its one GEMM at every site (router and experts alike) and combines in
+// ascending top-k rank whatever the batch: cpu-reference, cpu-invariant and cpu-portable.
+MoeKernels rank_order_kernels(HostTensor (*gemm)(const GemmArgs&, RunNotes*)) {
+  MoeKernels k;
+  k.gemm = [gemm](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) { return gemm(g, n); };
+  k.combine_order = [](int64_t) { return MoeCombineOrder::kRank; };
+  return k;
+}
 
 // vLLM's default fused_moe config rule in outline: small batches (no more rows than experts) get
 // the small tile, larger ones the large tile.
@@ -42,22 +49,14 @@ int vendor_moe_split_k(int tile_m, int64_t expert_rows) {
 }  // namespace
 
 HostTensor reference_moe(const MoeArgs& args, RunNotes* notes) {
-  MoeKernels k;
-  k.gemm = [](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) {
-    return reference_gemm(g, n);
-  };
-  k.combine_order = rank_order;
+  MoeKernels k = rank_order_kernels(reference_gemm);
   k.in_double = true;
   return run_moe(args, k, notes);
 }
 
 HostTensor invariant_moe(const MoeArgs& args, RunNotes* notes) {
-  MoeKernels k;
-  k.gemm = [](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) {
-    return invariant_gemm(g, n);
-  };
+  MoeKernels k = rank_order_kernels(invariant_gemm);
   k.silu_mul = kernels::portable::silu_mul;
-  k.combine_order = rank_order;
   return run_moe(args, k, notes);
 }
 
@@ -80,12 +79,8 @@ HostTensor variant_moe(const MoeArgs& args, RunNotes* notes) {
 }
 
 HostTensor portable_moe(const MoeArgs& args, RunNotes* notes) {
-  MoeKernels k;
-  k.gemm = [](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) {
-    return portable_gemm(g, n);
-  };
+  MoeKernels k = rank_order_kernels(portable_gemm);
   k.silu_mul = kernels::portable::silu_mul;
-  k.combine_order = rank_order;
   return run_moe(args, k, notes);
 }
 
