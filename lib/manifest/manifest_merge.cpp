@@ -25,9 +25,11 @@ Manifest merge_manifests(const std::vector<Manifest>& manifests,
       auto [it, fresh] = out.scenarios.try_emplace(scenario, ms);
       if (fresh) continue;
       ManifestScenario& into = it->second;
+      // A structured binding cannot be captured by a lambda before C++20 in every compiler.
+      const std::string& scenario_name = scenario;
       auto refuse = [&](const std::string& why) {
         throw_input_error(fmt::format("cannot merge manifest '{}': scenario '{}' {}", name,
-                                      scenario, why));
+                                      scenario_name, why));
       };
       if (into.op != ms.op || into.dtype != ms.dtype || into.out_dtype != ms.out_dtype ||
           into.seed != ms.seed || into.requests != ms.requests || into.repeat != ms.repeat ||
