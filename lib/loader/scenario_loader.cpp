@@ -1010,10 +1010,11 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
     seen.push_back(name);
 
     Field expect{"expect", key, value};
+    // The fields outlive this block: `parity` points into them below.
+    std::vector<Field> fields;
     const Field* parity = nullptr;
     if (value.IsMap()) {
-      const auto fields =
-          fields_of(value, at(value), "backend '" + excerpt(name) + "'", {"expect", "parity"});
+      fields = fields_of(value, at(value), "backend '" + excerpt(name) + "'", {"expect", "parity"});
       const Field* e = find(fields, "expect");
       parity = find(fields, "parity");
       if (!e)
