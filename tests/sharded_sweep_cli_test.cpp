@@ -41,8 +41,15 @@ std::vector<std::string> cpu_scenarios() {
 }
 
 TEST(ShardedSweep, EveryCpuScenarioMergesToTheUnshardedRun) {
-  const std::vector<std::string> names = cpu_scenarios();
+  std::vector<std::string> names = cpu_scenarios();
   ASSERT_GE(names.size(), 8u);
+#ifdef NVDET_ASAN
+  // Under the sanitizers every nvdet run is several times slower: the checking build merges every
+  // third scenario (the memory checks are the point there); the release build checks them all.
+  std::vector<std::string> some;
+  for (size_t i = 0; i < names.size(); i += 3) some.push_back(names[i]);
+  names = some;
+#endif
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     const fs::path dir = make_temp_dir("shard-merge");
