@@ -1,17 +1,37 @@
-// nvdet list: the ops (the op table), backends and sweep axes this build knows.
+// nvdet list: the ops (the op table), backends, sweep axes and each command's output formats
+// this build knows.
 #include <fmt/format.h>
 
+#include <absl/strings/str_join.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
+#include "lib/report/bench_writers.h"
+#include "lib/report/bisect_writers.h"
+#include "lib/report/report_writers.h"
 #include "lib/scenario/scenario.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
 namespace {
+
+// Each command's --format names, from its registry (a companion is not chosen by name).
+std::vector<std::pair<std::string, std::vector<std::string>>> command_formats() {
+  auto names = [](const auto& registry) {
+    std::vector<std::string> out;
+    for (const auto& w : registry.writers()) {
+      if (w->written_with().empty()) out.emplace_back(w->name());
+    }
+    return out;
+  };
+  return {{"audit", names(report_format_registry())},
+          {"report", names(report_format_registry())},
+          {"bench", names(bench_format_registry())},
+          {"bisect", names(bisect_format_registry())}};
+}
 
 // The same facts as the text listing, for tools.
 nlohmann::ordered_json list_json() {
@@ -44,11 +64,14 @@ nlohmann::ordered_json list_json() {
     axes.push_back({{"name", a.name}, {"help", a.help}, {"ops", ops_accepting_axis(a.name)},
                     {"defines_request", a.defines_request}});
   }
+  nlohmann::ordered_json formats = nlohmann::ordered_json::object();
+  for (const auto& [command, names] : command_formats()) formats[command] = names;
   return {{"ops", ops},
           {"op_details", op_details},
           {"backends", backends},
           {"axes", axes},
-          {"expectations", {"invariant", "variant", "report"}}};
+          {"expectations", {"invariant", "variant", "report"}},
+          {"formats", formats}};
 }
 
 }  // namespace
@@ -85,6 +108,10 @@ Action add_list_command(CLI::App& app) {
       fmt::print("  {:<15} {} (ops: {})\n", a.name, a.help, ops);
     }
     fmt::print("expectations: invariant, variant, report\n");
+    fmt::print("formats (--format):\n");
+    for (const auto& [command, names] : command_formats()) {
+      fmt::print("  {:<15} {}\n", command, absl::StrJoin(names, ", "));
+    }
     return 0;
   };
 }
