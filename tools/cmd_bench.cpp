@@ -1,11 +1,13 @@
 // nvdet bench SCENARIO...: invariant vs vendor kernel time, as ratios measured in one run.
 // As with audit, every scenario and output target is checked before anything is timed.
+#include <absl/strings/str_join.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
+#include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/core/atomic_file.h"
@@ -37,6 +39,22 @@ struct BenchFlags {
   int reps = 20;
   std::vector<std::string> axes;  // --axis NAME=VALUES
 };
+
+// The default baselines as the registry's bench roles state them: "cudnn for attention_decode,
+// attention_prefill; cublas".
+std::string default_baseline_help() {
+  std::vector<std::string> parts;
+  for (const BackendRegistration& r : backend_registry()) {
+    if (r.bench.baseline_for.empty()) continue;
+    std::vector<std::string> ops;
+    for (const OpKind op : r.bench.baseline_for) ops.emplace_back(op_name(op));
+    parts.push_back(r.info.name + " for " + absl::StrJoin(ops, ", "));
+  }
+  for (const BackendRegistration& r : backend_registry()) {
+    if (r.bench.fallback_baseline) parts.push_back(r.info.name);
+  }
+  return absl::StrJoin(parts, "; ");
+}
 
 BenchOptions options_for(const BenchFlags& f) {
   BenchOptions opts;
@@ -107,11 +125,11 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
   add_list_option(cmd, "--backends", flags->backends, "Time only these backends");
   cmd->add_option("--baseline", flags->baseline,
-                  "Backend the ratios are taken against (default: cudnn for attention, cublas, "
-                  "else the first vendor-style backend)");
+                  "Backend the ratios are taken against (default: " + default_baseline_help() +
+                      ", else the first vendor-style backend)");
   cmd->add_option("-k,--filter", flags->filter, "Only contexts whose id matches this regex");
   cmd->add_option("--report-dir", flags->report_dir,
-                  "Write bench-<scenario>.md/.json/.csv here (the folder is created)");
+                  "Write bench-<scenario><suffix> here, one per --format (the folder is created)");
   CLI::Option* format =
       cmd->add_option("--format", flags->formats,
                       "Bench table formats, comma separated (needs --report-dir): " +

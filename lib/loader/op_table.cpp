@@ -17,7 +17,6 @@ const std::vector<OpSpec>& op_table() {
                  {"shape", "tokens", "bias", "tf32", "tp_split", "nccl"},
                  {"batch", "position", "tokens", "tp", "allreduce", "channels"},
                  {O::kGemm},
-                 "cublas",
                  make_gemm_workload,
                  gemm_footprint});
     t.push_back({O::kRmsNorm,
@@ -27,7 +26,6 @@ const std::vector<OpSpec>& op_table() {
                  {"shape", "tokens", "eps"},
                  {"batch", "position", "tokens"},
                  {O::kRmsNorm},
-                 "cublas",
                  make_rmsnorm_workload,
                  rmsnorm_footprint});
     t.push_back({O::kLogSoftmax,
@@ -37,7 +35,6 @@ const std::vector<OpSpec>& op_table() {
                  {"shape", "tokens"},
                  {"batch", "position", "tokens"},
                  {O::kLogSoftmax},
-                 "cublas",
                  make_log_softmax_workload,
                  log_softmax_footprint});
     t.push_back({O::kAttentionDecode,
@@ -48,7 +45,6 @@ const std::vector<OpSpec>& op_table() {
                  {"batch", "position", "kv_len", "filler_kv_len", "num_splits", "split_size",
                   "page_size"},
                  {O::kAttentionDecode},
-                 "cudnn",
                  make_attention_decode_workload,
                  attention_decode_footprint});
     t.push_back({O::kAttentionPrefill,
@@ -59,7 +55,6 @@ const std::vector<OpSpec>& op_table() {
                  {"batch", "position", "prompt_len", "prefill_chunk", "prefix_len", "num_splits",
                   "split_size", "page_size"},
                  {O::kAttentionPrefill},
-                 "cudnn",
                  make_attention_prefill_workload,
                  attention_prefill_footprint});
     t.push_back({O::kMoe,
@@ -73,7 +68,6 @@ const std::vector<OpSpec>& op_table() {
                  {"shape", "tokens", "norm_topk_prob"},
                  {"batch", "position", "tokens", "filler_routing"},
                  {O::kMoe},
-                 "cublas",
                  make_moe_workload,
                  moe_footprint});
     t.push_back({O::kModel,
@@ -84,7 +78,6 @@ const std::vector<OpSpec>& op_table() {
                  {"batch", "position", "prefill_chunk", "page_size", "max_new_tokens", "score_batch",
                   "score_chunk", "sampler", "tp", "allreduce", "channels"},
                  {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
-                 "cublas",
                  make_model_workload,
                  model_footprint});
     return t;
