@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include <random>
+#include <type_traits>
 
 #include "lib/core/error.h"
 #include "lib/report/bench_report.h"
-#include "lib/report/bench_writers.h"
-#include "lib/report/bisect_writers.h"
+#include "lib/report/command_formats.h"
 #include "lib/report/report_writers.h"
 #include "tests/test_support.h"
 
@@ -101,69 +101,67 @@ class TakenNameWriter final : public BisectWriter {
   std::string render(const BisectResult&) const override { return ""; }
 };
 
-TEST(FormatRegistry, AFormatWithoutASuffixOrWithATakenNameIsRefused) {
+// The sentence `add` refuses `writer` with (exit 2), or "" when it was added.
+template <class W>
+std::string refusal(FormatRegistry<W>& registry,
+                    std::unique_ptr<std::type_identity_t<W>> writer) {
   try {
-    register_bench_writer(std::make_unique<NoSuffixWriter>());
-    FAIL() << "a format without a suffix was registered";
+    registry.add(std::move(writer));
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("bench format 'test-nosuffix' has no file suffix"),
-              std::string::npos)
-        << e.what();
+    return e.what();
   }
+  return "";
+}
+
+TEST(FormatRegistry, AFormatWithoutASuffixOrWithATakenNameIsRefused) {
+  EXPECT_NE(refusal(bench_format_registry(), std::make_unique<NoSuffixWriter>())
+                .find("bench format 'test-nosuffix' has no file suffix"),
+            std::string::npos);
   EXPECT_EQ(bench_format_registry().find("test-nosuffix"), nullptr);
-  try {
-    register_bisect_writer(std::make_unique<TakenNameWriter>());
-    FAIL() << "a format with a taken alias was registered";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bisect format name 'json' is empty or taken"),
-              std::string::npos)
-        << e.what();
-  }
+  EXPECT_NE(refusal(bisect_format_registry(), std::make_unique<TakenNameWriter>())
+                .find("bisect format name 'json' is empty or taken"),
+            std::string::npos);
   EXPECT_EQ(bisect_format_registry().find("test-bisect-extra"), nullptr);
+}
+
+// `nvdet ARGS` exits 2 with `sentence` on stderr.
+void expect_refused(const std::string& args, const std::string& sentence) {
+  const CommandResult r = run_nvdet(args);
+  EXPECT_EQ(r.exit_code, 2) << args;
+  EXPECT_NE(r.err.find(sentence), std::string::npos) << args << "\n" << r.err;
 }
 
 // Exit 2 before anything runs, naming the format and the command's known formats.
 TEST(FormatRegistry, EachCommandRefusesAnUnknownFormatFromItsRegistry) {
   const std::string quickstart = (source_dir() / "scenarios" / "quickstart.yaml").string();
   const std::filesystem::path dir = make_temp_dir("format-registry");
-  const CommandResult bench =
-      run_nvdet("bench " + quickstart + " --report-dir " + dir.string() + " --format md,pdf");
-  EXPECT_EQ(bench.exit_code, 2);
-  EXPECT_NE(bench.err.find("unknown bench format 'pdf' (known formats: md, json, csv)"),
-            std::string::npos)
-      << bench.err;
-  const CommandResult bisect = run_nvdet(
-      "bisect " + (source_dir() / "scenarios" / "model-cpu.yaml").string() + " --format junit");
-  EXPECT_EQ(bisect.exit_code, 2);
-  EXPECT_NE(bisect.err.find("unknown bisect format 'junit' (known formats: text, json, html)"),
-            std::string::npos)
-      << bisect.err;
-  const CommandResult audit =
-      run_nvdet("audit " + quickstart + " --report-dir " + dir.string() + " --format csv");
-  EXPECT_EQ(audit.exit_code, 2);
-  EXPECT_NE(audit.err.find("unknown report format 'csv' (known formats: md, json, junit, html)"),
-            std::string::npos)
-      << audit.err;
+  expect_refused("bench " + quickstart + " --report-dir " + dir.string() + " --format md,pdf",
+                 "unknown bench format 'pdf' (known formats: md, json, csv)");
+  expect_refused(
+      "bisect " + (source_dir() / "scenarios" / "model-cpu.yaml").string() + " --format junit",
+      "unknown bisect format 'junit' (known formats: text, json, html)");
+  expect_refused("audit " + quickstart + " --report-dir " + dir.string() + " --format csv",
+                 "unknown report format 'csv' (known formats: md, json, junit, html)");
   std::filesystem::remove_all(dir);
+}
+
+// `nvdet COMMAND --help` has "name: description" for every format of `registry`.
+template <class W>
+void expect_help_lists(const std::string& command, const FormatRegistry<W>& registry) {
+  const CommandResult help = run_nvdet(command + " --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  for (const auto& w : registry.writers()) {
+    EXPECT_NE(help.out.find(std::string(w->name()) + ": " + std::string(w->description())),
+              std::string::npos)
+        << command << " " << w->name() << "\n" << help.out;
+  }
 }
 
 // --help and `nvdet list` list each command's formats from its registry.
 TEST(FormatRegistry, HelpAndListShowEachCommandsFormats) {
-  const CommandResult bench = run_nvdet("bench --help");
-  ASSERT_EQ(bench.exit_code, 0) << bench.err;
-  const CommandResult bisect = run_nvdet("bisect --help");
-  ASSERT_EQ(bisect.exit_code, 0) << bisect.err;
-  for (const auto& w : bench_format_registry().writers()) {
-    EXPECT_NE(bench.out.find(std::string(w->name()) + ": " + std::string(w->description())),
-              std::string::npos)
-        << w->name() << "\n" << bench.out;
-  }
-  for (const auto& w : bisect_format_registry().writers()) {
-    EXPECT_NE(bisect.out.find(std::string(w->name()) + ": " + std::string(w->description())),
-              std::string::npos)
-        << w->name() << "\n" << bisect.out;
-  }
+  expect_help_lists("bench", bench_format_registry());
+  expect_help_lists("bisect", bisect_format_registry());
   const CommandResult list = run_nvdet("list --format json");
   ASSERT_EQ(list.exit_code, 0) << list.err;
   const nlohmann::json formats = nlohmann::json::parse(list.out).at("formats");

@@ -11,7 +11,7 @@
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/core/atomic_file.h"
-#include "lib/report/bench_writers.h"
+#include "lib/report/command_formats.h"
 #include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"

@@ -8,7 +8,7 @@
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/bisect.h"
-#include "lib/report/bisect_writers.h"
+#include "lib/report/command_formats.h"
 #include "lib/runner/audit.h"
 #include "tools/command.h"
 #include "tools/cli_options.h"
