@@ -73,8 +73,8 @@ BackendRegistration grouped_moe(BackendInfo info) {
   return {info, NVDET_GPU_FACTORY(info, cuda::make_grouped_moe_backend(info)),
           supports_from({{{OpKind::kMoe, all}}, true, needs_sm80}), [] {
             return std::string("moe: each stage's expert GEMMs in one cublasGemmGroupedBatchedEx "
-                               "call (its kernel in each run's notes); routing, SwiGLU and the "
-                               "combine on the host");
+                               "call (cuBLAS chooses its kernel from every expert's row count); "
+                               "routing, SwiGLU and the combine on the host");
           }};
 }
 
