@@ -84,22 +84,8 @@ TEST(FormatRegistry, BenchFormatsWriteTheBenchTables) {
   EXPECT_EQ(chosen[1]->extension(), ".md");
 }
 
-class NoSuffixWriter final : public BenchWriter {
- public:
-  std::string_view name() const override { return "test-nosuffix"; }
-  std::string_view extension() const override { return ""; }
-  std::string_view description() const override { return "test-only"; }
-  std::string render(const BenchResult&) const override { return ""; }
-};
-
-class TakenNameWriter final : public BisectWriter {
- public:
-  std::string_view name() const override { return "test-bisect-extra"; }
-  std::string_view extension() const override { return ".txt"; }
-  std::string_view description() const override { return "test-only"; }
-  std::vector<std::string_view> aliases() const override { return {"json"}; }
-  std::string render(const BisectResult&) const override { return ""; }
-};
+std::string render_nothing(const BenchResult&) { return ""; }
+std::string render_nothing_either(const BisectResult&) { return ""; }
 
 // The sentence `add` refuses `writer` with (exit 2), or "" when it was added.
 template <class W>
@@ -115,11 +101,18 @@ std::string refusal(FormatRegistry<W>& registry,
 }
 
 TEST(FormatRegistry, AFormatWithoutASuffixOrWithATakenNameIsRefused) {
-  EXPECT_NE(refusal(bench_format_registry(), std::make_unique<NoSuffixWriter>())
+  using BenchFn = FunctionWriter<BenchWriter>;
+  using BisectFn = FunctionWriter<BisectWriter>;
+  EXPECT_NE(refusal(bench_format_registry(),
+                    std::make_unique<BenchFn>(BenchFn::Facts{"test-nosuffix", "", "test-only"},
+                                              render_nothing))
                 .find("bench format 'test-nosuffix' has no file suffix"),
             std::string::npos);
   EXPECT_EQ(bench_format_registry().find("test-nosuffix"), nullptr);
-  EXPECT_NE(refusal(bisect_format_registry(), std::make_unique<TakenNameWriter>())
+  EXPECT_NE(refusal(bisect_format_registry(),
+                    std::make_unique<BisectFn>(
+                        BisectFn::Facts{"test-bisect-extra", ".txt", "test-only", {"json"}},
+                        render_nothing_either))
                 .find("bisect format name 'json' is empty or taken"),
             std::string::npos);
   EXPECT_EQ(bisect_format_registry().find("test-bisect-extra"), nullptr);
