@@ -64,7 +64,8 @@ BackendRegistration portable(BackendInfo info) {
           supports_from({all_ops_all_dtypes(), true, needs_sm80}), [] {
             return std::string("every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise "
                                "equal to cpu-portable)");
-          }};
+          },
+          BenchRole{}};
 }
 
 // cuBLAS's grouped GEMM: the MoE block only, in every dtype.
@@ -75,7 +76,8 @@ BackendRegistration grouped_moe(BackendInfo info) {
             return std::string("moe: each stage's expert GEMMs in one cublasGemmGroupedBatchedEx "
                                "call (cuBLAS chooses its kernel from every expert's row count); "
                                "routing, SwiGLU and the combine on the host");
-          }};
+          },
+          BenchRole{}};
 }
 
 }  // namespace
