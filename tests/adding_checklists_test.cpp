@@ -4,9 +4,8 @@
 // the backend does not handle: tests/backend_claims_test.cpp).
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 

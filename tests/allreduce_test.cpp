@@ -1,13 +1,14 @@
 // The simulated all-reduce orders (lib/ops/allreduce.h) against sums written out here by hand:
 // for each order and a few message sizes, the exact sequence of bf16 adds (each rounded) that the
 // order claims, computed independently of the library's chunk arithmetic.
+#include "lib/ops/allreduce.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "lib/core/error.h"
 #include "lib/core/tensor.h"
-#include "lib/ops/allreduce.h"
 #include "tests/allreduce_fixture.h"
 
 namespace nvdet {
@@ -30,8 +31,8 @@ AllReducePlan plan(AllReduceAlgo algo, int channels, int ranks, int64_t count) {
 void expect_bits(const HostTensor& out, int64_t e, float expected) {
   HostTensor want(DType::kBF16, {1});
   want.set(0, expected);
-  ASSERT_EQ(out.bits(e), want.bits(0)) << "element " << e << ": " << out.get(e) << " vs "
-                                       << expected;
+  ASSERT_EQ(out.bits(e), want.bits(0))
+      << "element " << e << ": " << out.get(e) << " vs " << expected;
 }
 
 TEST(AllReduceOrder, FixedIsRankOrderAtEveryElement) {
@@ -166,8 +167,8 @@ TEST(AllReduceOrder, TreeOddRankCount) {
 
 TEST(AllReduceOrder, TwoRanksAreOneAddInEveryOrder) {
   const auto x = seeded_ranks(2, 500, 17);
-  for (const AllReduceAlgo algo : {AllReduceAlgo::kRing, AllReduceAlgo::kTree,
-                                   AllReduceAlgo::kFixed, AllReduceAlgo::kAuto}) {
+  for (const AllReduceAlgo algo :
+       {AllReduceAlgo::kRing, AllReduceAlgo::kTree, AllReduceAlgo::kFixed, AllReduceAlgo::kAuto}) {
     const HostTensor out = simulate_all_reduce(pointers(x), plan(algo, 0, 2, 500));
     for (int64_t e = 0; e < 500; ++e) expect_bits(out, e, add(x[0].get(e), x[1].get(e)));
   }
@@ -188,7 +189,8 @@ TEST(AllReduceOrder, RingOrderFollowsTheMessageSize) {
   int differ = 0;
   for (int64_t e = 0; e < 512; ++e) differ += a.bits(e) != b.bits(e);
   EXPECT_GT(differ, 0);
-  const HostTensor fa = simulate_all_reduce(pointers(small), plan(AllReduceAlgo::kFixed, 0, 4, 512));
+  const HostTensor fa =
+      simulate_all_reduce(pointers(small), plan(AllReduceAlgo::kFixed, 0, 4, 512));
   const HostTensor fb = simulate_all_reduce(pointers(big), plan(AllReduceAlgo::kFixed, 0, 4, 2048));
   for (int64_t e = 0; e < 512; ++e) ASSERT_EQ(fa.bits(e), fb.bits(e));
 }

@@ -47,8 +47,7 @@ inline std::unique_ptr<ClaimCall> make_claim_call(OpKind op, DType dtype) {
       c->args = c->attention->decode(dtype);
       break;
     case OpKind::kAttentionPrefill:
-      c->attention =
-          make_attention_batch(dtype, {{61, 40, 8, 16}, {62, 21, 5, 0}}, 4, 2, 64, true);
+      c->attention = make_attention_batch(dtype, {{61, 40, 8, 16}, {62, 21, 5, 0}}, 4, 2, 64, true);
       c->args = c->attention->prefill(dtype);
       break;
     case OpKind::kMoe: {
@@ -80,8 +79,12 @@ inline std::unique_ptr<ClaimCall> make_claim_call(OpKind op, DType dtype) {
 
 // The backend ops a support table can name.
 inline std::vector<OpKind> backend_ops() {
-  return {OpKind::kGemm, OpKind::kRmsNorm, OpKind::kLogSoftmax, OpKind::kAttentionDecode,
-          OpKind::kAttentionPrefill, OpKind::kMoe};
+  return {OpKind::kGemm,
+          OpKind::kRmsNorm,
+          OpKind::kLogSoftmax,
+          OpKind::kAttentionDecode,
+          OpKind::kAttentionPrefill,
+          OpKind::kMoe};
 }
 
 // Runs every claimed (op, dtype) of `r` that this machine can run; returns how many ran. The
@@ -95,8 +98,8 @@ inline int expect_backend_computes_its_claims(const BackendRegistration& r,
     for (const DType dtype : {DType::kBF16, DType::kFP16, DType::kFP32}) {
       const Support answer = r.supports(op, dtype, device);
       if (!answer.ok()) continue;  // not claimed, or not on this machine
-      const std::string what = r.info.name + " " + std::string(op_name(op)) + " " +
-                               std::string(dtype_name(dtype));
+      const std::string what =
+          r.info.name + " " + std::string(op_name(op)) + " " + std::string(dtype_name(dtype));
       const std::unique_ptr<ClaimCall> call = make_claim_call(op, dtype);
       if (!backend) backend = r.make();
       if (!reference) reference = make_backend("cpu-reference");

@@ -38,32 +38,38 @@ class GemmOnlyBackend final : public Backend {
 // The whole of adding a backend: one record.
 void register_test_backend_once() {
   static const bool registered = [] {
-    const BackendInfo info{kTestBackend, "test-only: cpu-invariant's gemm, bf16 only", false,
-                           true, {}};
-    register_backend({info,
-                      [info]() -> std::unique_ptr<Backend> {
-                        return std::make_unique<GemmOnlyBackend>(info);
-                      },
-                      supports_from({{{OpKind::kGemm, {DType::kBF16}}}, false, nullptr}),
-                      [] { return std::string("gemm: cpu-invariant's host fp32 kernel"); }});
+    const BackendInfo info{
+        kTestBackend, "test-only: cpu-invariant's gemm, bf16 only", false, true, {}};
+    register_backend(
+        {info,
+         [info]() -> std::unique_ptr<Backend> { return std::make_unique<GemmOnlyBackend>(info); },
+         supports_from({{{OpKind::kGemm, {DType::kBF16}}}, false, nullptr}),
+         [] { return std::string("gemm: cpu-invariant's host fp32 kernel"); }});
     return true;
   }();
   (void)registered;
 }
 
 Scenario gemm_scenario(const std::string& op, const std::string& dtype, const std::string& shape) {
-  return parse_scenario("name: registry-test\n"
-                        "op: " + op + "\n"
-                        "dtype: " + dtype + "\n"
-                        "shape: " + shape + "\n"
-                        "seed: 7\n"
-                        "requests: [0]\n"
-                        "sweep:\n"
-                        "  batch: [1, 3, 20]\n"
-                        "backends:\n"
-                        "  cpu-invariant: invariant\n"
-                        "  test-gemm-bf16: invariant\n",
-                        "registry-test.yaml");
+  return parse_scenario(
+      "name: registry-test\n"
+      "op: " +
+          op +
+          "\n"
+          "dtype: " +
+          dtype +
+          "\n"
+          "shape: " +
+          shape +
+          "\n"
+          "seed: 7\n"
+          "requests: [0]\n"
+          "sweep:\n"
+          "  batch: [1, 3, 20]\n"
+          "backends:\n"
+          "  cpu-invariant: invariant\n"
+          "  test-gemm-bf16: invariant\n",
+      "registry-test.yaml");
 }
 
 TEST(BackendRegistry, ATestBackendIsOneRecord) {
@@ -93,7 +99,8 @@ TEST(BackendRegistry, ATestBackendIsOneRecord) {
   EXPECT_EQ(compared, 3);
   // And the CLI's registry listing is the same table.
   bool listed = false;
-  for (const BackendRegistration& b : backend_registry()) listed = listed || b.info.name == kTestBackend;
+  for (const BackendRegistration& b : backend_registry())
+    listed = listed || b.info.name == kTestBackend;
   EXPECT_TRUE(listed);
 }
 
@@ -120,8 +127,7 @@ TEST(BackendRegistry, RefusesTakenNamesAndIncompleteRecords) {
     register_backend(no_path);
     FAIL() << "a backend without a kernel-path description was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("kernel-path description"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("kernel-path description"), std::string::npos) << e.what();
   }
   EXPECT_EQ(find_backend("test-without-kernel-path"), nullptr);
 }
@@ -163,8 +169,8 @@ TEST(BackendRegistry, GpuSupportTablesAreTruthful) {
   with_gpu.cuda_built = true;
   with_gpu.gpu = true;
   with_gpu.cc_major = 9;
-  for (const char* name : {"cublas", "cublaslt-nosplit", "cublaslt-ws1k", "cuda-vendor-policy",
-                           "cuda-invariant"}) {
+  for (const char* name :
+       {"cublas", "cublaslt-nosplit", "cublaslt-ws1k", "cuda-vendor-policy", "cuda-invariant"}) {
     for (DType t : {DType::kBF16, DType::kFP16, DType::kFP32}) {
       EXPECT_TRUE(backend_supports(name, OpKind::kGemm, t, with_gpu).ok()) << name;
       EXPECT_TRUE(backend_supports(name, OpKind::kRmsNorm, t, with_gpu).ok()) << name;
@@ -172,7 +178,8 @@ TEST(BackendRegistry, GpuSupportTablesAreTruthful) {
     const Support fp32_attention =
         backend_supports(name, OpKind::kAttentionDecode, DType::kFP32, with_gpu);
     EXPECT_EQ(fp32_attention.status, Support::Status::kUnsupportedOp) << name;
-    EXPECT_EQ(fp32_attention.reason, "does not compute attention_decode in fp32 (only in bf16, fp16)");
+    EXPECT_EQ(fp32_attention.reason,
+              "does not compute attention_decode in fp32 (only in bf16, fp16)");
   }
   for (const auto& [op, dtypes] : all_ops_all_dtypes()) {
     for (DType t : dtypes) EXPECT_TRUE(backend_supports("cuda-portable", op, t, with_gpu).ok());
@@ -202,14 +209,15 @@ TEST(BackendRegistry, GpuSupportTablesAreTruthful) {
     const Support old = backend_supports(name, OpKind::kAttentionDecode, DType::kBF16, volta);
     EXPECT_EQ(old.status, Support::Status::kUnsupportedDevice) << name;
     // (A CUDA build without the cudnn backend says that first, for cudnn.)
-    if (std::string(name) != "cudnn" || find_backend("cudnn")->info.description.find("unavailable") ==
-                                            std::string::npos) {
+    if (std::string(name) != "cudnn" ||
+        find_backend("cudnn")->info.description.find("unavailable") == std::string::npos) {
       EXPECT_EQ(old.reason, "needs a GPU of compute capability 8.0 or newer (device 0 is 7.0)")
           << name;
     }
   }
   // The CPU backends need nothing of the machine.
-  EXPECT_TRUE(backend_supports("cpu-reference", OpKind::kAttentionPrefill, DType::kFP32, cpu_only).ok());
+  EXPECT_TRUE(
+      backend_supports("cpu-reference", OpKind::kAttentionPrefill, DType::kFP32, cpu_only).ok());
 }
 
 // End to end: the CLI refuses a backend that does not compute the scenario's op with exit 2 and
@@ -220,9 +228,8 @@ TEST(BackendRegistry, CliRefusesAnUnsupportedOpWithExitTwo) {
   write_file(dir / "cudnn-gemm.yaml",
              "name: cudnn-gemm\nop: gemm\ndtype: bf16\nshape: {n: 64, k: 64}\nseed: 1\n"
              "sweep:\n  batch: [1, 2]\nbackends:\n  cpu-invariant: invariant\n  cudnn: report\n");
-  const CommandResult r =
-      run_nvdet("audit " + (dir / "cudnn-gemm.yaml").string() + " --skip-unavailable --report-dir " +
-                (dir / "out").string());
+  const CommandResult r = run_nvdet("audit " + (dir / "cudnn-gemm.yaml").string() +
+                                    " --skip-unavailable --report-dir " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("cudnn-gemm.yaml:10"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("backend 'cudnn' does not compute gemm (it computes attention_decode, "

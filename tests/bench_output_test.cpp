@@ -3,10 +3,9 @@
 // enough digits at any speed), the same in JSON, and the Markdown appended to the job summary.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "lib/report/bench_report.h"
 #include "tests/test_support.h"
@@ -75,19 +74,19 @@ double number(const std::string& s) {
 TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
   const fs::path dir = make_temp_dir("bench-out");
   const std::string summary = (dir / "summary.md").string();
-  const CommandResult r = run_nvdet_env(
-      "GITHUB_STEP_SUMMARY=" + summary,
-      "bench " + (source_dir() / "scenarios" / "quickstart.yaml").string() +
-          " -k 'batch=(2|17),' --warmup 0 --reps 3 --report-dir " + dir.string() +
-          " --format csv,json,md");
+  const CommandResult r =
+      run_nvdet_env("GITHUB_STEP_SUMMARY=" + summary,
+                    "bench " + (source_dir() / "scenarios" / "quickstart.yaml").string() +
+                        " -k 'batch=(2|17),' --warmup 0 --reps 3 --report-dir " + dir.string() +
+                        " --format csv,json,md");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto csv = read_csv(read_file(dir / "bench-quickstart.csv"));
   ASSERT_EQ(csv.size(), 1u + 4 * 3);  // header, 4 contexts x 3 backends
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < csv[0].size(); ++i) col[csv[0][i]] = i;
-  for (const char* c : {"scenario", "context", "batch", "position", "backend", "median_us", "min_us",
-                        "max_us", "samples", "spread_pct", "tflops", "gbps", "copy_fraction",
-                        "time_ratio", "device_timed"}) {
+  for (const char* c :
+       {"scenario", "context", "batch", "position", "backend", "median_us", "min_us", "max_us",
+        "samples", "spread_pct", "tflops", "gbps", "copy_fraction", "time_ratio", "device_timed"}) {
     EXPECT_TRUE(col.count(c)) << c;
   }
   for (size_t i = 1; i < csv.size(); ++i) {
@@ -101,7 +100,8 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
                  hi = number(row[col["max_us"]]);
     EXPECT_LE(lo, med);
     EXPECT_LE(med, hi);
-    EXPECT_NEAR(number(row[col["spread_pct"]]), 100.0 * (hi - lo) / med, 0.01 * 100.0 * (hi - lo) / med + 1e-9);
+    EXPECT_NEAR(number(row[col["spread_pct"]]), 100.0 * (hi - lo) / med,
+                0.01 * 100.0 * (hi - lo) / med + 1e-9);
     // A CPU run measures no copy rate: empty, not 0. The GEMM's TFLOP/s is small on a CPU but
     // carries its digits.
     EXPECT_EQ(row[col["copy_fraction"]], "");

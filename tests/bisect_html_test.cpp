@@ -1,10 +1,11 @@
 // nvdet bisect --format html: a self-contained page with the first op, the first flip and the
 // growth of the difference as a table and a plot.
+#include "lib/report/bisect_html.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "lib/report/bisect_html.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -17,8 +18,9 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(BisectHtml, ShippedScenarioRendersEverySection) {
-  const CommandResult r = run_nvdet("bisect " + (source_dir() / "scenarios/model-cpu.yaml").string() +
-                                    " --backend cpu-variant --request 1 --format html");
+  const CommandResult r =
+      run_nvdet("bisect " + (source_dir() / "scenarios/model-cpu.yaml").string() +
+                " --backend cpu-variant --request 1 --format html");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* id : {"id=\"summary\"", "id=\"first-op\"", "id=\"first-flip\"", "id=\"growth\"",
                          "id=\"growth-plot\""}) {
@@ -52,10 +54,11 @@ TEST(BisectHtml, IdenticalContextsSaySoAndEscapeNames) {
 }
 
 TEST(BisectHtml, RejectsAnUnknownFormat) {
-  const CommandResult r = run_nvdet("bisect " + (source_dir() / "scenarios/model-cpu.yaml").string() +
-                                    " --format pdf");
+  const CommandResult r =
+      run_nvdet("bisect " + (source_dir() / "scenarios/model-cpu.yaml").string() + " --format pdf");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("unknown bisect format 'pdf' (known formats: text, json, html)"), std::string::npos)
+  EXPECT_NE(r.err.find("unknown bisect format 'pdf' (known formats: text, json, html)"),
+            std::string::npos)
       << r.err;
 }
 

@@ -8,8 +8,8 @@
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
-#include "lib/runner/bisect.h"
 #include "lib/model/decoder.h"
+#include "lib/runner/bisect.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -36,7 +36,8 @@ sweep:
   batch: [1, 2, 3]
 backends:
   cpu-invariant: invariant
-)", "bisect-tiny.yaml");
+)",
+                        "bisect-tiny.yaml");
 }
 
 // cpu-invariant, except that in batches of exactly `batch` sequences it adds one ULP to element
@@ -153,16 +154,19 @@ TEST(Bisect, BadInput) {
 }
 
 TEST(Bisect, CommandLineOnTheShippedScenario) {
-  const std::string scenario = (nvdet::testing::source_dir() / "scenarios" / "model-cpu.yaml").string();
+  const std::string scenario =
+      (nvdet::testing::source_dir() / "scenarios" / "model-cpu.yaml").string();
   auto r = nvdet::testing::run_nvdet("bisect " + scenario + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["diverged"].get<bool>());
   EXPECT_EQ(j["backend"], "cpu-variant");
   ASSERT_FALSE(j["first_op"].is_null());
-  if (!j["first_flip"].is_null()) EXPECT_LE(j["first_op"]["step"].get<int>(), j["first_flip"]["step"].get<int>());
+  if (!j["first_flip"].is_null())
+    EXPECT_LE(j["first_op"]["step"].get<int>(), j["first_flip"]["step"].get<int>());
 
-  r = nvdet::testing::run_nvdet("bisect " + scenario + " --backend cpu-invariant --against batch=8");
+  r = nvdet::testing::run_nvdet("bisect " + scenario +
+                                " --backend cpu-invariant --against batch=8");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("identical"), std::string::npos) << r.out;
 

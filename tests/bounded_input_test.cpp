@@ -11,14 +11,14 @@
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/loader/scenario_loader.h"
+#include "lib/loader/yaml_guard.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/checkpoint.h"
-#include "lib/loader/scenario_loader.h"
+#include "lib/report/tensor_diff.h"
 #include "lib/scenario/scenario.h"
-#include "lib/loader/yaml_guard.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"
-#include "lib/report/tensor_diff.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -118,7 +118,8 @@ TEST(JsonInput, ReadingIsLinearInTheNumberOfEntries) {
     for (int round = 0; round < 3; ++round) {
       const auto t0 = std::chrono::steady_clock::now();
       const nlohmann::json j = parse_json_input(text, "x.json");
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       EXPECT_EQ(j.size(), expect);
     }
     return best;
@@ -151,15 +152,9 @@ TEST(YamlGuard, CommaThatStartsANodeIsRefusedAtOnce) {
     const char* text;
     const char* where;
   } cases[] = {
-      {",", "s.yaml:1:1: "},
-      {", RMSNor", "s.yaml:1:1: "},
-      {" ,", "s.yaml:1:2: "},
-      {",a", "s.yaml:1:1: "},
-      {"--- ,", "s.yaml:1:5: "},
-      {"- a\n,", "s.yaml:2:1: "},
-      {"k: \"s\" ,", "s.yaml:1:8: "},
-      {"k: &x ,", "s.yaml:1:7: "},
-      {"# note\n,", "s.yaml:2:1: "},
+      {",", "s.yaml:1:1: "},          {", RMSNor", "s.yaml:1:1: "}, {" ,", "s.yaml:1:2: "},
+      {",a", "s.yaml:1:1: "},         {"--- ,", "s.yaml:1:5: "},    {"- a\n,", "s.yaml:2:1: "},
+      {"k: \"s\" ,", "s.yaml:1:8: "}, {"k: &x ,", "s.yaml:1:7: "},  {"# note\n,", "s.yaml:2:1: "},
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -184,23 +179,22 @@ TEST(YamlGuard, TopLevelTaggedOrAnchoredValueIsRefusedAtOnce) {
     const std::string msg = scenario_error(text);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << text;
     EXPECT_NE(msg.find("s.yaml:1:"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("a value with an anchor or tag at the top level"), std::string::npos)
-        << msg;
+    EXPECT_NE(msg.find("a value with an anchor or tag at the top level"), std::string::npos) << msg;
   }
   // Found by fuzz_scenario: tags in several shapes ('!t a' then a '?' line; a tag that yaml-cpp
   // ends at '"', then a quoted scalar and a comma). Tags are refused wherever they appear.
-  for (const char* text : {"! a\n?\n", "!t a\n? b\n", "!!str a\n\n?\n", "&x !t a b\n?\n",
-                           "!t\"\"\"\"K# e ()\n? ?\n", "!t [a]\n", "!\"a\" ,", "!t\"a\" ,",
-                           "name: !t x\n", "a:\n  b: [1, !t 2]\n"}) {
+  for (const char* text :
+       {"! a\n?\n", "!t a\n? b\n", "!!str a\n\n?\n", "&x !t a b\n?\n", "!t\"\"\"\"K# e ()\n? ?\n",
+        "!t [a]\n", "!\"a\" ,", "!t\"a\" ,", "name: !t x\n", "a:\n  b: [1, !t 2]\n"}) {
     const auto start = std::chrono::steady_clock::now();
     const std::string msg = scenario_error(text);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << text;
     EXPECT_NE(msg.find("tags ('!name') are not used in scenarios"), std::string::npos)
         << text << " -> " << msg;
   }
-  EXPECT_NE(scenario_error("#0, k8}\n!\"euests: \" ,")
-                .find("s.yaml:2:1: tags ('!name') are not used"),
-            std::string::npos);
+  EXPECT_NE(
+      scenario_error("#0, k8}\n!\"euests: \" ,").find("s.yaml:2:1: tags ('!name') are not used"),
+      std::string::npos);
   // Found by fuzz_scenario: any top-level value that is not a key ('\'\')', 'a b'), then a
   // line starting with '?', loops yaml-cpp too; so does a complex key.
   for (const char* text : {"'')\n? ", "\"x\" y\n? a\n", "a b\n? c\n"}) {
@@ -218,9 +212,10 @@ TEST(YamlGuard, TopLevelTaggedOrAnchoredValueIsRefusedAtOnce) {
   EXPECT_NE(scenario_error("%YAML 1.2\n---\na: 1\n").find("s.yaml:1:1: directives"),
             std::string::npos);
   // Anchors on keys and on nested values are fine.
-  EXPECT_NO_THROW(parse_scenario("&k name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\n"
-                                 "seed: &s 1\nbackends: {cpu-invariant: invariant}\n",
-                                 "s.yaml"));
+  EXPECT_NO_THROW(
+      parse_scenario("&k name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\n"
+                     "seed: &s 1\nbackends: {cpu-invariant: invariant}\n",
+                     "s.yaml"));
 }
 
 TEST(YamlGuard, IndentedLinesStartAKeyOrAListItem) {
@@ -230,8 +225,8 @@ TEST(YamlGuard, IndentedLinesStartAKeyOrAListItem) {
     const char* text;
     const char* where;
   } refused[] = {
-      {"a:\n  b c\n", "s.yaml:2:3: "},         {"a:\n  'q' x\n", "s.yaml:2:3: "},
-      {"a:\n  [1, 2]\n", "s.yaml:2:3: "},      {"a: x\n  continued\n", "s.yaml:2:3: "},
+      {"a:\n  b c\n", "s.yaml:2:3: "},        {"a:\n  'q' x\n", "s.yaml:2:3: "},
+      {"a:\n  [1, 2]\n", "s.yaml:2:3: "},     {"a: x\n  continued\n", "s.yaml:2:3: "},
       {"a:\n  &x\n  b: 1\n", "s.yaml:2:5: "}, {"a:\n  *x\n", "s.yaml:2:3: "},
   };
   for (const auto& c : refused) {
@@ -242,27 +237,30 @@ TEST(YamlGuard, IndentedLinesStartAKeyOrAListItem) {
   // What scenarios are written in still loads: nested keys, quoted and anchored keys, list
   // items (plain, flow, compact maps), flow collections over several lines, quoted scalars over
   // several lines, block scalars, comments anywhere.
-  EXPECT_NO_THROW(check_yaml_guard("a:\n  b: 1\n  'c': 2\n  &x d: 3\n  # note\n  e:\n"
-                                   "    - f\n    - [g, h]\n    - i: 1\n      j: 2\n"
-                                   "    - - k\n  l: [1,\n    2]\n  m: {n: 1,\n    o: 2}\n"
-                                   "  p: \"two\n    lines\"\n  q: |\n    free\n      text\n"
-                                   "  r: >-\n    folded\n",
-                                   "s.yaml"));
-  EXPECT_NO_THROW(parse_scenario("name: x\nop: gemm\ndtype: fp32\nshape:\n  n: 8\n  'k': 8\n"
-                                 "seed: 1\nbackends:\n  &b cpu-invariant: invariant\n"
-                                 "  # a comment\nsweep:\n  batch: [1,\n    2]\n"
-                                 "description: |\n  free text\n",
-                                 "s.yaml"));
+  EXPECT_NO_THROW(
+      check_yaml_guard("a:\n  b: 1\n  'c': 2\n  &x d: 3\n  # note\n  e:\n"
+                       "    - f\n    - [g, h]\n    - i: 1\n      j: 2\n"
+                       "    - - k\n  l: [1,\n    2]\n  m: {n: 1,\n    o: 2}\n"
+                       "  p: \"two\n    lines\"\n  q: |\n    free\n      text\n"
+                       "  r: >-\n    folded\n",
+                       "s.yaml"));
+  EXPECT_NO_THROW(
+      parse_scenario("name: x\nop: gemm\ndtype: fp32\nshape:\n  n: 8\n  'k': 8\n"
+                     "seed: 1\nbackends:\n  &b cpu-invariant: invariant\n"
+                     "  # a comment\nsweep:\n  batch: [1,\n    2]\n"
+                     "description: |\n  free text\n",
+                     "s.yaml"));
 }
 
 TEST(YamlGuard, CommasWhereYamlAllowsThemStillLoad) {
   // Inside flow collections, plain and quoted scalars, comments and block scalars.
-  const std::string base = "name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\nseed: 1\n"
-                           "backends: {cpu-invariant: invariant}\n";
+  const std::string base =
+      "name: x\nop: gemm\ndtype: fp32\nshape: {n: 8, k: 8}\nseed: 1\n"
+      "backends: {cpu-invariant: invariant}\n";
   for (const std::string extra :
        {"description: a, b and c\n", "description: \"x, y\"\n", "description: 'x, y'\n",
-        "description: |\n  , first\n  , second\n", "description: >\n  ,folded\n",
-        "# a, comment\n", "sweep:\n  batch: [1, 2, 4]\n", "sweep: {batch: [1, 2]}\n"}) {
+        "description: |\n  , first\n  , second\n", "description: >\n  ,folded\n", "# a, comment\n",
+        "sweep:\n  batch: [1, 2, 4]\n", "sweep: {batch: [1, 2]}\n"}) {
     EXPECT_NO_THROW(parse_scenario(base + extra, "s.yaml")) << extra;
   }
 }
@@ -286,8 +284,8 @@ TEST(YamlGuard, BoundsNestingAliasesControlBytesAndSize) {
 
 TEST(YamlGuard, ScenarioMessagesEscapeFileText) {
   // Double-quoted escapes put control bytes into a scalar that yaml-cpp hands back raw.
-  const std::string msg = scenario_error(
-      "name: x\nop: \"gemm\\e[2J\\nFAKE: line " + std::string(200, 'z') + "\"\ndtype: fp32\n");
+  const std::string msg = scenario_error("name: x\nop: \"gemm\\e[2J\\nFAKE: line " +
+                                         std::string(200, 'z') + "\"\ndtype: fp32\n");
   EXPECT_NE(msg.find("unknown op 'gemm\\x1b[2J\\x0aFAKE: line "), std::string::npos) << msg;
   expect_clean(msg);
 }
@@ -313,9 +311,9 @@ std::string npy_file(const std::string& dict, const std::string& data) {
 TEST(HostileTensorFiles, NpyDescrSizeAndHeaderEcho) {
   // std::stoi on the descr's size once ended in "internal error: stoi" (exit 3).
   const std::string stoi = input_error_of([] {
-    parse_npy(npy_file("{'descr': '<f99999999999', 'fortran_order': False, 'shape': (1,), }",
-                       "abcd"),
-              "x.npy");
+    parse_npy(
+        npy_file("{'descr': '<f99999999999', 'fortran_order': False, 'shape': (1,), }", "abcd"),
+        "x.npy");
   });
   EXPECT_NE(stoi.find("x.npy: unsupported .npy dtype '<f99999999999'"), std::string::npos) << stoi;
   // A broken header full of escape codes and newlines: a short escaped excerpt only.
@@ -326,9 +324,9 @@ TEST(HostileTensorFiles, NpyDescrSizeAndHeaderEcho) {
   expect_clean(echo, 200);
   // Dimensions that do not fit in int64.
   const std::string dim = input_error_of([] {
-    parse_npy(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775808,), }",
-                       ""),
-              "x.npy");
+    parse_npy(
+        npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775808,), }", ""),
+        "x.npy");
   });
   EXPECT_NE(dim.find("dimension too large"), std::string::npos) << dim;
 }
@@ -342,8 +340,9 @@ std::string safetensors_file(const std::string& header, const std::string& data)
 TEST(HostileTensorFiles, SafetensorsHugeNumbersAndNames) {
   const auto dir = make_temp_dir("hostile-st");
   const auto path = dir / "x.safetensors";
-  write_file(path, safetensors_file(
-                       R"({"w": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 4]}})", "abcd"));
+  write_file(
+      path, safetensors_file(R"({"w": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 4]}})",
+                             "abcd"));
   const std::string huge = input_error_of([&] { SafetensorsFile::open(path); });
   EXPECT_NE(huge.find("holds a number outside the range of a double"), std::string::npos) << huge;
   write_file(path, safetensors_file(
@@ -359,8 +358,9 @@ TEST(HostileTensorFiles, SafetensorsHugeNumbersAndNames) {
   const uint64_t len = uint64_t{200} << 20;
   for (int i = 0; i < 8; ++i) big[i] = static_cast<char>((len >> (8 * i)) & 0xff);
   write_file(path, big);
-  EXPECT_NE(input_error_of([&] { SafetensorsFile::open(path); })
-                .find("is not a .safetensors or .npy file"),
+  EXPECT_NE(input_error_of([&] {
+              SafetensorsFile::open(path);
+            }).find("is not a .safetensors or .npy file"),
             std::string::npos);
   big[8] = '{';
   write_file(path, big);
@@ -379,8 +379,9 @@ TEST(HostileTensorFiles, DiffShowsTensorNamesEscaped) {
   write_safetensors_any(dir / "b.safetensors", {{"x", &t}});
   const DiffResult r = diff_tensor_files(dir / "a.safetensors", dir / "b.safetensors", {});
   const std::string text = render_diff_text(r, false);
-  EXPECT_NE(text.find("only in " + (dir / "a.safetensors").string() + ": w\\x1b[2J\\x1b]0;title\\x07"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("only in " + (dir / "a.safetensors").string() + ": w\\x1b[2J\\x1b]0;title\\x07"),
+      std::string::npos)
       << text;
   for (const char c : text) EXPECT_NE(c, '\x1b') << text;
 }

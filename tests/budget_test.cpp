@@ -2,6 +2,8 @@
 // fp32 GEMM, a 2^20-token vocabulary at hidden 4096) are refused after loading and before anything
 // is expanded or allocated, with exit 2 (impossible) or 3 (does not fit here) and the numbers;
 // the estimates are checked against sizes worked out by hand; the flags parse sizes strictly.
+#include "lib/runner/budget.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -10,9 +12,8 @@
 
 #include "lib/core/error.h"
 #include "lib/core/tensor.h"
-#include "lib/scenario/context.h"
 #include "lib/loader/scenario_loader.h"
-#include "lib/runner/budget.h"
+#include "lib/scenario/context.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -78,9 +79,11 @@ TEST(Budget, EstimatesMatchHandCounts) {
   // A CPU backend adds what it allocates: fp32 copies of A (1 x 65536), of W as panels
   // (65536 x 65536) and cpu-reference's double output row; the device figure does not change.
   const ScenarioEstimate g = estimate_scenario(gemm, true);
-  EXPECT_EQ(g.host_bytes - gpu_only.host_bytes, (65536.0 + 65536.0 * 65536 + 65536.0) * 4 + 65536.0 * 8);
+  EXPECT_EQ(g.host_bytes - gpu_only.host_bytes,
+            (65536.0 + 65536.0 * 65536 + 65536.0) * 4 + 65536.0 * 8);
   EXPECT_EQ(g.device_bytes, by_hand);
-  EXPECT_NE(g.breakdown.find("CPU backends' fp32 copies 16.0 GiB"), std::string::npos) << g.breakdown;
+  EXPECT_NE(g.breakdown.find("CPU backends' fp32 copies 16.0 GiB"), std::string::npos)
+      << g.breakdown;
 
   // Embedding and LM head: 2 x 2^20 x 4096 bf16 = 16 GiB of the weights, and a CPU backend's
   // fp32 copy of the LM head another 16 GiB.
@@ -133,14 +136,17 @@ sweep:
   tokens: {from: 1, to: 1000}
 backends:
   cpu-invariant: invariant
-)", "s.yaml");
+)",
+                                       "s.yaml");
   const ScenarioEstimate e = estimate_scenario(many);
   EXPECT_EQ(e.contexts, 65536000.0);
   // At least the Context objects and the (axis, value) pairs of two axes each.
-  EXPECT_GT(e.host_bytes, e.contexts * (sizeof(Context) + 2 * sizeof(std::pair<std::string, AxisValue>)));
+  EXPECT_GT(e.host_bytes,
+            e.contexts * (sizeof(Context) + 2 * sizeof(std::pair<std::string, AxisValue>)));
   EXPECT_NE(e.breakdown.find("context list "), std::string::npos) << e.breakdown;
   try {
-    check_budget(many, e, Budget{uint64_t{1} << 40, uint64_t{1} << 30, std::nullopt}, false, std::nullopt);
+    check_budget(many, e, Budget{uint64_t{1} << 40, uint64_t{1} << 30, std::nullopt}, false,
+                 std::nullopt);
     FAIL() << "not refused";
   } catch (const Error& err) {
     EXPECT_EQ(err.code(), ExitCode::kRuntime);
@@ -179,7 +185,8 @@ backends:
     FAIL() << "not refused";
   } catch (const Error& err) {
     EXPECT_EQ(err.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(err.what()).find("scenario 'long' would compute about "), std::string::npos)
+    EXPECT_NE(std::string(err.what()).find("scenario 'long' would compute about "),
+              std::string::npos)
         << err.what();
     EXPECT_NE(std::string(err.what()).find("shorten the prompts"), std::string::npos) << err.what();
   }
@@ -259,8 +266,7 @@ TEST(BudgetCli, OversizedScenariosAreRefusedAtOnceWithTheNumbers) {
 
   const AuditRun vocab = audit(dir / "vocab.yaml", "--max-host-bytes 4G");
   EXPECT_EQ(vocab.exit_code, 3) << vocab.err;
-  EXPECT_NE(vocab.err.find("scenario 'big-vocab' needs about 32."), std::string::npos)
-      << vocab.err;
+  EXPECT_NE(vocab.err.find("scenario 'big-vocab' needs about 32."), std::string::npos) << vocab.err;
   EXPECT_LT(vocab.seconds, 10.0);
 
   const AuditRun bad_flag = audit(dir / "gemm.yaml", "--max-host-bytes 12Q");
@@ -269,7 +275,7 @@ TEST(BudgetCli, OversizedScenariosAreRefusedAtOnceWithTheNumbers) {
 
   // A scenario well inside its budget runs.
   const AuditRun ok = audit(testing::source_dir() / "scenarios/rmsnorm-cpu.yaml",
-                       "--max-host-bytes 1G --max-contexts 1000 --quiet");
+                            "--max-host-bytes 1G --max-contexts 1000 --quiet");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   fs::remove_all(dir);
 }

@@ -3,9 +3,8 @@
 // FIFOs and folders are never replaced; interrupted runs leave no temporary file; a failed
 // manifest verification fails every report format; CI conveniences (step summary, annotations,
 // progress lines, --list-contexts, CSV bench tables) do what they say.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -16,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/error.h"
 #include "lib/core/temporary_files.h"
 #include "tests/test_support.h"
 
@@ -28,7 +27,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string scenario(const std::string& name) { return (source_dir() / "scenarios" / name).string(); }
+std::string scenario(const std::string& name) {
+  return (source_dir() / "scenarios" / name).string();
+}
 
 bool node_is_fifo(const fs::path& p) {
   struct stat st {};
@@ -55,11 +56,12 @@ fs::path quickstart_copy(const fs::path& dir, const std::string& file, const std
 
 TEST(CliChecks, EveryScenarioIsValidatedBeforeTheFirstRuns) {
   const auto dir = make_temp_dir("preflight");
-  write_file(dir / "bad.yaml", "name: bad\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
-                               "backends:\n  cpu-invarient: invariant\n");
-  const CommandResult r = run_nvdet("audit " + scenario("quickstart.yaml") + " " +
-                                    (dir / "bad.yaml").string() + " --report-dir " +
-                                    (dir / "out").string());
+  write_file(dir / "bad.yaml",
+             "name: bad\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
+             "backends:\n  cpu-invarient: invariant\n");
+  const CommandResult r =
+      run_nvdet("audit " + scenario("quickstart.yaml") + " " + (dir / "bad.yaml").string() +
+                " --report-dir " + (dir / "out").string());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("bad.yaml:7:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did you mean 'cpu-invariant'?"), std::string::npos) << r.err;
@@ -90,10 +92,12 @@ TEST(CliChecks, DidYouMeanForBackendsAndCommands) {
   CommandResult r = run_nvdet("audit " + scenario("quickstart.yaml") + " --backends cpu-variantt");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown backend 'cpu-variantt' (did you mean 'cpu-variant'?)"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   r = run_nvdet("audti " + scenario("quickstart.yaml"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("unknown command 'audti' (did you mean 'audit'?)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown command 'audti' (did you mean 'audit'?)"), std::string::npos)
+      << r.err;
   r = run_nvdet("frobnicate");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown command 'frobnicate' (commands: "), std::string::npos) << r.err;
@@ -113,7 +117,8 @@ TEST(CliChecks, OutputTargetsOfTheWrongKindAreRefusedEarly) {
   const std::vector<Case> cases = {
       {"--record " + (dir / "fifo").string(), "it is a FIFO, not a regular file"},
       {"--record " + dir.string(), "it is a folder, not a regular file"},
-      {"--report-dir " + (dir / "plain-file").string(), "cannot write report '" + (dir / "plain-file").string() + "'"},
+      {"--report-dir " + (dir / "plain-file").string(),
+       "cannot write report '" + (dir / "plain-file").string() + "'"},
       {"--report-dir " + (dir / "reports").string(), "it is a folder, not a regular file"},
       {"--report-dir " + (dir / "plain-file" / "sub").string(), "cannot write report"},
       {"--dump " + (dir / "plain-file").string(), "cannot write dump"},
@@ -134,8 +139,8 @@ TEST(CliChecks, ReadOnlyReportFolderIsRefusedEarly) {
   const auto dir = make_temp_dir("readonly");
   fs::create_directories(dir / "ro");
   fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
-  const CommandResult r = run_nvdet("audit " + scenario("quickstart.yaml") + " --report-dir " +
-                                    (dir / "ro").string());
+  const CommandResult r =
+      run_nvdet("audit " + scenario("quickstart.yaml") + " --report-dir " + (dir / "ro").string());
   fs::permissions(dir / "ro", fs::perms::owner_all);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.out, "");
@@ -195,8 +200,9 @@ TEST(CliSignals, InterruptRemovesTemporaryFiles) {
   if (!test_hooks_built()) GTEST_SKIP() << "needs a build with -DNVDET_TEST_HOOKS=ON";
   for (const int sig : {SIGTERM, SIGINT}) {
     const auto dir = make_temp_dir("signal");
-    const pid_t pid = spawn_nvdet({"audit", scenario("quickstart.yaml"), "--report-dir", dir.string()},
-                                  {"NVDET_TEST_HOLD_WRITE_MS=20000"});
+    const pid_t pid =
+        spawn_nvdet({"audit", scenario("quickstart.yaml"), "--report-dir", dir.string()},
+                    {"NVDET_TEST_HOLD_WRITE_MS=20000"});
     ASSERT_GT(pid, 0);
     // Wait for the first report's temporary file to appear (the audit itself takes < 1 s).
     bool seen = false;
@@ -221,8 +227,9 @@ TEST(CliSignals, ReleaseBuildsIgnoreTheWriteHoldHook) {
   if (test_hooks_built()) GTEST_SKIP() << "this build has the test hooks";
   const auto dir = make_temp_dir("no-hook");
   const auto t0 = std::chrono::steady_clock::now();
-  const CommandResult r = run_nvdet_env("NVDET_TEST_HOLD_WRITE_MS=20000",
-                                        "audit " + scenario("quickstart.yaml") + " --quiet --report-dir " + dir.string());
+  const CommandResult r =
+      run_nvdet_env("NVDET_TEST_HOLD_WRITE_MS=20000", "audit " + scenario("quickstart.yaml") +
+                                                          " --quiet --report-dir " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
 }
@@ -238,9 +245,10 @@ TEST(CliSignals, InterruptRemovesTheSyntheticCheckpointFolder) {
     fs::create_directories(tmp);
     write_file(dir / "s.yaml",
                "name: synthetic-signal\nop: model\ndtype: bf16\nseed: 3\n"
-               "model: {checkpoint: " + (source_dir() / "tests/fixtures/checkpoints/llama-t5").string() +
-               ", synthetic_weights: true, prompt_len: 4, max_new_tokens: 2}\n"
-               "backends: {cpu-invariant: invariant}\n");
+               "model: {checkpoint: " +
+                   (source_dir() / "tests/fixtures/checkpoints/llama-t5").string() +
+                   ", synthetic_weights: true, prompt_len: 4, max_new_tokens: 2}\n"
+                   "backends: {cpu-invariant: invariant}\n");
     const pid_t pid = spawn_nvdet({"audit", (dir / "s.yaml").string(), "--quiet"},
                                   {"NVDET_TEST_HOLD_WRITE_MS=20000", "TMPDIR=" + tmp.string()});
     ASSERT_GT(pid, 0);
@@ -249,7 +257,8 @@ TEST(CliSignals, InterruptRemovesTheSyntheticCheckpointFolder) {
     for (int i = 0; i < 600 && !seen; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       for (const auto& d : fs::directory_iterator(tmp))
-        seen = seen || (fs::exists(d.path() / "config.json") && !hidden_temp_files(d.path()).empty());
+        seen =
+            seen || (fs::exists(d.path() / "config.json") && !hidden_temp_files(d.path()).empty());
     }
     EXPECT_TRUE(seen) << "no synthetic checkpoint appeared";
     ::kill(pid, sig);
@@ -269,13 +278,13 @@ TEST(CliFifos, DiffAndStepSummaryNeverWaitOnAFifo) {
   const auto dir = make_temp_dir("fifo-hang");
   ASSERT_EQ(::mkfifo((dir / "tensor").c_str(), 0644), 0);
   ASSERT_EQ(::mkfifo((dir / "summary").c_str(), 0644), 0);
-  const CommandResult diff = run_nvdet_env("timeout -k 5 30", "diff " + (dir / "tensor").string() + " " +
-                                                                   (dir / "tensor").string());
+  const CommandResult diff = run_nvdet_env(
+      "timeout -k 5 30", "diff " + (dir / "tensor").string() + " " + (dir / "tensor").string());
   EXPECT_EQ(diff.exit_code, 2) << diff.err;
   EXPECT_NE(diff.err.find("is not a regular file (it is a FIFO)"), std::string::npos) << diff.err;
-  const CommandResult audit = run_nvdet_env(
-      "GITHUB_STEP_SUMMARY=" + (dir / "summary").string() + " timeout -k 5 30",
-      "audit " + scenario("quickstart.yaml") + " --quiet");
+  const CommandResult audit =
+      run_nvdet_env("GITHUB_STEP_SUMMARY=" + (dir / "summary").string() + " timeout -k 5 30",
+                    "audit " + scenario("quickstart.yaml") + " --quiet");
   EXPECT_EQ(audit.exit_code, 0) << audit.err;
   EXPECT_NE(audit.err.find("cannot append to GITHUB_STEP_SUMMARY"), std::string::npos) << audit.err;
 }
@@ -285,24 +294,29 @@ TEST(CliFifos, DiffAndStepSummaryNeverWaitOnAFifo) {
 // naming every scenario.
 TEST(CliFilter, FilterOverSeveralScenariosAppliesToTheWholeRun) {
   const auto dir = make_temp_dir("filter-many");
-  const CommandResult some = run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
-                                       " --filter '^gemm.batch=17,' --quiet --report-dir " + dir.string());
+  const CommandResult some =
+      run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
+                " --filter '^gemm.batch=17,' --quiet --report-dir " + dir.string());
   EXPECT_EQ(some.exit_code, 0) << some.err;
-  EXPECT_NE(some.err.find("--filter '^gemm.batch=17,' matches no context of scenario 'rmsnorm-cpu': not run"),
+  EXPECT_NE(some.err.find(
+                "--filter '^gemm.batch=17,' matches no context of scenario 'rmsnorm-cpu': not run"),
             std::string::npos)
       << some.err;
   EXPECT_TRUE(fs::exists(dir / "quickstart.json"));
   EXPECT_FALSE(fs::exists(dir / "rmsnorm-cpu.json"));
-  const CommandResult none = run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
-                                       " --filter nothing-at-all --quiet");
+  const CommandResult none =
+      run_nvdet("audit " + scenario("quickstart.yaml") + " " + scenario("rmsnorm-cpu.yaml") +
+                " --filter nothing-at-all --quiet");
   EXPECT_EQ(none.exit_code, 2) << none.err;
   EXPECT_EQ(none.err,
             "nvdet: --filter 'nothing-at-all' matches no context of any of the 2 scenarios "
             "('quickstart', 'rmsnorm-cpu')\n");
   // One scenario alone: no match is still an error, with an example id.
-  const CommandResult one = run_nvdet("audit " + scenario("rmsnorm-cpu.yaml") + " --filter '^gemm' --quiet");
+  const CommandResult one =
+      run_nvdet("audit " + scenario("rmsnorm-cpu.yaml") + " --filter '^gemm' --quiet");
   EXPECT_EQ(one.exit_code, 2) << one.err;
-  EXPECT_NE(one.err.find("--filter '^gemm' matches no context (ids look like 'rmsnorm("), std::string::npos)
+  EXPECT_NE(one.err.find("--filter '^gemm' matches no context (ids look like 'rmsnorm("),
+            std::string::npos)
       << one.err;
 }
 
@@ -323,24 +337,29 @@ TEST(CliVerify, FailedVerifyFailsEveryReport) {
   r = run_nvdet("audit " + scenario("quickstart.yaml") + " --verify " + (dir / "m.json").string() +
                 " --report-dir " + (dir / "out").string() + " --format md,json,junit,html");
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("audit FAILED: 3 of 3 backends met their expectation, manifest verify FAILED"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("audit FAILED: 3 of 3 backends met their expectation, manifest verify FAILED"),
+      std::string::npos)
+      << r.out;
   const auto j = nlohmann::json::parse(read_file(dir / "out" / "quickstart.json"));
   EXPECT_FALSE(j.at("summary").at("passed").get<bool>());
   EXPECT_FALSE(j.at("summary").at("verify_passed").get<bool>());
   EXPECT_EQ(j.at("verify").at("changes").at(0).at("hash"), real);
   EXPECT_EQ(j.at("verify").at("changes").at(0).at("context"), context);
   EXPECT_EQ(read_file(dir / "out" / "quickstart.md").rfind("# \u2717 FAIL", 0), 0u);
-  EXPECT_NE(read_file(dir / "out" / "quickstart.html").find("<title>nvdet audit quickstart: FAIL</title>"),
+  EXPECT_NE(read_file(dir / "out" / "quickstart.html")
+                .find("<title>nvdet audit quickstart: FAIL</title>"),
             std::string::npos);
   const std::string xml = read_file(dir / "out" / "quickstart.junit.xml");
   EXPECT_NE(xml.find("<testsuites name=\"nvdet audit quickstart\" tests=\""), std::string::npos);
   // One case per backend and context: the expectations held, so the backends' suites pass.
   EXPECT_NE(xml.find("<testsuite name=\"quickstart/cpu-reference\" tests=\"20\" failures=\"0\" "
                      "errors=\"0\" skipped=\"0\" time"),
-            std::string::npos) << xml;
+            std::string::npos)
+      << xml;
   EXPECT_NE(xml.find("<testsuite name=\"quickstart/verify\" tests=\"3\" failures=\"1\""),
-            std::string::npos) << xml;
+            std::string::npos)
+      << xml;
   EXPECT_NE(xml.find("<failure type=\"manifest-mismatch\""), std::string::npos);
   EXPECT_TRUE(fs::exists(dir / "out" / "quickstart.verify.json"));
 }
@@ -370,16 +389,18 @@ TEST(CliSkip, UnavailableGpuBackendIsSkippedOnlyWhenAsked) {
 TEST(CliCi, StepSummaryAnnotationsAndProgressLines) {
   const auto dir = make_temp_dir("ci");
   write_file(dir / "summary.md", "earlier step\n");
-  CommandResult r = run_nvdet_env(
-      "GITHUB_ACTIONS=true GITHUB_STEP_SUMMARY=" + (dir / "summary.md").string() +
-          " NVDET_PROGRESS_INTERVAL=0",
-      "audit " + scenario("fail-expect-invariant.yaml"));
+  CommandResult r =
+      run_nvdet_env("GITHUB_ACTIONS=true GITHUB_STEP_SUMMARY=" + (dir / "summary.md").string() +
+                        " NVDET_PROGRESS_INTERVAL=0",
+                    "audit " + scenario("fail-expect-invariant.yaml"));
   ASSERT_EQ(r.exit_code, 1) << r.err;
   const std::string summary = read_file(dir / "summary.md");
-  EXPECT_EQ(summary.rfind("earlier step\n# \u2717 FAIL: nvdet audit `fail-expect-invariant`", 0), 0u)
+  EXPECT_EQ(summary.rfind("earlier step\n# \u2717 FAIL: nvdet audit `fail-expect-invariant`", 0),
+            0u)
       << summary;
   EXPECT_NE(r.out.find("::error file=" + scenario("fail-expect-invariant.yaml") + ",line="),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   // Progress goes to stderr only (stdin/stdout are not terminals here), one line per case.
   EXPECT_NE(r.err.find("progress: context 1 of 20, 1 of 80 cases, "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("progress: context 20 of 20, 79 of 80 cases, "), std::string::npos) << r.err;
@@ -401,7 +422,8 @@ TEST(CliListContexts, PrintsTheExpandedContextsAndRunsNothing) {
   EXPECT_EQ(r.out.rfind("quickstart: 11 contexts\n  gemm(batch=2,position=first)\n  "
                         "gemm(batch=2,position=last)\n",
                         0),
-            0u) << r.out;
+            0u)
+      << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 12);
 }
 
@@ -414,20 +436,26 @@ TEST(BenchCli, CreatesItsReportFolderAndWritesCsvWithSpread) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("spread us (min-max)"), std::string::npos) << r.out;
   const std::string csv = read_file(out / "bench-quickstart.csv");
-  EXPECT_EQ(csv.rfind("scenario,context,batch,position,backend,median_us,min_us,max_us,", 0), 0u) << csv;
+  EXPECT_EQ(csv.rfind("scenario,context,batch,position,backend,median_us,min_us,max_us,", 0), 0u)
+      << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);  // header + 2 contexts x 3 backends
-  EXPECT_NE(csv.find("quickstart,\"gemm(batch=64,position=first)\",64,first,cpu-invariant,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("quickstart,\"gemm(batch=64,position=first)\",64,first,cpu-invariant,"),
+            std::string::npos)
+      << csv;
   const auto j = nlohmann::json::parse(read_file(out / "bench-quickstart.json"));
   for (const auto& row : j.at("rows")) {
     EXPECT_LE(row.at("min_us").get<double>(), row.at("median_us").get<double>());
     EXPECT_LE(row.at("median_us").get<double>(), row.at("max_us").get<double>());
   }
-  const CommandResult typo = run_nvdet("bench " + scenario("quickstart.yaml") + " --baseline cpu-varient");
+  const CommandResult typo =
+      run_nvdet("bench " + scenario("quickstart.yaml") + " --baseline cpu-varient");
   EXPECT_EQ(typo.exit_code, 2);
-  EXPECT_NE(typo.err.find("--baseline 'cpu-varient' (did you mean 'cpu-variant'?)"), std::string::npos) << typo.err;
+  EXPECT_NE(typo.err.find("--baseline 'cpu-varient' (did you mean 'cpu-variant'?)"),
+            std::string::npos)
+      << typo.err;
   // A bad second scenario is found before the first is timed.
-  const CommandResult bad = run_nvdet("bench " + scenario("quickstart.yaml") + " " +
-                                      (dir / "missing.yaml").string());
+  const CommandResult bad =
+      run_nvdet("bench " + scenario("quickstart.yaml") + " " + (dir / "missing.yaml").string());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.out, "");
 }
@@ -447,7 +475,8 @@ TEST(ReportCli, RerendersFromTheJsonReport) {
     EXPECT_EQ(read_file(dir / "a" / name), read_file(dir / "b" / name)) << name;
   }
   write_file(dir / "not-a-report.json", "{\"schema_version\": 1, \"scenario\": {}}");
-  r = run_nvdet("report " + (dir / "not-a-report.json").string() + " --report-dir " + (dir / "c").string());
+  r = run_nvdet("report " + (dir / "not-a-report.json").string() + " --report-dir " +
+                (dir / "c").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("cannot read audit report"), std::string::npos) << r.err;
 }
@@ -457,8 +486,10 @@ TEST(ReportCli, RerendersFromTheJsonReport) {
 TEST(ReportCli, RefusesAReportThatIsNotARegularFile) {
   const auto dir = make_temp_dir("report-input");
   ASSERT_EQ(::mkfifo((dir / "fifo.json").c_str(), 0644), 0);
-  for (const std::string& input : {(dir / "fifo.json").string(), dir.string(), std::string("/dev/zero")}) {
-    const CommandResult r = run_nvdet("report " + input + " --report-dir " + (dir / "out").string());
+  for (const std::string& input :
+       {(dir / "fifo.json").string(), dir.string(), std::string("/dev/zero")}) {
+    const CommandResult r =
+        run_nvdet("report " + input + " --report-dir " + (dir / "out").string());
     EXPECT_EQ(r.exit_code, 2) << input << "\n" << r.err;
     EXPECT_NE(r.err.find("audit report '" + input + "'"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
@@ -489,7 +520,8 @@ TEST(InfoAndListJson, SayTheSameAsTheText) {
   ASSERT_EQ(info.exit_code, 0) << info.err;
   const auto ij = nlohmann::json::parse(info.out);
   EXPECT_EQ(ij.at("backends").size(), j.at("backends").size());
-  EXPECT_NE(run_nvdet("info").out.find("host: " + ij.at("host").get<std::string>()), std::string::npos);
+  EXPECT_NE(run_nvdet("info").out.find("host: " + ij.at("host").get<std::string>()),
+            std::string::npos);
   EXPECT_EQ(ij.at("gpus").empty(), !gpu_available());
   EXPECT_EQ(run_nvdet("info --format yaml").exit_code, 2);
   EXPECT_EQ(run_nvdet("list --format yaml").exit_code, 2);

@@ -36,7 +36,7 @@ TEST(DType, Fp16RoundTripsEveryFiniteValue) {
     if ((bits & 0x7c00) == 0x7c00) continue;  // inf/NaN
     EXPECT_EQ(float_to_fp16_bits(fp16_bits_to_float(bits)), bits) << std::hex << h;
   }
-  EXPECT_EQ(float_to_fp16_bits(65520.0f), 0x7c00);      // rounds to infinity
+  EXPECT_EQ(float_to_fp16_bits(65520.0f), 0x7c00);               // rounds to infinity
   EXPECT_EQ(float_to_fp16_bits(std::ldexp(1.0f, -25)), 0x0000);  // tie to even: zero
   EXPECT_EQ(float_to_fp16_bits(std::ldexp(3.0f, -25)), 0x0002);  // tie to even: 2 * 2^-24
 }

@@ -157,13 +157,9 @@ struct AttentionBatch {
 
 // Builds a paged batch. Physical pages are handed out in a shuffled order seeded by `layout_seed`
 // (so a probe's pages move between contexts), with two spare pages at the end.
-inline std::unique_ptr<AttentionBatch> make_attention_batch(DType dtype,
-                                                            const std::vector<SeqSpec>& seqs,
-                                                            int32_t num_heads,
-                                                            int32_t num_kv_heads,
-                                                            int32_t head_dim, bool prefill,
-                                                            uint64_t layout_seed = 1,
-                                                            int32_t page_size = 16) {
+inline std::unique_ptr<AttentionBatch> make_attention_batch(
+    DType dtype, const std::vector<SeqSpec>& seqs, int32_t num_heads, int32_t num_kv_heads,
+    int32_t head_dim, bool prefill, uint64_t layout_seed = 1, int32_t page_size = 16) {
   auto b = std::make_unique<AttentionBatch>();
   b->num_heads = num_heads;
   b->num_kv_heads = num_kv_heads;
@@ -229,8 +225,8 @@ inline double max_abs(const HostTensor& t) {
 //  - bf16 / fp16 outputs: every element within `max_ulp` units in the last place of ref, or, for
 //    elements much smaller than the row (cancellation, where the fp32 accumulation error is
 //    larger than their ulp), within rel_tol * scale.
-inline void expect_close_to_reference(const HostTensor& got, const HostTensor& ref,
-                                      double rel_tol, uint64_t max_ulp, const std::string& what) {
+inline void expect_close_to_reference(const HostTensor& got, const HostTensor& ref, double rel_tol,
+                                      uint64_t max_ulp, const std::string& what) {
   ASSERT_EQ(got.shape(), ref.shape()) << what;
   ASSERT_EQ(got.dtype(), ref.dtype()) << what;
   const double abs_tol = rel_tol * max_abs(ref);
@@ -262,7 +258,8 @@ struct SweepPoint {
 
 // Batch sizes 1..64 plus `extra`, each with the probe first, in the middle and last (positions
 // that coincide for tiny batches are visited once).
-inline std::vector<SweepPoint> batch_sweep(std::vector<int64_t> extra = {}, bool all_positions = true) {
+inline std::vector<SweepPoint> batch_sweep(std::vector<int64_t> extra = {},
+                                           bool all_positions = true) {
   std::vector<int64_t> sizes;
   for (int64_t b = 1; b <= 64; ++b) sizes.push_back(b);
   sizes.insert(sizes.end(), extra.begin(), extra.end());

@@ -101,8 +101,8 @@ TEST_P(CpuKernelsVsReference, LogSoftmax) {
 TEST_P(CpuKernelsVsReference, AttentionDecode) {
   const auto [name, in, out] = GetParam();
   // GQA 8 query heads on 2 KV heads; KV lengths 1, 17 (ragged page), 300, 700 (several splits).
-  const auto batch = testing::make_attention_batch(
-      in, {{1, 1}, {2, 17}, {3, 300}, {4, 700}}, 8, 2, 64, /*prefill=*/false);
+  const auto batch = testing::make_attention_batch(in, {{1, 1}, {2, 17}, {3, 300}, {4, 700}}, 8, 2,
+                                                   64, /*prefill=*/false);
   check(batch->decode(out), 2e-6, "attention_decode");
   AttentionDecodeArgs fixed = batch->decode(out);
   fixed.splits = {.split_size = 100, .num_splits = 3};
@@ -117,17 +117,16 @@ TEST_P(CpuKernelsVsReference, AttentionPrefill) {
   check(batch->prefill(out), 2e-6, "attention_prefill");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, CpuKernelsVsReference,
-    ::testing::Values(Case{"cpu-invariant", DType::kBF16, DType::kFP32},
-                      Case{"cpu-invariant", DType::kBF16, DType::kBF16},
-                      Case{"cpu-invariant", DType::kFP16, DType::kFP16},
-                      Case{"cpu-invariant", DType::kFP32, DType::kFP32},
-                      Case{"cpu-variant", DType::kBF16, DType::kFP32},
-                      Case{"cpu-variant", DType::kBF16, DType::kBF16},
-                      Case{"cpu-variant", DType::kFP16, DType::kFP16},
-                      Case{"cpu-variant", DType::kFP32, DType::kFP32}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Backends, CpuKernelsVsReference,
+                         ::testing::Values(Case{"cpu-invariant", DType::kBF16, DType::kFP32},
+                                           Case{"cpu-invariant", DType::kBF16, DType::kBF16},
+                                           Case{"cpu-invariant", DType::kFP16, DType::kFP16},
+                                           Case{"cpu-invariant", DType::kFP32, DType::kFP32},
+                                           Case{"cpu-variant", DType::kBF16, DType::kFP32},
+                                           Case{"cpu-variant", DType::kBF16, DType::kBF16},
+                                           Case{"cpu-variant", DType::kFP16, DType::kFP16},
+                                           Case{"cpu-variant", DType::kFP32, DType::kFP32}),
+                         case_name);
 
 TEST(CpuBackends, RegistrationsDescribeThemselves) {
   const auto regs = cpu_backend_registrations();
@@ -139,7 +138,8 @@ TEST(CpuBackends, RegistrationsDescribeThemselves) {
   EXPECT_TRUE(regs[1].info.invariant_by_design);
   EXPECT_FALSE(regs[2].info.invariant_by_design);
   EXPECT_TRUE(regs[3].info.invariant_by_design);
-  for (const char* op : {"gemm", "rmsnorm", "log_softmax", "attention_decode", "attention_prefill"}) {
+  for (const char* op :
+       {"gemm", "rmsnorm", "log_softmax", "attention_decode", "attention_prefill"}) {
     EXPECT_TRUE(regs[2].info.stands_for.count(op)) << op;
   }
   for (const auto& r : regs) {

@@ -106,7 +106,8 @@ inline DistinctResults sweep_decode(Backend& backend, const std::vector<SweepPoi
 
 // Prefill in a batch: the probe brings 60 new tokens after 140 cached ones (40 of them from a
 // prefix cache); fillers bring 1..16 new tokens on 1..48 cached. 4 query heads on 2 KV heads.
-inline DistinctResults sweep_prefill_batch(Backend& backend, const std::vector<SweepPoint>& points) {
+inline DistinctResults sweep_prefill_batch(Backend& backend,
+                                           const std::vector<SweepPoint>& points) {
   DistinctResults r;
   for (const SweepPoint& p : points) {
     const int64_t idx = probe_index(p.batch, p.where);

@@ -104,15 +104,16 @@ TEST(DiffCli, ShapeAndDtypeMismatchesAndBadFilesExitTwo) {
   fill_normal(bf, 99, 0);
   write_npy(f.dir / "bf.npy", bf);  // saved as <u2
   write_safetensors(f.dir / "bf.safetensors", {{"x", &bf}});
-  const auto no_dtype = run_nvdet("diff " + (f.dir / "bf.npy").string() + " " +
-                                  (f.dir / "bf.safetensors").string());
+  const auto no_dtype =
+      run_nvdet("diff " + (f.dir / "bf.npy").string() + " " + (f.dir / "bf.safetensors").string());
   EXPECT_EQ(no_dtype.exit_code, 2) << no_dtype.out;
   EXPECT_NE(no_dtype.err.find("element types differ"), std::string::npos) << no_dtype.err;
   const auto with_dtype = run_nvdet("diff " + (f.dir / "bf.npy").string() + " " +
                                     (f.dir / "bf.safetensors").string() + " --dtype bf16");
   EXPECT_EQ(with_dtype.exit_code, 0) << with_dtype.out << with_dtype.err;
 
-  testing::write_file(f.dir / "bad.safetensors", std::string("\xff\xff\xff\x00\x00\x00\x00\x00{}", 10));
+  testing::write_file(f.dir / "bad.safetensors",
+                      std::string("\xff\xff\xff\x00\x00\x00\x00\x00{}", 10));
   const auto bad = run_nvdet("diff " + f.a_npy + " " + (f.dir / "bad.safetensors").string());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("exceeds the file size"), std::string::npos) << bad.err;
@@ -131,13 +132,14 @@ TEST(DiffCli, SafetensorsFilesPairByNameOrByTensorFlag) {
                              (f.dir / "three.safetensors").string());
   EXPECT_EQ(all.exit_code, 1) << all.out;  // y is on one side only
   EXPECT_NE(all.out.find("only in"), std::string::npos) << all.out;
-  EXPECT_NE(all.out.find("0 of 2 tensors differ, 1 on one side only"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("0 of 2 tensors differ, 1 on one side only"), std::string::npos)
+      << all.out;
 
   const auto ambiguous = run_nvdet("diff " + f.a_npy + " " + (f.dir / "two.safetensors").string());
   EXPECT_EQ(ambiguous.exit_code, 2);
   EXPECT_NE(ambiguous.err.find("name one with --tensor"), std::string::npos) << ambiguous.err;
-  const auto named = run_nvdet("diff " + f.a_npy + " " + (f.dir / "two.safetensors").string() +
-                               " --tensor out");
+  const auto named =
+      run_nvdet("diff " + f.a_npy + " " + (f.dir / "two.safetensors").string() + " --tensor out");
   EXPECT_EQ(named.exit_code, 0) << named.out << named.err;
 }
 

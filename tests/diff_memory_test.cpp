@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "lib/core/seeded_random.h"
-#include "lib/tensorio/safetensors.h"
 #include "lib/report/tensor_diff.h"
+#include "lib/tensorio/safetensors.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -33,7 +33,8 @@ TEST(DiffMemory, ManyTinyTensorsStayLinear) {
     t.shape = {2};
     t.bytes.resize(8);
     for (int b = 0; b < 8; ++b)
-      t.bytes[b] = static_cast<std::byte>(splitmix64(0xd1ff0000ull + static_cast<uint64_t>(i * 8 + b)));
+      t.bytes[b] =
+          static_cast<std::byte>(splitmix64(0xd1ff0000ull + static_cast<uint64_t>(i * 8 + b)));
     items.emplace_back("layer." + std::to_string(i) + ".w", &t);
   }
   const auto file = dir / "many.safetensors";

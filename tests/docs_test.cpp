@@ -41,12 +41,14 @@ std::string squeeze_spaces(const std::string& s) {
 // A quoted line matches an output line when its pieces between "..." appear in order, the first
 // at the start (runs of spaces count as one).
 bool quoted_line_matches(const std::string& quoted, const std::string& actual) {
-  const std::string q = squeeze_spaces(normalise_time(quoted)), a = squeeze_spaces(normalise_time(actual));
+  const std::string q = squeeze_spaces(normalise_time(quoted)),
+                    a = squeeze_spaces(normalise_time(actual));
   size_t at = 0, start = 0;
   bool first = true;
   while (start <= q.size()) {
     const size_t dots = q.find("...", start);
-    std::string piece = q.substr(start, dots == std::string::npos ? std::string::npos : dots - start);
+    std::string piece =
+        q.substr(start, dots == std::string::npos ? std::string::npos : dots - start);
     // The spaces around "..." belong to the elision.
     if (dots != std::string::npos) {
       while (!piece.empty() && piece.back() == ' ') piece.pop_back();
@@ -60,14 +62,15 @@ bool quoted_line_matches(const std::string& quoted, const std::string& actual) {
       at = found + piece.size();
     }
     first = false;
-    if (dots == std::string::npos) return at == a.size() || (q.size() >= 3 && q.substr(q.size() - 3) == "...");
+    if (dots == std::string::npos)
+      return at == a.size() || (q.size() >= 3 && q.substr(q.size() - 3) == "...");
     start = dots + 3;
   }
   return true;
 }
 
 struct QuotedCommand {
-  std::string args;                // after "build/tools/nvdet "
+  std::string args;                 // after "build/tools/nvdet "
   std::vector<std::string> output;  // the quoted lines
 };
 
@@ -118,8 +121,10 @@ TEST(Docs, ReadmeQuotesTheCurrentOutput) {
     for (const std::string& q : c.output) {
       size_t i = next;
       while (i < actual.size() && !quoted_line_matches(q, actual[i])) ++i;
-      EXPECT_LT(i, actual.size()) << "README quotes a line `" << c.args << "` does not print (in this order):\n"
-                                  << q << "\n--- actual output ---\n" << r.out;
+      EXPECT_LT(i, actual.size()) << "README quotes a line `" << c.args
+                                  << "` does not print (in this order):\n"
+                                  << q << "\n--- actual output ---\n"
+                                  << r.out;
       if (i < actual.size()) next = i + 1;
     }
   }
@@ -137,10 +142,12 @@ TEST(Docs, QuotedLineMatcherIsStrict) {
 
 TEST(Docs, ScenariosReadmeListsExactlyTheScenarioFiles) {
   const std::string text = read_file(source_dir() / "scenarios" / "README.md");
-  // Names may be patterns: `gemm-speed-{bf16,fp16}-{4096,4096x14336}.yaml`, `gemm-speed-odd-*.yaml`.
+  // Names may be patterns: `gemm-speed-{bf16,fp16}-{4096,4096x14336}.yaml`,
+  // `gemm-speed-odd-*.yaml`.
   std::vector<std::pair<std::string, std::regex>> named;
   static const std::regex yaml("`([A-Za-z0-9_.*{},-]+\\.yaml)`");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), yaml); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), yaml); it != std::sregex_iterator();
+       ++it) {
     const std::string pattern = (*it)[1];
     std::string re;
     for (const char c : pattern) {
@@ -158,9 +165,8 @@ TEST(Docs, ScenariosReadmeListsExactlyTheScenarioFiles) {
     if (e.path().extension() == ".yaml") present.insert(e.path().filename().string());
   }
   for (const std::string& f : present) {
-    const bool described = std::any_of(named.begin(), named.end(), [&](const auto& n) {
-      return std::regex_match(f, n.second);
-    });
+    const bool described = std::any_of(
+        named.begin(), named.end(), [&](const auto& n) { return std::regex_match(f, n.second); });
     EXPECT_TRUE(described) << f << " is not described in scenarios/README.md";
   }
   for (const auto& entry : named) {  // no structured binding: clang 14 cannot capture one
@@ -191,16 +197,21 @@ TEST(Docs, NoDocumentNamesAMissingFile) {
   // Repository paths (not build outputs such as build/tools/nvdet, nor folders a user creates
   // such as golden/ or out/): scenarios/..., reports/..., tests/..., lib/..., tools/...,
   // kernels/..., .ci/...
-  static const std::regex path("(^|[^A-Za-z0-9_./-])((scenarios|reports|tests|lib|tools|kernels|\\.ci)/[A-Za-z0-9_./-]*[A-Za-z0-9_])");
-  for (const char* doc : {"README.md", "scenarios/README.md", "reports/README.md", "reports/h200/README.md"}) {
+  static const std::regex path(
+      "(^|[^A-Za-z0-9_./-])((scenarios|reports|tests|lib|tools|kernels|\\.ci)/[A-Za-z0-9_./"
+      "-]*[A-Za-z0-9_])");
+  for (const char* doc :
+       {"README.md", "scenarios/README.md", "reports/README.md", "reports/h200/README.md"}) {
     const fs::path file = source_dir() / doc;
     if (!fs::exists(file)) continue;
     const std::string text = read_file(file);
     int checked = 0;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), path); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), path);
+         it != std::sregex_iterator(); ++it) {
       const std::string p = (*it)[2];
       ++checked;
-      EXPECT_TRUE(fs::exists(source_dir() / p)) << doc << " names " << p << ", which does not exist";
+      EXPECT_TRUE(fs::exists(source_dir() / p))
+          << doc << " names " << p << ", which does not exist";
     }
     if (std::string(doc) == "README.md") EXPECT_GT(checked, 5);
   }

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <random>
 #include <type_traits>
 
@@ -89,8 +88,7 @@ std::string render_nothing_either(const BisectResult&) { return ""; }
 
 // The sentence `add` refuses `writer` with (exit 2), or "" when it was added.
 template <class W>
-std::string refusal(FormatRegistry<W>& registry,
-                    std::unique_ptr<std::type_identity_t<W>> writer) {
+std::string refusal(FormatRegistry<W>& registry, std::unique_ptr<std::type_identity_t<W>> writer) {
   try {
     registry.add(std::move(writer));
   } catch (const Error& e) {
@@ -147,7 +145,8 @@ void expect_help_lists(const std::string& command, const FormatRegistry<W>& regi
   for (const auto& w : registry.writers()) {
     EXPECT_NE(help.out.find(std::string(w->name()) + ": " + std::string(w->description())),
               std::string::npos)
-        << command << " " << w->name() << "\n" << help.out;
+        << command << " " << w->name() << "\n"
+        << help.out;
   }
 }
 

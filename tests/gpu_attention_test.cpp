@@ -18,7 +18,8 @@ namespace {
 constexpr int32_t kHeads = 32, kKvHeads = 8, kHeadDim = 128;
 constexpr uint64_t kAttnProbe = 11;
 
-// ---- accuracy: mixed batches from the shared fixtures, against cpu-reference ---------------------
+// ---- accuracy: mixed batches from the shared fixtures, against cpu-reference
+// ---------------------
 
 struct AccuracyCase {
   DType in, out;
@@ -47,8 +48,8 @@ TEST(GpuAttention, DecodeMatchesReference) {
   auto ref = make_backend("cpu-reference");
   const std::vector<SeqSpec> seqs = {{1, 1000}, {2, 1}, {3, 257}, {4, 4096}, {5, 77}};
   for (const AccuracyCase& c : kAccuracyCases) {
-    const auto batch = make_attention_batch(c.in, seqs, c.heads, c.kv_heads, c.head_dim, false, 3,
-                                            c.page_size);
+    const auto batch =
+        make_attention_batch(c.in, seqs, c.heads, c.kv_heads, c.head_dim, false, 3, c.page_size);
     const AttentionDecodeArgs args = batch->decode(c.out);
     const HostTensor want = ref->run(args, nullptr);
     for (const char* name : {"cuda-invariant", "cuda-vendor-policy"}) {
@@ -88,8 +89,8 @@ TEST(GpuAttention, PrefillMatchesReference) {
   // A chunk after a prefix, a whole prompt, and a single token at the end of a long prefix.
   const std::vector<SeqSpec> seqs = {{1, 700, 400, 100}, {2, 65, 65, 0}, {3, 300, 1, 299}};
   for (const AccuracyCase& c : kAccuracyCases) {
-    const auto batch = make_attention_batch(c.in, seqs, c.heads, c.kv_heads, c.head_dim, true, 5,
-                                            c.page_size);
+    const auto batch =
+        make_attention_batch(c.in, seqs, c.heads, c.kv_heads, c.head_dim, true, 5, c.page_size);
     const AttentionPrefillArgs args = batch->prefill(c.out);
     const HostTensor want = ref->run(args, nullptr);
     for (const char* name : {"cuda-invariant", "cuda-vendor-policy"}) {
@@ -150,7 +151,8 @@ Sequences layout(const KvPool& pool, const std::vector<int32_t>& kv_lens, size_t
                  std::mt19937_64& rng) {
   Sequences s;
   s.kv_lens = kv_lens;
-  for (int32_t len : kv_lens) s.max_pages = std::max(s.max_pages, (len + pool.page_size - 1) / pool.page_size);
+  for (int32_t len : kv_lens)
+    s.max_pages = std::max(s.max_pages, (len + pool.page_size - 1) / pool.page_size);
   s.page_table.assign(kv_lens.size() * s.max_pages, 0);
   for (size_t i = 0; i < kv_lens.size(); ++i) {
     for (int32_t j = 0; j < (kv_lens[i] + pool.page_size - 1) / pool.page_size; ++j) {
@@ -177,7 +179,8 @@ PagedKv paged(const KvPool& pool, const Sequences& s) {
 std::map<std::string, DistinctResults> decode_sweep(int32_t probe_len) {
   std::map<std::string, DistinctResults> out;
   std::vector<std::unique_ptr<Backend>> backends;
-  for (const char* name : {"cuda-invariant", "cuda-vendor-policy"}) backends.push_back(make_backend(name));
+  for (const char* name : {"cuda-invariant", "cuda-vendor-policy"})
+    backends.push_back(make_backend(name));
   std::mt19937_64 rng(probe_len);
   for (int32_t page_size : {16, 32}) {
     const KvPool pool = make_pool(page_size, 8192);
@@ -289,8 +292,8 @@ TEST(GpuAttention, PrefillInvariantAcrossChunksAndPrefixes) {
     }
     EXPECT_GT(compared, 20000);
     if (std::string(name) == "cuda-invariant") {
-      EXPECT_EQ(differing, 0) << differing << " of " << compared << " tokens differ; first: "
-                              << first_difference;
+      EXPECT_EQ(differing, 0) << differing << " of " << compared
+                              << " tokens differ; first: " << first_difference;
     } else {
       EXPECT_GT(differing, 0) << "the vendor policy gave the same bits for every chunking";
     }

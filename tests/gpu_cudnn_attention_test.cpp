@@ -30,9 +30,9 @@ std::unique_ptr<Backend> cudnn_backend(std::string& why) {
   }
 }
 
-#define CUDNN_OR_SKIP(var)                      \
-  std::string why_##var;                        \
-  auto var = cudnn_backend(why_##var);          \
+#define CUDNN_OR_SKIP(var)             \
+  std::string why_##var;               \
+  auto var = cudnn_backend(why_##var); \
   if (!var) GTEST_SKIP() << why_##var
 
 // Tolerance against cpu-reference (double accumulation, rounded to the same 16-bit dtype), per
@@ -66,8 +66,8 @@ void expect_rows_close(const HostTensor& got, const HostTensor& ref, int64_t hea
     if ((rel_max > kRowMaxRel || rel_mean > kRowMeanRel) && bad++ == 0) first_bad = r;
   }
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << rows << " rows out of tolerance, first "
-                    << first_bad << "; worst row max error " << worst_max << ", mean "
-                    << worst_mean << " (relative to the row's largest value)";
+                    << first_bad << "; worst row max error " << worst_max << ", mean " << worst_mean
+                    << " (relative to the row's largest value)";
   std::cout << "[ cudnn    ] " << what << ": worst row max error " << worst_max << ", mean "
             << worst_mean << "\n";
 }
@@ -80,13 +80,13 @@ struct Geometry {
 const Geometry kGeometries[] = {
     {DType::kBF16, 32, 8, 128, 16},  // Llama-3-8B attention, the scenarios' geometry
     {DType::kFP16, 32, 8, 128, 16},
-    {DType::kBF16, 8, 8, 64, 32},    // MHA, head 64, larger pages
+    {DType::kBF16, 8, 8, 64, 32},  // MHA, head 64, larger pages
 };
 
 std::string label(const char* op, const Geometry& g) {
-  return std::string(op) + " " + std::string(dtype_name(g.dtype)) + " H" +
-         std::to_string(g.heads) + "/KVH" + std::to_string(g.kv_heads) + " D" +
-         std::to_string(g.head_dim) + " page " + std::to_string(g.page_size);
+  return std::string(op) + " " + std::string(dtype_name(g.dtype)) + " H" + std::to_string(g.heads) +
+         "/KVH" + std::to_string(g.kv_heads) + " D" + std::to_string(g.head_dim) + " page " +
+         std::to_string(g.page_size);
 }
 
 TEST(GpuCudnnAttention, DecodeMatchesReference) {
@@ -94,8 +94,8 @@ TEST(GpuCudnnAttention, DecodeMatchesReference) {
   auto ref = make_backend("cpu-reference");
   const std::vector<SeqSpec> seqs = {{1, 1000}, {2, 1}, {3, 257}, {4, 4096}, {5, 77}};
   for (const Geometry& g : kGeometries) {
-    const auto batch = make_attention_batch(g.dtype, seqs, g.heads, g.kv_heads, g.head_dim, false,
-                                            7, g.page_size);
+    const auto batch =
+        make_attention_batch(g.dtype, seqs, g.heads, g.kv_heads, g.head_dim, false, 7, g.page_size);
     const AttentionDecodeArgs args = batch->decode(g.dtype);
     RunNotes notes;
     expect_rows_close(cudnn->run(args, &notes), ref->run(args, nullptr), g.head_dim,
@@ -121,8 +121,8 @@ TEST(GpuCudnnAttention, PrefillMatchesReference) {
   for (const Geometry& g : kGeometries) {
     for (const auto* seqs : {&ragged, &equal}) {
       const bool is_ragged = seqs == &ragged;
-      const auto batch = make_attention_batch(g.dtype, *seqs, g.heads, g.kv_heads, g.head_dim,
-                                              true, 5, g.page_size);
+      const auto batch = make_attention_batch(g.dtype, *seqs, g.heads, g.kv_heads, g.head_dim, true,
+                                              5, g.page_size);
       const AttentionPrefillArgs args = batch->prefill(g.dtype);
       RunNotes notes;
       expect_rows_close(cudnn->run(args, &notes), ref->run(args, nullptr), g.head_dim,
@@ -137,8 +137,8 @@ TEST(GpuCudnnAttention, PrefillMatchesReference) {
 // deterministic for one configuration); a request's bits across batches are the audit's job.
 TEST(GpuCudnnAttention, RepeatedRunsAreIdentical) {
   CUDNN_OR_SKIP(cudnn);
-  const auto batch = make_attention_batch(DType::kBF16, {{1, 5000}, {2, 33}, {3, 700}}, 32, 8,
-                                          128, false);
+  const auto batch =
+      make_attention_batch(DType::kBF16, {{1, 5000}, {2, 33}, {3, 700}}, 32, 8, 128, false);
   const AttentionDecodeArgs args = batch->decode(DType::kBF16);
   const HostTensor a = cudnn->run(args, nullptr);
   const HostTensor b = cudnn->run(args, nullptr);
@@ -172,7 +172,6 @@ TEST(GpuCudnnAttention, RefusesWhatItCannotCompute) {
   split.splits.split_size = 256;
   expect_bad_input(split, "split_size");
 }
-
 
 }  // namespace
 }  // namespace nvdet::testing

@@ -97,8 +97,8 @@ void expect_close_to_reference(const HostTensor& got, const HostTensor& ref, con
       const double pre_bias = bias ? rel * std::fabs(r - bias->get(j)) : 0.0;
       const double tol = rel * std::fabs(r) + pre_bias + 2e-5 * mag + 1e-30;
       if (!(std::fabs(g - r) <= tol) && ++bad <= 3) {
-        ADD_FAILURE() << what << ": element [" << i << ", " << j << "] is " << g
-                      << ", reference " << r << " (tolerance " << tol << ")";
+        ADD_FAILURE() << what << ": element [" << i << ", " << j << "] is " << g << ", reference "
+                      << r << " (tolerance " << tol << ")";
       }
     }
   }
@@ -106,8 +106,8 @@ void expect_close_to_reference(const HostTensor& got, const HostTensor& ref, con
 }
 
 std::string describe(DType in, DType out, int64_t m, int64_t n, int64_t k, bool bias) {
-  return std::string(dtype_name(in)) + "->" + std::string(dtype_name(out)) + " m=" +
-         std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+  return std::string(dtype_name(in)) + "->" + std::string(dtype_name(out)) +
+         " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
          (bias ? " +bias" : "");
 }
 
@@ -385,8 +385,8 @@ class InvariantKernels : public ::testing::Test {
     return p;
   }
   // Output rows of a[first : first + m] · w^T under the given forcing, as bytes.
-  std::vector<uint8_t> run(const void* a, const void* w, const void* bias, int first, int m,
-                           int n, int k, nvdet::kernels::GemmSchedule schedule,
+  std::vector<uint8_t> run(const void* a, const void* w, const void* bias, int first, int m, int n,
+                           int k, nvdet::kernels::GemmSchedule schedule,
                            nvdet::kernels::GemmPath path, nvdet::kernels::GemmPlan* plan_out,
                            nvdet::kernels::GemmType in_type = nvdet::kernels::GemmType::kBF16,
                            int force_config = -1, int force_ctas = 0) {
@@ -400,8 +400,8 @@ class InvariantKernels : public ::testing::Test {
     void* out = scratch(size_t(m) * n * 4);
     EXPECT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten shows
     p.out = out;
-    const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(
-        p, device_, schedule, path, force_config, force_ctas);
+    const nvdet::kernels::GemmPlan plan =
+        nvdet::kernels::gemm_invariant_plan(p, device_, schedule, path, force_config, force_ctas);
     if (plan_out) *plan_out = plan;
     void* ws = plan.workspace_bytes ? scratch(plan.workspace_bytes) : nullptr;
     EXPECT_EQ(nvdet::kernels::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, nullptr),
@@ -429,7 +429,8 @@ TEST_F(InvariantKernels, ForcedSchedulesGiveIdenticalBitsOnThePortablePath) {
     std::set<std::string> schedules_seen;
     for (int m : {1, 16, 17, 64, 200, 1000}) {
       std::vector<uint8_t> first;
-      for (GemmSchedule s : {GemmSchedule::kAuto, GemmSchedule::kSplitChunks, GemmSchedule::kInCta}) {
+      for (GemmSchedule s :
+           {GemmSchedule::kAuto, GemmSchedule::kSplitChunks, GemmSchedule::kInCta}) {
         nvdet::kernels::GemmPlan plan;
         const auto bits = run(da, dw, db, 0, m, n, k, s, path, &plan);
         schedules_seen.insert(std::string(nvdet::kernels::gemm_schedule_name(plan.schedule)) + "/" +
@@ -437,10 +438,10 @@ TEST_F(InvariantKernels, ForcedSchedulesGiveIdenticalBitsOnThePortablePath) {
         if (first.empty()) {
           first = bits;
         } else {
-          EXPECT_TRUE(bits == first) << nvdet::kernels::gemm_path_name(plan.path) << " m=" << m
-                                     << ": schedule "
-                                     << nvdet::kernels::gemm_schedule_name(plan.schedule)
-                                     << " differs from the automatic one";
+          EXPECT_TRUE(bits == first)
+              << nvdet::kernels::gemm_path_name(plan.path) << " m=" << m << ": schedule "
+              << nvdet::kernels::gemm_schedule_name(plan.schedule)
+              << " differs from the automatic one";
         }
       }
     }
@@ -460,9 +461,9 @@ TEST_F(InvariantKernels, PortablePathIsBatchInvariantOnThisDevice) {
   for (int m : {1, 2, 15, 16, 17, 63, 64, 65, 128, 300, 512, 1024}) {
     for (int pos : {0, m - 1}) {
       if (probe - pos + m > rows + 1) continue;
-      const auto bits = run(da, dw, nullptr, probe - pos, m, n, k,
-                            nvdet::kernels::GemmSchedule::kAuto,
-                            nvdet::kernels::GemmPath::kMmaSync, nullptr);
+      const auto bits =
+          run(da, dw, nullptr, probe - pos, m, n, k, nvdet::kernels::GemmSchedule::kAuto,
+              nvdet::kernels::GemmPath::kMmaSync, nullptr);
       const std::vector<uint8_t> row(bits.begin() + size_t(pos) * n * 4,
                                      bits.begin() + size_t(pos + 1) * n * 4);
       if (ref.empty()) ref = row;
@@ -496,14 +497,14 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
     void* dw = upload(w);
     void* db = upload(bias);
     nvdet::kernels::GemmPlan plan;
-    const auto ref = run(da, dw, db, 0, rows, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto,
-                         &plan, sh.type);
+    const auto ref =
+        run(da, dw, db, 0, rows, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto, &plan, sh.type);
     if (plan.path != GemmPath::kWgmma) GTEST_SKIP() << "no sm_90a wgmma path on this device";
     for (int config = 0; config < nvdet::kernels::kGemmWgmmaConfigCount; ++config) {
       for (int ctas : {0, 1, 5}) {
         for (int m : {1, 17, 64, 130, rows}) {
-          const auto bits = run(da, dw, db, 0, m, sh.n, sh.k, GemmSchedule::kAuto,
-                                GemmPath::kAuto, &plan, sh.type, config, ctas);
+          const auto bits = run(da, dw, db, 0, m, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto,
+                                &plan, sh.type, config, ctas);
           ASSERT_EQ(plan.config, config);
           ASSERT_EQ(plan.staged_k > 0, sh.k % 8 != 0);
           if (ctas > 0) ASSERT_LE(plan.ctas, ctas);

@@ -32,8 +32,8 @@ std::vector<SweepPoint> norm_sweep() {
 }
 
 HostTensor probe_rows(DType dtype, int64_t row_len, const SweepPoint& p, float stddev) {
-  return seeded_rows(dtype, row_len, batch_streams(p.batch, probe_index(p.batch, p.where), kNormProbe),
-                     stddev);
+  return seeded_rows(dtype, row_len,
+                     batch_streams(p.batch, probe_index(p.batch, p.where), kNormProbe), stddev);
 }
 
 // The probe row's bits for every sweep point, for one backend.
@@ -125,8 +125,8 @@ TEST(GpuNorm, InvariantLogSoftmaxIsBatchInvariant) {
   for (int64_t b : {1, 2, 8, 33, 64, 65, 131, 132, 256}) {
     const SweepPoint p{b, 2};
     const HostTensor x = probe_rows(DType::kBF16, 151936, p, 3.0f);
-    wide.add(p.label(), row_bits(inv->run(LogSoftmaxArgs{&x, DType::kFP32}, nullptr),
-                                 probe_index(b, 2)));
+    wide.add(p.label(),
+             row_bits(inv->run(LogSoftmaxArgs{&x, DType::kFP32}, nullptr), probe_index(b, 2)));
   }
   EXPECT_EQ(wide.count(), 1u) << wide.contexts();
 }
@@ -192,8 +192,8 @@ TEST(GpuNorm, LogSoftmaxStagingChangesNoBit) {
     std::vector<std::vector<uint8_t>> outs;
     for (size_t stage : {size_t{0}, size_t{4096}, automatic}) {
       ASSERT_EQ(cudaMemset(dout, 0xff, out_bytes), cudaSuccess);
-      ASSERT_EQ(kernels::launch_log_softmax_rows(in_t, out_t, dx, dout, c.rows, c.v, threads,
-                                                 stage, nullptr),
+      ASSERT_EQ(kernels::launch_log_softmax_rows(in_t, out_t, dx, dout, c.rows, c.v, threads, stage,
+                                                 nullptr),
                 cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       outs.emplace_back(out_bytes);
@@ -201,8 +201,8 @@ TEST(GpuNorm, LogSoftmaxStagingChangesNoBit) {
                 cudaSuccess);
     }
     EXPECT_TRUE(outs[0] == outs[1]) << dtype_name(c.in) << " v=" << c.v << ": 4 KiB stage";
-    EXPECT_TRUE(outs[0] == outs[2]) << dtype_name(c.in) << " v=" << c.v << ": " << automatic
-                                    << "-byte stage";
+    EXPECT_TRUE(outs[0] == outs[2])
+        << dtype_name(c.in) << " v=" << c.v << ": " << automatic << "-byte stage";
     cudaFree(dx);
     cudaFree(dout);
   }

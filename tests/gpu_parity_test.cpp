@@ -40,9 +40,10 @@ std::vector<std::string> model_backends() {
   std::vector<std::string> names;
   for (const BackendRegistration& r : backend_registry()) {
     bool all = r.info.gpu;
-    for (const OpKind op : {OpKind::kGemm, OpKind::kRmsNorm, OpKind::kAttentionDecode,
-                            OpKind::kAttentionPrefill}) {
-      for (const DType t : {DType::kBF16, DType::kFP16}) all = all && r.supports(op, t, device).ok();
+    for (const OpKind op :
+         {OpKind::kGemm, OpKind::kRmsNorm, OpKind::kAttentionDecode, OpKind::kAttentionPrefill}) {
+      for (const DType t : {DType::kBF16, DType::kFP16})
+        all = all && r.supports(op, t, device).ok();
     }
     if (all) names.push_back(r.info.name);
   }
@@ -143,8 +144,8 @@ double half_bound(DType t) { return t == DType::kBF16 ? 0.03 : 0.03 / 8; }
 TEST(GpuParity, ScoringPassLogitsMatchCpuReference) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   const std::vector<std::string> names = model_backends();
-  for (const char* expected : {"cublas", "cublaslt-nosplit", "cuda-vendor-policy",
-                               "cuda-invariant", "cuda-portable"}) {
+  for (const char* expected :
+       {"cublas", "cublaslt-nosplit", "cuda-vendor-policy", "cuda-invariant", "cuda-portable"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
   const std::vector<NamedBackend> backends = make_model_backends();
@@ -226,23 +227,23 @@ std::string parity_line(const ParityRecord& r) {
 
 TEST(GpuParity, MetricsOfGpuLogitsMatchAnIndependentComputation) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
-                               const std::string& name, Backend& b) {
-    const SequenceResult decoded = decode_in_batch(b, w);
-    const HostTensor scored = score(b, w, decoded.completion, kCuts[1]);
-    const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
-    const Independent m = independent_metrics(decoded.logits, scored, decoded.completion);
-    EXPECT_EQ(r.tokens, 10);
-    EXPECT_EQ(r.bitwise_equal_tokens, m.equal_rows);
-    EXPECT_EQ(r.first_differing_token, m.first_differing);
-    expect_metric(r.mismatch_kl_mean, m.kl_mean, "mismatch_kl mean");
-    expect_metric(r.mismatch_kl_max, m.kl_max, "mismatch_kl max");
-    expect_metric(r.logprob_abs_diff_mean, m.lp_mean, "logprob_abs_diff mean");
-    expect_metric(r.logprob_abs_diff_max, m.lp_max, "logprob_abs_diff max");
-    expect_metric(r.k3_mean, m.k3_mean, "k3 mean");
-    std::cout << c.name << " " << name << " decode (batch 6) against " << cut_name(kCuts[1])
-              << ": " << parity_line(r) << "\n";
-  });
+  for_each_case_and_backend(
+      [](const DecodeCase& c, const ModelWeights& w, const std::string& name, Backend& b) {
+        const SequenceResult decoded = decode_in_batch(b, w);
+        const HostTensor scored = score(b, w, decoded.completion, kCuts[1]);
+        const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
+        const Independent m = independent_metrics(decoded.logits, scored, decoded.completion);
+        EXPECT_EQ(r.tokens, 10);
+        EXPECT_EQ(r.bitwise_equal_tokens, m.equal_rows);
+        EXPECT_EQ(r.first_differing_token, m.first_differing);
+        expect_metric(r.mismatch_kl_mean, m.kl_mean, "mismatch_kl mean");
+        expect_metric(r.mismatch_kl_max, m.kl_max, "mismatch_kl max");
+        expect_metric(r.logprob_abs_diff_mean, m.lp_mean, "logprob_abs_diff mean");
+        expect_metric(r.logprob_abs_diff_max, m.lp_max, "logprob_abs_diff max");
+        expect_metric(r.k3_mean, m.k3_mean, "k3 mean");
+        std::cout << c.name << " " << name << " decode (batch 6) against " << cut_name(kCuts[1])
+                  << ": " << parity_line(r) << "\n";
+      });
 }
 
 TEST(GpuParity, CudaPortableIsBitwiseCpuPortableAndHasParity) {
@@ -260,7 +261,8 @@ TEST(GpuParity, CudaPortableIsBitwiseCpuPortableAndHasParity) {
       SCOPED_TRACE(cut_name(cut));
       const HostTensor scored = score(*gpu, w, got.completion, cut);
       EXPECT_TRUE(same_bits(scored, score(*cpu, w, got.completion, cut)));
-      EXPECT_TRUE(same_bits(scored, got.logits)) << parity_line(parity_metrics(got.logits, scored, got.completion));
+      EXPECT_TRUE(same_bits(scored, got.logits))
+          << parity_line(parity_metrics(got.logits, scored, got.completion));
     }
   }
 }
@@ -306,8 +308,8 @@ int32_t argmax(const HostTensor& t, int64_t r) {
 
 TEST(GpuParity, PerRequestSamplerIgnoresBatchAndPosition) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
-                               const std::string& name, Backend& b) {
+  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w, const std::string& name,
+                               Backend& b) {
     std::vector<SequenceResult> runs;
     for (const Layout& layout : kLayouts) {
       runs.push_back(sample(b, w, SamplerKind::kPerRequest, layout));
@@ -339,27 +341,27 @@ TEST(GpuParity, PerRequestSamplerIgnoresBatchAndPosition) {
 
 TEST(GpuParity, BatchStreamSamplerDrawsDependOnTheBatch) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
-                               const std::string& name, Backend& b) {
-    const SequenceResult alone = sample(b, w, SamplerKind::kBatchStream, kLayouts[0]);
-    for (size_t i = 1; i < std::size(kLayouts); ++i) {
-      const SequenceResult in_batch = sample(b, w, SamplerKind::kBatchStream, kLayouts[i]);
-      EXPECT_NE(in_batch.completion, alone.completion) << kLayouts[i].name;
-      const auto part = std::mismatch(alone.completion.begin(), alone.completion.end(),
-                                      in_batch.completion.begin());
-      const int64_t t = part.first - alone.completion.begin();
-      if (t == static_cast<int64_t>(alone.completion.size())) continue;
-      // Where they part, batch-invariant logits are still bitwise equal: the stream's draw,
-      // not the kernels, chose differently.
-      if (invariant_by_design(name)) {
-        EXPECT_TRUE(same_row(alone.logits, in_batch.logits, t)) << kLayouts[i].name;
-      }
-      std::cout << c.name << " " << name << " batch_stream sampler, " << kLayouts[i].name
-                << " against alone: first token apart at step " << t << " ("
-                << (same_row(alone.logits, in_batch.logits, t) ? "equal" : "different")
-                << " logits there)\n";
-    }
-  });
+  for_each_case_and_backend(
+      [](const DecodeCase& c, const ModelWeights& w, const std::string& name, Backend& b) {
+        const SequenceResult alone = sample(b, w, SamplerKind::kBatchStream, kLayouts[0]);
+        for (size_t i = 1; i < std::size(kLayouts); ++i) {
+          const SequenceResult in_batch = sample(b, w, SamplerKind::kBatchStream, kLayouts[i]);
+          EXPECT_NE(in_batch.completion, alone.completion) << kLayouts[i].name;
+          const auto part = std::mismatch(alone.completion.begin(), alone.completion.end(),
+                                          in_batch.completion.begin());
+          const int64_t t = part.first - alone.completion.begin();
+          if (t == static_cast<int64_t>(alone.completion.size())) continue;
+          // Where they part, batch-invariant logits are still bitwise equal: the stream's draw,
+          // not the kernels, chose differently.
+          if (invariant_by_design(name)) {
+            EXPECT_TRUE(same_row(alone.logits, in_batch.logits, t)) << kLayouts[i].name;
+          }
+          std::cout << c.name << " " << name << " batch_stream sampler, " << kLayouts[i].name
+                    << " against alone: first token apart at step " << t << " ("
+                    << (same_row(alone.logits, in_batch.logits, t) ? "equal" : "different")
+                    << " logits there)\n";
+        }
+      });
 }
 
 // What decode and scoring pass show on every backend, printed and not asserted: their parity is
@@ -367,31 +369,31 @@ TEST(GpuParity, BatchStreamSamplerDrawsDependOnTheBatch) {
 // cuda-invariant's attention plans, so that a difference can be told from the notes.
 TEST(GpuParity, RecordsWhetherDecodeAndScoringRowsAreBitwiseEqual) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  for_each_case_and_backend([](const DecodeCase& c, const ModelWeights& w,
-                               const std::string& name, Backend& b) {
-    RunNotes notes;
-    const SequenceResult decoded = decode_in_batch(b, w, &notes);
-    for (const Cut& cut : kCuts) {
-      const HostTensor scored = score(b, w, decoded.completion, cut, &notes);
-      const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
-      EXPECT_EQ(r.tokens, 10);
-      EXPECT_TRUE(std::isfinite(r.mismatch_kl_max) && r.mismatch_kl_max >= 0.0);
-      std::cout << c.name << " " << name << " decode against " << cut_name(cut) << ": "
-                << (r.bitwise_equal_tokens == r.tokens ? "BITWISE EQUAL; " : "differ; ")
-                << parity_line(r) << "\n";
-    }
-    if (name != "cuda-invariant") return;
-    // Both plans are named: the decode's, the prefill's and the scoring pass's attention.
-    for (const char* tag : {"decode.attention.", "prefill.attention.", "score.attention."}) {
-      bool named = false;
-      for (const auto& [key, value] : notes) {
-        if (key.rfind(tag, 0) != 0) continue;
-        named = true;
-        std::cout << "  " << key << " = " << value << "\n";
-      }
-      EXPECT_TRUE(named) << tag;
-    }
-  });
+  for_each_case_and_backend(
+      [](const DecodeCase& c, const ModelWeights& w, const std::string& name, Backend& b) {
+        RunNotes notes;
+        const SequenceResult decoded = decode_in_batch(b, w, &notes);
+        for (const Cut& cut : kCuts) {
+          const HostTensor scored = score(b, w, decoded.completion, cut, &notes);
+          const ParityRecord r = parity_metrics(decoded.logits, scored, decoded.completion);
+          EXPECT_EQ(r.tokens, 10);
+          EXPECT_TRUE(std::isfinite(r.mismatch_kl_max) && r.mismatch_kl_max >= 0.0);
+          std::cout << c.name << " " << name << " decode against " << cut_name(cut) << ": "
+                    << (r.bitwise_equal_tokens == r.tokens ? "BITWISE EQUAL; " : "differ; ")
+                    << parity_line(r) << "\n";
+        }
+        if (name != "cuda-invariant") return;
+        // Both plans are named: the decode's, the prefill's and the scoring pass's attention.
+        for (const char* tag : {"decode.attention.", "prefill.attention.", "score.attention."}) {
+          bool named = false;
+          for (const auto& [key, value] : notes) {
+            if (key.rfind(tag, 0) != 0) continue;
+            named = true;
+            std::cout << "  " << key << " = " << value << "\n";
+          }
+          EXPECT_TRUE(named) << tag;
+        }
+      });
 }
 
 }  // namespace

@@ -6,9 +6,8 @@
 // build runs mma.sync). reports/portable-golden.sh runs the full golden workflow.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 

@@ -75,7 +75,8 @@ TEST(GpuTpGemm, CublasRanksUnderTheSimulatedRing) {
   }
   std::vector<const HostTensor*> p;
   for (const HostTensor& t : partials) p.push_back(&t);
-  const HostTensor want = simulate_all_reduce(p, plan_all_reduce(AllReduceAlgo::kRing, 2, 4, m * n * 2));
+  const HostTensor want =
+      simulate_all_reduce(p, plan_all_reduce(AllReduceAlgo::kRing, 2, 4, m * n * 2));
   for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.bits(i), want.bits(i)) << i;
 }
 

@@ -4,7 +4,6 @@
 // records window errors, console.error calls and CSP violations into an element that
 // `--dump-dom` then prints. A deliberately broken page checks that the probe itself works.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -22,7 +21,8 @@ namespace fs = std::filesystem;
 
 // The first Chromium-like browser on PATH, or "".
 std::string find_chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}) {
+  for (const char* name :
+       {"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}) {
     const std::string cmd = std::string("command -v ") + name + " >/dev/null 2>&1";
     if (std::system(cmd.c_str()) == 0) return name;
   }
@@ -69,13 +69,14 @@ Rendered render(const std::string& browser, const fs::path& page, const fs::path
   const fs::path out = work / "dom.html", err = work / "stderr.txt";
   // A fresh profile keeps the run independent of any user state; --no-sandbox because tests may
   // run as root in containers.
-  const std::string cmd = "timeout 120 " + browser +
-                          " --headless --disable-gpu --no-sandbox --no-first-run"
-                          " --disable-extensions --disable-dev-shm-usage --enable-logging=stderr --v=0"
-                          " --user-data-dir=" + (work / "profile").string() +
-                          (window.empty() ? std::string() : " --window-size=" + window) +
-                          " --virtual-time-budget=2000 --dump-dom file://" + page.string() +
-                          " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  const std::string cmd =
+      "timeout 120 " + browser +
+      " --headless --disable-gpu --no-sandbox --no-first-run"
+      " --disable-extensions --disable-dev-shm-usage --enable-logging=stderr --v=0"
+      " --user-data-dir=" +
+      (work / "profile").string() + (window.empty() ? std::string() : " --window-size=" + window) +
+      " --virtual-time-budget=2000 --dump-dom file://" + page.string() + " >" + out.string() +
+      " 2>" + err.string() + " </dev/null";
   const int status = std::system(cmd.c_str());
   Rendered r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -86,8 +87,7 @@ Rendered render(const std::string& browser, const fs::path& page, const fs::path
 
 // Console messages Chromium logs at error level or for uncaught exceptions.
 bool log_has_page_error(const std::string& log) {
-  return log.find("Uncaught") != std::string::npos ||
-         log.find("Refused to") != std::string::npos;
+  return log.find("Uncaught") != std::string::npos || log.find("Refused to") != std::string::npos;
 }
 
 TEST(HtmlChromium, ReportLoadsWithoutErrorsAndHasItsSections) {
@@ -148,10 +148,12 @@ TEST(HtmlChromium, FitsA1280PixelWindow) {
   const std::string browser = find_chromium();
   if (browser.empty()) GTEST_SKIP() << "no chromium on PATH";
   const fs::path work = testing::make_temp_dir("chromium-layout");
-  const fs::path h200 = testing::source_dir() / "reports" / "h200" / "audit" / "decode-kv-sweep.json";
+  const fs::path h200 =
+      testing::source_dir() / "reports" / "h200" / "audit" / "decode-kv-sweep.json";
   std::vector<std::pair<std::string, std::string>> pages = {
       {"sample", render_html_report(testing::make_sample_audit_result())}};
-  if (fs::exists(h200)) pages.emplace_back("h200", render_html_report(read_audit_report(h200.string())));
+  if (fs::exists(h200))
+    pages.emplace_back("h200", render_html_report(read_audit_report(h200.string())));
   for (const auto& [name, html] : pages) {
     std::string page = html;
     page.insert(page.rfind("</body>"), kLayoutProbe);

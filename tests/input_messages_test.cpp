@@ -5,9 +5,8 @@
 // audit report as such, and a .pt/.npz is named as another format.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "lib/core/error.h"
@@ -30,7 +29,8 @@ void expect_tame(const std::string& message, size_t max_size) {
   EXPECT_LE(message.size(), max_size) << message.substr(0, 200);
   for (const char c : message) {
     const auto u = static_cast<unsigned char>(c);
-    EXPECT_FALSE(u < 0x20 || u == 0x7f) << "control byte " << int(u) << " in: " << message.substr(0, 200);
+    EXPECT_FALSE(u < 0x20 || u == 0x7f)
+        << "control byte " << int(u) << " in: " << message.substr(0, 200);
     if (u < 0x20 || u == 0x7f) break;
   }
 }
@@ -58,15 +58,15 @@ TEST(InputMessages, PrintableMessageNeutralisesControlBytesAndBoundsLength) {
 // config.json values and unknown keys, huge and hostile, are quoted as excerpts.
 TEST(InputMessages, CheckpointConfigValuesAreQuotedAsExcerpts) {
   const std::string big = kHostile + std::string(1 << 20, 'A');
-  const nlohmann::json base = {{"model_type", "llama"}, {"hidden_size", 32},
-                               {"num_hidden_layers", 1}, {"num_attention_heads", 2},
+  const nlohmann::json base = {{"model_type", "llama"},   {"hidden_size", 32},
+                               {"num_hidden_layers", 1},  {"num_attention_heads", 2},
                                {"intermediate_size", 64}, {"vocab_size", 64}};
-  for (const auto& [key, value] :
-       std::vector<std::pair<std::string, nlohmann::json>>{{"hidden_act", big},
-                                                           {"model_type", big},
-                                                           {big, 1},
-                                                           {"layer_types", nlohmann::json::array({big})},
-                                                           {"rope_scaling", {{"rope_type", big}}}}) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"hidden_act", big},
+           {"model_type", big},
+           {big, 1},
+           {"layer_types", nlohmann::json::array({big})},
+           {"rope_scaling", {{"rope_type", big}}}}) {
     nlohmann::json j = base;
     j[key] = value;
     const std::string m = input_error_of([&] { (void)parse_hf_config(j, "config.json"); });
@@ -85,7 +85,8 @@ TEST(InputMessages, VerifyTextQuotesTheManifestsStringsAsExcerpts) {
   v.scenario = "s";
   v.manifest = "m.json";
   v.environment = environment_changes(recorded, now);
-  v.missing.push_back({kHostile + std::string(100000, 'b'), kHostile + std::string(100000, 'c'), 0, 0});
+  v.missing.push_back(
+      {kHostile + std::string(100000, 'b'), kHostile + std::string(100000, 'c'), 0, 0});
   const std::string text = render_verify_text(v);
   for (const char* line_start : {"  environment: ", "  missing (recorded, not run): "}) {
     const size_t at = text.find(line_start);
@@ -99,10 +100,12 @@ TEST(InputMessages, AKeyTwiceInOneJsonObjectIsRefusedByName) {
       [] { (void)parse_json_input(R"({"a": {"x": 1, "x": 2}})", "manifest 'm.json'"); });
   EXPECT_NE(m.find("manifest 'm.json' holds the key 'x' twice"), std::string::npos) << m;
   // The same key in two different objects is no duplicate.
-  EXPECT_NO_THROW((void)parse_json_input(R"({"a": {"x": 1}, "b": {"x": 2}, "x": [{"x": 3}]})", "f"));
+  EXPECT_NO_THROW(
+      (void)parse_json_input(R"({"a": {"x": 1}, "b": {"x": 2}, "x": [{"x": 3}]})", "f"));
   const std::string hostile = input_error_of([] {
-    (void)parse_json_input("{\"" + std::string("\\u001b[2J") + std::string(5000, 'k') + "\": 1, \"" +
-                               std::string("\\u001b[2J") + std::string(5000, 'k') + "\": 2}",
+    (void)parse_json_input("{\"" + std::string("\\u001b[2J") + std::string(5000, 'k') +
+                               "\": 1, \"" + std::string("\\u001b[2J") + std::string(5000, 'k') +
+                               "\": 2}",
                            "f");
   });
   expect_tame(hostile, 200);
@@ -111,9 +114,12 @@ TEST(InputMessages, AKeyTwiceInOneJsonObjectIsRefusedByName) {
 TEST(InputMessages, ErrorsOnTheCommandLineAreTameAndAnnotatedUnderActions) {
   const auto dir = make_temp_dir("messages");
   // A YAML backend name that is long and carries an escape sequence: its line and column are known.
-  write_file(dir / "s.yaml", "name: m\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
-                             "backends:\n  cpu-" + std::string(3000, 'z') + "\\x1b: invariant\n");
-  const CommandResult r = run_nvdet_env("GITHUB_ACTIONS=true", "audit " + (dir / "s.yaml").string());
+  write_file(dir / "s.yaml",
+             "name: m\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
+             "backends:\n  cpu-" +
+                 std::string(3000, 'z') + "\\x1b: invariant\n");
+  const CommandResult r =
+      run_nvdet_env("GITHUB_ACTIONS=true", "audit " + (dir / "s.yaml").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   expect_tame(r.err.substr(0, r.err.size() - 1), 600);  // one line (its newline aside)
   EXPECT_NE(r.out.find("::error file=" + (dir / "s.yaml").string() + ",line=7,col="),
@@ -135,9 +141,8 @@ TEST(InputMessages, HelpListsOnlyTheFormatsTheParserTakes) {
 }
 
 TEST(InputMessages, BenchNamesOnlyOptionsItHas) {
-  const CommandResult r =
-      run_nvdet("bench " + (source_dir() / "scenarios" / "quickstart.yaml").string() +
-                " --backends cublas");
+  const CommandResult r = run_nvdet(
+      "bench " + (source_dir() / "scenarios" / "quickstart.yaml").string() + " --backends cublas");
   if (r.exit_code == 0) GTEST_SKIP() << "cublas runs here";
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_EQ(r.err.find("--skip-unavailable skips"), std::string::npos) << r.err;
@@ -150,8 +155,8 @@ TEST(InputMessages, ReportOnJsonThatIsNoAuditReportSaysSo) {
   write_file(dir / "manifest.json", R"({"version": 1, "system": {}, "scenarios": {}})");
   write_file(dir / "list.json", "[1, 2]");
   for (const char* f : {"bench.json", "manifest.json", "list.json"}) {
-    const CommandResult r = run_nvdet("report " + (dir / f).string() + " --report-dir " +
-                                      (dir / "out").string());
+    const CommandResult r =
+        run_nvdet("report " + (dir / f).string() + " --report-dir " + (dir / "out").string());
     EXPECT_EQ(r.exit_code, 2) << f << r.err;
     EXPECT_NE(r.err.find("not an audit report"), std::string::npos) << f << r.err;
     EXPECT_EQ(r.err.find("at()"), std::string::npos) << f << r.err;

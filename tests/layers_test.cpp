@@ -230,8 +230,9 @@ TEST(Layers, TheChecksCatchACycleAndAnUpwardInclude) {
                                          {"lib/runner/y.cpp", "lib/core/error.h"}};
   const std::vector<std::string> offences = layer_offences(includes, layers);
   ASSERT_EQ(offences.size(), 2u);
-  EXPECT_EQ(offences[0], "lib/core/x.cpp includes lib/runner/audit.h, but lib/core may not use "
-                         "lib/runner");
+  EXPECT_EQ(offences[0],
+            "lib/core/x.cpp includes lib/runner/audit.h, but lib/core may not use "
+            "lib/runner");
   EXPECT_EQ(offences[1],
             "kernels/k.cu includes lib/core/dtype.h, but kernels may not use lib/core");
 }

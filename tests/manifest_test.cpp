@@ -2,13 +2,14 @@
 // backend fails (exit 1) and is named with its first token; of a report backend it is reported
 // but passes (unless --strict); truncated, corrupt, foreign and other-scenario manifests are bad
 // input (exit 2). Runs a small CPU scenario through the real binary and through the library.
+#include "lib/manifest/manifest.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
-#include "lib/manifest/manifest.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/nvdet_dump.h"
@@ -69,7 +70,8 @@ TEST(ManifestCli, RecordThenVerifyPasses) {
   ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
   const nlohmann::json j = nlohmann::json::parse(read_file(f.manifest));
   EXPECT_EQ(j["nvdet_manifest"], 1);
-  const auto& e = j["scenarios"]["manifest-test"]["entries"]["cpu-invariant"]["gemm(batch=5)"]["0"]["1"];
+  const auto& e =
+      j["scenarios"]["manifest-test"]["entries"]["cpu-invariant"]["gemm(batch=5)"]["0"]["1"];
   EXPECT_EQ(e["hash"].get<std::string>().size(), 32u);
   EXPECT_EQ(e["token_hashes"].size(), 2u);
 
@@ -80,42 +82,49 @@ TEST(ManifestCli, RecordThenVerifyPasses) {
 
   // Re-recording an unchanged run writes the same bytes (no timestamps): goldens diff cleanly.
   const std::string first = read_file(f.manifest);
-  ASSERT_EQ(run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string()).exit_code, 0);
+  ASSERT_EQ(
+      run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string()).exit_code, 0);
   EXPECT_EQ(read_file(f.manifest), first);
 }
 
 TEST(ManifestCli, ChangedInvariantHashFailsReportHashDoesNot) {
   const Fixture f = make_fixture();
-  ASSERT_EQ(run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string()).exit_code, 0);
+  ASSERT_EQ(
+      run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string()).exit_code, 0);
   const std::string pristine = read_file(f.manifest);
 
   edit_hash(f.manifest, "cpu-invariant", 1, 1);
   const auto bad = run_nvdet("audit " + f.scenario.string() + " --verify " + f.manifest.string() +
                              " --report-dir " + (f.dir / "reports").string() + " --format json");
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
-  EXPECT_NE(bad.out.find("CHANGED cpu-invariant gemm(batch=3) repeat 0 request 1"), std::string::npos)
+  EXPECT_NE(bad.out.find("CHANGED cpu-invariant gemm(batch=3) repeat 0 request 1"),
+            std::string::npos)
       << bad.out;
   EXPECT_NE(bad.out.find("first at token 1 (1 of 2 tokens differ)"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("verify FAILED"), std::string::npos) << bad.out;
-  const nlohmann::json v = nlohmann::json::parse(read_file(f.dir / "reports" / "manifest-test.verify.json"));
+  const nlohmann::json v =
+      nlohmann::json::parse(read_file(f.dir / "reports" / "manifest-test.verify.json"));
   EXPECT_FALSE(v["passed"].get<bool>());
   EXPECT_EQ(v["changes"][0]["first_token"], 1);
   EXPECT_EQ(v["changes"][0]["recorded_hash"], "0123456789abcdef0123456789abcdef");
 
   write_file(f.manifest, pristine);
   edit_hash(f.manifest, "cpu-reference", 0, 0);
-  const auto reported = run_nvdet("audit " + f.scenario.string() + " --verify " + f.manifest.string());
+  const auto reported =
+      run_nvdet("audit " + f.scenario.string() + " --verify " + f.manifest.string());
   EXPECT_EQ(reported.exit_code, 0) << reported.out << reported.err;
-  EXPECT_NE(reported.out.find("changed cpu-reference gemm(batch=3) repeat 0 request 0"), std::string::npos)
+  EXPECT_NE(reported.out.find("changed cpu-reference gemm(batch=3) repeat 0 request 0"),
+            std::string::npos)
       << reported.out;
-  const auto strict = run_nvdet("audit " + f.scenario.string() + " --verify " + f.manifest.string() +
-                                " --strict");
+  const auto strict =
+      run_nvdet("audit " + f.scenario.string() + " --verify " + f.manifest.string() + " --strict");
   EXPECT_EQ(strict.exit_code, 1) << strict.out;
 }
 
 TEST(ManifestCli, BadManifestsAreBadInput) {
   const Fixture f = make_fixture();
-  ASSERT_EQ(run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string()).exit_code, 0);
+  ASSERT_EQ(
+      run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string()).exit_code, 0);
   const std::string good = read_file(f.manifest);
   struct Case {
     const char* label;
@@ -125,7 +134,8 @@ TEST(ManifestCli, BadManifestsAreBadInput) {
   nlohmann::json v2 = nlohmann::json::parse(good);
   v2["nvdet_manifest"] = 2;
   nlohmann::json bad_hash = nlohmann::json::parse(good);
-  bad_hash["scenarios"]["manifest-test"]["entries"]["cpu-invariant"]["gemm(batch=2)"]["0"]["0"]["hash"] = "xyz";
+  bad_hash["scenarios"]["manifest-test"]["entries"]["cpu-invariant"]["gemm(batch=2)"]["0"]["0"]
+          ["hash"] = "xyz";
   nlohmann::json renamed = nlohmann::json::parse(good);
   renamed["scenarios"]["other"] = renamed["scenarios"]["manifest-test"];
   renamed["scenarios"].erase("manifest-test");
@@ -147,16 +157,18 @@ TEST(ManifestCli, BadManifestsAreBadInput) {
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.label << ": " << r.err;
     EXPECT_NE(r.err.find(f.manifest.string()), std::string::npos) << c.label << ": " << r.err;
   }
-  const auto missing = run_nvdet("audit " + f.scenario.string() + " --verify " +
-                                 (f.dir / "absent.json").string());
+  const auto missing =
+      run_nvdet("audit " + f.scenario.string() + " --verify " + (f.dir / "absent.json").string());
   EXPECT_EQ(missing.exit_code, 2);
 }
 
 TEST(ManifestCli, DumpsGiveElementWiseDetailForAChangedRequest) {
   const Fixture f = make_fixture();
   const auto d1 = f.dir / "d1", d2 = f.dir / "d2";
-  ASSERT_EQ(run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string() + " --dump " +
-                      d1.string()).exit_code, 0);
+  ASSERT_EQ(run_nvdet("audit " + f.scenario.string() + " --record " + f.manifest.string() +
+                      " --dump " + d1.string())
+                .exit_code,
+            0);
   const auto file = dump_file_path(d1, "manifest-test", "cpu-invariant", 1, "gemm(batch=3)", 0);
   ASSERT_TRUE(std::filesystem::exists(file)) << file;
   const SafetensorsFile st = SafetensorsFile::open(file);
@@ -216,11 +228,13 @@ TEST(Manifest, JsonRoundTripKeepsEveryEntry) {
   const VerifyResult partial = verify_manifest(back, "m", run_audit(s, only_invariant));
   EXPECT_TRUE(partial.passed);
   EXPECT_EQ(partial.missing.size(), 6u);
-  EXPECT_FALSE(verify_manifest(back, "m", run_audit(s, only_invariant), VerifyOptions{true, ""}).passed);
+  EXPECT_FALSE(
+      verify_manifest(back, "m", run_audit(s, only_invariant), VerifyOptions{true, ""}).passed);
 }
 
 // --verify-as RUN=RECORDED: this run's RUN is held to RECORDED's hashes. cuda-portable stands in
-// here as a renamed cpu-portable run (on a GPU the real one is checked by reports/portable-golden.sh).
+// here as a renamed cpu-portable run (on a GPU the real one is checked by
+// reports/portable-golden.sh).
 TEST(Manifest, VerifyAsComparesOneBackendWithAnothersHashes) {
   const Scenario s = parse_scenario(kScenario, "s.yaml");
   AuditOptions portable_only;
@@ -264,28 +278,31 @@ TEST(ManifestCli, VerifyAsThroughTheCli) {
                       f.manifest.string())
                 .exit_code,
             0);
-  const auto same = run_nvdet("audit " + f.scenario.string() + " --backends cpu-portable --verify " +
-                              f.manifest.string() + " --verify-as cpu-portable=cpu-portable");
+  const auto same =
+      run_nvdet("audit " + f.scenario.string() + " --backends cpu-portable --verify " +
+                f.manifest.string() + " --verify-as cpu-portable=cpu-portable");
   EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
   // cpu-reference rounds from double: other bits, and a change fails although it is `report`.
   // (cpu-invariant would pass here: with K = 128 its plan is one sequential chunk, the same sums.)
-  const auto other = run_nvdet("audit " + f.scenario.string() + " --backends cpu-reference --verify " +
-                               f.manifest.string() + " --verify-as cpu-reference=cpu-portable");
+  const auto other =
+      run_nvdet("audit " + f.scenario.string() + " --backends cpu-reference --verify " +
+                f.manifest.string() + " --verify-as cpu-reference=cpu-portable");
   EXPECT_EQ(other.exit_code, 1) << other.out << other.err;
   EXPECT_NE(other.out.find("CHANGED cpu-reference"), std::string::npos) << other.out;
 
   const std::string base = "audit " + f.scenario.string() + " --backends cpu-invariant ";
   for (const std::string& bad :
-       {base + "--verify-as cpu-invariant=cpu-portable",                           // no --verify
-        base + "--verify " + f.manifest.string() + " --verify-as cpu-invariant",    // no '='
-        base + "--verify " + f.manifest.string() + " --verify-as cpu-invariant=cpu-variant",  // not recorded
-        base + "--verify " + f.manifest.string() + " --verify-as cpu-variant=cpu-portable"}) {  // not run
+       {base + "--verify-as cpu-invariant=cpu-portable",                          // no --verify
+        base + "--verify " + f.manifest.string() + " --verify-as cpu-invariant",  // no '='
+        base + "--verify " + f.manifest.string() +
+            " --verify-as cpu-invariant=cpu-variant",  // not recorded
+        base + "--verify " + f.manifest.string() +
+            " --verify-as cpu-variant=cpu-portable"}) {  // not run
     const auto r = run_nvdet(bad);
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find("--verify-as"), std::string::npos) << r.err;
   }
 }
-
 
 // --verify-as RUN=RECORDED with --dump: the recorded dumps are RECORDED's, so a changed hash gets
 // its element-level detail from the two backends' dumps.

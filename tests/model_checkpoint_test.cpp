@@ -5,8 +5,8 @@
 // one sentence naming the file and tensor.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
@@ -48,8 +48,8 @@ HostTensor rows_of(const HostTensor& t, int64_t begin, int64_t count) {
 }
 
 std::string config_json(const ModelConfig& c, bool tied) {
-  return "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": " + std::to_string(c.hidden) +
-         ", \"num_hidden_layers\": " + std::to_string(c.layers) +
+  return "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": " +
+         std::to_string(c.hidden) + ", \"num_hidden_layers\": " + std::to_string(c.layers) +
          ", \"num_attention_heads\": " + std::to_string(c.num_heads) +
          ", \"num_key_value_heads\": " + std::to_string(c.num_kv_heads) +
          ", \"intermediate_size\": " + std::to_string(c.intermediate) +
@@ -68,10 +68,12 @@ std::vector<std::pair<std::string, HostTensor>> hf_tensors(const ModelWeights& w
     t.emplace_back(p + "input_layernorm.weight", L.attn_norm);
     t.emplace_back(p + "self_attn.q_proj.weight", rows_of(L.qkv, 0, c.q_dim()));
     t.emplace_back(p + "self_attn.k_proj.weight", rows_of(L.qkv, c.q_dim(), c.kv_dim()));
-    t.emplace_back(p + "self_attn.v_proj.weight", rows_of(L.qkv, c.q_dim() + c.kv_dim(), c.kv_dim()));
+    t.emplace_back(p + "self_attn.v_proj.weight",
+                   rows_of(L.qkv, c.q_dim() + c.kv_dim(), c.kv_dim()));
     t.emplace_back(p + "self_attn.q_proj.bias", rows_of(L.qkv_bias, 0, c.q_dim()));
     t.emplace_back(p + "self_attn.k_proj.bias", rows_of(L.qkv_bias, c.q_dim(), c.kv_dim()));
-    t.emplace_back(p + "self_attn.v_proj.bias", rows_of(L.qkv_bias, c.q_dim() + c.kv_dim(), c.kv_dim()));
+    t.emplace_back(p + "self_attn.v_proj.bias",
+                   rows_of(L.qkv_bias, c.q_dim() + c.kv_dim(), c.kv_dim()));
     t.emplace_back(p + "self_attn.o_proj.weight", L.o_proj);
     t.emplace_back(p + "post_attention_layernorm.weight", L.mlp_norm);
     t.emplace_back(p + "mlp.gate_proj.weight", rows_of(L.gate_up, 0, c.intermediate));
@@ -107,8 +109,8 @@ fs::path write_checkpoint(const std::string& tag, const ModelWeights& w, bool sh
   write_file(dir / "model-00002-of-00002.safetensors", b);
   std::string index = "{\"metadata\": {}, \"weight_map\": {";
   for (size_t i = 0; i < all.size(); ++i) {
-    index += (i ? ", \"" : "\"") + all[i].first + "\": \"model-0000" +
-             (i < a.size() ? "1" : "2") + "-of-00002.safetensors\"";
+    index += (i ? ", \"" : "\"") + all[i].first + "\": \"model-0000" + (i < a.size() ? "1" : "2") +
+             "-of-00002.safetensors\"";
   }
   nvdet::testing::write_file(dir / "model.safetensors.index.json", index + "}}");
   return dir;
@@ -125,7 +127,8 @@ HostTensor logits_of(const ModelWeights& w) {
   DecodeOptions o;
   o.max_new_tokens = 4;
   o.prefill_chunk = 3;
-  return greedy_decode(*b, w, {{1, 5, 9, 33, 60, 2, 7}, {4, 4}}, {0}, o, nullptr, nullptr)[0].logits;
+  return greedy_decode(*b, w, {{1, 5, 9, 33, 60, 2, 7}, {4, 4}}, {0}, o, nullptr, nullptr)[0]
+      .logits;
 }
 
 TEST(ModelCheckpoint, ShardedQwenStyleCheckpointLoadsBitForBit) {
@@ -168,18 +171,22 @@ void expect_bad(const std::function<void()>& f, const std::vector<std::string>& 
     FAIL() << "expected kBadInput";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
-    for (const std::string& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+    for (const std::string& w : words)
+      EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
   }
 }
 
 TEST(ModelCheckpoint, MalformedCheckpointsAreBadInput) {
   const ModelWeights w = make_synthetic_weights(tiny_config(), DType::kBF16, 23);
-  const auto load = [](const fs::path& d) { return [d] { load_hf_checkpoint(d.string(), DType::kBF16); }; };
+  const auto load = [](const fs::path& d) {
+    return [d] { load_hf_checkpoint(d.string(), DType::kBF16); };
+  };
 
   // A missing tensor.
   fs::path d = write_checkpoint("ckpt-missing", w, false, false, [](Tensors& t) {
-    std::erase_if(t, [](const auto& p) { return p.first == "model.layers.1.mlp.down_proj.weight"; });
+    std::erase_if(t,
+                  [](const auto& p) { return p.first == "model.layers.1.mlp.down_proj.weight"; });
   });
   expect_bad(load(d), {"model.layers.1.mlp.down_proj.weight", "missing"});
 
@@ -188,7 +195,8 @@ TEST(ModelCheckpoint, MalformedCheckpointsAreBadInput) {
     for (auto& [name, x] : t)
       if (name == "model.layers.0.self_attn.k_proj.weight") x = x.slice_rows(0, 8);
   });
-  expect_bad(load(d), {"model.safetensors", "model.layers.0.self_attn.k_proj.weight", "[8, 32]", "[16, 32]"});
+  expect_bad(load(d), {"model.safetensors", "model.layers.0.self_attn.k_proj.weight", "[8, 32]",
+                       "[16, 32]"});
 
   // A truncated file.
   d = write_checkpoint("ckpt-truncated", w, false, false);
@@ -216,9 +224,13 @@ TEST(ModelCheckpoint, MalformedCheckpointsAreBadInput) {
   nvdet::testing::write_file(d / "config.json", "{\"model_type\": \"qwen2\", \"hidden_size\": 32}");
   expect_bad(load(d), {"config.json", "num_hidden_layers"});
   std::string cfg = config_json(w.config, false);
-  nvdet::testing::write_file(d / "config.json", std::string(cfg).replace(cfg.find("\"vocab_size\": 64"), 16, "\"vocab_size\": \"64\""));
+  nvdet::testing::write_file(
+      d / "config.json",
+      std::string(cfg).replace(cfg.find("\"vocab_size\": 64"), 16, "\"vocab_size\": \"64\""));
   expect_bad(load(d), {"config.json", "vocab_size"});
-  nvdet::testing::write_file(d / "config.json", std::string(cfg).replace(cfg.find("\"num_key_value_heads\": 2"), 24, "\"num_key_value_heads\": 3"));
+  nvdet::testing::write_file(d / "config.json",
+                             std::string(cfg).replace(cfg.find("\"num_key_value_heads\": 2"), 24,
+                                                      "\"num_key_value_heads\": 3"));
   expect_bad(load(d), {"config.json", "multiple"});
   fs::remove(d / "config.json");
   expect_bad(load(d), {"config.json"});
@@ -233,17 +245,21 @@ TEST(ModelCheckpoint, MalformedCheckpointsAreBadInput) {
 // path longer than the system takes is bad input (exit 2), not an internal filesystem error.
 TEST(ModelCheckpoint, ShardsOutsideTheFolderAndDuplicateNamesAreBadInput) {
   const ModelWeights w = make_synthetic_weights(tiny_config(), DType::kBF16, 29);
-  const auto load = [](const fs::path& d) { return [d] { load_hf_checkpoint(d.string(), DType::kBF16); }; };
+  const auto load = [](const fs::path& d) {
+    return [d] { load_hf_checkpoint(d.string(), DType::kBF16); };
+  };
   const fs::path d = write_checkpoint("ckpt-escape", w, true, false);
   const std::string index = nvdet::testing::read_file(d / "model.safetensors.index.json");
   const std::string shard = "model-00002-of-00002.safetensors";
   const fs::path outside = nvdet::testing::make_temp_dir("ckpt-outside");
   fs::copy_file(d / shard, outside / shard);
   fs::create_symlink(outside / shard, d / "link.safetensors");
-  for (const std::string& bad : {std::string("/etc/passwd"), "../" + outside.filename().string() + "/" + shard,
-                                 "./" + shard, std::string("link.safetensors")}) {
+  for (const std::string& bad :
+       {std::string("/etc/passwd"), "../" + outside.filename().string() + "/" + shard, "./" + shard,
+        std::string("link.safetensors")}) {
     std::string edited = index;
-    for (size_t at = edited.find(shard); at != std::string::npos; at = edited.find(shard, at + bad.size())) {
+    for (size_t at = edited.find(shard); at != std::string::npos;
+         at = edited.find(shard, at + bad.size())) {
       edited.replace(at, shard.size(), bad);
     }
     nvdet::testing::write_file(d / "model.safetensors.index.json", edited);

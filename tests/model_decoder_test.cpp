@@ -205,7 +205,8 @@ TEST(ModelDecoder, InvariantBackendMatchesReference) {
     const std::vector<double> got = step0_logits(*inv, w, kPrompts, 0, 4);
     const double tol = (dtype == DType::kFP32 ? 1e-4 : 0.05) * max_abs(want);
     double worst = 0;
-    for (int32_t v = 0; v < w.config.vocab; ++v) worst = std::max(worst, std::abs(got[v] - want[v]));
+    for (int32_t v = 0; v < w.config.vocab; ++v)
+      worst = std::max(worst, std::abs(got[v] - want[v]));
     EXPECT_LE(worst, tol) << dtype_name(dtype);
     EXPECT_GT(max_abs(want), 0.1);
   }

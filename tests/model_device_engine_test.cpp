@@ -43,7 +43,8 @@ class HostMemoryOps final : public DeviceDecodeOps {
     auto it = resident_.find(t.uid());
     if (it == resident_.end()) {
       ++uploads_of_weights;
-      it = resident_.emplace(t.uid(), std::vector<std::byte>(t.data(), t.data() + t.nbytes())).first;
+      it =
+          resident_.emplace(t.uid(), std::vector<std::byte>(t.data(), t.data() + t.nbytes())).first;
     }
     return it->second.data();
   }
@@ -129,7 +130,8 @@ class HostMemoryOps final : public DeviceDecodeOps {
       for (int32_t h = 0; h < rotated_heads; ++h) {
         const int64_t head = r * width + int64_t{h} * head_dim;
         for (int32_t i = 0; i < half; ++i) {
-          const float x0 = load_element(base, t, head + i), x1 = load_element(base, t, head + i + half);
+          const float x0 = load_element(base, t, head + i),
+                      x1 = load_element(base, t, head + i + half);
           const float c = cos[r * half + i], s = sin[r * half + i];
           store_element(base, t, head + i, x0 * c - x1 * s);
           store_element(base, t, head + i + half, x1 * c + x0 * s);
@@ -210,7 +212,8 @@ TEST(DeviceEngine, ReproducesTheHostEngineBitwise) {
         // Finite throughout, so that the GPU test's comparison never rests on NaN payloads
         // (which the device and x86 produce differently).
         const HostTensor& l = host.results[i].logits;
-        for (int64_t j = 0; j < l.numel(); ++j) ASSERT_TRUE(std::isfinite(l.get(j))) << i << " " << j;
+        for (int64_t j = 0; j < l.numel(); ++j)
+          ASSERT_TRUE(std::isfinite(l.get(j))) << i << " " << j;
       }
       host.notes.erase("decoder");
       device.notes.erase("decoder");
@@ -244,9 +247,9 @@ TEST(DeviceEngine, RefusesADecodeThatDoesNotFitWithExit3) {
   const std::vector<int32_t> capacity = {26, 12, 49, 18, 35, 42};  // prompt + 9 per sequence
   const DeviceDecodeFootprint f = device_decode_footprint(w, capacity, 6 * 16, 16, 0, true);
   EXPECT_GE(f.trace, 256.0 * (1 << 20));
-  EXPECT_DOUBLE_EQ(f.kv_cache, c.config.layers * PagedKvCache::bytes_for(
-                                                     capacity, 16, c.config.num_kv_heads,
-                                                     c.config.head_dim, c.dtype));
+  EXPECT_DOUBLE_EQ(f.kv_cache,
+                   c.config.layers * PagedKvCache::bytes_for(capacity, 16, c.config.num_kv_heads,
+                                                             c.config.head_dim, c.dtype));
   b.ops.free = static_cast<size_t>(f.total() - 1);  // weights still to upload on top of that
   try {
     decode(b, w, false);

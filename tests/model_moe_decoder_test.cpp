@@ -137,10 +137,10 @@ TEST(ModelMoeDecoder, ExpertGemmsSeeExactlyTheirRoutedRows) {
     if (t.step == 1 && t.layer == 1) ops.push_back(t.op);
   ASSERT_GE(ops.size(), 12u);
   const std::vector<std::string> tail(ops.end() - 12, ops.end());
-  EXPECT_EQ(tail, (std::vector<std::string>{"mlp_norm", "router", "expert0.gate_up",
-                                            "expert0.down", "expert1.gate_up", "expert1.down",
-                                            "expert2.gate_up", "expert2.down", "expert3.gate_up",
-                                            "expert3.down", "combine", "mlp_residual"}));
+  EXPECT_EQ(tail, (std::vector<std::string>{"mlp_norm", "router", "expert0.gate_up", "expert0.down",
+                                            "expert1.gate_up", "expert1.down", "expert2.gate_up",
+                                            "expert2.down", "expert3.gate_up", "expert3.down",
+                                            "combine", "mlp_residual"}));
 }
 
 TEST(ModelMoeDecoder, PlantedChangeInOneExpertIsWhereTracesPart) {

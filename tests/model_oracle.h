@@ -5,10 +5,9 @@
 // oracle test and the GPU one.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,8 +30,8 @@ inline const std::vector<std::string> kOracleFixtures = {
 // formats, experts saved one by one or stacked, norm_topk_prob on and off, top-2 and top-3,
 // decoder_sparse_step 2 and mlp_only_layers [0].
 inline const std::vector<std::string> kMoeOracleFixtures = {
-    "qwen3moe-t4",         "qwen3moe-t5", "qwen3moe-sparse-t5", "qwen3moe-mlponly-t4",
-    "qwen3moe-stacked-t5", "qwen2moe-t4", "qwen2moe-t5",        "mixtral-t4",
+    "qwen3moe-t4",         "qwen3moe-t5",       "qwen3moe-sparse-t5", "qwen3moe-mlponly-t4",
+    "qwen3moe-stacked-t5", "qwen2moe-t4",       "qwen2moe-t5",        "mixtral-t4",
     "mixtral-t5",          "mixtral-stacked-t5"};
 
 // Every fixture the CPU tests check: the dense ones, then the MoE ones.

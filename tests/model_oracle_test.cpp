@@ -198,7 +198,8 @@ HostTensor perturbation_logits(const ModelWeights& w, const Oracle& o) {
   DecodeOptions opt;
   opt.max_new_tokens = 1;
   std::vector<HostTensor> rows;
-  for (const SequenceResult& r : greedy_decode(*backend, w, prompts, watched, opt, nullptr, nullptr))
+  for (const SequenceResult& r :
+       greedy_decode(*backend, w, prompts, watched, opt, nullptr, nullptr))
     rows.push_back(r.logits);
   HostTensor all(DType::kFP32, {static_cast<int64_t>(rows.size()), w.config.vocab});
   for (size_t i = 0; i < rows.size(); ++i) copy_rows(rows[i], all, static_cast<int64_t>(i));
@@ -232,8 +233,8 @@ TEST(ModelOracle, EveryTensorOfEveryFixtureIsRead) {
       const HostTensor got = perturbation_logits(w, o);
       double change = 0;
       for (int64_t i = 0; i < got.numel(); ++i) {
-        change = std::max(change, std::abs(double{got.data_as<float>()[i]} -
-                                           want.data_as<float>()[i]));
+        change =
+            std::max(change, std::abs(double{got.data_as<float>()[i]} - want.data_as<float>()[i]));
       }
       EXPECT_GT(change, 1e-3) << name << ": perturbing " << victim << " left the logits unchanged";
     }

@@ -23,7 +23,8 @@ sweep:
   position: [first, last]
 backends:
   cpu-invariant: invariant
-)", "prompts.yaml");
+)",
+                        "prompts.yaml");
 }
 
 TEST(ModelPrompts, BatchComposition) {
@@ -38,7 +39,7 @@ TEST(ModelPrompts, BatchComposition) {
   ASSERT_EQ(last.prompts.size(), 5u);
   EXPECT_EQ(last.probe_slot, (std::vector<size_t>{4}));
   EXPECT_EQ(last.prompts[4], (Prompt{4, 5}));
-  EXPECT_EQ(last.prompts[0], (Prompt{1, 2, 3}));        // the other prompts first
+  EXPECT_EQ(last.prompts[0], (Prompt{1, 2, 3}));  // the other prompts first
   EXPECT_EQ(last.prompts[1], (Prompt{6, 7, 8, 9}));
   EXPECT_EQ(last.prompts[2].size(), prompts[2].size());  // then fillers, as long as prompt slot%3
   EXPECT_EQ(last.prompts[3].size(), prompts[0].size());

@@ -5,9 +5,8 @@
 // unedited copies load: ModelOracle.*).
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
@@ -139,34 +138,43 @@ TEST(ModelRefusal, MoeVariantsNotComputed) {
   // Each routing or expert variant that nvdet does not compute, added to a Qwen3-MoE or Mixtral
   // fixture that loads unedited, is refused naming its key.
   const std::vector<std::pair<std::string, json>> keys = {
-      {"n_group", 4},          {"topk_group", 2},           {"routed_scaling_factor", 2.5},
-      {"scoring_func", "sigmoid"}, {"topk_method", "noaux_tc"}, {"n_shared_experts", 1},
-      {"shared_expert_intermediate_size", 64}, {"first_k_dense_replace", 1},
-      {"ep_size", 2},          {"quantization_config", {{"quant_method", "fp8"}}}};
+      {"n_group", 4},
+      {"topk_group", 2},
+      {"routed_scaling_factor", 2.5},
+      {"scoring_func", "sigmoid"},
+      {"topk_method", "noaux_tc"},
+      {"n_shared_experts", 1},
+      {"shared_expert_intermediate_size", 64},
+      {"first_k_dense_replace", 1},
+      {"ep_size", 2},
+      {"quantization_config", {{"quant_method", "fp8"}}}};
   for (const auto& [key, value] : keys) {
     for (const char* fixture : {"qwen3moe-t5", "mixtral-t4"}) {
-      expect_refused(edited(fixture, "moe-" + key,
-                            [&key = key, &value = value](json& j) { j[key] = value; }),
-                     {"'" + key + "'", "not implemented"});
+      expect_refused(
+          edited(fixture, "moe-" + key, [&key = key, &value = value](json& j) { j[key] = value; }),
+          {"'" + key + "'", "not implemented"});
     }
   }
   // Qwen2-MoE without q/k/v biases in its config but with them in the checkpoint.
   expect_refused(edited("qwen2moe-t5", "no-qkv-bias", [](json& j) { j["qkv_bias"] = false; }),
                  {"q_proj.bias"});
   // Inconsistent or out-of-range MoE fields.
-  expect_refused(edited("qwen3moe-t5", "topk-too-big", [](json& j) { j["num_experts_per_tok"] = 9; }),
-                 {"num_experts_per_tok"});
-  expect_refused(edited("qwen3moe-t4", "experts-disagree", [](json& j) { j["num_local_experts"] = 4; }),
-                 {"num_experts", "num_local_experts", "disagree"});
+  expect_refused(
+      edited("qwen3moe-t5", "topk-too-big", [](json& j) { j["num_experts_per_tok"] = 9; }),
+      {"num_experts_per_tok"});
+  expect_refused(
+      edited("qwen3moe-t4", "experts-disagree", [](json& j) { j["num_local_experts"] = 4; }),
+      {"num_experts", "num_local_experts", "disagree"});
   expect_refused(edited("qwen3moe-t5", "mlp-only-bad", [](json& j) { j["mlp_only_layers"] = {2}; }),
                  {"mlp_only_layers"});
-  expect_refused(edited("qwen3moe-t5", "sparse-step-bad", [](json& j) { j["decoder_sparse_step"] = 0; }),
-                 {"decoder_sparse_step"});
+  expect_refused(
+      edited("qwen3moe-t5", "sparse-step-bad", [](json& j) { j["decoder_sparse_step"] = 0; }),
+      {"decoder_sparse_step"});
   // A config that says 4 experts per layer of a checkpoint holding 8: the extra experts are
   // tensors the loader does not read.
-  expect_refused(edited("qwen3moe-t5", "fewer-experts",
-                        [](json& j) { j["num_local_experts"] = 4; }),
-                 {"gate.weight", "shape"});
+  expect_refused(
+      edited("qwen3moe-t5", "fewer-experts", [](json& j) { j["num_local_experts"] = 4; }),
+      {"gate.weight", "shape"});
 }
 
 // A copy of fixture `name` with `extra` tensors added to its safetensors file (and, when
@@ -215,12 +223,14 @@ TEST(ModelRefusal, TensorsTheLoaderDoesNotRead) {
                  {"model.layers.1.mlp.experts"});
   // A router's score-correction bias (DeepSeek-V3 style) or a shared expert with its gate
   // (Qwen2-MoE style) beside a Qwen3-MoE layer: tensors that change the routing or the output.
-  expect_refused(with_tensors("qwen3moe-t5", "score-bias",
-                              {{"model.layers.0.mlp.gate.e_score_correction_bias", seeded({8}, 9)}}),
-                 {"e_score_correction_bias"});
-  expect_refused(with_tensors("qwen3moe-t5", "shared-gate",
-                              {{"model.layers.1.mlp.shared_expert_gate.weight", seeded({1, 64}, 10)}}),
-                 {"shared_expert_gate"});
+  expect_refused(
+      with_tensors("qwen3moe-t5", "score-bias",
+                   {{"model.layers.0.mlp.gate.e_score_correction_bias", seeded({8}, 9)}}),
+      {"e_score_correction_bias"});
+  expect_refused(
+      with_tensors("qwen3moe-t5", "shared-gate",
+                   {{"model.layers.1.mlp.shared_expert_gate.weight", seeded({1, 64}, 10)}}),
+      {"shared_expert_gate"});
   // The dense MLP of a sparse-step fixture's dense layer, given to its MoE layer too.
   expect_refused(with_tensors("qwen3moe-sparse-t5", "dense-in-moe",
                               {{"model.layers.1.mlp.down_proj.weight", seeded({64, 96}, 8)}}),
@@ -292,9 +302,8 @@ TEST(ModelRefusal, AuditExitsTwoNamingTheKey) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("'sliding_window' is 8"), std::string::npos) << r.err;
   // An MoE variant not computed: exit 2 naming the key; the unedited MoE fixture audits (exit 0).
-  r = audit_checkpoint(edited("qwen3moe-t5", "cli-scaling",
-                              [](json& j) { j["routed_scaling_factor"] = 2.5; }),
-                       2);
+  r = audit_checkpoint(
+      edited("qwen3moe-t5", "cli-scaling", [](json& j) { j["routed_scaling_factor"] = 2.5; }), 2);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("routed_scaling_factor"), std::string::npos) << r.err;
   r = audit_checkpoint(fixture_dir("qwen3moe-t5"), 2);

@@ -6,12 +6,12 @@
 
 #include <cstring>
 
+#include "lib/loader/scenario_loader.h"
 #include "lib/model/checkpoint.h"
-#include "lib/workloads/footprint.h"
 #include "lib/model/synthetic_checkpoint.h"
 #include "lib/scenario/context.h"
-#include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
+#include "lib/workloads/footprint.h"
 #include "tests/model_oracle.h"
 
 namespace nvdet::testing {

@@ -78,9 +78,8 @@ TEST(MoeRouting, MatchesADoubleSoftmaxAndSortOnSeededLogits) {
 TEST(MoeRouting, EqualScoresGoToTheLowerExpertFirst) {
   // Row 0: experts 1, 3 and 5 tie for first place, 0 and 2 for the next.
   // Row 1: every expert ties. Row 2: ties below the top-k do not matter.
-  std::vector<float> logits = {0.5f, 2.0f, 0.5f, 2.0f, -1.0f, 2.0f,
-                               1.0f, 1.0f, 1.0f, 1.0f, 1.0f,  1.0f,
-                               3.0f, -2.0f, 0.0f, 0.0f, 0.0f, 2.5f};
+  std::vector<float> logits = {0.5f, 2.0f, 0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 1.0f, 1.0f,
+                               1.0f, 1.0f, 1.0f, 3.0f, -2.0f, 0.0f, 0.0f, 0.0f, 2.5f};
   const MoeRoute route = route_tokens(logits, 3, 6, 4, true);
   EXPECT_EQ(route.expert, (std::vector<int32_t>{1, 3, 5, 0, 0, 1, 2, 3, 0, 5, 2, 3}));
   expect_matches_oracle(logits, 3, 6, 4, true);

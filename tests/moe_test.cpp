@@ -28,8 +28,8 @@ Scenario moe_scenario(const std::string& dtype, const std::string& sweep,
   const auto path = dir / "moe.yaml";
   write_file(path, "name: moe-test\nop: moe\ndtype: " + dtype +
                        "\nout_dtype: fp32\nshape: {hidden: 128, intermediate: 64, experts: 8, "
-                       "top_k: 2}\ntokens: 2\nseed: 23\nrequests: [3]\n" + extra +
-                       "sweep:\n" + sweep + "backends:\n  cpu-invariant: invariant\n");
+                       "top_k: 2}\ntokens: 2\nseed: 23\nrequests: [3]\n" +
+                       extra + "sweep:\n" + sweep + "backends:\n  cpu-invariant: invariant\n");
   return load_scenario(path.string());
 }
 
@@ -240,8 +240,9 @@ TEST(MoeCpu, ScenarioKeysAreChecked) {
   refused(shape + "sweep: {filler_routing: {from: 1, to: 2}}\n", "not a range");
   refused(shape + "sweep: {filler_routing: [1]}\n", "'filler_routing' values");
   refused(shape + "norm_topk_prob: maybe\n", "norm_topk_prob");
-  write_file(dir / "g.yaml", "name: g\nop: gemm\ndtype: bf16\nseed: 1\nshape: {n: 8, k: 8}\n"
-                             "norm_topk_prob: true\nbackends: {cpu-invariant: invariant}\n");
+  write_file(dir / "g.yaml",
+             "name: g\nop: gemm\ndtype: bf16\nseed: 1\nshape: {n: 8, k: 8}\n"
+             "norm_topk_prob: true\nbackends: {cpu-invariant: invariant}\n");
   EXPECT_THROW(load_scenario((dir / "g.yaml").string()), Error);
   write_file(dir / "ok.yaml", head + shape + "norm_topk_prob: false\n");
   EXPECT_FALSE(load_scenario((dir / "ok.yaml").string()).norm_topk_prob);

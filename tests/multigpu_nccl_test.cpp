@@ -85,7 +85,8 @@ TEST(MultiGpuNccl, ThreeRanksSumSequentiallyInBf16) {
     bool some_rotation = false;
     for (int start = 0; start < n && !some_rotation; ++start) {
       float s = x[start].get(e);
-      for (int step = 1; step < n; ++step) s = round_to_dtype(s + x[(start + step) % n].get(e), DType::kBF16);
+      for (int step = 1; step < n; ++step)
+        s = round_to_dtype(s + x[(start + step) % n].get(e), DType::kBF16);
       some_rotation = round_to_dtype(s, DType::kBF16) == got.get(e);
     }
     ASSERT_TRUE(some_rotation) << "element " << e << " is no ring rotation in bf16";

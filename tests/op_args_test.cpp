@@ -65,8 +65,8 @@ TEST(OpArgs, RowOps) {
 class AttentionArgsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    batch = testing::make_attention_batch(DType::kBF16, {{1, 40, 8, 16}, {2, 20, 20, 0}}, 4, 2,
-                                          16, /*prefill=*/true);
+    batch = testing::make_attention_batch(DType::kBF16, {{1, 40, 8, 16}, {2, 20, 20, 0}}, 4, 2, 16,
+                                          /*prefill=*/true);
     decode_batch = testing::make_attention_batch(DType::kBF16, {{1, 40}, {2, 33}}, 4, 2, 16,
                                                  /*prefill=*/false);
   }

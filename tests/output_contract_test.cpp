@@ -4,7 +4,6 @@
 // a report of the same run, every subcommand reads an option before its positional alike, and
 // every numeric option refuses what is outside its range (exit 2).
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,7 +91,8 @@ TEST(OutputContract, FileSizeLimitIsARuntimeFailureThatKeepsTheOldReports) {
   const fs::path s = write_scenario(dir);
   const fs::path reports = dir / "reports";
   fs::create_directories(reports);
-  for (const char* ext : {".md", ".json", ".html"}) write_file(reports / ("contract" + std::string(ext)), "old");
+  for (const char* ext : {".md", ".json", ".html"})
+    write_file(reports / ("contract" + std::string(ext)), "old");
   // /bin/sh's ulimit -f counts 512-byte blocks: 4 KiB admits the Markdown report, not the HTML.
   const CommandResult r =
       run_nvdet_env("ulimit -f 8 &&", "audit " + s.string() + " --quiet --report-dir " +
@@ -147,12 +147,12 @@ TEST(OutputContract, AFullStdoutIsExitThree) {
     write_npy(dir / name, t);
   }
   const std::string npy_a = (dir / "a.npy").string(), npy_b = (dir / "b.npy").string();
-  for (const std::string& cmd :
-       {"audit " + s.string(), std::string("list"), "diff " + npy_a + " " + npy_b + " --format json",
-        "diff " + s.string() + " " + s.string() + " --format json"}) {
+  for (const std::string& cmd : {"audit " + s.string(), std::string("list"),
+                                 "diff " + npy_a + " " + npy_b + " --format json",
+                                 "diff " + s.string() + " " + s.string() + " --format json"}) {
     // Through the shell: run_nvdet's own redirection would come after this one.
-    const std::string line = nvdet_binary().string() + " " + cmd + " >/dev/full 2>" +
-                             (dir / "err").string();
+    const std::string line =
+        nvdet_binary().string() + " " + cmd + " >/dev/full 2>" + (dir / "err").string();
     const int status = std::system(line.c_str());
     ASSERT_TRUE(WIFEXITED(status)) << cmd;
     if (cmd.find(".yaml " + s.string()) != std::string::npos) {
@@ -176,8 +176,8 @@ TEST(OutputContract, RecordCreatesItsFolderAndIsNeverAReportOfTheRun) {
 
   const fs::path reports = dir / "reports";
   write_file(reports / "contract.json", "old report");
-  for (const std::string& target :
-       {(reports / "contract.json").string(), (reports / ".." / "reports" / "contract.json").string()}) {
+  for (const std::string& target : {(reports / "contract.json").string(),
+                                    (reports / ".." / "reports" / "contract.json").string()}) {
     const CommandResult clash = run_nvdet("audit " + s.string() + " --quiet --report-dir " +
                                           reports.string() + " --record " + target);
     EXPECT_EQ(clash.exit_code, 2) << clash.out << clash.err;
@@ -190,16 +190,16 @@ TEST(OutputContract, RecordCreatesItsFolderAndIsNeverAReportOfTheRun) {
 TEST(OutputContract, AnOptionBeforeThePositionalParsesAlikeEverywhere) {
   const auto dir = make_temp_dir("order");
   const fs::path s = write_scenario(dir);
-  const CommandResult audit = run_nvdet("audit --backends cpu-invariant " + s.string() + " --quiet");
+  const CommandResult audit =
+      run_nvdet("audit --backends cpu-invariant " + s.string() + " --quiet");
   EXPECT_EQ(audit.exit_code, 0) << audit.out << audit.err;
   EXPECT_NE(audit.out.find("contract: audit PASSED"), std::string::npos) << audit.out;
   const CommandResult listed =
-      run_nvdet("audit --backends cpu-invariant,cpu-reference --backends cpu-variant " + s.string() +
-                " --list-contexts");
+      run_nvdet("audit --backends cpu-invariant,cpu-reference --backends cpu-variant " +
+                s.string() + " --list-contexts");
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
-  const CommandResult bench =
-      run_nvdet("bench --backends cpu-variant,cpu-invariant " + s.string() +
-                " --baseline cpu-variant --reps 1 --warmup 0");
+  const CommandResult bench = run_nvdet("bench --backends cpu-variant,cpu-invariant " + s.string() +
+                                        " --baseline cpu-variant --reps 1 --warmup 0");
   EXPECT_EQ(bench.exit_code, 0) << bench.out << bench.err;
   const CommandResult bisect = run_nvdet("bisect --context batch=2 " + s.string());
   // The scenario is read (and refused as not a model scenario), not taken for a --context value.

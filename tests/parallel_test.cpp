@@ -1,6 +1,8 @@
 // parallel_for: every item runs exactly once whatever the number of workers, and a worker thread
 // that cannot be created (here: an address-space limit below one thread stack, as `ulimit -v`
 // sets it) makes the calling thread run the missing ranges instead of std::terminate (SIGABRT).
+#include "lib/core/parallel.h"
+
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "lib/core/parallel.h"
 #include "lib/core/seeded_random.h"
 #include "tests/test_support.h"
 
@@ -22,7 +23,8 @@ namespace {
 std::vector<uint64_t> run(int64_t workers, int64_t n) {
   std::vector<uint64_t> out(static_cast<size_t>(n), 0);
   parallel_for_ranges_with(workers, n, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[static_cast<size_t>(i)] += splitmix64(static_cast<uint64_t>(i) + 7);
+    for (int64_t i = begin; i < end; ++i)
+      out[static_cast<size_t>(i)] += splitmix64(static_cast<uint64_t>(i) + 7);
   });
   return out;
 }
@@ -44,7 +46,8 @@ TEST(ParallelFor, EveryItemOnceWhateverTheWorkerCount) {
     std::fclose(f);
   }
   std::vector<uint64_t> out(expected.size(), 0);  // allocated before the limit
-  const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (1 << 20);
+  const rlim_t limit =
+      static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (1 << 20);
   const rlimit rl{limit, limit};
   if (pages == 0 || setrlimit(RLIMIT_AS, &rl) != 0) std::_Exit(3);
   try {  // the limit must really stop thread creation, or the test proves nothing
@@ -53,7 +56,8 @@ TEST(ParallelFor, EveryItemOnceWhateverTheWorkerCount) {
   } catch (const std::system_error&) {
   }
   parallel_for_ranges_with(16, static_cast<int64_t>(out.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[static_cast<size_t>(i)] += splitmix64(static_cast<uint64_t>(i) + 7);
+    for (int64_t i = begin; i < end; ++i)
+      out[static_cast<size_t>(i)] += splitmix64(static_cast<uint64_t>(i) + 7);
   });
   std::_Exit(out == expected ? 0 : 1);
 }

@@ -1,13 +1,13 @@
 // Sampler/trainer metrics (lib/runner/parity_metrics.h) against an independent computation from
 // both logits rows: probabilities normalised in long double (no max shift), KL as
 // sum p_s log(p_s / p_t), the k3 estimator from the sampled token's probability ratio.
+#include "lib/runner/parity_metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
-
-#include "lib/runner/parity_metrics.h"
 
 namespace nvdet {
 namespace {

@@ -54,11 +54,13 @@ TEST(Sampler, FilteredDistributionMatchesDirectComputation) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
   long double z = 0;
-  for (int i = 0; i < 40; ++i) z += std::exp((static_cast<long double>(logits[order[i]]) - logits[order[0]]) / 0.7L);
+  for (int i = 0; i < 40; ++i)
+    z += std::exp((static_cast<long double>(logits[order[i]]) - logits[order[0]]) / 0.7L);
   std::vector<long double> p;
   long double cum = 0;
   for (int i = 0; i < 40 && cum < 0.8L; ++i) {
-    p.push_back(std::exp((static_cast<long double>(logits[order[i]]) - logits[order[0]]) / 0.7L) / z);
+    p.push_back(std::exp((static_cast<long double>(logits[order[i]]) - logits[order[0]]) / 0.7L) /
+                z);
     cum += p.back();
   }
   ASSERT_EQ(d.ids.size(), p.size());
@@ -83,7 +85,8 @@ TEST(Sampler, TopKOneIsGreedy) {
   SamplingSpec spec;
   spec.top_k = 1;
   auto s = make_token_sampler(spec, SamplerKind::kPerRequest);
-  const int32_t argmax = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const int32_t argmax =
+      static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   for (int32_t step = 0; step < 8; ++step) {
     EXPECT_EQ(s->choose(step, {1}, {logits.data()}, 64), std::vector<int32_t>{argmax});
   }

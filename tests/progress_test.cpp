@@ -1,8 +1,8 @@
 // The in-place progress line on a terminal is cut to the terminal's width (less one column), so
 // that it never wraps and '\r' rewrites all of it; the width follows a resized window, and off a
 // terminal $COLUMNS or 80 is used. Checked on a pseudo-terminal of 40 and then 60 columns.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 

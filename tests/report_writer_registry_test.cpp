@@ -26,7 +26,8 @@ class CaseListWriter final : public ReportWriter {
   std::string render(const AuditResult& r) const override {
     std::string out;
     for (const CaseRecord& c : r.cases) {
-      out += c.backend + " " + std::to_string(c.context_index) + " " + std::to_string(c.repeat) + "\n";
+      out +=
+          c.backend + " " + std::to_string(c.context_index) + " " + std::to_string(c.repeat) + "\n";
     }
     return out;
   }
@@ -54,7 +55,8 @@ void register_test_writers_once() {
 
 std::set<std::string> files_in(const std::filesystem::path& dir) {
   std::set<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.insert(e.path().filename().string());
   return names;
 }
 
@@ -66,11 +68,13 @@ TEST(ReportWriterRegistry, ATestWriterIsOneRegistration) {
   EXPECT_NE(report_format_names().find("test-cases"), std::string::npos);
   EXPECT_EQ(report_format_names().find("test-verdict"), std::string::npos);  // a companion
   EXPECT_NE(report_formats_help().find("test-cases: test-only: one line per case"),
-            std::string::npos) << report_formats_help();
+            std::string::npos)
+      << report_formats_help();
   // The companion is described beside its format, never offered as a name --format refuses.
   EXPECT_EQ(report_formats_help().find("test-verdict"), std::string::npos) << report_formats_help();
   EXPECT_NE(report_formats_help().find("(also .verdict.txt: test-only: the verify verdict)"),
-            std::string::npos) << report_formats_help();
+            std::string::npos)
+      << report_formats_help();
 
   AuditResult r = testing::make_sample_audit_result();
   ASSERT_FALSE(r.cases.empty());
@@ -85,9 +89,9 @@ TEST(ReportWriterRegistry, ATestWriterIsOneRegistration) {
   written = write_reports(r, dir, parse_report_formats("test-cases"));
   ASSERT_EQ(written.size(), 2u);
   EXPECT_EQ(testing::read_file(written[1]), "all 3 recorded hashes reproduced\n");
-  EXPECT_EQ(files_in(dir), (std::set<std::string>{report_base_name(r) + ".md",
-                                                  report_base_name(r) + ".cases.txt",
-                                                  report_base_name(r) + ".verdict.txt"}));
+  EXPECT_EQ(files_in(dir),
+            (std::set<std::string>{report_base_name(r) + ".md", report_base_name(r) + ".cases.txt",
+                                   report_base_name(r) + ".verdict.txt"}));
   std::filesystem::remove_all(dir);
 }
 

@@ -1,12 +1,13 @@
 // safetensors: what the writer writes the reader reads back bit for bit, a hand-built file (an
 // independent encoding) reads as expected, and every kind of corrupt file is refused with
 // kBadInput and a sentence naming the file, before any tensor is read.
+#include "lib/tensorio/safetensors.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "lib/core/error.h"
-#include "lib/tensorio/safetensors.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -52,8 +53,8 @@ TEST(Safetensors, WriteThenReadIsBitExact) {
   EXPECT_EQ(f.dtype("c"), "F16");
   EXPECT_EQ(f.shape("c"), (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(f.metadata().at("scenario"), "demo");
-  for (const auto& [name, t] : std::vector<std::pair<std::string, const HostTensor*>>{
-           {"a", &a}, {"b", &b}, {"c", &c}}) {
+  for (const auto& [name, t] :
+       std::vector<std::pair<std::string, const HostTensor*>>{{"a", &a}, {"b", &b}, {"c", &c}}) {
     const HostTensor r = f.read(name);
     EXPECT_EQ(r.dtype(), t->dtype());
     EXPECT_EQ(r.shape(), t->shape());
@@ -82,12 +83,11 @@ TEST(Safetensors, ReadsAHandBuiltFileWithEveryIntegerType) {
   data.append(reinterpret_cast<const char*>(u8), 3);
   data.append(reinterpret_cast<const char*>(bools), 2);
   data.append(reinterpret_cast<const char*>(&f64), 8);
-  const std::string header =
-      R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("i":{"dtype":"I64","shape":[1],"data_offsets":[8,16]},)"
-      R"("u":{"dtype":"U8","shape":[3],"data_offsets":[16,19]},)"
-      R"("b":{"dtype":"BOOL","shape":[2],"data_offsets":[19,21]},)"
-      R"("d":{"dtype":"F64","shape":[],"data_offsets":[21,29]}}   )";
+  const std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                             R"("i":{"dtype":"I64","shape":[1],"data_offsets":[8,16]},)"
+                             R"("u":{"dtype":"U8","shape":[3],"data_offsets":[16,19]},)"
+                             R"("b":{"dtype":"BOOL","shape":[2],"data_offsets":[19,21]},)"
+                             R"("d":{"dtype":"F64","shape":[],"data_offsets":[21,29]}}   )";
   write_file(dir / "h.safetensors", build_file(header, data));
   const SafetensorsFile f = SafetensorsFile::open(dir / "h.safetensors");
   EXPECT_EQ(f.names(), (std::vector<std::string>{"w", "i", "u", "b", "d"}));
@@ -125,7 +125,8 @@ TEST(Safetensors, CorruptFilesAreRefusedWithOneSentence) {
       {"truncated header", build_file(ok_entry, eight).substr(0, 30), "exceeds the file size"},
       {"bad json", build_file(R"({"w": {"dtype": "F32",)", eight), "not valid JSON"},
       {"not an object", build_file("[1,2]", ""), "not a JSON object"},
-      {"unknown dtype", build_file(R"({"w":{"dtype":"F7","shape":[2],"data_offsets":[0,8]}})", eight),
+      {"unknown dtype",
+       build_file(R"({"w":{"dtype":"F7","shape":[2],"data_offsets":[0,8]}})", eight),
        "unknown dtype 'F7'"},
       {"offsets out of range",
        build_file(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight),
@@ -150,8 +151,9 @@ TEST(Safetensors, CorruptFilesAreRefusedWithOneSentence) {
       {"missing key", build_file(R"({"w":{"dtype":"F32","shape":[2]}})", eight),
        "has no \"data_offsets\""},
       {"metadata not strings",
-       build_file(R"({"__metadata__":{"k":1},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-                  eight),
+       build_file(
+           R"({"__metadata__":{"k":1},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+           eight),
        "is not a string"},
   };
   for (const CorruptCase& c : cases) {
@@ -161,8 +163,9 @@ TEST(Safetensors, CorruptFilesAreRefusedWithOneSentence) {
     EXPECT_NE(msg.find(c.expected), std::string::npos) << c.label << ": " << msg;
     EXPECT_EQ(msg.rfind(path.string() + ": ", 0), 0u) << c.label << ": " << msg;
   }
-  EXPECT_NE(input_error([&] { (void)SafetensorsFile::open(dir / "missing.safetensors"); })
-                .find("cannot read safetensors file"),
+  EXPECT_NE(input_error([&] {
+              (void)SafetensorsFile::open(dir / "missing.safetensors");
+            }).find("cannot read safetensors file"),
             std::string::npos);
 }
 
@@ -170,11 +173,13 @@ TEST(Safetensors, WriterRefusesDuplicateAndReservedNames) {
   const auto dir = make_temp_dir("st");
   HostTensor a(DType::kFP32, {2});
   fill_normal(a, 3, 0);
-  EXPECT_NE(input_error([&] { write_safetensors(dir / "x.safetensors", {{"a", &a}, {"a", &a}}); })
-                .find("appears twice"),
+  EXPECT_NE(input_error([&] {
+              write_safetensors(dir / "x.safetensors", {{"a", &a}, {"a", &a}});
+            }).find("appears twice"),
             std::string::npos);
-  EXPECT_NE(input_error([&] { write_safetensors(dir / "x.safetensors", {{"__metadata__", &a}}); })
-                .find("reserved"),
+  EXPECT_NE(input_error([&] {
+              write_safetensors(dir / "x.safetensors", {{"__metadata__", &a}});
+            }).find("reserved"),
             std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "x.safetensors"));
 }

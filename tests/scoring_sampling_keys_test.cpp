@@ -55,11 +55,13 @@ TEST(ScoringSamplingKeys, ReadsSamplingAndScoring) {
 }
 
 TEST(ScoringSamplingKeys, RefusesWhatItCannotCompute) {
-  EXPECT_CONTAINS(refusal(with_model(", sampling: {sampler: per_row}")), "unknown sampler 'per_row'");
+  EXPECT_CONTAINS(refusal(with_model(", sampling: {sampler: per_row}")),
+                  "unknown sampler 'per_row'");
   EXPECT_CONTAINS(refusal(with_model(", sampling: {top_p: 1.5}")), "'top_p' must be in (0, 1]");
   EXPECT_CONTAINS(refusal(with_model(", sampling: {temperature: -1}")), "'temperature'");
   EXPECT_CONTAINS(refusal(with_model(", sampling: {min_p: 0.1}")), "min_p");
-  EXPECT_CONTAINS(refusal(with_model(", score_chunk: half")), "'score_chunk' must be an integer or 'whole'");
+  EXPECT_CONTAINS(refusal(with_model(", score_chunk: half")),
+                  "'score_chunk' must be an integer or 'whole'");
   EXPECT_CONTAINS(refusal(with_model("", "sweep: {sampler: [per_request]}\n")),
                   "sweep axis 'sampler' chooses how 'model.sampling' draws tokens");
   EXPECT_CONTAINS(refusal(with_model(", sampling: {seed: 1}", "sweep: {sampler: [1]}\n")),
@@ -67,10 +69,11 @@ TEST(ScoringSamplingKeys, RefusesWhatItCannotCompute) {
   EXPECT_CONTAINS(refusal("name: g\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
                           "backends: {cpu-invariant: {expect: invariant, parity: bitwise}}\n"),
                   "'parity' (sampler against trainer) applies to op 'model' only");
-  EXPECT_CONTAINS(refusal(with_model(", score_batch: 2").replace(
-                      with_model(", score_batch: 2").find("cpu-invariant: invariant"), 24,
-                      "cpu-invariant: {expect: invariant, parity: exact}")),
-                  "unknown parity expectation 'exact'");
+  EXPECT_CONTAINS(
+      refusal(with_model(", score_batch: 2")
+                  .replace(with_model(", score_batch: 2").find("cpu-invariant: invariant"), 24,
+                           "cpu-invariant: {expect: invariant, parity: exact}")),
+      "unknown parity expectation 'exact'");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Sharded sweeps, below the CLI: --shard's value and the schedulers' environment variables
 // (Slurm job arrays, Kubernetes Indexed Jobs, GoogleTest sharding), and the partition of a sweep's
 // contexts (disjoint, complete, each shard with the baselines its contexts are compared with).
+#include "lib/runner/shard.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,7 +11,6 @@
 
 #include "lib/core/error.h"
 #include "lib/runner/context_selection.h"
-#include "lib/runner/shard.h"
 
 namespace nvdet {
 namespace {
@@ -50,8 +51,8 @@ TEST(Shard, ParsesOneBasedIndexOfCount) {
 
 TEST(Shard, AutoReadsSlurmArrays) {
   // --array=0-2: ids 0, 1, 2; --array=5-7: ids 5..7 with SLURM_ARRAY_TASK_MIN=5.
-  ShardSpec s = parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "1"},
-                                            {"SLURM_ARRAY_TASK_COUNT", "3"}}));
+  ShardSpec s =
+      parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_COUNT", "3"}}));
   EXPECT_EQ(s.index, 2);
   EXPECT_EQ(s.count, 3);
   s = parse_shard("auto", env_of({{"SLURM_ARRAY_TASK_ID", "7"},
@@ -75,8 +76,8 @@ TEST(Shard, AutoReadsSlurmArrays) {
 }
 
 TEST(Shard, AutoReadsKubernetesIndexedJobsAndGoogleTest) {
-  ShardSpec s = parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "0"},
-                                            {"JOB_COMPLETIONS", "4"}}));
+  ShardSpec s =
+      parse_shard("auto", env_of({{"JOB_COMPLETION_INDEX", "0"}, {"JOB_COMPLETIONS", "4"}}));
   EXPECT_EQ(s.index, 1);
   EXPECT_EQ(s.count, 4);
   EXPECT_NE(refusal("auto", {{"JOB_COMPLETION_INDEX", "0"}}).find("JOB_COMPLETIONS unset"),
@@ -85,8 +86,10 @@ TEST(Shard, AutoReadsKubernetesIndexedJobsAndGoogleTest) {
   EXPECT_EQ(s.index, 5);
   EXPECT_EQ(s.count, 5);
   // Slurm first, then Kubernetes, then GoogleTest.
-  s = parse_shard("auto", env_of({{"GTEST_SHARD_INDEX", "0"}, {"GTEST_TOTAL_SHARDS", "2"},
-                                  {"JOB_COMPLETION_INDEX", "2"}, {"JOB_COMPLETIONS", "3"}}));
+  s = parse_shard("auto", env_of({{"GTEST_SHARD_INDEX", "0"},
+                                  {"GTEST_TOTAL_SHARDS", "2"},
+                                  {"JOB_COMPLETION_INDEX", "2"},
+                                  {"JOB_COMPLETIONS", "3"}}));
   EXPECT_EQ(s.index, 3);
   EXPECT_NE(refusal("auto").find("no shard index in the environment"), std::string::npos);
 }

@@ -15,7 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string scenario(const std::string& name) { return (source_dir() / "scenarios" / name).string(); }
+std::string scenario(const std::string& name) {
+  return (source_dir() / "scenarios" / name).string();
+}
 
 // The report without what differs between two runs of one sweep: every timing.
 json without_timings(json j) {
@@ -70,12 +72,12 @@ TEST(ShardedSweep, EveryCpuScenarioMergesToTheUnshardedRun) {
     for (const auto& e : fs::directory_iterator(dir / "shards")) {
       shard_reports += " " + e.path().string();
     }
-    const CommandResult merged =
-        run_nvdet("report" + shard_reports + " --report-dir " + (dir / "merged").string() +
-                  " --format json,md,junit,html --record " + (dir / "merged.manifest.json").string());
+    const CommandResult merged = run_nvdet(
+        "report" + shard_reports + " --report-dir " + (dir / "merged").string() +
+        " --format json,md,junit,html --record " + (dir / "merged.manifest.json").string());
     EXPECT_EQ(merged.exit_code, whole.exit_code) << merged.out << merged.err;
-    const CommandResult from_manifests = run_nvdet(
-        "report" + shard_manifests + " --record " + (dir / "union.manifest.json").string());
+    const CommandResult from_manifests = run_nvdet("report" + shard_manifests + " --record " +
+                                                   (dir / "union.manifest.json").string());
     EXPECT_EQ(from_manifests.exit_code, 0) << from_manifests.err;
 
     fs::path report;
@@ -100,24 +102,28 @@ TEST(ShardedSweep, SchedulersDriveShardAuto) {
       {"JOB_COMPLETION_INDEX=%d JOB_COMPLETIONS=3", "k8s"},
       {"GTEST_SHARD_INDEX=%d GTEST_TOTAL_SHARDS=3", "gtest"}};
   const fs::path dir = make_temp_dir("shard-auto");
-  const CommandResult whole = run_nvdet("audit " + scenario("quickstart.yaml") + " -q --report-dir " +
-                                        (dir / "whole").string() + " --format json");
+  const CommandResult whole =
+      run_nvdet("audit " + scenario("quickstart.yaml") + " -q --report-dir " +
+                (dir / "whole").string() + " --format json");
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   const json golden = without_timings(json::parse(read_file(dir / "whole" / "quickstart.json")));
   for (const auto& [env, tag] : schedulers) {
     SCOPED_TRACE(tag);
     for (int i = 0; i < 3; ++i) {
       std::string e = env;
-      for (size_t at; (at = e.find("%d")) != std::string::npos;) e.replace(at, 2, std::to_string(i));
+      for (size_t at; (at = e.find("%d")) != std::string::npos;)
+        e.replace(at, 2, std::to_string(i));
       const CommandResult s = run_nvdet_env(e, "audit " + scenario("quickstart.yaml") +
                                                    " -q --shard auto --report-dir " +
                                                    (dir / tag).string() + " --format json");
       ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
-      EXPECT_TRUE(fs::exists(dir / tag / ("quickstart.shard-" + std::to_string(i + 1) + "-of-3.json")));
+      EXPECT_TRUE(
+          fs::exists(dir / tag / ("quickstart.shard-" + std::to_string(i + 1) + "-of-3.json")));
     }
     std::string inputs;
     for (int i = 1; i <= 3; ++i) {
-      inputs += " " + (dir / tag / ("quickstart.shard-" + std::to_string(i) + "-of-3.json")).string();
+      inputs +=
+          " " + (dir / tag / ("quickstart.shard-" + std::to_string(i) + "-of-3.json")).string();
     }
     const CommandResult m = run_nvdet("report" + inputs + " --format json --report-dir " +
                                       (dir / (tag + "-merged")).string());
@@ -134,14 +140,15 @@ TEST(ShardedSweep, SchedulersDriveShardAuto) {
 
 TEST(ShardedSweep, DevicesRunOneShardPerDeviceAndMerge) {
   const fs::path dir = make_temp_dir("shard-devices");
-  const CommandResult whole = run_nvdet("audit " + scenario("quickstart.yaml") + " -q --report-dir " +
-                                        (dir / "whole").string() + " --format json");
+  const CommandResult whole =
+      run_nvdet("audit " + scenario("quickstart.yaml") + " -q --report-dir " +
+                (dir / "whole").string() + " --format json");
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   const std::string summary = (dir / "summary.md").string();
-  const CommandResult dev = run_nvdet_env("GITHUB_STEP_SUMMARY=" + summary,
-                                          "audit " + scenario("quickstart.yaml") +
-                                              " --devices 0,1 --report-dir " + (dir / "dev").string() +
-                                              " --format json,md");
+  const CommandResult dev =
+      run_nvdet_env("GITHUB_STEP_SUMMARY=" + summary,
+                    "audit " + scenario("quickstart.yaml") + " --devices 0,1 --report-dir " +
+                        (dir / "dev").string() + " --format json,md");
   ASSERT_EQ(dev.exit_code, 0) << dev.out << dev.err;
   EXPECT_NE(dev.out.find("audit PASSED: 3 of 3 backends"), std::string::npos) << dev.out;
   EXPECT_EQ(without_timings(json::parse(read_file(dir / "dev" / "quickstart.json"))),
@@ -162,19 +169,22 @@ TEST(ShardedSweep, DevicesRunOneShardPerDeviceAndMerge) {
 TEST(ShardedSweep, MergedShardsAreVerifiedAgainstAManifest) {
   const fs::path dir = make_temp_dir("shard-verify");
   const std::string golden = (dir / "golden.json").string();
-  ASSERT_EQ(run_nvdet("audit " + scenario("quickstart.yaml") + " -q --record " + golden).exit_code, 0);
+  ASSERT_EQ(run_nvdet("audit " + scenario("quickstart.yaml") + " -q --record " + golden).exit_code,
+            0);
   std::string shards;
   for (int i = 1; i <= 2; ++i) {
-    ASSERT_EQ(run_nvdet("audit " + scenario("quickstart.yaml") + " -q --shard " + std::to_string(i) +
-                        "/2 --report-dir " + (dir / "s").string() + " --format json")
-                  .exit_code,
-              0);
+    ASSERT_EQ(
+        run_nvdet("audit " + scenario("quickstart.yaml") + " -q --shard " + std::to_string(i) +
+                  "/2 --report-dir " + (dir / "s").string() + " --format json")
+            .exit_code,
+        0);
     shards += " " + (dir / "s" / ("quickstart.shard-" + std::to_string(i) + "-of-2.json")).string();
   }
   CommandResult r = run_nvdet("report" + shards + " --verify " + golden + " --report-dir " +
                               (dir / "ok").string() + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(json::parse(read_file(dir / "ok" / "quickstart.json")).at("summary").at("verify_passed"));
+  EXPECT_TRUE(
+      json::parse(read_file(dir / "ok" / "quickstart.json")).at("summary").at("verify_passed"));
   // A recorded hash of the invariant backend that this run does not reproduce fails the merge.
   json m = json::parse(read_file(golden));
   auto& entries = m.at("scenarios").at("quickstart").at("entries").at("cpu-invariant");
@@ -197,7 +207,8 @@ TEST(ShardedSweep, ShardsThatDoNotMakeOneSweepAreRefused) {
   }
   const std::string one = (dir / "quickstart.shard-1-of-3.json").string();
   const std::string two = (dir / "quickstart.shard-2-of-3.json").string();
-  CommandResult r = run_nvdet("report " + one + " " + two + " --report-dir " + (dir / "m").string());
+  CommandResult r =
+      run_nvdet("report " + one + " " + two + " --report-dir " + (dir / "m").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("it has 3 shards, reports were given for shards 1, 2"), std::string::npos)
       << r.err;
@@ -212,7 +223,8 @@ TEST(ShardedSweep, ShardsThatDoNotMakeOneSweepAreRefused) {
   // A shard's console names its part.
   r = run_nvdet("audit " + scenario("quickstart.yaml") + " --shard 2/3");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("shard 2 of 3: 7 contexts owned, 1 run as baselines only"), std::string::npos)
+  EXPECT_NE(r.out.find("shard 2 of 3: 7 contexts owned, 1 run as baselines only"),
+            std::string::npos)
       << r.out;
   fs::remove_all(dir);
 }

@@ -59,13 +59,13 @@ TEST(SplitPolicies, VendorDecodeHonoursAFixedSplitCountPerRequest) {
 }
 
 TEST(SplitPolicies, VendorNormRowSplits) {
-  EXPECT_EQ(vendor_norm_row_splits(1, 4096, 132), 4);    // min(132, 4, 32)
-  EXPECT_EQ(vendor_norm_row_splits(64, 4096, 132), 3);   // min(ceil(132/64)=3, 4, 32)
-  EXPECT_EQ(vendor_norm_row_splits(40, 8192, 132), 4);   // min(ceil(132/40)=4, 8, 32)
-  EXPECT_EQ(vendor_norm_row_splits(1, 100000, 132), 32); // min(132, 98, 32)
-  EXPECT_EQ(vendor_norm_row_splits(1, 512, 132), 1);     // one 1024-element part is enough
-  EXPECT_EQ(vendor_norm_row_splits(131, 4096, 132), 2);  // min(ceil(132/131)=2, 4, 32)
-  EXPECT_EQ(vendor_norm_row_splits(132, 4096, 132), 1);  // enough rows to fill the GPU
+  EXPECT_EQ(vendor_norm_row_splits(1, 4096, 132), 4);     // min(132, 4, 32)
+  EXPECT_EQ(vendor_norm_row_splits(64, 4096, 132), 3);    // min(ceil(132/64)=3, 4, 32)
+  EXPECT_EQ(vendor_norm_row_splits(40, 8192, 132), 4);    // min(ceil(132/40)=4, 8, 32)
+  EXPECT_EQ(vendor_norm_row_splits(1, 100000, 132), 32);  // min(132, 98, 32)
+  EXPECT_EQ(vendor_norm_row_splits(1, 512, 132), 1);      // one 1024-element part is enough
+  EXPECT_EQ(vendor_norm_row_splits(131, 4096, 132), 2);   // min(ceil(132/131)=2, 4, 32)
+  EXPECT_EQ(vendor_norm_row_splits(132, 4096, 132), 1);   // enough rows to fill the GPU
   EXPECT_EQ(vendor_norm_row_splits(0, 4096, 132), 1);
 }
 

@@ -25,9 +25,9 @@ std::filesystem::path nvdet_binary() { return env_or("NVDET_BINARY", NVDET_BINAR
 
 std::filesystem::path make_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("nvdet-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(counter++));
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("nvdet-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -38,8 +38,8 @@ CommandResult run_nvdet(const std::string& args) { return run_nvdet_env("", args
 CommandResult run_nvdet_env(const std::string& env, const std::string& args) {
   const auto dir = make_temp_dir("cmd");
   const auto out = dir / "stdout", err = dir / "stderr";
-  const std::string cmd = (env.empty() ? "" : env + " ") + nvdet_binary().string() + " " + args + " >" + out.string() + " 2>" +
-                          err.string() + " </dev/null";
+  const std::string cmd = (env.empty() ? "" : env + " ") + nvdet_binary().string() + " " + args +
+                          " >" + out.string() + " 2>" + err.string() + " </dev/null";
   const int status = std::system(cmd.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -6,8 +6,8 @@
 
 namespace nvdet::testing {
 
-std::filesystem::path source_dir();         // the repository root ($NVDET_SOURCE_DIR overrides)
-std::filesystem::path nvdet_binary();       // the built CLI ($NVDET_BINARY overrides)
+std::filesystem::path source_dir();    // the repository root ($NVDET_SOURCE_DIR overrides)
+std::filesystem::path nvdet_binary();  // the built CLI ($NVDET_BINARY overrides)
 std::filesystem::path make_temp_dir(const std::string& tag);  // fresh, under the system temp dir
 
 struct CommandResult {

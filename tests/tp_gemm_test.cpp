@@ -2,13 +2,14 @@
 // K-chunk plan gives cpu-invariant's unsharded bits at every tp and batch; the wire-dtype plans
 // are each rank's GEMM followed by the simulated all-reduce; column splits change no bits; a
 // batch-dependent all-reduce makes cpu-variant and cpu-invariant diverge across the batch.
+#include "lib/workloads/tp_gemm.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
-#include "lib/workloads/tp_gemm.h"
 #include "tests/tp_gemm_fixture.h"
 
 namespace nvdet {
@@ -31,7 +32,8 @@ HostTensor unsharded(Backend& b, const HostTensor& x, const HostTensor& w, const
 
 void expect_same_bits(const HostTensor& a, const HostTensor& b, const std::string& what) {
   ASSERT_EQ(a.shape(), b.shape()) << what;
-  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.bits(i), b.bits(i)) << what << " element " << i;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_EQ(a.bits(i), b.bits(i)) << what << " element " << i;
 }
 
 constexpr int64_t kK = 2048, kN = 40;
@@ -45,14 +47,14 @@ TEST(TpGemm, KChunkPlanGivesTheUnshardedBitsAtEveryTpAndBatch) {
   for (const int tp : {1, 2, 4, 8}) {
     const RowParallelLinear linear(w, &bias, tp);
     RunNotes notes;
-    const HostTensor got =
-        linear.run(*backend, linear.split(x), DType::kBF16, tp_options(tp, AllReduceAlgo::kFixed), &notes);
+    const HostTensor got = linear.run(*backend, linear.split(x), DType::kBF16,
+                                      tp_options(tp, AllReduceAlgo::kFixed), &notes);
     expect_same_bits(got, want, "tp " + std::to_string(tp));
     if (tp > 1) EXPECT_NE(notes["allreduce"].find("K-chunk order"), std::string::npos);
     // Batch: row 0 alone gives row 0's bits of the batch of 9.
     const HostTensor x0 = x.slice_rows(0, 1);
-    const HostTensor alone =
-        linear.run(*backend, linear.split(x0), DType::kBF16, tp_options(tp, AllReduceAlgo::kFixed), nullptr);
+    const HostTensor alone = linear.run(*backend, linear.split(x0), DType::kBF16,
+                                        tp_options(tp, AllReduceAlgo::kFixed), nullptr);
     expect_same_bits(alone, want.slice_rows(0, 1), "tp " + std::to_string(tp) + " alone");
   }
 }
@@ -63,7 +65,8 @@ TEST(TpGemm, KChunkPlanNeedsShardsOnChunkBoundaries) {
   const HostTensor x = seeded({2, 512}, 3, 1.0f);
   const RowParallelLinear linear(w, nullptr, 4);  // 128-wide shards, chunks are 256
   try {
-    linear.run(*backend, linear.split(x), DType::kBF16, tp_options(4, AllReduceAlgo::kFixed), nullptr);
+    linear.run(*backend, linear.split(x), DType::kBF16, tp_options(4, AllReduceAlgo::kFixed),
+               nullptr);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
@@ -84,7 +87,8 @@ TEST(TpGemm, WirePlanIsEachRanksGemmThenTheAllReduce) {
   const RowParallelLinear linear(w, &bias, tp);
   const auto shards = linear.split(x);
   RunNotes notes;
-  const HostTensor got = linear.run(*backend, shards, DType::kBF16, tp_options(tp, AllReduceAlgo::kRing, 2), &notes);
+  const HostTensor got =
+      linear.run(*backend, shards, DType::kBF16, tp_options(tp, AllReduceAlgo::kRing, 2), &notes);
   std::vector<HostTensor> partials;
   for (int r = 0; r < tp; ++r) {
     const HostTensor wr = column_slice(w, r * (kK / tp), kK / tp);
@@ -139,15 +143,17 @@ int distinct_row0_results(const char* backend_name, AllReduceAlgo algo) {
   std::vector<HostTensor> rows;
   for (const int m : {1, 2, 3, 8, 17, 64, 128, 200}) {
     const HostTensor xm = x.slice_rows(200 - m, m);
-    rows.push_back(linear.run(*backend, linear.split(xm), DType::kBF16, tp_options(4, algo), nullptr)
-                       .slice_rows(m - 1, 1));
+    rows.push_back(
+        linear.run(*backend, linear.split(xm), DType::kBF16, tp_options(4, algo), nullptr)
+            .slice_rows(m - 1, 1));
   }
   int distinct = 1;
   for (size_t i = 1; i < rows.size(); ++i) {
     bool seen = false;
     for (size_t j = 0; j < i && !seen; ++j) {
       bool same = true;
-      for (int64_t e = 0; e < rows[i].numel() && same; ++e) same = rows[i].bits(e) == rows[j].bits(e);
+      for (int64_t e = 0; e < rows[i].numel() && same; ++e)
+        same = rows[i].bits(e) == rows[j].bits(e);
       seen = same;
     }
     distinct += seen ? 0 : 1;

@@ -38,10 +38,11 @@ TEST(TpScenario, ShapesTheTpCannotShardAreRefusedBeforeRunning) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("tp 5 does not divide k = 384 evenly"), std::string::npos) << r.err;
 
-  write_file(dir / "model.yaml",
-             "name: m\nop: model\ndtype: bf16\nmodel: {hidden: 64, layers: 1, heads: 4, kv_heads: 2,"
-             " intermediate: 128, vocab: 64, prompt_len: 3, num_prompts: 1, max_new_tokens: 2}\n"
-             "seed: 1\nsweep:\n  tp: [4]\nbackends: {cpu-invariant: report}\n");
+  write_file(
+      dir / "model.yaml",
+      "name: m\nop: model\ndtype: bf16\nmodel: {hidden: 64, layers: 1, heads: 4, kv_heads: 2,"
+      " intermediate: 128, vocab: 64, prompt_len: 3, num_prompts: 1, max_new_tokens: 2}\n"
+      "seed: 1\nsweep:\n  tp: [4]\nbackends: {cpu-invariant: report}\n");
   r = run_nvdet("audit " + (dir / "model.yaml").string());
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("tp 4 must divide the model's 4 heads, 2 KV heads"), std::string::npos)

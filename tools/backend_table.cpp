@@ -8,7 +8,8 @@
 
 namespace nvdet::cli {
 
-nlohmann::ordered_json backend_support_json(const BackendRegistration& r, const DeviceFacts& device) {
+nlohmann::ordered_json backend_support_json(const BackendRegistration& r,
+                                            const DeviceFacts& device) {
   nlohmann::ordered_json supports = nlohmann::ordered_json::object();
   std::optional<Support> here;  // the first answer about this machine (not about an op or dtype)
   for (const OpSpec& op : op_table()) {
@@ -24,8 +25,7 @@ nlohmann::ordered_json backend_support_json(const BackendRegistration& r, const 
     }
     if (!dtypes.empty()) supports[std::string(op.name())] = dtypes;
   }
-  nlohmann::ordered_json j = {{"supports", supports},
-                              {"available", here && here->ok()}};
+  nlohmann::ordered_json j = {{"supports", supports}, {"available", here && here->ok()}};
   if (here && !here->ok()) j["unavailable_reason"] = here->reason;
   if (!here) j["unavailable_reason"] = "computes no op of the op table";
   return j;

@@ -8,16 +8,16 @@
 #include <map>
 
 #include "lib/backend/backend.h"
+#include "lib/core/atomic_file.h"
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
-#include "lib/core/atomic_file.h"
-#include "lib/report/command_formats.h"
 #include "lib/report/ci_output.h"
+#include "lib/report/command_formats.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"
 #include "lib/scenario/context_filter.h"
-#include "tools/command.h"
 #include "tools/cli_options.h"
+#include "tools/command.h"
 
 namespace nvdet::cli {
 namespace {
@@ -81,7 +81,8 @@ int run(const BenchFlags& f) {
     opts.filter_spans_scenarios = scenarios.size() > 1;
     if (!check_bench(s, opts)) unmatched.push_back(s.name);
   }
-  if (const std::string note = filter_run_note(f.filter, unmatched, scenarios.size()); !note.empty()) {
+  if (const std::string note = filter_run_note(f.filter, unmatched, scenarios.size());
+      !note.empty()) {
     fmt::print(stderr, "nvdet: {}\n", note);
     std::erase_if(scenarios, [&](const Scenario& s) {
       return std::find(unmatched.begin(), unmatched.end(), s.name) != unmatched.end();
@@ -121,7 +122,8 @@ int run(const BenchFlags& f) {
 
 Action add_bench_command(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
-  CLI::App* cmd = app.add_subcommand("bench", "Time each backend per context, as ratios to a vendor baseline");
+  CLI::App* cmd =
+      app.add_subcommand("bench", "Time each backend per context, as ratios to a vendor baseline");
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
   add_list_option(cmd, "--backends", flags->backends, "Time only these backends");
   cmd->add_option("--baseline", flags->baseline,

@@ -7,11 +7,11 @@
 
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
-#include "lib/runner/bisect.h"
 #include "lib/report/command_formats.h"
 #include "lib/runner/audit.h"
-#include "tools/command.h"
+#include "lib/runner/bisect.h"
 #include "tools/cli_options.h"
+#include "tools/command.h"
 
 namespace nvdet::cli {
 namespace {
@@ -47,9 +47,10 @@ int run(const BisectFlags& f) {
   }
   const Scenario s = load_scenario(f.scenario);
   // The audit's default budget: a model that cannot fit is refused before its weights exist.
-  check_scenario_budget(s, select_backends(s, f.backend.empty() ? std::vector<std::string>{}
-                                                                : std::vector{f.backend}),
-                        Budget{});
+  check_scenario_budget(
+      s,
+      select_backends(s, f.backend.empty() ? std::vector<std::string>{} : std::vector{f.backend}),
+      Budget{});
   BisectOptions o;
   o.request = f.request;
   o.context = parse_pairs(f.context, "--context");
@@ -66,7 +67,8 @@ int run(const BisectFlags& f) {
 Action add_bisect_command(CLI::App& app) {
   auto flags = std::make_shared<BisectFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "bisect", "Find the first step, layer and op that diverge between two contexts (model scenarios)");
+      "bisect",
+      "Find the first step, layer and op that diverge between two contexts (model scenarios)");
   cmd->add_option("scenario", flags->scenario, "A model scenario (op: model)")->required();
   add_integer_option<int64_t>(cmd, "--request", flags->request, 0,
                               std::numeric_limits<int64_t>::max(),
@@ -76,10 +78,11 @@ Action add_bisect_command(CLI::App& app) {
                   "Context A: the baseline with these axis values (KEY=V, repeatable)", 0);
   add_list_option(cmd, "--against", flags->against,
                   "Context B: the baseline with these axis values (default: the first context "
-                  "whose completion differs from A's)", 0);
+                  "whose completion differs from A's)",
+                  0);
   cmd->add_flag("--scoring", flags->scoring,
-               "Context B is context A's scoring pass over its prompt + completion (sampler "
-               "against trainer)");
+                "Context B is context A's scoring pass over its prompt + completion (sampler "
+                "against trainer)");
   cmd->add_option("--backend", flags->backend,
                   "Backend (default: the scenario's first one not expected to be invariant)");
   cmd->add_option("--format", flags->format,

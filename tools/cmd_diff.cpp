@@ -5,8 +5,8 @@
 
 #include "lib/core/error.h"
 #include "lib/report/tensor_diff.h"
-#include "tools/command.h"
 #include "tools/cli_options.h"
+#include "tools/command.h"
 
 namespace nvdet::cli {
 namespace {

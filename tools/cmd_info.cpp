@@ -5,8 +5,8 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
-#include "lib/core/text_excerpt.h"
 #include "lib/core/system_info.h"
+#include "lib/core/text_excerpt.h"
 #include "lib/report/system_info_json.h"
 #include "tools/command.h"
 #if NVDET_WITH_CUDA
@@ -19,8 +19,9 @@ Action add_info_command(CLI::App& app) {
   auto format = std::make_shared<std::string>("text");
   CLI::App* cmd =
       app.add_subcommand("info", "Show devices, driver, CUDA, cuBLAS, architectures and backends");
-  cmd->add_option("--format", *format, "text or json (the audit report's \"device\" object, "
-                                       "plus the backends)")
+  cmd->add_option("--format", *format,
+                  "text or json (the audit report's \"device\" object, "
+                  "plus the backends)")
       ->capture_default_str();
   return [format] {
     if (*format != "text" && *format != "json") {

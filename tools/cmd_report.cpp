@@ -5,9 +5,9 @@
 // given beside them (or recorded from the reports with --record) merge likewise.
 #include <fmt/format.h>
 
+#include "lib/core/atomic_file.h"
 #include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
-#include "lib/core/atomic_file.h"
 #include "lib/core/json_input.h"
 #include "lib/manifest/manifest_merge.h"
 #include "lib/report/json_report_reader.h"
@@ -70,9 +70,9 @@ int run(const ReportFlags& f) {
   for (const AuditResult& r : results) {
     for (const ReportWriter* w : writers_with_companions(formats)) {
       if (w->needs_verify() && !r.verify) continue;
-      check_output_file(std::filesystem::path(f.report_dir) /
-                            (report_base_name(r) + std::string(w->extension())),
-                        "report");
+      check_output_file(
+          std::filesystem::path(f.report_dir) / (report_base_name(r) + std::string(w->extension())),
+          "report");
     }
   }
   if (!f.record.empty()) check_output_file(f.record, "manifest");

@@ -3,9 +3,8 @@
 // options and returns the action main() runs after parsing. Actions return the process exit
 // code; nvdet::Error thrown from them is turned into a message and its code by main().
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "lib/backend/backend.h"
@@ -24,7 +23,8 @@ Action add_report_command(CLI::App& app);
 
 // One backend's row of the support table: {"supports": {op: [dtypes]}, "available": bool,
 // "unavailable_reason": why not on this machine} (tools/backend_table.cpp).
-nlohmann::ordered_json backend_support_json(const BackendRegistration& r, const DeviceFacts& device);
+nlohmann::ordered_json backend_support_json(const BackendRegistration& r,
+                                            const DeviceFacts& device);
 
 // The sentence for a parse error of subcommand `sub`: for an option it does not have, the option
 // and the nearest one it has ("unknown option '--fliter' (did you mean '--filter'?)"), else

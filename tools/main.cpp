@@ -9,8 +9,8 @@
 #include <string>
 #include <system_error>
 
-#include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/error.h"
 #include "lib/core/host_memory.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/report/ci_output.h"
@@ -80,14 +80,15 @@ int main(int argc, char** argv) {
       std::string known;
       for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
       std::fprintf(stderr, "nvdet: unknown command '%s'%s (commands: %s)\n",
-                   nvdet::excerpt(argv[1]).c_str(), hint.c_str(),
-                   known.c_str());
+                   nvdet::excerpt(argv[1]).c_str(), hint.c_str(), known.c_str());
       return static_cast<int>(nvdet::ExitCode::kBadInput);
     }
     // Within a subcommand: name a mistyped option's nearest spelling, and its own help.
     if (argc > 1 && actions.count(argv[1])) {
       std::fprintf(stderr, "nvdet %s: %s (see nvdet %s --help)\n", argv[1],
-                   nvdet::printable_message(nvdet::cli::option_error(*app.get_subcommand(argv[1]), e, argc, argv)).c_str(),
+                   nvdet::printable_message(
+                       nvdet::cli::option_error(*app.get_subcommand(argv[1]), e, argc, argv))
+                       .c_str(),
                    argv[1]);
       return static_cast<int>(nvdet::ExitCode::kBadInput);
     }
@@ -122,7 +123,8 @@ int main(int argc, char** argv) {
   } catch (const std::system_error& e) {
     // fmt::print throws this when stdout refuses a write.
     if (std::ferror(stdout)) {
-      std::fprintf(stderr, "nvdet: cannot write to standard output: %s\n", e.code().message().c_str());
+      std::fprintf(stderr, "nvdet: cannot write to standard output: %s\n",
+                   e.code().message().c_str());
       return static_cast<int>(nvdet::ExitCode::kRuntime);
     }
     std::fprintf(stderr, "nvdet: internal error: %s\n", nvdet::printable_message(e.what()).c_str());

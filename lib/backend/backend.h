@@ -49,9 +49,9 @@ struct Timing {
 // What the machine offers, as far as a backend's support depends on it. Read once, before any
 // backend exists (device_facts()), so that an audit can refuse what cannot run before it starts.
 struct DeviceFacts {
-  bool cuda_built = false;  // this nvdet was built with CUDA
-  bool gpu = false;         // a CUDA device answers
-  std::string device_error;  // why none does, when none does
+  bool cuda_built = false;         // this nvdet was built with CUDA
+  bool gpu = false;                // a CUDA device answers
+  std::string device_error;        // why none does, when none does
   int cc_major = 0, cc_minor = 0;  // device 0's compute capability, when there is one
 };
 
@@ -147,8 +147,8 @@ const BackendRegistration* find_backend(std::string_view name);
 std::unique_ptr<Backend> make_backend(std::string_view name);  // throws kBadInput if unknown
 
 // Adds a backend to the registry (after the built-in ones). Throws Error(kBadInput) when the name
-// is taken or the record lacks a factory, a support table or a kernel-path description. Call it before looking backends up:
-// it may move the records that find_backend pointed to.
+// is taken or the record lacks a factory, a support table or a kernel-path description. Call it
+// before looking backends up: it may move the records that find_backend pointed to.
 void register_backend(BackendRegistration registration);
 
 // `name`'s answer for `op` in `dtype` on `device`; kUnsupportedOp when the name is unknown.

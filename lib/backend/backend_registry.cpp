@@ -6,8 +6,8 @@
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
-#include "lib/core/text_excerpt.h"
 #include "lib/core/system_info.h"
+#include "lib/core/text_excerpt.h"
 
 namespace nvdet {
 namespace {
@@ -24,8 +24,7 @@ std::vector<BackendRegistration>& registry() {
 }
 
 std::string dtype_list(const std::vector<DType>& dtypes) {
-  return absl::StrJoin(dtypes, ", ",
-                       [](std::string* out, DType t) { out->append(dtype_name(t)); });
+  return absl::StrJoin(dtypes, ", ", [](std::string* out, DType t) { out->append(dtype_name(t)); });
 }
 
 }  // namespace
@@ -44,8 +43,7 @@ DeviceFacts device_facts() {
   d.device_error = sys.device_error;
   if (d.gpu) {
     // "9.0" -> 9, 0; a capability that does not parse stays 0.0, which no requirement accepts.
-    const std::vector<std::string> parts =
-        absl::StrSplit(sys.gpus.front().compute_capability, '.');
+    const std::vector<std::string> parts = absl::StrSplit(sys.gpus.front().compute_capability, '.');
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &d.cc_major) ||
         !absl::SimpleAtoi(parts[1], &d.cc_minor)) {
       d.cc_major = d.cc_minor = 0;
@@ -67,13 +65,13 @@ std::vector<std::pair<OpKind, std::vector<DType>>> all_ops_all_dtypes() {
 SupportsFn supports_from(SupportTable table) {
   return [t = std::move(table)](OpKind op, DType dtype, const DeviceFacts& device) -> Support {
     using S = Support::Status;
-    const auto entry = std::find_if(t.ops.begin(), t.ops.end(),
-                                    [op](const auto& e) { return e.first == op; });
+    const auto entry =
+        std::find_if(t.ops.begin(), t.ops.end(), [op](const auto& e) { return e.first == op; });
     if (entry == t.ops.end()) {
       const std::string computes = absl::StrJoin(
           t.ops, ", ", [](std::string* out, const auto& e) { out->append(op_name(e.first)); });
-      return {S::kUnsupportedOp, "does not compute " + std::string(op_name(op)) +
-                                     " (it computes " + computes + " only)"};
+      return {S::kUnsupportedOp, "does not compute " + std::string(op_name(op)) + " (it computes " +
+                                     computes + " only)"};
     }
     if (std::find(entry->second.begin(), entry->second.end(), dtype) == entry->second.end()) {
       return {S::kUnsupportedOp, "does not compute " + std::string(op_name(op)) + " in " +
@@ -84,11 +82,11 @@ SupportsFn supports_from(SupportTable table) {
       return {S::kUnsupportedDevice, "needs a GPU; this nvdet was built without CUDA"};
     }
     if (t.needs_gpu && !device.gpu) {
-      return {S::kUnsupportedDevice,
-              "needs a GPU; none is available (" +
-                  (device.device_error.empty() ? std::string("no CUDA device")
-                                               : device.device_error) +
-                  ")"};
+      return {
+          S::kUnsupportedDevice,
+          "needs a GPU; none is available (" +
+              (device.device_error.empty() ? std::string("no CUDA device") : device.device_error) +
+              ")"};
     }
     if (t.device_requirement) {
       if (std::string missing = t.device_requirement(device); !missing.empty()) {
@@ -141,23 +139,21 @@ std::string default_bench_baseline(OpKind op, const std::vector<std::string>& ti
     }
     return "";
   };
-  for (std::string pick : {first([op](const BackendRegistration& r) {
-                             const auto& ops = r.bench.baseline_for;
-                             return std::find(ops.begin(), ops.end(), op) != ops.end();
-                           }),
-                           first([](const BackendRegistration& r) {
-                             return r.bench.fallback_baseline;
-                           }),
-                           first([](const BackendRegistration& r) {
-                             return !r.info.invariant_by_design && !r.bench.reference;
-                           })}) {
+  for (std::string pick :
+       {first([op](const BackendRegistration& r) {
+          const auto& ops = r.bench.baseline_for;
+          return std::find(ops.begin(), ops.end(), op) != ops.end();
+        }),
+        first([](const BackendRegistration& r) { return r.bench.fallback_baseline; }),
+        first([](const BackendRegistration& r) {
+          return !r.info.invariant_by_design && !r.bench.reference;
+        })}) {
     if (!pick.empty()) return pick;
   }
   return timed.empty() ? "" : timed.front();
 }
 
-Support backend_supports(std::string_view name, OpKind op, DType dtype,
-                         const DeviceFacts& device) {
+Support backend_supports(std::string_view name, OpKind op, DType dtype, const DeviceFacts& device) {
   const BackendRegistration* r = find_backend(name);
   if (!r) return {Support::Status::kUnsupportedOp, "is not a known backend"};
   return r->supports(op, dtype, device);

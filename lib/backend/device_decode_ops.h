@@ -38,7 +38,7 @@ struct DeviceAttentionCall {
   const void* q = nullptr;  // [rows, num_heads, head_dim]
   const void* k = nullptr;  // [pages, page_size, num_kv_heads, head_dim]
   const void* v = nullptr;
-  void* out = nullptr;      // [rows, num_heads, head_dim]
+  void* out = nullptr;  // [rows, num_heads, head_dim]
   DType dtype = DType::kBF16;
 };
 
@@ -53,9 +53,8 @@ class DeviceDecodeOps {
   // Host memory the device copies to and from fastest (pinned, for the CUDA backends): where
   // the decoder lands what it downloads every step. This default is plain heap memory.
   virtual Buffer allocate_host(size_t bytes) {
-    return Buffer(new std::byte[bytes > 0 ? bytes : 1], [](void* p) {
-      delete[] static_cast<std::byte*>(p);
-    });
+    return Buffer(new std::byte[bytes > 0 ? bytes : 1],
+                  [](void* p) { delete[] static_cast<std::byte*>(p); });
   }
   // Bytes the device has free now.
   virtual size_t free_bytes() = 0;
@@ -81,8 +80,8 @@ class DeviceDecodeOps {
                                  RunNotes* notes) = 0;
 
   // ---- the decoder's elementwise steps (kernels/decode_elementwise.cuh) ----
-  virtual void gather_rows(const void* table, const int32_t* rows, int64_t count,
-                           int64_t row_bytes, void* out) = 0;
+  virtual void gather_rows(const void* table, const int32_t* rows, int64_t count, int64_t row_bytes,
+                           void* out) = 0;
   virtual void rope(DType t, void* qkv, int64_t rows, int64_t width, int32_t head_dim,
                     int32_t rotated_heads, const float* cos, const float* sin) = 0;
   virtual void kv_write(DType t, const void* qkv, int64_t rows, int64_t width, int64_t q_dim,

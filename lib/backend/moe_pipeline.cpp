@@ -76,13 +76,13 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
 
   // Router logits in fp32, whatever the activations' dtype (the routing reads fp32).
   RunNotes router_notes;
-  HostTensor logits = kernels.gemm(
-      GemmArgs{&x, args.router, nullptr, DType::kFP32, false},
-      {MoeGemmSite::Stage::kRouter, -1, rows, rows, assignments}, notes ? &router_notes : nullptr);
+  HostTensor logits = kernels.gemm(GemmArgs{&x, args.router, nullptr, DType::kFP32, false},
+                                   {MoeGemmSite::Stage::kRouter, -1, rows, rows, assignments},
+                                   notes ? &router_notes : nullptr);
   if (logits.dtype() != DType::kFP32) logits = to_fp32(logits);
-  const MoeRoute route = route_tokens(std::span<const float>(logits.data_as<float>(),
-                                                             static_cast<size_t>(rows * experts)),
-                                      static_cast<int>(rows), experts, k, args.norm_topk_prob);
+  const MoeRoute route = route_tokens(
+      std::span<const float>(logits.data_as<float>(), static_cast<size_t>(rows * experts)),
+      static_cast<int>(rows), experts, k, args.norm_topk_prob);
   const MoeExpertRows grouped = group_rows_by_expert(route, experts);
 
   std::set<int32_t> noted;
@@ -159,9 +159,8 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
   for (int64_t r = 0; r < rows; ++r) {
     for (int j = 0; j < k; ++j) ranks[j] = j;
     if (order == MoeCombineOrder::kSortedLayout) {
-      std::sort(ranks.begin(), ranks.end(), [&](int a, int b) {
-        return route.expert[r * k + a] < route.expert[r * k + b];
-      });
+      std::sort(ranks.begin(), ranks.end(),
+                [&](int a, int b) { return route.expert[r * k + a] < route.expert[r * k + b]; });
     }
     std::fill(acc.begin(), acc.end(), 0.0f);
     std::fill(acc_d.begin(), acc_d.end(), 0.0);

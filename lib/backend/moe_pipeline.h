@@ -37,9 +37,8 @@ struct MoeKernels {
   // Optional: every active expert's GEMM of one stage (gate_up or down) in one call, as a grouped
   // GEMM launches them; entry i of each vector is one expert (notes entries may be null). When
   // absent, the pipeline calls `gemm` once per expert in ascending expert order.
-  std::function<std::vector<HostTensor>(const std::vector<GemmArgs>&,
-                                        const std::vector<MoeGemmSite>&,
-                                        const std::vector<RunNotes*>&)>
+  std::function<std::vector<HostTensor>(
+      const std::vector<GemmArgs>&, const std::vector<MoeGemmSite>&, const std::vector<RunNotes*>&)>
       gemm_group;
   // silu(g) * u in fp32 (ignored when `in_double`).
   float (*silu_mul)(float g, float u) = nullptr;

@@ -20,8 +20,8 @@ namespace nvdet {
 // never allocates. The communicators are kept for the next call with the same ranks and settings.
 // notes: nccl_version, nccl_settings. Throws Error(kRuntime) without NCCL, with fewer GPUs than
 // ranks, or when NCCL fails; Error(kBadInput) for mismatched tensors.
-HostTensor nccl_all_reduce(const std::vector<const HostTensor*>& ranks, const NcclSettings& settings,
-                           RunNotes* notes);
+HostTensor nccl_all_reduce(const std::vector<const HostTensor*>& ranks,
+                           const NcclSettings& settings, RunNotes* notes);
 
 // How many GPUs nccl_all_reduce may use; 0 with the reason in `why_not` (no NCCL in the build, no
 // GPU).

@@ -52,7 +52,8 @@ std::string any_bits_hex(uint64_t bits, ElemType t) {
 TensorComparison compare_any(const AnyTensor& a, const AnyTensor& b, const std::string& a_name,
                              const std::string& b_name) {
   if (a.type != b.type || a.shape != b.shape) {
-    throw_input_error(a_name + " holds " + describe(a) + " but " + b_name + " holds " + describe(b) +
+    throw_input_error(a_name + " holds " + describe(a) + " but " + b_name + " holds " +
+                      describe(b) +
                       (a.type != b.type ? "; element types differ" : "; shapes differ"));
   }
   if (to_dtype(a.type)) return compare_tensors(to_host(a, a_name), to_host(b, b_name));

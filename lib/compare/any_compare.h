@@ -11,8 +11,8 @@ namespace nvdet {
 
 // Throws Error(kBadInput) when element types or shapes differ; `a_name` and `b_name` (file
 // names) make the sentence: "a.npy holds fp32 [2, 3] but b.npy holds bf16 [2, 3]".
-TensorComparison compare_any(const AnyTensor& a, const AnyTensor& b, const std::string& a_name = "A",
-                             const std::string& b_name = "B");
+TensorComparison compare_any(const AnyTensor& a, const AnyTensor& b,
+                             const std::string& a_name = "A", const std::string& b_name = "B");
 
 // "0x3ff0000000000000": zero-padded to the element width.
 std::string any_bits_hex(uint64_t bits, ElemType t);

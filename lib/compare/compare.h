@@ -23,7 +23,7 @@ struct TensorComparison {
   bool identical = true;
   std::optional<FirstMismatch> first;
   double max_abs_diff = 0.0;
-  double max_rel_diff = 0.0;     // |a-b| / max(|a|,|b|) over mismatching finite elements
+  double max_rel_diff = 0.0;  // |a-b| / max(|a|,|b|) over mismatching finite elements
   int64_t mismatch_count = 0;
   int64_t first_mismatch_row = -1;  // along the first dimension (the token)
   int64_t mismatched_rows = 0;

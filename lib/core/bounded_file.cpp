@@ -30,8 +30,7 @@ std::string named(std::string_view what, const std::filesystem::path& path) {
 int open_regular_file(const std::filesystem::path& path, std::string_view what, uint64_t* size) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    throw_input_error("cannot read " + named(what, path) + ": " + std::strerror(errno));
+  if (fd < 0) throw_input_error("cannot read " + named(what, path) + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;

@@ -17,8 +17,9 @@ template <class T>
 std::optional<T> parse_integer(std::string_view text, int base = 10) {
   static_assert(std::is_integral_v<T>);
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  if (text.empty() || text.front() == '+') return std::nullopt;  // "++1"; from_chars refuses
-                                                                 // '-' for unsigned T itself
+  if (text.empty() || text.front() == '+')
+    return std::nullopt;  // "++1"; from_chars refuses
+                          // '-' for unsigned T itself
   T value{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;

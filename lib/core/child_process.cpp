@@ -52,7 +52,8 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 std::filesystem::path own_executable() {
   std::error_code ec;
   const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw_runtime_error("cannot find this program's own path (/proc/self/exe): " + ec.message());
+  if (ec)
+    throw_runtime_error("cannot find this program's own path (/proc/self/exe): " + ec.message());
   return p;
 }
 

@@ -10,10 +10,10 @@
 namespace nvdet {
 
 struct ChildSpec {
-  std::vector<std::string> args;               // args[0]: the program
-  std::map<std::string, std::string> env;      // set or replaced in the parent's environment
-  std::vector<std::string> unset;              // removed from it
-  std::filesystem::path log;                   // stdout and stderr go here (created)
+  std::vector<std::string> args;           // args[0]: the program
+  std::map<std::string, std::string> env;  // set or replaced in the parent's environment
+  std::vector<std::string> unset;          // removed from it
+  std::filesystem::path log;               // stdout and stderr go here (created)
 };
 
 // This program's path (/proc/self/exe), so that a child runs the same build.

@@ -65,11 +65,11 @@ uint16_t float_to_fp16_bits(float v) {
   const uint32_t abs = u & 0x7fffffffu;
   if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: inf
-  if (abs < 0x38800000u) {                          // below the smallest normal half (2^-14)
+  if (abs < 0x38800000u) {                        // below the smallest normal half (2^-14)
     // Subnormal half: value = m * 2^-24. Round abs/2^-24 to nearest even in float arithmetic,
     // which is exact here because the quotient has at most 24 significant bits.
     const float scaled = std::bit_cast<float>(abs) * 16777216.0f;  // * 2^24, exact
-    const float r = std::nearbyint(scaled);                            // default mode: ties-to-even
+    const float r = std::nearbyint(scaled);                        // default mode: ties-to-even
     return sign | static_cast<uint16_t>(r);
   }
   // Normal: drop 13 mantissa bits with round to nearest even, re-bias the exponent.

@@ -27,9 +27,8 @@ std::string parse_nvidia_driver_version(std::string_view text) {
   const size_t at = text.find("Module");
   if (at == std::string_view::npos) return "";
   const size_t line_end = text.find('\n', at);
-  std::istringstream words(std::string(text.substr(at + 6, line_end == std::string_view::npos
-                                                                 ? std::string_view::npos
-                                                                 : line_end - at - 6)));
+  std::istringstream words(std::string(text.substr(
+      at + 6, line_end == std::string_view::npos ? std::string_view::npos : line_end - at - 6)));
   std::string word;
   while (words >> word) {
     bool digits_and_dots = !word.empty() && std::isdigit(static_cast<unsigned char>(word[0]));

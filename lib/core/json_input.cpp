@@ -30,7 +30,9 @@ class DepthLimitedParser {
   bool boolean(bool v) { return dom_.boolean(v); }
   bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
   bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    return dom_.number_float(v, s);
+  }
   bool string(json::string_t& v) { return dom_.string(v); }
   bool binary(json::binary_t& v) { return dom_.binary(v); }
   bool key(json::string_t& v) {
@@ -90,8 +92,9 @@ nlohmann::json parse_json_input(std::string_view text, const std::string& what) 
     // e.what() quotes the raw token; show a bounded, escaped excerpt instead.
     const size_t at = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, text.size());
     const size_t from = at > 8 ? at - 8 : 0;
-    throw_input_error(what + " is not valid JSON (truncated or corrupt at byte " + std::to_string(e.byte) + ", near \"" +
-                      excerpt(text.substr(from, 24)) + "\")");
+    throw_input_error(what + " is not valid JSON (truncated or corrupt at byte " +
+                      std::to_string(e.byte) + ", near \"" + excerpt(text.substr(from, 24)) +
+                      "\")");
   } catch (const nlohmann::json::out_of_range&) {
     throw_input_error(what + " holds a number outside the range of a double (such as 1e999)");
   } catch (const nlohmann::json::exception&) {

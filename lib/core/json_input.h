@@ -2,15 +2,15 @@
 // JSON from input files (manifests, safetensors headers, checkpoint config.json and index files),
 // parsed with limits: nesting at most kMaxJsonDepth deep, no key twice in one object (which would
 // silently keep the last value: a second tensor of one name), and every failure (syntax, a number
-// outside double such as 1e999, nesting, a duplicate key) one sentence naming the file and the byte, with at most a
-// short escaped excerpt of the text (lib/core/text_excerpt.h). No nlohmann exception escapes.
+// outside double such as 1e999, nesting, a duplicate key) one sentence naming the file and the
+// byte, with at most a short escaped excerpt of the text (lib/core/text_excerpt.h). No nlohmann
+// exception escapes.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace nvdet {
 

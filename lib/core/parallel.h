@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <exception>
 #include <system_error>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace nvdet {

@@ -1,8 +1,8 @@
 #pragma once
-// Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy as 1, 2, 3", SC 2011):
-// a counter-based generator, a pure function of (counter, key). The seeded samplers use it so that
-// any draw can be made on its own, keyed by what it belongs to (seed, request, step), with no
-// generator state that other requests advance. tests/philox_test.cpp checks the published
+// Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy as 1, 2, 3", SC
+// 2011): a counter-based generator, a pure function of (counter, key). The seeded samplers use it
+// so that any draw can be made on its own, keyed by what it belongs to (seed, request, step), with
+// no generator state that other requests advance. tests/philox_test.cpp checks the published
 // known-answer vectors.
 #include <array>
 #include <cstdint>

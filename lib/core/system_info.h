@@ -10,16 +10,16 @@ namespace nvdet {
 
 struct GpuInfo {
   int index = 0;
-  std::string name;                 // "NVIDIA H200"
+  std::string name;  // "NVIDIA H200"
   int sm_count = 0;
-  std::string compute_capability;   // "9.0"
+  std::string compute_capability;  // "9.0"
   size_t memory_bytes = 0;
   size_t l2_bytes = 0;
 };
 
 struct SystemInfo {
   std::string nvdet_version;
-  std::string host;                   // CPU model and core count
+  std::string host;  // CPU model and core count
   bool cuda_built = false;
   std::string compiled_architectures;  // CMAKE_CUDA_ARCHITECTURES of this build ("" without CUDA)
   std::string cuda_fp_flags;           // nvcc floating-point flags the kernels were built with
@@ -27,7 +27,7 @@ struct SystemInfo {
   std::string driver_version;          // "" when no driver
   std::string cuda_runtime_version;
   std::string cublas_version;
-  std::string device_error;            // why no GPU is listed, when none is
+  std::string device_error;  // why no GPU is listed, when none is
   std::vector<GpuInfo> gpus;
 };
 

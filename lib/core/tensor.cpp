@@ -18,7 +18,6 @@ uint64_t next_uid() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-
 // Counter-based: a pure function of (seed, stream, index).
 uint64_t random_bits(uint64_t seed, uint64_t stream, uint64_t index) {
   return splitmix64(splitmix64(seed ^ splitmix64(stream + 0x632be59bd9b4e019ull)) + index);
@@ -48,7 +47,8 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
   } catch (const std::bad_alloc&) {
     std::string dims;
     for (size_t i = 0; i < shape_.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape_[i]);
-    throw HostAllocationError("a " + std::string(dtype_name(dtype_)) + " tensor of shape [" + dims + "]", n);
+    throw HostAllocationError(
+        "a " + std::string(dtype_name(dtype_)) + " tensor of shape [" + dims + "]", n);
   }
 }
 

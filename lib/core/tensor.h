@@ -32,13 +32,17 @@ class HostTensor {
   const std::byte* data() const { return bytes_.data(); }
   std::byte* mutable_data();  // new uid: the contents may change
   template <class T>
-  const T* data_as() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  const T* data_as() const {
+    return reinterpret_cast<const T*>(bytes_.data());
+  }
   template <class T>
-  T* mutable_data_as() { return reinterpret_cast<T*>(mutable_data()); }
+  T* mutable_data_as() {
+    return reinterpret_cast<T*>(mutable_data());
+  }
 
   // Element access by flat index, converting through float (exact for all three dtypes).
   float get(int64_t i) const;
-  void set(int64_t i, float v);  // rounds to the tensor's dtype (nearest even)
+  void set(int64_t i, float v);    // rounds to the tensor's dtype (nearest even)
   uint64_t bits(int64_t i) const;  // the raw bit pattern of element i
 
   // Elements per leading-dimension row (product of shape[1:]); the whole numel for rank 1.

@@ -19,7 +19,8 @@ void check_supported(const char* op, DType dtype, int32_t num_heads, int32_t num
                      int32_t head_dim) {
   const int group = num_kv_heads > 0 ? num_heads / num_kv_heads : 0;
   if (!kernels::split_kv_attention_supported(elem_type(dtype), head_dim, group)) {
-    throw_input_error(std::string(op) + " on the GPU takes bf16 or fp16 inputs, head_dim 64, 128 "
+    throw_input_error(std::string(op) +
+                      " on the GPU takes bf16 or fp16 inputs, head_dim 64, 128 "
                       "or 256 and 1 to 8 query heads per KV head; got " +
                       std::string(dtype_name(dtype)) + ", head_dim " + std::to_string(head_dim) +
                       " and " + std::to_string(group) + " query heads per KV head");
@@ -85,8 +86,8 @@ kernels::SplitKvAttentionParams prepare_params(DeviceContext& ctx, PreparedCall&
     p.out = call.owned.back().get();
   }
   call.output = p.out;
-  p.workspace = static_cast<float*>(ctx.workspace(
-      kernels::split_kv_attention_workspace_bytes(p.num_items, num_heads, head_dim)));
+  p.workspace = static_cast<float*>(
+      ctx.workspace(kernels::split_kv_attention_workspace_bytes(p.num_items, num_heads, head_dim)));
   return p;
 }
 
@@ -104,13 +105,12 @@ PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flav
                                              const AttentionDecodeArgs& args,
                                              const AttentionOperands& ops, RunNotes* notes,
                                              const IndexUpload& upload) {
-  check_supported("attention_decode", ops.dtype, args.num_heads, args.num_kv_heads,
-                  args.head_dim);
+  check_supported("attention_decode", ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
   const AttentionPlan plan =
-      invariant ? invariant_decode_plan(args.kv.kv_lens, invariant_attention_split_size(args.splits))
-                : vendor_decode_plan(args.kv.kv_lens, args.num_kv_heads, ctx.sm_count(),
-                                     args.splits);
+      invariant
+          ? invariant_decode_plan(args.kv.kv_lens, invariant_attention_split_size(args.splits))
+          : vendor_decode_plan(args.kv.kv_lens, args.num_kv_heads, ctx.sm_count(), args.splits);
   PreparedCall call;
   const kernels::SplitKvAttentionParams p =
       prepare_params(ctx, call, ops, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
@@ -135,16 +135,15 @@ PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
                                        const AttentionPrefillArgs& args, RunNotes* notes) {
   check_supported("attention_prefill", args.q->dtype(), args.num_heads, args.num_kv_heads,
                   args.head_dim);
-  return prepare_attention_prefill_device(ctx, flavor, args,
-                                          upload_operands(ctx, *args.q, args.kv), notes);
+  return prepare_attention_prefill_device(ctx, flavor, args, upload_operands(ctx, *args.q, args.kv),
+                                          notes);
 }
 
 PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor flavor,
                                               const AttentionPrefillArgs& args,
                                               const AttentionOperands& ops, RunNotes* notes,
                                               const IndexUpload& upload) {
-  check_supported("attention_prefill", ops.dtype, args.num_heads, args.num_kv_heads,
-                  args.head_dim);
+  check_supported("attention_prefill", ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
   const AttentionPlan plan =
       invariant ? invariant_prefill_plan(args.q_start, args.kv.kv_lens)

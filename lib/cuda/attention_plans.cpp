@@ -38,9 +38,8 @@ AttentionPlan vendor_decode_plan(std::span<const int32_t> kv_lens, int num_kv_he
     split_lens = vendor_decode_split_sizes(kv_lens, num_kv_heads, num_sms, splits);
   } else {
     const int32_t max_kv = kv_lens.empty() ? 0 : *std::max_element(kv_lens.begin(), kv_lens.end());
-    plan.flashdecoding_num_splits =
-        flashdecoding_num_splits(static_cast<int>(kv_lens.size()) * num_kv_heads, num_sms,
-                                 (max_kv + 63) / 64);
+    plan.flashdecoding_num_splits = flashdecoding_num_splits(
+        static_cast<int>(kv_lens.size()) * num_kv_heads, num_sms, (max_kv + 63) / 64);
     if (plan.flashdecoding_num_splits == 1) {
       split_lens.assign(kv_lens.begin(), kv_lens.end());
     } else {

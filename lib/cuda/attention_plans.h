@@ -17,10 +17,10 @@ struct AttentionPlan {
   std::vector<kernels::AttentionWorkItem> items;  // a row's items consecutive, rows ascending
   std::vector<int32_t> row_item_begin;            // [rows + 1]
   // For run notes.
-  int split_size = 0;               // invariant decode: KV tokens per split
-  int flashdecoding_num_splits = 0; // vendor decode, when the heuristic ran
-  int vendor_split_len = 0;         // vendor decode: split length of sequence 0
-  int num_splits_seq0 = 0;          // splits of sequence 0
+  int split_size = 0;                // invariant decode: KV tokens per split
+  int flashdecoding_num_splits = 0;  // vendor decode, when the heuristic ran
+  int vendor_split_len = 0;          // vendor decode: split length of sequence 0
+  int num_splits_seq0 = 0;           // splits of sequence 0
 };
 
 // Decode, invariant: sequence s is cut into [0, S), [S, 2S), ..., S = split_size.

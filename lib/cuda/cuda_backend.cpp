@@ -1,5 +1,6 @@
 // The four vendor and invariant CUDA backends: one class, parameterised by flavor, that dispatches
-// each op to its op file and runs or times the prepared call. (cuda-portable: portable_backend.cpp.)
+// each op to its op file and runs or times the prepared call. (cuda-portable:
+// portable_backend.cpp.)
 #include <memory>
 
 #include "kernels/silu_mul.cuh"

@@ -10,7 +10,7 @@
 namespace nvdet::cuda {
 
 enum class CudaFlavor {
-  kCublas,           // GEMM: cuBLASLt default heuristic (as PyTorch calls it); other ops: vendor policy
+  kCublas,  // GEMM: cuBLASLt default heuristic (as PyTorch calls it); other ops: vendor policy
   kCublasLtNoSplit,  // GEMM: cuBLASLt with reduction scheme NONE; other ops: vendor policy
   kInvariant,        // this project's batch-invariant kernels for every op
   kVendorPolicy,     // attention/norm kernels whose splits follow the batch; GEMM: as kCublas
@@ -23,9 +23,11 @@ enum class CudaFlavor {
 #if NVDET_WITH_CUDA
 #define NVDET_GPU_FACTORY(info, ...) [=]() -> std::unique_ptr<Backend> { return __VA_ARGS__; }
 #else
-#define NVDET_GPU_FACTORY(info, ...) [name = (info).name]() -> std::unique_ptr<Backend> { \
-    throw_runtime_error("backend '" + name + "' needs a GPU, but this nvdet was built without "  \
-                        "CUDA (configure with -DNVDET_CUDA=ON)");                                \
+#define NVDET_GPU_FACTORY(info, ...)                                       \
+  [name = (info).name]() -> std::unique_ptr<Backend> {                     \
+    throw_runtime_error("backend '" + name +                               \
+                        "' needs a GPU, but this nvdet was built without " \
+                        "CUDA (configure with -DNVDET_CUDA=ON)");          \
   }
 #endif
 

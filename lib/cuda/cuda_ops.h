@@ -17,8 +17,8 @@ PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs&
                           RunNotes* notes);
 PreparedCall prepare_rmsnorm(DeviceContext& ctx, CudaFlavor flavor, const RmsNormArgs& args,
                              RunNotes* notes);
-PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
-                                 const LogSoftmaxArgs& args, RunNotes* notes);
+PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor, const LogSoftmaxArgs& args,
+                                 RunNotes* notes);
 PreparedCall prepare_attention_decode(DeviceContext& ctx, CudaFlavor flavor,
                                       const AttentionDecodeArgs& args, RunNotes* notes);
 PreparedCall prepare_attention_prefill(DeviceContext& ctx, CudaFlavor flavor,
@@ -42,8 +42,8 @@ PreparedCall prepare_gemm_device(DeviceContext& ctx, CudaFlavor flavor, const Ge
                                  RunNotes* notes);
 
 using RmsNormOperands = DeviceRmsNormCall;
-PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
-                                    const RmsNormOperands& r, RunNotes* notes);
+PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor, const RmsNormOperands& r,
+                                    RunNotes* notes);
 
 // The attention ops' device buffers; everything else (lengths, page table, heads, splits) comes
 // from the op's arguments, whose q / kv.k / kv.v tensors are not read.

@@ -41,14 +41,16 @@ std::function<std::string()> flavor_path(cuda::CudaFlavor kind) {
     return [] { return cuda::invariant_kernel_path(); };
 #else
     return [] {
-      return std::string("GEMM: the invariant GEMM's plan for the device (a CUDA build's nvdet "
-                         "info names it); other ops: ") +
+      return std::string(
+                 "GEMM: the invariant GEMM's plan for the device (a CUDA build's nvdet "
+                 "info names it); other ops: ") +
              cuda::kCudaCoresPath;
     };
 #endif
   }
   return [] {
-    return std::string("GEMM: cuBLASLt's heuristic (its choice is in each run's notes); other ops: ") +
+    return std::string(
+               "GEMM: cuBLASLt's heuristic (its choice is in each run's notes); other ops: ") +
            cuda::kCudaCoresPath;
   };
 }
@@ -61,9 +63,11 @@ BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind, BenchRole be
 
 BackendRegistration portable(BackendInfo info) {
   return {info, NVDET_GPU_FACTORY(info, cuda::make_portable_backend(info)),
-          supports_from({all_ops_all_dtypes(), true, needs_sm80}), [] {
-            return std::string("every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise "
-                               "equal to cpu-portable)");
+          supports_from({all_ops_all_dtypes(), true, needs_sm80}),
+          [] {
+            return std::string(
+                "every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise "
+                "equal to cpu-portable)");
           },
           BenchRole{}};
 }
@@ -72,10 +76,12 @@ BackendRegistration portable(BackendInfo info) {
 BackendRegistration grouped_moe(BackendInfo info) {
   const std::vector<DType> all = {DType::kBF16, DType::kFP16, DType::kFP32};
   return {info, NVDET_GPU_FACTORY(info, cuda::make_grouped_moe_backend(info)),
-          supports_from({{{OpKind::kMoe, all}}, true, needs_sm80}), [] {
-            return std::string("moe: each stage's expert GEMMs in one cublasGemmGroupedBatchedEx "
-                               "call (cuBLAS chooses its kernel from every expert's row count); "
-                               "routing, SwiGLU and the combine on the host");
+          supports_from({{{OpKind::kMoe, all}}, true, needs_sm80}),
+          [] {
+            return std::string(
+                "moe: each stage's expert GEMMs in one cublasGemmGroupedBatchedEx "
+                "call (cuBLAS chooses its kernel from every expert's row count); "
+                "routing, SwiGLU and the combine on the host");
           },
           BenchRole{}};
 }
@@ -113,8 +119,8 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
   vendor_gemm.fallback_baseline = true;
   return {
       flavor({"cublas",
-              "cuBLAS/cuBLASLt GEMM with default heuristics; other ops as cuda-vendor-policy",
-              true, false, cublas_stands_for},
+              "cuBLAS/cuBLASLt GEMM with default heuristics; other ops as cuda-vendor-policy", true,
+              false, cublas_stands_for},
              CudaFlavor::kCublas, vendor_gemm),
       flavor({"cublaslt-nosplit",
               "cuBLASLt GEMM restricted to reduction scheme NONE; other ops as cuda-vendor-policy",
@@ -130,19 +136,26 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
               "schedulers do",
               true, false, vendor_stands_for},
              CudaFlavor::kVendorPolicy),
-      flavor({"cuda-invariant", "nvdet's batch-invariant CUDA kernels (fixed reduction plans)",
-              true, true, {}},
+      flavor({"cuda-invariant",
+              "nvdet's batch-invariant CUDA kernels (fixed reduction plans)",
+              true,
+              true,
+              {}},
              CudaFlavor::kInvariant),
       portable({"cuda-portable",
                 "IEEE fp32 CUDA-core kernels, bitwise equal to cpu-portable on the CPU and on any "
                 "GPU",
-                true, true, {}}),
+                true,
+                true,
+                {}}),
       grouped_moe({"cublas-grouped",
                    "cuBLAS grouped GEMM (cublasGemmGroupedBatchedEx) for every expert of the MoE "
                    "block in one call",
-                   true, false,
-                   {{"moe", "cublasGemmGroupedBatchedEx over all active experts at once, its "
-                            "kernel chosen from every expert's row count"}}}),
+                   true,
+                   false,
+                   {{"moe",
+                     "cublasGemmGroupedBatchedEx over all active experts at once, its "
+                     "kernel chosen from every expert's row count"}}}),
   };
 }
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <mutex>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "lib/core/error.h"
 
@@ -47,8 +47,8 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
     ptr_ = nullptr;
     cudaGetLastError();
     if (st == cudaErrorMemoryAllocation) {
-      throw_runtime_error("out of device memory allocating " +
-                          std::to_string(bytes >> 20) + " MiB");
+      throw_runtime_error("out of device memory allocating " + std::to_string(bytes >> 20) +
+                          " MiB");
     }
     check(st, "cudaMalloc");
   }
@@ -235,7 +235,9 @@ Timing time_prepared(DeviceContext& ctx, PreparedCall& call, const TimingOptions
   }
   for (auto& e : events) cudaEventDestroy(e);
   std::sort(us.begin(), us.end());
-  return Timing{.median_us = us[us.size() / 2], .min_us = us.front(), .repetitions = reps,
+  return Timing{.median_us = us[us.size() / 2],
+                .min_us = us.front(),
+                .repetitions = reps,
                 .max_us = us.back()};
 }
 

@@ -39,7 +39,9 @@ class DeviceBuffer {
 
   void* get() const { return ptr_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:
@@ -55,7 +57,7 @@ class DeviceContext {
   DeviceContext& operator=(const DeviceContext&) = delete;
 
   cudaStream_t stream() const { return stream_; }
-  cublasHandle_t cublas();      // created on first use, bound to stream()
+  cublasHandle_t cublas();       // created on first use, bound to stream()
   cublasLtHandle_t cublas_lt();  // created on first use
   const cudaDeviceProp& props() const { return props_; }
   int sm_count() const { return props_.multiProcessorCount; }
@@ -98,7 +100,7 @@ struct PreparedCall {
   const void* output = nullptr;                     // device pointer written by launch
   DType out_dtype = DType::kFP32;
   std::vector<int64_t> out_shape;
-  std::vector<DeviceBuffer> owned;                  // buffers the launch uses (kept alive)
+  std::vector<DeviceBuffer> owned;  // buffers the launch uses (kept alive)
 };
 
 // Runs the call once and returns its output.

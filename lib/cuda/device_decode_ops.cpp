@@ -3,6 +3,8 @@
 // plans and kernels as run()), the decoder's elementwise kernels (kernels/decode_elementwise.cuh)
 // and a process-wide store of resident weights, so that every backend and context of an audit
 // decodes from one device copy of the model.
+#include "lib/backend/device_decode_ops.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "kernels/decode_elementwise.cuh"
-#include "lib/backend/device_decode_ops.h"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
@@ -169,8 +170,7 @@ class CudaDecodeOps final : public DeviceDecodeOps {
   void kv_write(DType t, const void* qkv, int64_t rows, int64_t width, int64_t q_dim,
                 int64_t kv_dim, const int64_t* slots, void* k, void* v) override {
     check(kernels::launch_kv_write(qkv, rows, width, q_dim, kv_dim,
-                                   static_cast<int64_t>(dtype_size(t)), slots, k, v,
-                                   ctx_.stream()),
+                                   static_cast<int64_t>(dtype_size(t)), slots, k, v, ctx_.stream()),
           "writing the KV cache");
   }
 

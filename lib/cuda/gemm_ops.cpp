@@ -8,8 +8,8 @@
 // the first result of cublasLtMatmulAlgoGetHeuristic; the nosplit flavor restricts the
 // preference to CUBLASLT_REDUCTION_SCHEME_NONE; the ws1k flavor leaves the heuristic alone but
 // offers it a 1 KiB workspace, as PyTorch does under CUBLASLT_WORKSPACE_SIZE=1 (vLLM's
-// batch-invariant mode), which rules out the split-K algorithms that reduce in a workspace. What was chosen goes into RunNotes, because that
-// is what explains a divergence.
+// batch-invariant mode), which rules out the split-K algorithms that reduce in a workspace. What
+// was chosen goes into RunNotes, because that is what explains a divergence.
 //
 // The invariant flavor calls nvdet's own kernels (kernels/gemm_invariant.cuh).
 #include <cstring>
@@ -35,9 +35,7 @@ kernels::GemmType kernel_type(DType t) { return elem_type(t); }
 
 // Input/output type pairs cuBLASLt writes directly with fp32 compute. Others (e.g. fp32 in,
 // bf16 out) get an fp32 D and one rounding by gemm_convert_output.
-bool lt_writes_directly(DType in, DType out) {
-  return out == in || out == DType::kFP32;
-}
+bool lt_writes_directly(DType in, DType out) { return out == in || out == DType::kFP32; }
 
 // The three input uploads, with pointers taken after all of them are resident (upload() may
 // evict, so a pointer is only trusted once no further upload follows it).
@@ -63,9 +61,7 @@ GemmInputs upload_inputs(DeviceContext& ctx, const GemmArgs& args) {
 struct LtDeleter {
   void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
   void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
-  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const {
-    cublasLtMatmulPreferenceDestroy(p);
-  }
+  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
 };
 using LtDesc = std::shared_ptr<cublasLtMatmulDescOpaque_t>;
 using LtLayout = std::shared_ptr<cublasLtMatrixLayoutOpaque_t>;
@@ -117,8 +113,7 @@ void describe_algo(const cublasLtMatmulHeuristicResult_t& h, bool tf32, bool dir
       cublaslt_tile_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + " (n x m)";
   (*notes)["stages"] =
       cublaslt_stages_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
-  (*notes)["split_k"] =
-      std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  (*notes)["split_k"] = std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
   (*notes)["reduction_scheme"] =
       reduction_scheme_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
   (*notes)["cta_swizzling"] =
@@ -148,8 +143,8 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
   const DType d_dtype = direct ? out : DType::kFP32;
   const bool tf32 = in == DType::kFP32 && g.allow_tf32;
   const bool nosplit = flavor == CudaFlavor::kCublasLtNoSplit;
-  const size_t ws_bytes = flavor == CudaFlavor::kCublasLtSmallWorkspace ? kLtSmallWorkspaceBytes
-                                                                         : kLtWorkspaceBytes;
+  const size_t ws_bytes =
+      flavor == CudaFlavor::kCublasLtSmallWorkspace ? kLtSmallWorkspaceBytes : kLtWorkspaceBytes;
 
   PreparedCall call;
   void* out_ptr = output_of(call, g);
@@ -171,23 +166,24 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
       call.owned.push_back(ctx.upload_array(b.data(), b.nbytes()));
       bias_ptr = call.owned.back().get();
     } else {
-      throw_input_error("gemm on device buffers: a bias with an output type other than the input "
-                        "type or fp32 is not supported");
+      throw_input_error(
+          "gemm on device buffers: a bias with an output type other than the input "
+          "type or fp32 is not supported");
     }
   }
 
   cublasLtMatmulDesc_t raw_desc = nullptr;
-  check(cublasLtMatmulDescCreate(&raw_desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                                 CUDA_R_32F),
+  check(cublasLtMatmulDescCreate(
+            &raw_desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   LtDesc desc(raw_desc, LtDeleter{});
   const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &op_t,
-                                       sizeof(op_t)),
-        "setting TRANSA");
-  check(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &op_n,
-                                       sizeof(op_n)),
-        "setting TRANSB");
+  check(
+      cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof(op_t)),
+      "setting TRANSA");
+  check(
+      cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof(op_n)),
+      "setting TRANSB");
   if (bias_ptr) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     check(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
@@ -204,8 +200,15 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
 
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  const HeuristicKey key{device, static_cast<int>(flavor), m, n, k, static_cast<int>(in),
-                         static_cast<int>(d_dtype), bias_ptr != nullptr, tf32};
+  const HeuristicKey key{device,
+                         static_cast<int>(flavor),
+                         m,
+                         n,
+                         k,
+                         static_cast<int>(in),
+                         static_cast<int>(d_dtype),
+                         bias_ptr != nullptr,
+                         tf32};
   cublasLtMatmulHeuristicResult_t heuristic{};
   bool cached = false;
   {
@@ -232,8 +235,8 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
     }
     int found = 0;
     check(cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt(), desc.get(), w_layout.get(),
-                                         a_layout.get(), d_layout.get(), d_layout.get(),
-                                         pref.get(), 1, &heuristic, &found),
+                                         a_layout.get(), d_layout.get(), d_layout.get(), pref.get(),
+                                         1, &heuristic, &found),
           "cublasLtMatmulAlgoGetHeuristic");
     if (found == 0) {
       throw_runtime_error("cuBLASLt has no algorithm for this GEMM (m=" + std::to_string(m) +
@@ -261,8 +264,8 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
     if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
     if (direct) return cudaSuccess;
     return nvdet::kernels::gemm_convert_output(static_cast<const float*>(d_ptr), nullptr,
-                                              nvdet::kernels::GemmType::kFP32, out_ptr,
-                                              kernel_type(out), mi, ni, stream);
+                                               nvdet::kernels::GemmType::kFP32, out_ptr,
+                                               kernel_type(out), mi, ni, stream);
   };
   return call;
 }
@@ -318,7 +321,7 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
 
   call.launch = [prob, plan, workspace](cudaStream_t stream) {
     return nvdet::kernels::gemm_invariant_launch(prob, plan, workspace, plan.workspace_bytes,
-                                                stream);
+                                                 stream);
   };
   return call;
 }

@@ -81,8 +81,9 @@ class GroupedMoeBackend final : public Backend {
     for (int i = 0; i < count; ++i) w_ptr[i] = ctx_.upload(*calls[i].w);
     for (int i = 0; i < count; ++i) {
       if (ctx_.upload(*calls[i].w) != w_ptr[i]) {
-        throw_runtime_error("cublas-grouped: the experts' weights do not fit in the device "
-                            "tensor cache at once");
+        throw_runtime_error(
+            "cublas-grouped: the experts' weights do not fit in the device "
+            "tensor cache at once");
       }
     }
     std::vector<DeviceBuffer> a_buf, c_buf;
@@ -110,12 +111,12 @@ class GroupedMoeBackend final : public Backend {
     const DeviceBuffer w_array = ctx_.upload_array(w_ptr.data(), w_ptr.size() * sizeof(void*));
     const DeviceBuffer c_array = ctx_.upload_array(c_ptr.data(), c_ptr.size() * sizeof(void*));
     const cudaDataType_t type = cuda_data_type(t);
-    check(cublasGemmGroupedBatchedEx(
-              ctx_.cublas(), trans_a.data(), trans_b.data(), m.data(), n.data(), k.data(),
-              alpha.data(), w_array.as<const void* const>(), type, lda.data(),
-              a_array.as<const void* const>(), type, ldb.data(), beta.data(),
-              c_array.as<void* const>(), type, ldc.data(), count, group_size.data(),
-              CUBLAS_COMPUTE_32F),
+    check(cublasGemmGroupedBatchedEx(ctx_.cublas(), trans_a.data(), trans_b.data(), m.data(),
+                                     n.data(), k.data(), alpha.data(),
+                                     w_array.as<const void* const>(), type, lda.data(),
+                                     a_array.as<const void* const>(), type, ldb.data(), beta.data(),
+                                     c_array.as<void* const>(), type, ldc.data(), count,
+                                     group_size.data(), CUBLAS_COMPUTE_32F),
           "cublasGemmGroupedBatchedEx");
     std::vector<HostTensor> out;
     for (int i = 0; i < count; ++i) {

@@ -67,9 +67,9 @@ std::string invariant_kernel_path() {
   dev.sm_count = props.multiProcessorCount;
   const std::string invariant_gemm =
       nvdet::kernels::gemm_path_name(nvdet::kernels::gemm_invariant_plan(prob, dev).path);
-  return "GEMM bf16/fp16: " + invariant_gemm + ", fp32: " +
-         nvdet::kernels::gemm_path_name(nvdet::kernels::GemmPath::kFfma) + "; other ops: " +
-         kCudaCoresPath;
+  return "GEMM bf16/fp16: " + invariant_gemm +
+         ", fp32: " + nvdet::kernels::gemm_path_name(nvdet::kernels::GemmPath::kFfma) +
+         "; other ops: " + kCudaCoresPath;
 }
 
 }  // namespace nvdet::cuda

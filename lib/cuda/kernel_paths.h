@@ -11,5 +11,4 @@ namespace nvdet::cuda {
 // runs. `architectures` is the build's CMAKE_CUDA_ARCHITECTURES, comma separated.
 std::string kernel_image_description(const std::string& architectures);
 
-
 }  // namespace nvdet::cuda

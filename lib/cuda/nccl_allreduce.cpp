@@ -43,7 +43,9 @@ ncclDataType_t nccl_type(DType t) {
 }
 
 std::string settings_text(const NcclSettings& s) {
-  const auto or_default = [](const std::string& v) { return v.empty() ? std::string("default") : v; };
+  const auto or_default = [](const std::string& v) {
+    return v.empty() ? std::string("default") : v;
+  };
   const auto channels = [](int c) { return c > 0 ? std::to_string(c) : std::string("default"); };
   return "NCCL_ALGO=" + or_default(s.algo) + " NCCL_PROTO=" + or_default(s.proto) +
          " NCCL_MIN_NCHANNELS=" + channels(s.min_channels) +
@@ -51,10 +53,8 @@ std::string settings_text(const NcclSettings& s) {
 }
 
 void export_setting(const char* name, const std::string& value) {
-  if (value.empty())
-    unsetenv(name);
-  else
-    setenv(name, value.c_str(), 1);
+  if (value.empty()) unsetenv(name);
+  else setenv(name, value.c_str(), 1);
 }
 
 // The process's communicators: created by the first call, kept until exit.
@@ -75,9 +75,10 @@ void ensure_communicators(Communicators& c, int ranks, const NcclSettings& s) {
   if (!c.comms.empty()) {
     if (c.ranks == ranks && c.settings == text) return;
     throw_runtime_error("the 'nccl' all-reduce was set up for " + std::to_string(c.ranks) +
-                        " GPUs with " + c.settings + "; NCCL keeps its settings for the whole "
-                        "process, so " + std::to_string(ranks) + " GPUs with " + text +
-                        " need a run of their own");
+                        " GPUs with " + c.settings +
+                        "; NCCL keeps its settings for the whole "
+                        "process, so " +
+                        std::to_string(ranks) + " GPUs with " + text + " need a run of their own");
   }
   // A machine without a usable device is a runtime condition like too few GPUs: one sentence
   // that names the all-reduce, not the CUDA call that found it out.
@@ -139,8 +140,8 @@ int nccl_device_count(std::string* why_not) {
   return devices;
 }
 
-HostTensor nccl_all_reduce(const std::vector<const HostTensor*>& ranks, const NcclSettings& settings,
-                           RunNotes* notes) {
+HostTensor nccl_all_reduce(const std::vector<const HostTensor*>& ranks,
+                           const NcclSettings& settings, RunNotes* notes) {
   if (ranks.empty() || ranks.front() == nullptr)
     throw_input_error("an all-reduce needs at least one rank's tensor");
   const HostTensor& first = *ranks.front();
@@ -184,7 +185,8 @@ HostTensor nccl_all_reduce(const std::vector<const HostTensor*>& ranks, const Nc
     results.push_back(std::move(out));
   }
   bool agree = true;
-  for (int r = 1; r < n; ++r) agree &= std::memcmp(results[r].data(), results[0].data(), bytes) == 0;
+  for (int r = 1; r < n; ++r)
+    agree &= std::memcmp(results[r].data(), results[0].data(), bytes) == 0;
   if (notes) {
     int version = 0;
     ncclGetVersion(&version);

@@ -45,7 +45,8 @@ void* add_output(PreparedCall& call, DType out_dtype, int64_t rows, int64_t cols
 
 void check_rows(const char* op, int64_t rows, int64_t row_len) {
   if (rows > 0x7fffffff || row_len > 0x7fffffff) {
-    throw_input_error(std::string(op) + ": more than 2^31 - 1 rows or columns is not supported on "
+    throw_input_error(std::string(op) +
+                      ": more than 2^31 - 1 rows or columns is not supported on "
                       "the GPU");
   }
 }
@@ -68,8 +69,8 @@ PreparedCall prepare_rmsnorm(DeviceContext& ctx, CudaFlavor flavor, const RmsNor
   return prepare_rmsnorm_device(ctx, flavor, r, notes);
 }
 
-PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
-                                    const RmsNormOperands& r, RunNotes* notes) {
+PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor, const RmsNormOperands& r,
+                                    RunNotes* notes) {
   const int64_t rows = r.rows, d = r.d;
   check_rows("rmsnorm", rows, d);
   const DType dtype = r.dtype, out_dtype = r.out_dtype;
@@ -89,8 +90,7 @@ PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
     const RowPlan plan{kernels::rmsnorm_invariant_block_threads(d, in_t), 1};
     add_notes(notes, "rmsnorm_invariant", plan);
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_rmsnorm_rows(in_t, out_t, x, w, out, rows, d, eps, plan.threads,
-                                          s);
+      return kernels::launch_rmsnorm_rows(in_t, out_t, x, w, out, rows, d, eps, plan.threads, s);
     };
     return call;
   }
@@ -100,20 +100,19 @@ PreparedCall prepare_rmsnorm_device(DeviceContext& ctx, CudaFlavor flavor,
     float* ws = static_cast<float*>(
         ctx.workspace(kernels::rmsnorm_split_workspace_bytes(rows, plan.splits)));
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_rmsnorm_split_rows(in_t, out_t, x, w, out, rows, d, eps,
-                                                plan.splits, plan.threads, ws, s);
+      return kernels::launch_rmsnorm_split_rows(in_t, out_t, x, w, out, rows, d, eps, plan.splits,
+                                                plan.threads, ws, s);
     };
   } else {
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_rmsnorm_rows(in_t, out_t, x, w, out, rows, d, eps, plan.threads,
-                                          s);
+      return kernels::launch_rmsnorm_rows(in_t, out_t, x, w, out, rows, d, eps, plan.threads, s);
     };
   }
   return call;
 }
 
-PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
-                                 const LogSoftmaxArgs& args, RunNotes* notes) {
+PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor, const LogSoftmaxArgs& args,
+                                 RunNotes* notes) {
   const int64_t rows = args.x->dim(0), v = args.x->dim(1);
   check_rows("log_softmax", rows, v);
   const DType dtype = args.x->dtype(), out_dtype = args.out_dtype;
@@ -128,8 +127,7 @@ PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
     add_notes(notes, "log_softmax_invariant", plan);
     if (notes) (*notes)["stage_bytes"] = std::to_string(stage);
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_log_softmax_rows(in_t, out_t, x, out, rows, v, plan.threads,
-                                              stage, s);
+      return kernels::launch_log_softmax_rows(in_t, out_t, x, out, rows, v, plan.threads, stage, s);
     };
     return call;
   }
@@ -145,8 +143,7 @@ PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor,
     };
   } else {
     call.launch = [=](cudaStream_t s) {
-      return kernels::launch_log_softmax_rows(in_t, out_t, x, out, rows, v, plan.threads, 0,
-                                              s);
+      return kernels::launch_log_softmax_rows(in_t, out_t, x, out, rows, v, plan.threads, 0, s);
     };
   }
   return call;

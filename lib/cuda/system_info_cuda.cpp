@@ -36,8 +36,8 @@ SystemInfo collect_system_info() {
   if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
       cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
       cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS) {
-    s.cublas_version = std::to_string(major) + "." + std::to_string(minor) + "." +
-                       std::to_string(patch);
+    s.cublas_version =
+        std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
   }
   int count = 0;
   const cudaError_t st = cudaGetDeviceCount(&count);

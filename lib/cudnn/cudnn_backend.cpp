@@ -1,14 +1,16 @@
 // The `cudnn` backend: each attention call becomes one cuDNN SDPA forward graph (cudnn_graphs.h)
 // run over nvdet's paged KV cache, uploaded as is (cuDNN reads nvdet's page layout through
-// strides; cuDNN 9.19 on the H200 took it, and a cuDNN that does not is refused with its reason). What cuDNN decides (its version, the engine and
-// knobs its heuristic picked, how K/V were described) goes into the run notes, so that a
-// divergence between contexts can be traced to a change of engine or split.
+// strides; cuDNN 9.19 on the H200 took it, and a cuDNN that does not is refused with its reason).
+// What cuDNN decides (its version, the engine and knobs its heuristic picked, how K/V were
+// described) goes into the run notes, so that a divergence between contexts can be traced to a
+// change of engine or split.
+#include "lib/cudnn/cudnn_backend.h"
+
 #include <map>
 #include <memory>
 
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
-#include "lib/cudnn/cudnn_backend.h"
 #include "lib/cudnn/cudnn_graphs.h"
 #include "lib/cudnn/cudnn_library.h"
 
@@ -24,8 +26,8 @@ struct SdpaCall {
   const char* op;
   const HostTensor* q;
   const PagedKv* kv;
-  std::vector<int32_t> q_lens;    // [batch]
-  std::vector<int32_t> q_start;   // [batch + 1], rows of q
+  std::vector<int32_t> q_lens;   // [batch]
+  std::vector<int32_t> q_start;  // [batch + 1], rows of q
   int32_t heads, kv_heads, head_dim;
   float scale;
   bool causal;
@@ -41,8 +43,10 @@ void check_request(const SdpaCall& c) {
                       std::string(dtype_name(dt)));
   }
   if (c.out_dtype != dt) {
-    throw_input_error(std::string(c.op) + " on backend 'cudnn': cuDNN's SDPA writes its output in "
-                      "the input dtype (" + std::string(dtype_name(dt)) + "); out_dtype " +
+    throw_input_error(std::string(c.op) +
+                      " on backend 'cudnn': cuDNN's SDPA writes its output in "
+                      "the input dtype (" +
+                      std::string(dtype_name(dt)) + "); out_dtype " +
                       std::string(dtype_name(c.out_dtype)) + " is not available");
   }
   if (c.splits.num_splits != 0) {
@@ -53,7 +57,8 @@ void check_request(const SdpaCall& c) {
   }
   const double q_elems = static_cast<double>(c.q->numel());
   if (q_elems >= 2147483647.0) {
-    throw_input_error(std::string(c.op) + " on backend 'cudnn': the query tensor has more than "
+    throw_input_error(std::string(c.op) +
+                      " on backend 'cudnn': the query tensor has more than "
                       "2^31 elements, beyond cuDNN's 32-bit ragged offsets");
   }
 }
@@ -92,16 +97,16 @@ class CudnnBackend final : public Backend {
  private:
   PreparedCall prepare(const OpArgs& args, RunNotes* notes) {
     if (const auto* d = std::get_if<AttentionDecodeArgs>(&args)) {
-      SdpaCall c{"attention_decode", d->q, &d->kv, {}, {}, d->num_heads, d->num_kv_heads,
-                 d->head_dim, d->scale, false, d->out_dtype, d->splits};
+      SdpaCall c{"attention_decode", d->q,        &d->kv,   {},    {},           d->num_heads,
+                 d->num_kv_heads,    d->head_dim, d->scale, false, d->out_dtype, d->splits};
       const int32_t batch = static_cast<int32_t>(d->kv.kv_lens.size());
       c.q_lens.assign(batch, 1);
       for (int32_t i = 0; i <= batch; ++i) c.q_start.push_back(i);
       return prepare_sdpa(c, notes);
     }
     if (const auto* p = std::get_if<AttentionPrefillArgs>(&args)) {
-      SdpaCall c{"attention_prefill", p->q, &p->kv, {}, p->q_start, p->num_heads, p->num_kv_heads,
-                 p->head_dim, p->scale, true, p->out_dtype, p->splits};
+      SdpaCall c{"attention_prefill", p->q,        &p->kv,   {},   p->q_start,   p->num_heads,
+                 p->num_kv_heads,     p->head_dim, p->scale, true, p->out_dtype, p->splits};
       for (size_t i = 0; i + 1 < p->q_start.size(); ++i) {
         c.q_lens.push_back(p->q_start[i + 1] - p->q_start[i]);
       }

@@ -33,8 +33,7 @@ fe::DataType_t fe_type(DType t) {
 }
 
 std::shared_ptr<fe::graph::Tensor_attributes> int32_tensor(fe::graph::Graph& g, const char* name,
-                                                           int64_t uid,
-                                                           std::vector<int64_t> dim,
+                                                           int64_t uid, std::vector<int64_t> dim,
                                                            std::vector<int64_t> stride) {
   return g.tensor(fe::graph::Tensor_attributes()
                       .set_name(name)
@@ -51,19 +50,26 @@ void describe(fe::graph::Graph& g, const SdpaGeometry& s) {
   const int64_t b = s.batch, h = s.heads, hk = s.kv_heads, d = s.head_dim, sq = s.max_q_len;
   const std::vector<int64_t> qo_dim = {b, h, sq, d};
   const std::vector<int64_t> qo_stride = {sq * h * d, d, h * d, 1};
-  auto q_attr = fe::graph::Tensor_attributes().set_name("Q").set_uid(kUidQ).set_dim(qo_dim).set_stride(
-      qo_stride);
+  auto q_attr =
+      fe::graph::Tensor_attributes().set_name("Q").set_uid(kUidQ).set_dim(qo_dim).set_stride(
+          qo_stride);
   std::shared_ptr<fe::graph::Tensor_attributes> o_offset;
   if (s.ragged_q) {
-    q_attr.set_ragged_offset(int32_tensor(g, "q_offset", kUidQOffset, {b + 1, 1, 1, 1}, {1, 1, 1, 1}));
+    q_attr.set_ragged_offset(
+        int32_tensor(g, "q_offset", kUidQOffset, {b + 1, 1, 1, 1}, {1, 1, 1, 1}));
     o_offset = int32_tensor(g, "o_offset", kUidOOffset, {b + 1, 1, 1, 1}, {1, 1, 1, 1});
   }
   auto q = g.tensor(q_attr);
   const int64_t ps = s.page_size;
   const std::vector<int64_t> kv_dim = {s.num_pages, hk, ps, d};
-  const std::vector<int64_t> kv_stride = {ps * hk * d, d, hk * d, 1};  // nvdet's [page, token, head, dim]
-  auto k = g.tensor(fe::graph::Tensor_attributes().set_name("K_pages").set_uid(kUidK).set_dim(kv_dim).set_stride(kv_stride));
-  auto v = g.tensor(fe::graph::Tensor_attributes().set_name("V_pages").set_uid(kUidV).set_dim(kv_dim).set_stride(kv_stride));
+  const std::vector<int64_t> kv_stride = {ps * hk * d, d, hk * d,
+                                          1};  // nvdet's [page, token, head, dim]
+  auto k = g.tensor(
+      fe::graph::Tensor_attributes().set_name("K_pages").set_uid(kUidK).set_dim(kv_dim).set_stride(
+          kv_stride));
+  auto v = g.tensor(
+      fe::graph::Tensor_attributes().set_name("V_pages").set_uid(kUidV).set_dim(kv_dim).set_stride(
+          kv_stride));
   const int64_t mp = s.max_pages_per_seq;
   auto seq_q = int32_tensor(g, "seq_len_q", kUidSeqLenQ, {b, 1, 1, 1}, {1, 1, 1, 1});
   auto seq_kv = int32_tensor(g, "seq_len_kv", kUidSeqLenKv, {b, 1, 1, 1}, {1, 1, 1, 1});
@@ -122,7 +128,8 @@ BuiltGraph build_sdpa_graph(cudnnContext* handle, const SdpaGeometry& geometry, 
     return out;
   }
   st = g.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
-  if (!st.is_good()) throw_runtime_error("cuDNN could not build its SDPA plan: " + st.get_message());
+  if (!st.is_good())
+    throw_runtime_error("cuDNN could not build its SDPA plan: " + st.get_message());
   int64_t ws = 0;
   st = g.get_workspace_size(ws);
   if (!st.is_good()) throw_runtime_error("cuDNN SDPA workspace query failed: " + st.get_message());

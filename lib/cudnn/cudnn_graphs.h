@@ -1,12 +1,12 @@
 #pragma once
 // cuDNN SDPA forward graphs over nvdet's paged KV cache (the backend keeps one per geometry).
 // Only this file and cudnn_graphs.cpp see cudnn-frontend's headers.
+#include <cuda_runtime.h>
+
 #include <cstdint>
-#include <unordered_map>
 #include <memory>
 #include <string>
-
-#include <cuda_runtime.h>
+#include <unordered_map>
 
 #include "lib/core/tensor.h"
 
@@ -18,9 +18,9 @@ namespace nvdet::cudnn {
 struct SdpaGeometry {
   DType dtype = DType::kBF16;
   int64_t batch = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  int64_t max_q_len = 0;     // padded query length (1 for decode)
-  bool ragged_q = false;     // queries packed with per-sequence offsets (unequal q lengths)
-  bool causal = false;       // bottom-right causal (prefill: the new tokens end the sequence)
+  int64_t max_q_len = 0;  // padded query length (1 for decode)
+  bool ragged_q = false;  // queries packed with per-sequence offsets (unequal q lengths)
+  bool causal = false;    // bottom-right causal (prefill: the new tokens end the sequence)
   int64_t num_pages = 0, page_size = 0, max_pages_per_seq = 0;
   float scale = 0.0f;
 
@@ -29,8 +29,16 @@ struct SdpaGeometry {
 
 // Tensor uids of the graphs' variant packs.
 enum SdpaUid : int64_t {
-  kUidQ = 1, kUidK, kUidV, kUidO, kUidSeqLenQ, kUidSeqLenKv, kUidPageTableK, kUidPageTableV,
-  kUidQOffset, kUidOOffset,
+  kUidQ = 1,
+  kUidK,
+  kUidV,
+  kUidO,
+  kUidSeqLenQ,
+  kUidSeqLenKv,
+  kUidPageTableK,
+  kUidPageTableV,
+  kUidQOffset,
+  kUidOOffset,
 };
 
 class SdpaGraph;  // owns a built cudnn-frontend graph
@@ -41,8 +49,9 @@ struct BuiltGraph {
   std::string plan_name;  // the engine and knobs cuDNN's heuristic chose
 };
 
-// Builds the graph for `g`, with the plan cuDNN's heuristics rank first. Returns an empty `graph` and sets `why` when cuDNN
-// refuses the configuration (not supported); throws Error(kRuntime) for other failures.
+// Builds the graph for `g`, with the plan cuDNN's heuristics rank first. Returns an empty `graph`
+// and sets `why` when cuDNN refuses the configuration (not supported); throws Error(kRuntime) for
+// other failures.
 BuiltGraph build_sdpa_graph(cudnnContext* handle, const SdpaGeometry& g, std::string& why);
 
 // A cuDNN handle (cuDNN must be loaded: cudnn_library.h). Throws Error(kRuntime) on failure.

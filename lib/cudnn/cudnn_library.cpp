@@ -114,7 +114,8 @@ std::string probe_cudnn_library(const std::string& location) {
   if (!handle) return why;
   const size_t version = version_of(handle);
   dlclose(handle);
-  return version >= kMinVersion ? "" : "cuDNN " + cudnn_version_text(version) + " is older than 9.5";
+  return version >= kMinVersion ? ""
+                                : "cuDNN " + cudnn_version_text(version) + " is older than 9.5";
 }
 
 size_t cudnn_runtime_version() {

@@ -14,13 +14,16 @@ namespace nvdet {
 // headers and cudnn-frontend; the library itself is loaded when the backend is created). It is
 // the vendor attention kernel users run (PyTorch's cuDNN SDPA): bench's baseline for attention.
 std::vector<BackendRegistration> cudnn_backend_registrations() {
-  BackendInfo info{"cudnn", "cuDNN's SDPA forward (graph API) for attention over the paged KV cache",
-                   true, false,
-                   {{"attention_decode", "cuDNN SDPA, paged K/V, per-sequence KV lengths"},
-                    {"attention_prefill",
-                     "cuDNN SDPA, paged K/V, bottom-right causal over the cache"}}};
+  BackendInfo info{
+      "cudnn",
+      "cuDNN's SDPA forward (graph API) for attention over the paged KV cache",
+      true,
+      false,
+      {{"attention_decode", "cuDNN SDPA, paged K/V, per-sequence KV lengths"},
+       {"attention_prefill", "cuDNN SDPA, paged K/V, bottom-right causal over the cache"}}};
   const std::vector<DType> half = {DType::kBF16, DType::kFP16};
-  SupportTable table{{{OpKind::kAttentionDecode, half}, {OpKind::kAttentionPrefill, half}}, true,
+  SupportTable table{{{OpKind::kAttentionDecode, half}, {OpKind::kAttentionPrefill, half}},
+                     true,
                      cuda::needs_sm80};
 #if NVDET_WITH_CUDA
   if (const std::string why = cudnn::cudnn_unavailable_reason(); !why.empty()) {

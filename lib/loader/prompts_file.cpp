@@ -39,8 +39,7 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, int
       int64_t id = -1;
       const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), id);
       if (ec != std::errc() || end != word.data() + word.size() || id < 0)
-        throw_input_error(where,
-                          "token id '" + excerpt(word) + "' is not a non-negative integer");
+        throw_input_error(where, "token id '" + excerpt(word) + "' is not a non-negative integer");
       if (id > max_token_id)
         throw_input_error(where, "token id " + std::to_string(id) +
                                      " is outside the vocabulary (0.." +

@@ -48,8 +48,9 @@ class Guard {
     for (size_t k = 0; k < t_.size(); ++k) {
       const unsigned char c = static_cast<unsigned char>(t_[k]);
       if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-        fail(k, "control byte " + excerpt(t_.substr(k, 1)) + " in the scenario (YAML text holds "
-                "none; write it as an escape inside double quotes)");
+        fail(k, "control byte " + excerpt(t_.substr(k, 1)) +
+                    " in the scenario (YAML text holds "
+                    "none; write it as an escape inside double quotes)");
     }
   }
 
@@ -84,10 +85,8 @@ class Guard {
     // value at its top level, so that shape is refused outright.
     root_properties_ = flow_depth_ == 0 && i_ == line_start && (at(i_) == '&' || at(i_) == '!');
     if (flow_depth_ == 0 && !after_marker) {
-      if (i_ == line_start)
-        top_level_line();
-      else
-        nested_line();
+      if (i_ == line_start) top_level_line();
+      else nested_line();
     }
     tokens(static_cast<long>(indent));
   }
@@ -125,8 +124,7 @@ class Guard {
       }
       if (c == '[' || c == '{') {
         if (++flow_depth_ > kMaxYamlFlowDepth)
-          fail(i_, "lists and maps nest more than " + std::to_string(kMaxYamlFlowDepth) +
-                       " deep");
+          fail(i_, "lists and maps nest more than " + std::to_string(kMaxYamlFlowDepth) + " deep");
         ++i_;
         continue;
       }
@@ -137,8 +135,9 @@ class Guard {
       }
       if (c == ',') {
         if (flow_depth_ == 0)
-          fail(i_, "',' cannot start a value outside [ ] or { } (quote the text if the comma "
-                   "belongs to it)");
+          fail(i_,
+               "',' cannot start a value outside [ ] or { } (quote the text if the comma "
+               "belongs to it)");
         ++i_;
         continue;
       }
@@ -161,7 +160,8 @@ class Guard {
       }
       // Tags are refused wherever they appear: scenarios need none, and yaml-cpp 0.7 loops on
       // several shapes of them (a tag ending at a quote, a tag before a '?' line).
-      if (c == '!') fail(i_, "tags ('!name') are not used in scenarios; write the value without one");
+      if (c == '!')
+        fail(i_, "tags ('!name') are not used in scenarios; write the value without one");
       if ((c == '|' || c == '>') && flow_depth_ == 0) {
         block_indent_ = indent;
         skip_to_eol();
@@ -184,8 +184,8 @@ class Guard {
     const char c = at(i_);
     if (c == '?' && blank(at(i_ + 1))) fail(i_, kComplexKeys);
     const bool quoted_key = c == '\'' || c == '"';
-    if (!quoted_key && (!starts_plain(c) || c == '\t' || c == '\r' || c == '\n' || c == ' ' ||
-                        c == '\0'))
+    if (!quoted_key &&
+        (!starts_plain(c) || c == '\t' || c == '\r' || c == '\n' || c == ' ' || c == '\0'))
       return;
     if (!key_here()) fail(i_, "a line at the top level of a scenario must start a 'key:'");
   }
@@ -224,8 +224,9 @@ class Guard {
       while (at(i_) == ' ') ++i_;
     }
     if (!key_here())
-      fail(i_, "an indented line of a scenario must start a 'key:' or a '- ' list item (a "
-               "value that goes on over several lines goes inside quotes or [ ])");
+      fail(i_,
+           "an indented line of a scenario must start a 'key:' or a '- ' list item (a "
+           "value that goes on over several lines goes inside quotes or [ ])");
     i_ = save;
   }
 

@@ -14,9 +14,9 @@
 
 namespace nvdet {
 
-constexpr size_t kMaxYamlFlowDepth = 64;   // [ [ [ ... ] ] ]
-constexpr size_t kMaxYamlIndent = 256;     // columns of leading spaces on one line
-constexpr size_t kMaxYamlAliases = 64;     // *name references (a scenario needs none)
+constexpr size_t kMaxYamlFlowDepth = 64;  // [ [ [ ... ] ] ]
+constexpr size_t kMaxYamlIndent = 256;    // columns of leading spaces on one line
+constexpr size_t kMaxYamlAliases = 64;    // *name references (a scenario needs none)
 
 // Throws Error(kBadInput) "path:line:column: ..." for the first problem found.
 void check_yaml_guard(std::string_view text, const std::string& path);

@@ -32,11 +32,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lib/compare/compare.h"
 #include "lib/core/system_info.h"
@@ -87,7 +86,8 @@ nlohmann::ordered_json manifest_to_json(const Manifest& m);
 Manifest manifest_from_json(const nlohmann::json& j, const std::string& what);
 
 // Writes atomically. `dump_dir`, when not empty, is recorded relative to the manifest's folder.
-void write_manifest(const std::filesystem::path& path, Manifest m, const std::string& dump_dir = "");
+void write_manifest(const std::filesystem::path& path, Manifest m,
+                    const std::string& dump_dir = "");
 // Throws kBadInput for a missing, truncated, corrupt or foreign file, naming it.
 Manifest read_manifest(const std::filesystem::path& path);
 

@@ -28,8 +28,8 @@ Manifest merge_manifests(const std::vector<Manifest>& manifests,
       // A structured binding cannot be captured by a lambda before C++20 in every compiler.
       const std::string& scenario_name = scenario;
       auto refuse = [&](const std::string& why) {
-        throw_input_error(fmt::format("cannot merge manifest '{}': scenario '{}' {}", name,
-                                      scenario_name, why));
+        throw_input_error(
+            fmt::format("cannot merge manifest '{}': scenario '{}' {}", name, scenario_name, why));
       };
       if (into.op != ms.op || into.dtype != ms.dtype || into.out_dtype != ms.out_dtype ||
           into.seed != ms.seed || into.requests != ms.requests || into.repeat != ms.repeat ||
@@ -39,7 +39,8 @@ Manifest merge_manifests(const std::vector<Manifest>& manifests,
       for (const auto& [id, index] : ms.contexts) {
         const auto [c, added] = into.contexts.emplace(id, index);
         if (!added && c->second != index) {
-          refuse(fmt::format("has context {} at index {} here and {} before", id, index, c->second));
+          refuse(
+              fmt::format("has context {} at index {} here and {} before", id, index, c->second));
         }
       }
       for (const auto& [backend, by_context] : ms.entries) {

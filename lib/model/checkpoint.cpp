@@ -1,12 +1,11 @@
 #include "lib/model/checkpoint.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -60,25 +59,28 @@ bool exists_in_input(const fs::path& path) {
 // A shard named by the index: a relative path inside the checkpoint folder, never absolute, never
 // through "..", and not a link that leads out of the folder, so that an index cannot make nvdet
 // open (and quote) a file elsewhere on the machine.
-fs::path shard_in_folder(const fs::path& index, const std::string& tensor, const std::string& file) {
+fs::path shard_in_folder(const fs::path& index, const std::string& tensor,
+                         const std::string& file) {
   const fs::path folder = index.parent_path();
   const fs::path rel(file);
   auto refuse = [&](const std::string& why) {
     throw_input_error(index.string() + ": the shard '" + excerpt(file, 80) + "' of tensor '" +
                       excerpt(tensor, kNameChars) + "' " + why);
   };
-  if (file.empty() || rel.has_root_path()) refuse("is not a relative path in the checkpoint folder");
+  if (file.empty() || rel.has_root_path())
+    refuse("is not a relative path in the checkpoint folder");
   for (const fs::path& part : rel) {
     if (part == ".." || part == ".") refuse("must not contain '..' or '.'");
   }
   std::error_code ec_folder, ec_shard;
-  const fs::path real_folder = fs::weakly_canonical(fs::absolute(folder.empty() ? "." : folder), ec_folder);
+  const fs::path real_folder =
+      fs::weakly_canonical(fs::absolute(folder.empty() ? "." : folder), ec_folder);
   const fs::path real_shard = fs::weakly_canonical(fs::absolute(folder / rel), ec_shard);
   if (ec_folder || ec_shard) {
     refuse("cannot be resolved (" + (ec_shard ? ec_shard : ec_folder).message() + ")");
   }
-  const auto [end, _] = std::mismatch(real_folder.begin(), real_folder.end(), real_shard.begin(),
-                                      real_shard.end());
+  const auto [end, _] =
+      std::mismatch(real_folder.begin(), real_folder.end(), real_shard.begin(), real_shard.end());
   if (end != real_folder.end()) refuse("leads out of the checkpoint folder");
   return folder / rel;
 }
@@ -115,7 +117,8 @@ class TensorSource {
       const SafetensorsFile& st = file(f.string());
       for (const std::string& name : st.names()) {
         if (where_.count(name)) {
-          throw_input_error(f.string() + ": tensor '" + excerpt(name, kNameChars) + "' is also in " + where_[name]);
+          throw_input_error(f.string() + ": tensor '" + excerpt(name, kNameChars) +
+                            "' is also in " + where_[name]);
         }
         where_[name] = f.string();
       }
@@ -137,7 +140,8 @@ class TensorSource {
   HostTensor read(const std::string& name, const std::vector<int64_t>& shape, DType dtype) {
     auto it = where_.find(name);
     if (it == where_.end()) {
-      throw_input_error(folder_.string() + ": tensor '" + excerpt(name, kNameChars) + "' is missing from the checkpoint");
+      throw_input_error(folder_.string() + ": tensor '" + excerpt(name, kNameChars) +
+                        "' is missing from the checkpoint");
     }
     read_.insert(name);
     const SafetensorsFile& st = file(it->second);
@@ -147,7 +151,8 @@ class TensorSource {
     }
     if (st.shape(name) != shape) {
       throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) + "' has shape " +
-                        shape_text(st.shape(name)) + " but config.json implies " + shape_text(shape));
+                        shape_text(st.shape(name)) + " but config.json implies " +
+                        shape_text(shape));
     }
     const std::string type = st.dtype(name);
     if (type != "BF16" && type != "F16" && type != "F32") {
@@ -215,8 +220,8 @@ void read_moe_layer(TensorSource& src, const Read& read, const ModelConfig& c,
   const int64_t h = c.hidden, inter = c.expert_intermediate, experts = c.num_experts;
   if (const int64_t si = c.shared_expert_intermediate; si > 0) {
     const std::string s = layer_prefix + "mlp.shared_expert.";
-    L.shared_gate_up = stack_rows({read(s + "gate_proj.weight", {si, h}),
-                                   read(s + "up_proj.weight", {si, h})});
+    L.shared_gate_up =
+        stack_rows({read(s + "gate_proj.weight", {si, h}), read(s + "up_proj.weight", {si, h})});
     L.shared_down = read(s + "down_proj.weight", {h, si});
     L.shared_gate = read(layer_prefix + "mlp.shared_expert_gate.weight", {1, h});
   }
@@ -239,8 +244,8 @@ void read_moe_layer(TensorSource& src, const Read& read, const ModelConfig& c,
   const char* down = mixtral ? "w2" : "down_proj";
   for (int64_t e = 0; e < experts; ++e) {
     const std::string x = m + "experts." + std::to_string(e) + ".";
-    L.expert_gate_up.push_back(stack_rows({read(x + gate + ".weight", {inter, h}),
-                                           read(x + up + ".weight", {inter, h})}));
+    L.expert_gate_up.push_back(
+        stack_rows({read(x + gate + ".weight", {inter, h}), read(x + up + ".weight", {inter, h})}));
     L.expert_down.push_back(read(x + down + ".weight", {h, inter}));
   }
 }
@@ -293,10 +298,12 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
       w.layers.push_back(std::move(L));
       continue;
     }
-    L.gate_up = stack_rows({read(m + "gate_proj.weight", {inter, h}), read(m + "up_proj.weight", {inter, h})});
+    L.gate_up = stack_rows(
+        {read(m + "gate_proj.weight", {inter, h}), read(m + "up_proj.weight", {inter, h})});
     L.down = read(m + "down_proj.weight", {h, inter});
     if (c.mlp_bias) {
-      L.gate_up_bias = stack_rows({read(m + "gate_proj.bias", {inter}), read(m + "up_proj.bias", {inter})});
+      L.gate_up_bias =
+          stack_rows({read(m + "gate_proj.bias", {inter}), read(m + "up_proj.bias", {inter})});
       L.down_bias = read(m + "down_proj.bias", {h});
     }
     w.layers.push_back(std::move(L));
@@ -311,7 +318,8 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
     if (src.contains("lm_head.weight")) {
       const HostTensor head = read("lm_head.weight", {c.vocab, h});
       if (std::memcmp(head.data(), w.embed.data(), head.nbytes()) != 0) {
-        throw_input_error(cfg + ": 'tie_word_embeddings' is true but the checkpoint's "
+        throw_input_error(cfg +
+                          ": 'tie_word_embeddings' is true but the checkpoint's "
                           "lm_head.weight differs from model.embed_tokens.weight");
       }
     }
@@ -321,11 +329,14 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
   const std::vector<std::string> extra = src.unread();
   if (!extra.empty()) {
     std::string names;
-    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i) names += (i ? ", " : "") + excerpt(extra[i], kNameChars);
+    for (size_t i = 0; i < std::min<size_t>(extra.size(), 3); ++i)
+      names += (i ? ", " : "") + excerpt(extra[i], kNameChars);
     if (extra.size() > 3) names += ", ...";
     throw_input_error(folder + ": the checkpoint holds " + std::to_string(extra.size()) +
-                      " tensor(s) that a " + c.architecture + " model with this config.json does not "
-                      "use (" + names + "); refusing rather than computing a model without them");
+                      " tensor(s) that a " + c.architecture +
+                      " model with this config.json does not "
+                      "use (" +
+                      names + "); refusing rather than computing a model without them");
   }
   return w;
 }

@@ -15,8 +15,8 @@
 #include "lib/model/kv_cache.h"
 #include "lib/model/moe_combine.h"
 #include "lib/model/sampler.h"
-#include "lib/ops/moe_routing.h"
 #include "lib/model/tp_engine.h"
+#include "lib/ops/moe_routing.h"
 
 namespace nvdet {
 namespace {
@@ -75,8 +75,9 @@ class HostEngine final : public PassEngine {
   HostEngine(Backend& backend, const ModelWeights& w, const std::vector<int32_t>& capacity,
              const DecodeOptions& options, PassTrace& trace, RunNotes* notes)
       : backend_(backend), w_(w), c_(w.config), trace_(trace), notes_(notes), rope_(w.config) {
-    const double bytes = c_.layers * PagedKvCache::bytes_for(capacity, options.page_size,
-                                                              c_.num_kv_heads, c_.head_dim, w_.dtype);
+    const double bytes =
+        c_.layers * PagedKvCache::bytes_for(capacity, options.page_size, c_.num_kv_heads,
+                                            c_.head_dim, w_.dtype);
     if (bytes > kMaxKvBytes) {
       throw_input_error("the batch's KV cache would take " +
                         std::to_string(static_cast<int64_t>(bytes / (1 << 20))) +
@@ -85,8 +86,8 @@ class HostEngine final : public PassEngine {
                         " MiB); lower batch, prompt length or max_new_tokens");
     }
     for (int32_t l = 0; l < c_.layers; ++l) {
-      caches_.push_back(std::make_unique<PagedKvCache>(capacity, options.page_size,
-                                                       c_.num_kv_heads, c_.head_dim, w_.dtype));
+      caches_.push_back(std::make_unique<PagedKvCache>(capacity, options.page_size, c_.num_kv_heads,
+                                                       c_.head_dim, w_.dtype));
     }
   }
 
@@ -170,8 +171,8 @@ class HostEngine final : public PassEngine {
     const HostTensor logits = gemm(h, L.router, nullptr, DType::kFP32, tag, "router");
     emit(p, l, "router", logits);
     const MoeRoute route =
-        route_tokens({logits.data_as<float>(), static_cast<size_t>(logits.numel())}, rows,
-                     experts, c_.experts_per_token, c_.norm_topk_prob);
+        route_tokens({logits.data_as<float>(), static_cast<size_t>(logits.numel())}, rows, experts,
+                     c_.experts_per_token, c_.norm_topk_prob);
     const MoeExpertRows by_expert = group_rows_by_expert(route, experts);
     const std::vector<bool> noted = tag && notes_ ? watched_experts(p, route) : std::vector<bool>();
     std::vector<HostTensor> outputs(static_cast<size_t>(experts));
@@ -202,8 +203,8 @@ class HostEngine final : public PassEngine {
     const HostTensor sgu =
         gemm(h, L.shared_gate_up, nullptr, w_.dtype, tag, "shared_expert.gate_up");
     emit(p, l, "shared_expert.gate_up", sgu);
-    const HostTensor shared = gemm(swiglu(sgu), L.shared_down, nullptr, w_.dtype, tag,
-                                   "shared_expert.down");
+    const HostTensor shared =
+        gemm(swiglu(sgu), L.shared_down, nullptr, w_.dtype, tag, "shared_expert.down");
     emit(p, l, "shared_expert.down", shared);
     const HostTensor gate =
         gemm(h, L.shared_gate, nullptr, DType::kFP32, tag, "shared_expert_gate");
@@ -281,7 +282,8 @@ class HostEngine final : public PassEngine {
   HostTensor attention(const Pass& p, const PagedKvCache& cache, const HostTensor& q,
                        const char* tag) {
     if (p.prefill) {
-      AttentionPrefillArgs a = prefill_attention_args(p, c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
+      AttentionPrefillArgs a =
+          prefill_attention_args(p, c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
       a.q = &q;
       return run_op(a, tag, "attention");
     }
@@ -311,8 +313,14 @@ class BatchDecoder final : public PassTrace {
   BatchDecoder(Backend& backend, const ModelWeights& w,
                const std::vector<std::vector<int32_t>>& prompts, const std::vector<size_t>& watched,
                const DecodeOptions& options, TensorObserver* observer, RunNotes* notes)
-      : backend_(backend), w_(w), c_(w.config), prompts_(prompts), watched_(watched),
-        options_(options), observer_(observer), notes_(notes) {}
+      : backend_(backend),
+        w_(w),
+        c_(w.config),
+        prompts_(prompts),
+        watched_(watched),
+        options_(options),
+        observer_(observer),
+        notes_(notes) {}
 
   std::vector<SequenceResult> run() {
     check_inputs();
@@ -349,10 +357,9 @@ class BatchDecoder final : public PassTrace {
     if (notes_) {
       (*notes_)["batch"] = std::to_string(prompts_.size());
       (*notes_)["decoder"] =
-          device ? "device-resident (weights, KV cache and activations on the GPU)"
-          : options_.tp.tp > 1
-              ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
-                    " simulated ranks (each shard through the backend's run)"
+          device               ? "device-resident (weights, KV cache and activations on the GPU)"
+          : options_.tp.tp > 1 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
+                                     " simulated ranks (each shard through the backend's run)"
           : c_.is_moe() && backend_.device_decode_ops()
               ? "host (each op through the backend's run): the device-resident decoder does not "
                 "compute MoE layers"
@@ -400,7 +407,8 @@ class BatchDecoder final : public PassTrace {
       }
       for (int32_t id : p) {
         if (id < 0 || id >= c_.vocab) {
-          throw_input_error("token id " + std::to_string(id) + " is outside the model's vocabulary (0.." +
+          throw_input_error("token id " + std::to_string(id) +
+                            " is outside the model's vocabulary (0.." +
                             std::to_string(c_.vocab - 1) + ")");
         }
       }
@@ -418,7 +426,8 @@ class BatchDecoder final : public PassTrace {
   int64_t max_pass_rows() const {
     const int64_t chunk = prefill_chunk();
     int64_t first = 0;
-    for (const auto& p : prompts_) first += std::min<int64_t>(chunk, static_cast<int64_t>(p.size()));
+    for (const auto& p : prompts_)
+      first += std::min<int64_t>(chunk, static_cast<int64_t>(p.size()));
     return std::max<int64_t>(first, static_cast<int64_t>(prompts_.size()));
   }
 
@@ -489,8 +498,8 @@ class BatchDecoder final : public PassTrace {
       const size_t s = p.head_seqs[i];
       last_token_[s] = tokens.at(i);
       if (const int w = watch_index_[s]; w >= 0) {
-        std::memcpy(results_[w].logits.mutable_data() + p.step * row_bytes,
-                    out.logits.at(i).data(), row_bytes);
+        std::memcpy(results_[w].logits.mutable_data() + p.step * row_bytes, out.logits.at(i).data(),
+                    row_bytes);
         results_[w].completion.push_back(last_token_[s]);
       }
     }
@@ -615,8 +624,7 @@ AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c,
 
 std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeights& weights,
                                              const std::vector<int32_t>& capacity,
-                                             int32_t page_size, PassTrace& trace,
-                                             RunNotes* notes) {
+                                             int32_t page_size, PassTrace& trace, RunNotes* notes) {
   DecodeOptions options;
   options.page_size = page_size;
   return std::make_unique<HostEngine>(backend, weights, capacity, options, trace, notes);

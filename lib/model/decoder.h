@@ -1,10 +1,11 @@
 #pragma once
 // Greedy decoding of a batch of prompts through a Llama/Mistral/Qwen-style decoder whose
-// reductions all run on a Backend: RMSNorm (rmsnorm, and Qwen3's per-head q/k norms), projections and LM head (gemm), attention over a paged KV
-// cache (attention_prefill for prompt chunks, attention_decode for generated tokens). Embedding,
-// RoPE, residual adds and SwiGLU are elementwise and batch-invariant by construction
-// (host_ops.h, kernels/decode_elementwise.cuh). So the only way a sequence's bits can depend on its neighbours is through the
-// backend's kernels, which is what the audit is after.
+// reductions all run on a Backend: RMSNorm (rmsnorm, and Qwen3's per-head q/k norms), projections
+// and LM head (gemm), attention over a paged KV cache (attention_prefill for prompt chunks,
+// attention_decode for generated tokens). Embedding, RoPE, residual adds and SwiGLU are elementwise
+// and batch-invariant by construction (host_ops.h, kernels/decode_elementwise.cuh). So the only way
+// a sequence's bits can depend on its neighbours is through the backend's kernels, which is what
+// the audit is after.
 //
 // Where it runs: a backend that offers device_decode_ops() (lib/backend/device_decode_ops.h) gets
 // the device-resident engine (device_decoder.h): weights uploaded once per process and shared by
@@ -68,8 +69,8 @@ struct DecodeOptions {
 // "expert<e>.down" for e = 0 .. num_experts - 1, (Qwen2-MoE) "shared_expert.gate_up",
 // "shared_expert.down" and "shared_expert_gate", then "combine" in place of gate_up, swiglu, down.
 inline constexpr std::string_view kLayerOps[] = {
-    "attn_norm", "qkv",     "qk_norm", "rope", "attention",   "o_proj", "attn_residual",
-    "mlp_norm",  "gate_up", "swiglu",  "down", "mlp_residual"};
+    "attn_norm",     "qkv",      "qk_norm", "rope",   "attention", "o_proj",
+    "attn_residual", "mlp_norm", "gate_up", "swiglu", "down",      "mlp_residual"};
 
 // Receives every intermediate tensor of the watched sequences: their rows only (step 0: the
 // whole prompt's rows, gathered over the prefill chunks, so that traces of different chunkings

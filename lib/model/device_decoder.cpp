@@ -35,8 +35,14 @@ class DeviceEngine final : public PassEngine {
  public:
   DeviceEngine(DeviceDecodeOps& ops, const ModelWeights& w, const std::vector<int32_t>& capacity,
                int64_t max_rows, const DecodeOptions& options, PassTrace& trace, RunNotes* notes)
-      : ops_(ops), w_(w), c_(w.config), trace_(trace), notes_(notes), rope_(w.config),
-        layout_(capacity, options.page_size), elem_(dtype_size(w.dtype)) {
+      : ops_(ops),
+        w_(w),
+        c_(w.config),
+        trace_(trace),
+        notes_(notes),
+        rope_(w.config),
+        layout_(capacity, options.page_size),
+        elem_(dtype_size(w.dtype)) {
     check_memory(capacity, max_rows, options.page_size);
     upload_weights();
     allocate(static_cast<int64_t>(capacity.size()), max_rows);
@@ -131,8 +137,8 @@ class DeviceEngine final : public PassEngine {
 
  private:
   struct Layer {
-    const void *attn_norm, *qkv, *qkv_bias, *q_norm, *k_norm, *o_proj, *o_bias, *mlp_norm,
-        *gate_up, *gate_up_bias, *down, *down_bias;
+    const void *attn_norm, *qkv, *qkv_bias, *q_norm, *k_norm, *o_proj, *o_bias, *mlp_norm, *gate_up,
+        *gate_up_bias, *down, *down_bias;
   };
 
   void check_memory(const std::vector<int32_t>& capacity, int64_t max_rows, int32_t page_size) {
@@ -432,9 +438,9 @@ std::vector<const HostTensor*> weight_tensors(const ModelWeights& w) {
   add(w.final_norm);
   add(w.lm_head);
   for (const LayerWeights& L : w.layers) {
-    for (const HostTensor* t : {&L.attn_norm, &L.qkv, &L.qkv_bias, &L.q_norm, &L.k_norm, &L.o_proj,
-                                &L.o_bias, &L.mlp_norm, &L.gate_up, &L.gate_up_bias, &L.down,
-                                &L.down_bias}) {
+    for (const HostTensor* t :
+         {&L.attn_norm, &L.qkv, &L.qkv_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.o_bias,
+          &L.mlp_norm, &L.gate_up, &L.gate_up_bias, &L.down, &L.down_bias}) {
       add(*t);
     }
   }
@@ -450,10 +456,11 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
   const double r = static_cast<double>(max_rows), b = static_cast<double>(capacity.size());
   DeviceDecodeFootprint f;
   f.weights = weights_to_upload;
-  f.kv_cache = c.layers * PagedKvCache::bytes_for(capacity, page_size, c.num_kv_heads, c.head_dim,
-                                                  w.dtype);
-  const double per_row = (4.0 * c.hidden + c.qkv_dim() + 2.0 * c.q_dim() +
-                          3.0 * c.intermediate + (c.qk_norm ? 2.0 * c.q_dim() : 0.0)) * e +
+  f.kv_cache =
+      c.layers * PagedKvCache::bytes_for(capacity, page_size, c.num_kv_heads, c.head_dim, w.dtype);
+  const double per_row = (4.0 * c.hidden + c.qkv_dim() + 2.0 * c.q_dim() + 3.0 * c.intermediate +
+                          (c.qk_norm ? 2.0 * c.q_dim() : 0.0)) *
+                             e +
                          sizeof(int32_t) + sizeof(int64_t) + c.head_dim * sizeof(float);
   f.activations = r * per_row + b * (2.0 * c.hidden * e + c.vocab * sizeof(float) + 8.0);
   const double items = 3.0 * r + kMaxDecodeSplits * b;
@@ -469,8 +476,9 @@ double trace_staging_bytes(const ModelWeights& w, int64_t max_rows, int64_t batc
   const ModelConfig& c = w.config;
   const double e = static_cast<double>(dtype_size(w.dtype));
   const double widest_row =
-      std::max<double>({static_cast<double>(c.hidden), static_cast<double>(c.qkv_dim()),
-                        2.0 * c.intermediate}) * e;
+      std::max<double>(
+          {static_cast<double>(c.hidden), static_cast<double>(c.qkv_dim()), 2.0 * c.intermediate}) *
+      e;
   const double largest = std::max(static_cast<double>(max_rows) * widest_row,
                                   static_cast<double>(batch) * c.vocab * sizeof(float));
   return std::max(256 * kMiB, largest + 16);

@@ -24,21 +24,25 @@ struct Architecture {
 const Architecture kArchitectures[] = {
     {"llama", "LlamaForCausalLM", {"attention_bias", "mlp_bias", "pretraining_tp"}},
     {"mistral", "MistralForCausalLM", {"sliding_window"}},
-    {"qwen2", "Qwen2ForCausalLM",
+    {"qwen2",
+     "Qwen2ForCausalLM",
      {"use_sliding_window", "sliding_window", "max_window_layers", "use_mrope"}},
-    {"qwen3", "Qwen3ForCausalLM",
+    {"qwen3",
+     "Qwen3ForCausalLM",
      {"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers"}},
-    {"qwen3_moe", "Qwen3MoeForCausalLM",
-     {"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers",
-      "num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
-      "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "output_router_logits",
-      "router_aux_loss_coef"}},
-    {"qwen2_moe", "Qwen2MoeForCausalLM",
+    {"qwen3_moe",
+     "Qwen3MoeForCausalLM",
+     {"attention_bias", "use_sliding_window", "sliding_window", "max_window_layers", "num_experts",
+      "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "norm_topk_prob",
+      "decoder_sparse_step", "mlp_only_layers", "output_router_logits", "router_aux_loss_coef"}},
+    {"qwen2_moe",
+     "Qwen2MoeForCausalLM",
      {"use_sliding_window", "sliding_window", "max_window_layers", "num_experts",
       "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
       "norm_topk_prob", "decoder_sparse_step", "mlp_only_layers", "output_router_logits",
       "router_aux_loss_coef", "qkv_bias"}},
-    {"mixtral", "MixtralForCausalLM",
+    {"mixtral",
+     "MixtralForCausalLM",
      {"sliding_window", "num_local_experts", "num_experts_per_tok", "output_router_logits",
       "router_aux_loss_coef", "router_jitter_noise"}},
 };
@@ -62,14 +66,38 @@ const std::pair<const char*, const char*> kRefusedMoeKeys[] = {
 // Keys every supported architecture shares: the ones read below, and metadata that does not
 // change the logits of a greedy forward pass (token ids, dtype names, dropout, the cache switch,
 // the position limit - RoPE as implemented has none).
-const std::set<std::string> kSharedKeys = {
-    "architectures", "model_type", "transformers_version", "torch_dtype", "dtype",
-    "_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id", "max_position_embeddings",
-    "initializer_range", "use_cache", "attention_dropout", "output_attentions",
-    "output_hidden_states", "return_dict", "tokenizer_class", "tie_word_embeddings", "vocab_size",
-    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-    "num_key_value_heads", "head_dim", "hidden_act", "rms_norm_eps", "rope_theta", "rope_scaling",
-    "rope_parameters", "partial_rotary_factor", "layer_types"};
+const std::set<std::string> kSharedKeys = {"architectures",
+                                           "model_type",
+                                           "transformers_version",
+                                           "torch_dtype",
+                                           "dtype",
+                                           "_name_or_path",
+                                           "bos_token_id",
+                                           "eos_token_id",
+                                           "pad_token_id",
+                                           "max_position_embeddings",
+                                           "initializer_range",
+                                           "use_cache",
+                                           "attention_dropout",
+                                           "output_attentions",
+                                           "output_hidden_states",
+                                           "return_dict",
+                                           "tokenizer_class",
+                                           "tie_word_embeddings",
+                                           "vocab_size",
+                                           "hidden_size",
+                                           "intermediate_size",
+                                           "num_hidden_layers",
+                                           "num_attention_heads",
+                                           "num_key_value_heads",
+                                           "head_dim",
+                                           "hidden_act",
+                                           "rms_norm_eps",
+                                           "rope_theta",
+                                           "rope_scaling",
+                                           "rope_parameters",
+                                           "partial_rotary_factor",
+                                           "layer_types"};
 
 [[noreturn]] void refuse(const std::string& path, const std::string& what) {
   throw_input_error(path + ": " + what);
@@ -142,26 +170,30 @@ const Architecture& architecture_of(const json& j, const std::string& path) {
     if (!type.empty() && type != arch.model_type) continue;
     if (!cls.empty() && cls != arch.class_name) {
       if (type.empty()) continue;
-      refuse(path, "'architectures' is " + excerpt(cls) + " but 'model_type' " + excerpt(type) + " is computed as " +
-                       arch.class_name + "; nvdet computes only the causal-LM classes");
+      refuse(path, "'architectures' is " + excerpt(cls) + " but 'model_type' " + excerpt(type) +
+                       " is computed as " + arch.class_name +
+                       "; nvdet computes only the causal-LM classes");
     }
     return arch;
   }
-  refuse(path, (type.empty() ? "'architectures' " + excerpt(cls) : "'model_type' " + excerpt(type)) +
-                   " is not supported (nvdet computes llama, mistral, qwen2, qwen3, qwen2_moe, "
-                   "qwen3_moe and mixtral)");
+  refuse(path,
+         (type.empty() ? "'architectures' " + excerpt(cls) : "'model_type' " + excerpt(type)) +
+             " is not supported (nvdet computes llama, mistral, qwen2, qwen3, qwen2_moe, "
+             "qwen3_moe and mixtral)");
 }
 
 // RoPE: transformers 5's rope_parameters, or transformers 4's rope_theta and rope_scaling.
 void parse_rope(const json& j, const std::string& path, ModelConfig& c) {
   const bool params = has(j, "rope_parameters"), scaling = has(j, "rope_scaling");
   if (params && scaling) {
-    refuse(path, "gives both 'rope_parameters' and 'rope_scaling'; which one transformers "
-                 "reads depends on its version");
+    refuse(path,
+           "gives both 'rope_parameters' and 'rope_scaling'; which one transformers "
+           "reads depends on its version");
   }
   const std::string key = params ? "rope_parameters" : "rope_scaling";
   const json rope = params ? j["rope_parameters"] : scaling ? j["rope_scaling"] : json::object();
-  if (!rope.is_object()) refuse(path, "'" + key + "' must be an object, got " + excerpt(rope.dump()));
+  if (!rope.is_object())
+    refuse(path, "'" + key + "' must be an object, got " + excerpt(rope.dump()));
   const std::string where = key + ".";
 
   std::optional<double> theta;
@@ -204,8 +236,8 @@ void parse_rope(const json& j, const std::string& path, ModelConfig& c) {
     if (!(s.high_freq_factor > s.low_freq_factor)) {
       refuse(path, "'" + where + "high_freq_factor' must exceed '" + where + "low_freq_factor'");
     }
-    allowed.insert({"factor", "low_freq_factor", "high_freq_factor",
-                    "original_max_position_embeddings"});
+    allowed.insert(
+        {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
   } else {
     refuse(path, "'" + where + "rope_type' " + excerpt(type) +
                      " is not implemented (nvdet computes RoPE types default, linear and llama3)");
@@ -269,14 +301,19 @@ void parse_moe(const json& j, const std::string& path, ModelConfig& c) {
   // transformers' defaults: Qwen3-MoE 128 experts, top-8, 768 wide; Qwen2-MoE 60, top-4, 1408
   // wide; Mixtral 8 experts, top-2, intermediate_size wide, always renormalised.
   const bool qwen2 = c.architecture == "qwen2_moe";
-  c.num_experts = static_cast<int32_t>(
-      int_field(j, path, count_key, mixtral ? 8 : qwen2 ? 60 : 128, 1, 1 << 14));
-  c.experts_per_token = static_cast<int32_t>(
-      int_field(j, path, "num_experts_per_tok", mixtral ? 2 : qwen2 ? 4 : 8, 1, c.num_experts));
-  c.expert_intermediate =
-      mixtral ? c.intermediate
-              : static_cast<int32_t>(
-                    int_field(j, path, "moe_intermediate_size", qwen2 ? 1408 : 768, 1, 1 << 30));
+  c.num_experts = static_cast<int32_t>(int_field(j, path, count_key,
+                                                 mixtral ? 8
+                                                 : qwen2 ? 60
+                                                         : 128,
+                                                 1, 1 << 14));
+  c.experts_per_token = static_cast<int32_t>(int_field(j, path, "num_experts_per_tok",
+                                                       mixtral ? 2
+                                                       : qwen2 ? 4
+                                                               : 8,
+                                                       1, c.num_experts));
+  c.expert_intermediate = mixtral ? c.intermediate
+                                  : static_cast<int32_t>(int_field(j, path, "moe_intermediate_size",
+                                                                   qwen2 ? 1408 : 768, 1, 1 << 30));
   c.norm_topk_prob = mixtral || bool_field(j, path, "norm_topk_prob", false);
   if (c.architecture == "qwen2_moe") {
     c.shared_expert_intermediate = static_cast<int32_t>(
@@ -357,15 +394,16 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   c.rms_eps = static_cast<float>(positive_number(j, path, "", "rms_norm_eps", 1e-6));
 
   if (has(j, "hidden_act")) {
-    const std::string act = j["hidden_act"].is_string() ? j["hidden_act"].get<std::string>()
-                                                        : j["hidden_act"].dump();
+    const std::string act =
+        j["hidden_act"].is_string() ? j["hidden_act"].get<std::string>() : j["hidden_act"].dump();
     if (act != "silu" && act != "swish") {
       refuse(path, "'hidden_act' is " + excerpt(act) + "; only silu (SwiGLU) is implemented");
     }
   }
-  if (has(j, "pretraining_tp") && !(j["pretraining_tp"].is_number_integer() &&
-                                    j["pretraining_tp"].get<int64_t>() == 1)) {
-    refuse(path, "'pretraining_tp' is " + excerpt(j["pretraining_tp"].dump()) + "; only 1 is implemented");
+  if (has(j, "pretraining_tp") &&
+      !(j["pretraining_tp"].is_number_integer() && j["pretraining_tp"].get<int64_t>() == 1)) {
+    refuse(path, "'pretraining_tp' is " + excerpt(j["pretraining_tp"].dump()) +
+                     "; only 1 is implemented");
   }
   if (bool_field(j, path, "use_mrope", false)) {
     refuse(path, "'use_mrope' is true; multimodal RoPE is not implemented");

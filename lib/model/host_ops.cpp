@@ -23,8 +23,8 @@ HostTensor embed_tokens(const HostTensor& table, std::span<const int32_t> tokens
   std::byte* dst = out.mutable_data();
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= table.dim(0)) {
-      throw_input_error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
-                        std::to_string(table.dim(0) - 1) + ")");
+      throw_input_error("token id " + std::to_string(tokens[i]) +
+                        " is outside the vocabulary (0.." + std::to_string(table.dim(0) - 1) + ")");
     }
     std::memcpy(dst + i * row_bytes, table.data() + tokens[i] * row_bytes, row_bytes);
   }
@@ -119,7 +119,8 @@ HostTensor swiglu(const HostTensor& gate_up) {
       const float u = load(gate_up.data(), t, r * 2 * inter + inter + j);
       // portable::exp, not std::exp: the device decoder (kernels/decode_elementwise.cu) computes
       // the same expression with the same exp, and no libm exp is bitwise equal to CUDA's.
-      const float silu = kernels::portable::div(g, kernels::portable::add(1.0f, kernels::portable::exp(-g)));
+      const float silu =
+          kernels::portable::div(g, kernels::portable::add(1.0f, kernels::portable::exp(-g)));
       store(o, t, r * inter + j, kernels::portable::mul(silu, u));
     }
   }

@@ -25,9 +25,9 @@ void validate_config(const ModelConfig& c, const std::string& source) {
   need(c.hidden > 0, "hidden size must be at least 1");
   need(c.layers > 0, "the model needs at least one layer");
   need(c.num_heads > 0 && c.num_kv_heads > 0, "head counts must be at least 1");
-  need(c.num_heads % c.num_kv_heads == 0,
-       "attention heads (" + std::to_string(c.num_heads) + ") must be a multiple of KV heads (" +
-           std::to_string(c.num_kv_heads) + ")");
+  need(c.num_heads % c.num_kv_heads == 0, "attention heads (" + std::to_string(c.num_heads) +
+                                              ") must be a multiple of KV heads (" +
+                                              std::to_string(c.num_kv_heads) + ")");
   need(c.head_dim > 0 && c.head_dim % 8 == 0 && c.head_dim <= 256,
        "head dimension " + std::to_string(c.head_dim) +
            " is not supported (the attention kernels need a multiple of 8 up to 256)");

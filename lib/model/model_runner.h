@@ -15,7 +15,8 @@ class ModelRunner {
  public:
   // Builds the synthetic weights (seeded by weight_seed, else the scenario seed), or reads the
   // checkpoint, or (model.synthetic_weights) writes seeded weights for the checkpoint folder's
-  // config.json into a temporary checkpoint and reads that (synthetic_checkpoint.h). Throws kBadInput for a malformed checkpoint or prompts outside the vocabulary.
+  // config.json into a temporary checkpoint and reads that (synthetic_checkpoint.h). Throws
+  // kBadInput for a malformed checkpoint or prompts outside the vocabulary.
   explicit ModelRunner(const Scenario& s);
 
   const Scenario& scenario() const { return s_; }

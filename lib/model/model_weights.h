@@ -23,10 +23,10 @@ struct LayerWeights {
   HostTensor o_bias;     // [hidden] or empty (config.o_bias)
   HostTensor mlp_norm;   // [hidden]
   // A dense MLP layer: gate_up and down (empty in an MoE layer, config.is_moe_layer()).
-  HostTensor gate_up;    // [2 intermediate, hidden]
+  HostTensor gate_up;       // [2 intermediate, hidden]
   HostTensor gate_up_bias;  // [2 intermediate] or empty (config.mlp_bias)
-  HostTensor down;       // [hidden, intermediate]
-  HostTensor down_bias;  // [hidden] or empty (config.mlp_bias)
+  HostTensor down;          // [hidden, intermediate]
+  HostTensor down_bias;     // [hidden] or empty (config.mlp_bias)
   // An MoE layer: the router and each expert's SwiGLU MLP, fused like the dense one (rows: gate,
   // then up), one tensor per expert so that each expert's GEMM is its own backend call.
   HostTensor router;                       // [num_experts, hidden]

@@ -30,8 +30,8 @@ HostTensor combine_experts(const MoeRoute& route, const MoeExpertRows& by_expert
     if (shared) {
       // sigmoid(g) = 1 / (1 + exp(-g)) with the exp the SwiGLU uses (portable_math.cuh).
       const float g = shared_gate->get(r);
-      const float s = kernels::portable::div(
-          1.0f, kernels::portable::add(1.0f, kernels::portable::exp(-g)));
+      const float s =
+          kernels::portable::div(1.0f, kernels::portable::add(1.0f, kernels::portable::exp(-g)));
       for (int64_t c = 0; c < hidden; ++c) acc[c] += s * shared->get(r * hidden + c);
     }
     for (int64_t c = 0; c < hidden; ++c) out.set(r * hidden + c, acc[c]);

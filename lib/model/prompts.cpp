@@ -19,7 +19,8 @@ Prompt synthetic_prompt(uint64_t seed, uint64_t stream, int32_t length, int32_t 
   Prompt p;
   const uint64_t key = mix(seed ^ mix(kPromptStream + stream));
   for (int32_t i = 0; i < length; ++i) {
-    p.push_back(static_cast<int32_t>(mix(key + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab)));
+    p.push_back(
+        static_cast<int32_t>(mix(key + static_cast<uint64_t>(i)) % static_cast<uint64_t>(vocab)));
   }
   return p;
 }
@@ -56,7 +57,8 @@ ModelBatch make_model_batch(const Scenario& s, const Context& c, const std::vect
       // A seeded filler as long as a scenario prompt (cycling through them), so the fillers'
       // lengths look like the workload's.
       const int32_t len = static_cast<int32_t>(prompts[slot % prompts.size()].size());
-      b.prompts.push_back(synthetic_prompt(s.seed, filler_stream(static_cast<int64_t>(slot)), len, vocab));
+      b.prompts.push_back(
+          synthetic_prompt(s.seed, filler_stream(static_cast<int64_t>(slot)), len, vocab));
     }
   }
   for (int64_t ps : layout.probe_slot) b.probe_slot.push_back(static_cast<size_t>(ps));

@@ -21,8 +21,8 @@ Prompt synthetic_prompt(uint64_t seed, uint64_t stream, int32_t length, int32_t 
 std::vector<Prompt> scenario_prompts(const Scenario& s, int32_t vocab);
 
 struct ModelBatch {
-  std::vector<Prompt> prompts;      // one per slot
-  std::vector<size_t> probe_slot;   // slot of each probed request, in scenario order
+  std::vector<Prompt> prompts;     // one per slot
+  std::vector<size_t> probe_slot;  // slot of each probed request, in scenario order
   // Per slot: the prompt's request id (its index among the scenario's prompts), or for a seeded
   // filler kFillerIdBase + slot: what a per-request sampler keys its draws by.
   std::vector<uint64_t> request_ids;

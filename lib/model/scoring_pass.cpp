@@ -60,7 +60,8 @@ HostTensor score_sequence(Backend& backend, const ModelWeights& weights,
                           const std::vector<int32_t>& completion, const ScoreOptions& options,
                           TensorObserver* observer, size_t watched, RunNotes* notes) {
   const ModelConfig& c = weights.config;
-  if (prompt.empty() || completion.empty()) throw_input_error("the scoring pass needs a prompt and a completion");
+  if (prompt.empty() || completion.empty())
+    throw_input_error("the scoring pass needs a prompt and a completion");
   if (options.batch < 1) throw_input_error("score_batch must be at least 1");
   if (options.chunk < 0) throw_input_error("score_chunk must be at least 1");
   const int32_t len = static_cast<int32_t>(prompt.size());

@@ -21,10 +21,10 @@
 namespace nvdet {
 
 struct ScoreOptions {
-  int32_t batch = 1;   // sequences in each pass: the scored one (first) + batch - 1 fillers
-  int32_t chunk = 0;   // 0 = whole
+  int32_t batch = 1;  // sequences in each pass: the scored one (first) + batch - 1 fillers
+  int32_t chunk = 0;  // 0 = whole
   int32_t page_size = 16;
-  uint64_t seed = 0;   // the fillers' tokens: seeded by (seed, filler_key, filler index)
+  uint64_t seed = 0;  // the fillers' tokens: seeded by (seed, filler_key, filler index)
   uint64_t filler_key = 0;
 };
 

@@ -23,8 +23,14 @@ class TpHostEngine final : public PassEngine {
  public:
   TpHostEngine(Backend& backend, const ModelWeights& w, const std::vector<int32_t>& capacity,
                const DecodeOptions& options, PassTrace& trace, RunNotes* notes)
-      : backend_(backend), w_(w), c_(w.config), rank_c_(rank_config(w.config, options.tp.tp)),
-        tp_(options.tp), trace_(trace), notes_(notes), rope_(rank_c_) {
+      : backend_(backend),
+        w_(w),
+        c_(w.config),
+        rank_c_(rank_config(w.config, options.tp.tp)),
+        tp_(options.tp),
+        trace_(trace),
+        notes_(notes),
+        rope_(rank_c_) {
     for (const LayerWeights& L : w_.layers) {
       layers_.push_back({ColumnParallelLinear(L.qkv, bias_or_null(L.qkv_bias), tp_.tp,
                                               {c_.q_dim(), c_.kv_dim(), c_.kv_dim()}),
@@ -33,9 +39,8 @@ class TpHostEngine final : public PassEngine {
                          RowParallelLinear(L.o_proj, bias_or_null(L.o_bias), tp_.tp),
                          RowParallelLinear(L.down, bias_or_null(L.down_bias), tp_.tp)});
       for (int r = 0; r < tp_.tp; ++r)
-        caches_.push_back(std::make_unique<PagedKvCache>(capacity, options.page_size,
-                                                         rank_c_.num_kv_heads, c_.head_dim,
-                                                         w_.dtype));
+        caches_.push_back(std::make_unique<PagedKvCache>(
+            capacity, options.page_size, rank_c_.num_kv_heads, c_.head_dim, w_.dtype));
     }
   }
 
@@ -74,7 +79,8 @@ class TpHostEngine final : public PassEngine {
   HostTensor call(const OpArgs& args, const char* tag, const char* name) {
     return run_noted(backend_, args, notes_, tag, name);
   }
-  HostTensor norm(const HostTensor& x, const HostTensor& weight, const char* tag, const char* name) {
+  HostTensor norm(const HostTensor& x, const HostTensor& weight, const char* tag,
+                  const char* name) {
     return call(rmsnorm_args(x, weight, c_, w_.dtype), tag, name);
   }
 

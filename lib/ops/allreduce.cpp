@@ -156,8 +156,8 @@ HostTensor simulate_all_reduce(const std::vector<const HostTensor*>& ranks,
   std::vector<const float*> x;
   for (size_t r = 0; r < ranks.size(); ++r) {
     if (ranks[r] == nullptr || ranks[r]->dtype() != t || ranks[r]->shape() != first.shape())
-      throw_input_error("every rank of an all-reduce must hold a " +
-                        std::string(dtype_name(t)) + " tensor of shape " + first.shape_string());
+      throw_input_error("every rank of an all-reduce must hold a " + std::string(dtype_name(t)) +
+                        " tensor of shape " + first.shape_string());
     values[r].resize(static_cast<size_t>(first.numel()));
     for (int64_t e = 0; e < first.numel(); ++e) values[r][e] = ranks[r]->get(e);
     x.push_back(values[r].data());

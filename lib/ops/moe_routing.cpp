@@ -1,9 +1,10 @@
 #include "lib/ops/moe_routing.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <fmt/format.h>
 
 #include "lib/core/error.h"
 
@@ -23,7 +24,8 @@ MoeRoute route_tokens(std::span<const float> router_logits, int rows, int num_ex
   if (rows < 0 || num_experts < 1 || top_k < 1 || top_k > num_experts) {
     throw_input_error(fmt::format(
         "MoE routing needs rows >= 0 and 1 <= top_k <= num_experts (got rows {}, top_k {}, "
-        "num_experts {})", rows, top_k, num_experts));
+        "num_experts {})",
+        rows, top_k, num_experts));
   }
   if (router_logits.size() != static_cast<size_t>(rows) * static_cast<size_t>(num_experts)) {
     throw_input_error(fmt::format("MoE routing got {} router logits for {} rows of {} experts",

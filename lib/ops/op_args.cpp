@@ -28,8 +28,8 @@ void require_tensor(std::string_view op, const HostTensor* t, const char* name, 
 void require_same_dtype(std::string_view op, const HostTensor& a, const char* a_name,
                         const HostTensor& b, const char* b_name) {
   if (a.dtype() != b.dtype()) {
-    fail(op, std::string(b_name) + " is " + std::string(dtype_name(b.dtype())) + " but " +
-                 a_name + " is " + std::string(dtype_name(a.dtype())));
+    fail(op, std::string(b_name) + " is " + std::string(dtype_name(b.dtype())) + " but " + a_name +
+                 " is " + std::string(dtype_name(a.dtype())));
   }
 }
 
@@ -46,8 +46,8 @@ void validate(const GemmArgs& g) {
   require_matrix_pair(op, g.a, "a", g.w, "w");
   const int64_t m = g.a->dim(0), k = g.a->dim(1), n = g.w->dim(0);
   if (g.w->dim(1) != k) {
-    fail(op, "a.k (" + str(k) + ") != w.k (" + str(g.w->dim(1)) + "): a is " +
-                 g.a->shape_string() + ", w is " + g.w->shape_string() + " ([n, k])");
+    fail(op, "a.k (" + str(k) + ") != w.k (" + str(g.w->dim(1)) + "): a is " + g.a->shape_string() +
+                 ", w is " + g.w->shape_string() + " ([n, k])");
   }
   if (m <= 0 || n <= 0 || k <= 0) {
     fail(op, "m, n and k must be positive (m=" + str(m) + ", n=" + str(n) + ", k=" + str(k) + ")");
@@ -70,8 +70,7 @@ void validate(const RmsNormArgs& r) {
     fail(op, "x must have at least one row and one column, but has shape " + r.x->shape_string());
   }
   if (r.weight->dim(0) != r.x->dim(1)) {
-    fail(op, "weight has " + str(r.weight->dim(0)) + " elements but rows have " +
-                 str(r.x->dim(1)));
+    fail(op, "weight has " + str(r.weight->dim(0)) + " elements but rows have " + str(r.x->dim(1)));
   }
   if (!std::isfinite(r.eps) || r.eps < 0.0f) fail(op, "eps must be a finite number >= 0");
 }
@@ -86,8 +85,8 @@ void validate(const LogSoftmaxArgs& l) {
 
 // The parts shared by decode and prefill: heads, the paged cache and the page table.
 void validate_attention(std::string_view op, const HostTensor* q, const PagedKv& kv,
-                        int64_t num_seqs, int32_t num_heads, int32_t num_kv_heads,
-                        int32_t head_dim, float scale, const AttentionSplits& splits) {
+                        int64_t num_seqs, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim,
+                        float scale, const AttentionSplits& splits) {
   if (num_heads <= 0 || num_kv_heads <= 0 || head_dim <= 0) {
     fail(op, "num_heads (" + str(num_heads) + "), num_kv_heads (" + str(num_kv_heads) +
                  ") and head_dim (" + str(head_dim) + ") must be positive");
@@ -104,8 +103,8 @@ void validate_attention(std::string_view op, const HostTensor* q, const PagedKv&
   require_tensor(op, kv.k, "the K cache", 4);
   require_tensor(op, kv.v, "the V cache", 4);
   if (kv.k->shape() != kv.v->shape()) {
-    fail(op, "the K cache " + kv.k->shape_string() + " and the V cache " +
-                 kv.v->shape_string() + " differ in shape");
+    fail(op, "the K cache " + kv.k->shape_string() + " and the V cache " + kv.v->shape_string() +
+                 " differ in shape");
   }
   require_same_dtype(op, *q, "q", *kv.k, "the K cache");
   require_same_dtype(op, *q, "q", *kv.v, "the V cache");
@@ -113,9 +112,8 @@ void validate_attention(std::string_view op, const HostTensor* q, const PagedKv&
   const int64_t num_pages = kv.k->dim(0);
   if (kv.k->dim(1) != kv.page_size || kv.k->dim(2) != num_kv_heads || kv.k->dim(3) != head_dim) {
     fail(op, "the K cache has shape " + kv.k->shape_string() +
-                 " but [num_pages, page_size, num_kv_heads, head_dim] = [*, " +
-                 str(kv.page_size) + ", " + str(num_kv_heads) + ", " + str(head_dim) +
-                 "] was expected");
+                 " but [num_pages, page_size, num_kv_heads, head_dim] = [*, " + str(kv.page_size) +
+                 ", " + str(num_kv_heads) + ", " + str(head_dim) + "] was expected");
   }
   if (!std::isfinite(scale) || scale <= 0.0f) {
     fail(op, "scale must be a positive finite number (usually 1/sqrt(head_dim))");
@@ -159,8 +157,8 @@ void validate_attention(std::string_view op, const HostTensor* q, const PagedKv&
 void validate(const AttentionDecodeArgs& d) {
   constexpr std::string_view op = "attention_decode";
   if (d.q == nullptr) fail(op, "q is missing");
-  validate_attention(op, d.q, d.kv, d.q->rank() == 3 ? d.q->dim(0) : 0, d.num_heads,
-                     d.num_kv_heads, d.head_dim, d.scale, d.splits);
+  validate_attention(op, d.q, d.kv, d.q->rank() == 3 ? d.q->dim(0) : 0, d.num_heads, d.num_kv_heads,
+                     d.head_dim, d.scale, d.splits);
 }
 
 void validate(const AttentionPrefillArgs& p) {
@@ -172,8 +170,8 @@ void validate(const AttentionPrefillArgs& p) {
                      p.splits);
   if (p.q_start.front() != 0) fail(op, "q_start[0] must be 0, got " + str(p.q_start.front()));
   if (p.q_start.back() != p.q->dim(0)) {
-    fail(op, "q_start ends at " + str(p.q_start.back()) + " but q has " + str(p.q->dim(0)) +
-                 " tokens");
+    fail(op,
+         "q_start ends at " + str(p.q_start.back()) + " but q has " + str(p.q->dim(0)) + " tokens");
   }
   if (!p.prefix_len.empty() && static_cast<int64_t>(p.prefix_len.size()) != num_seqs) {
     fail(op, "prefix_len has " + str(static_cast<int64_t>(p.prefix_len.size())) +
@@ -184,14 +182,14 @@ void validate(const AttentionPrefillArgs& p) {
     if (q_len < 0) fail(op, "q_start decreases at sequence " + str(s));
     const int64_t kv_len = p.kv.kv_lens[s];
     if (q_len > kv_len) {
-      fail(op, "sequence " + str(s) + " has " + str(q_len) + " new tokens but only " +
-                   str(kv_len) + " cached tokens (the new tokens must already be in the cache)");
+      fail(op, "sequence " + str(s) + " has " + str(q_len) + " new tokens but only " + str(kv_len) +
+                   " cached tokens (the new tokens must already be in the cache)");
     }
     if (!p.prefix_len.empty()) {
       const int64_t prefix = p.prefix_len[s], chunk_start = kv_len - q_len;
       if (prefix < 0 || prefix > chunk_start) {
-        fail(op, "sequence " + str(s) + " has prefix_len " + str(prefix) +
-                     ", outside [0, " + str(chunk_start) + "] (the tokens before this chunk)");
+        fail(op, "sequence " + str(s) + " has prefix_len " + str(prefix) + ", outside [0, " +
+                     str(chunk_start) + "] (the tokens before this chunk)");
       }
     }
   }

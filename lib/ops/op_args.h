@@ -21,7 +21,7 @@ struct GemmArgs {
   const HostTensor* w = nullptr;     // [n, k]
   const HostTensor* bias = nullptr;  // [n] or null
   DType out_dtype = DType::kFP32;
-  bool allow_tf32 = false;           // fp32 inputs only: let vendor kernels use TF32
+  bool allow_tf32 = false;  // fp32 inputs only: let vendor kernels use TF32
 };
 
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]
@@ -41,12 +41,12 @@ struct LogSoftmaxArgs {
 // A paged KV cache shared by the attention ops. Sequence s's token t lives in page
 // page_table[s * max_pages_per_seq + t / page_size], slot t % page_size.
 struct PagedKv {
-  const HostTensor* k = nullptr;  // [num_pages, page_size, num_kv_heads, head_dim]
-  const HostTensor* v = nullptr;  // same shape and dtype as k
+  const HostTensor* k = nullptr;    // [num_pages, page_size, num_kv_heads, head_dim]
+  const HostTensor* v = nullptr;    // same shape and dtype as k
   std::vector<int32_t> page_table;  // [num_seqs * max_pages_per_seq]
   int32_t max_pages_per_seq = 0;
   int32_t page_size = 16;
-  std::vector<int32_t> kv_lens;     // [num_seqs]: tokens in each sequence's cache
+  std::vector<int32_t> kv_lens;  // [num_seqs]: tokens in each sequence's cache
 };
 
 // Split settings that a sweep may fix. 0 means "the backend's own choice": invariant backends use
@@ -77,8 +77,8 @@ struct AttentionDecodeArgs {
 // vendor-style policy splits its KV reduction at the prefix and chunk boundaries, as cascade /
 // chunked-prefill kernels do, the invariant one only at fixed positions.
 struct AttentionPrefillArgs {
-  const HostTensor* q = nullptr;  // [total_new_tokens, num_heads, head_dim]
-  std::vector<int32_t> q_start;   // [num_seqs + 1]
+  const HostTensor* q = nullptr;    // [total_new_tokens, num_heads, head_dim]
+  std::vector<int32_t> q_start;     // [num_seqs + 1]
   std::vector<int32_t> prefix_len;  // [num_seqs]
   PagedKv kv;
   int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
@@ -95,10 +95,10 @@ struct AttentionPrefillArgs {
 //   out_dtype.
 // The weights are those of transformers' Qwen3-MoE / Mixtral blocks, one tensor per expert.
 struct MoeArgs {
-  const HostTensor* x = nullptr;               // [rows, hidden]
-  const HostTensor* router = nullptr;          // [experts, hidden]
-  std::vector<const HostTensor*> gate_up;      // [experts] x [2 * intermediate, hidden]
-  std::vector<const HostTensor*> down;         // [experts] x [hidden, intermediate]
+  const HostTensor* x = nullptr;           // [rows, hidden]
+  const HostTensor* router = nullptr;      // [experts, hidden]
+  std::vector<const HostTensor*> gate_up;  // [experts] x [2 * intermediate, hidden]
+  std::vector<const HostTensor*> down;     // [experts] x [hidden, intermediate]
   int32_t top_k = 1;
   bool norm_topk_prob = true;
   // Rows whose experts the run's notes describe (the probed requests' rows): each such expert's

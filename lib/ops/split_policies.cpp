@@ -42,8 +42,8 @@ int flashdecoding_num_splits(int batch_times_kv_heads, int num_sms, int kv_len_b
   return 1;
 }
 
-std::vector<int> vendor_decode_split_sizes(std::span<const int32_t> kv_lens, int heads,
-                                           int num_sms, AttentionSplits splits) {
+std::vector<int> vendor_decode_split_sizes(std::span<const int32_t> kv_lens, int heads, int num_sms,
+                                           AttentionSplits splits) {
   std::vector<int> out(kv_lens.size(), 1);
   if (splits.num_splits > 0) {
     for (size_t i = 0; i < kv_lens.size(); ++i) {

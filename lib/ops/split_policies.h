@@ -43,9 +43,9 @@ int flashdecoding_num_splits(int batch_times_kv_heads, int num_sms, int kv_len_b
                              int max_splits = 128);
 
 // Constants of the FlashInfer-style load balance below.
-inline constexpr int kVendorCtasPerSm = 2;        // occupancy the scheduler plans for
-inline constexpr int kVendorMinSplitLen = 128;    // never split KV finer than 128 tokens
-inline constexpr int kVendorSplitLenAlign = 16;   // split lengths are a multiple of 16 tokens
+inline constexpr int kVendorCtasPerSm = 2;       // occupancy the scheduler plans for
+inline constexpr int kVendorMinSplitLen = 128;   // never split KV finer than 128 tokens
+inline constexpr int kVendorSplitLenAlign = 16;  // split lengths are a multiple of 16 tokens
 
 // Per-request KV split lengths (tokens) of a FlashInfer-style decode scheduler (reproduces the
 // idea of FlashInfer's decode plan: one KV chunk size for the whole batch, chosen so that the
@@ -57,8 +57,8 @@ inline constexpr int kVendorSplitLenAlign = 16;   // split lengths are a multipl
 // So a request's split boundaries depend on its neighbours' KV lengths. A split length >= a
 // request's kv_len means that request is not split. `heads` is the number of heads a CTA is
 // scheduled per (KV heads for GQA).
-std::vector<int> vendor_decode_split_sizes(std::span<const int32_t> kv_lens, int heads,
-                                           int num_sms, AttentionSplits splits);
+std::vector<int> vendor_decode_split_sizes(std::span<const int32_t> kv_lens, int heads, int num_sms,
+                                           AttentionSplits splits);
 
 // Vendor RMSNorm / log-softmax row split (the "split a row across blocks when the batch is too
 // small to fill the GPU" policy of serving-stack norm kernels): when rows < num_sms, each row is

@@ -32,15 +32,16 @@ class CpuBackend final : public Backend {
 
  private:
   HostTensor dispatch(const GemmArgs& a, RunNotes* n) const {
-    return pick(cpu::reference_gemm, cpu::invariant_gemm, cpu::variant_gemm, cpu::portable_gemm)(a, n);
+    return pick(cpu::reference_gemm, cpu::invariant_gemm, cpu::variant_gemm, cpu::portable_gemm)(a,
+                                                                                                 n);
   }
   HostTensor dispatch(const RmsNormArgs& a, RunNotes* n) const {
     return pick(cpu::reference_rmsnorm, cpu::invariant_rmsnorm, cpu::variant_rmsnorm,
                 cpu::portable_rmsnorm)(a, n);
   }
   HostTensor dispatch(const LogSoftmaxArgs& a, RunNotes* n) const {
-    return pick(cpu::reference_log_softmax, cpu::invariant_log_softmax,
-                cpu::variant_log_softmax, cpu::portable_log_softmax)(a, n);
+    return pick(cpu::reference_log_softmax, cpu::invariant_log_softmax, cpu::variant_log_softmax,
+                cpu::portable_log_softmax)(a, n);
   }
   HostTensor dispatch(const AttentionDecodeArgs& a, RunNotes* n) const {
     return pick(cpu::reference_attention_decode, cpu::invariant_attention_decode,
@@ -76,8 +77,7 @@ BackendRegistration registration(BackendInfo info, CpuFlavor flavor, std::string
             return std::make_unique<CpuBackend>(info, flavor);
           },
           supports_from({all_ops_all_dtypes(), false, nullptr}),
-          [path = std::move(path)] { return path; },
-          std::move(bench)};
+          [path = std::move(path)] { return path; }, std::move(bench)};
 }
 
 }  // namespace
@@ -100,29 +100,35 @@ std::vector<BackendRegistration> cpu_backend_registrations() {
       false,
       false,
       {
-          {"gemm", "cuBLASLt's default heuristic choosing split-K for small m (4 splits at "
-                   "m <= 16, 2 at m <= 64, none above)"},
-          {"rmsnorm", "a serving-stack RMSNorm that splits rows across blocks when the batch is "
-                      "small and sizes its blocks from the token count (132-SM H200 assumed)"},
-          {"log_softmax", "a log-softmax that splits each row across blocks for small batches "
-                          "(132-SM H200 assumed)"},
+          {"gemm",
+           "cuBLASLt's default heuristic choosing split-K for small m (4 splits at "
+           "m <= 16, 2 at m <= 64, none above)"},
+          {"rmsnorm",
+           "a serving-stack RMSNorm that splits rows across blocks when the batch is "
+           "small and sizes its blocks from the token count (132-SM H200 assumed)"},
+          {"log_softmax",
+           "a log-softmax that splits each row across blocks for small batches "
+           "(132-SM H200 assumed)"},
           {"attention_decode",
            "FlashDecoding's split-KV heuristic (whether to split, from batch x KV heads and 132 "
            "SMs) with FlashInfer-style load-balanced split lengths from the batch's total KV"},
           {"attention_prefill",
            "chunked-prefill / cascade attention that splits the KV reduction at the prefix and "
            "chunk boundaries and merges the partial states"},
-          {"moe", "a fused MoE kernel (vLLM fused_moe style) whose tile follows the batch's "
-                  "token count, whose split-K follows each expert's row count and whose combine "
-                  "follows the sorted token layout at large tiles"},
+          {"moe",
+           "a fused MoE kernel (vLLM fused_moe style) whose tile follows the batch's "
+           "token count, whose split-K follows each expert's row count and whose combine "
+           "follows the sorted token layout at large tiles"},
       }};
-  BackendInfo portable{"cpu-portable",
-                       "CPU twin of cuda-portable: IEEE fp32 ops only, bitwise equal to it on any GPU",
-                       false,
-                       true,
-                       {}};
+  BackendInfo portable{
+      "cpu-portable",
+      "CPU twin of cuda-portable: IEEE fp32 ops only, bitwise equal to it on any GPU",
+      false,
+      true,
+      {}};
   BenchRole correctness_reference;
-  correctness_reference.reference = true;  // the oracle others are checked against, not a vendor kernel
+  correctness_reference.reference =
+      true;  // the oracle others are checked against, not a vendor kernel
   return {registration(reference, CpuFlavor::kReference,
                        "every op: host loops accumulating in double", correctness_reference),
           registration(invariant, CpuFlavor::kInvariant,

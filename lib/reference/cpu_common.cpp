@@ -33,8 +33,8 @@ std::vector<float> to_float(const HostTensor& t) {
   try {
     out.resize(static_cast<size_t>(n));
   } catch (const std::bad_alloc&) {
-    throw HostAllocationError("an fp32 copy of a " + std::string(dtype_name(t.dtype())) + " tensor of " +
-                                  std::to_string(n) + " elements",
+    throw HostAllocationError("an fp32 copy of a " + std::string(dtype_name(t.dtype())) +
+                                  " tensor of " + std::to_string(n) + " elements",
                               static_cast<uint64_t>(n) * sizeof(float));
   }
   constexpr int64_t kBlock = 1 << 16;

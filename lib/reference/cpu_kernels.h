@@ -1,6 +1,6 @@
 #pragma once
-// The CPU kernels behind cpu-reference, cpu-invariant, cpu-variant and cpu-portable. Arguments have passed
-// validate_op_args. Each returns the output tensor and may add facts to `notes` (nullable).
+// The CPU kernels behind cpu-reference, cpu-invariant, cpu-variant and cpu-portable. Arguments have
+// passed validate_op_args. Each returns the output tensor and may add facts to `notes` (nullable).
 #include "lib/backend/backend.h"
 
 namespace nvdet::cpu {
@@ -40,7 +40,8 @@ HostTensor portable_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
 HostTensor portable_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
 HostTensor portable_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
 
-// The MoE block (lib/backend/moe_pipeline.h) with each flavor's GEMMs and combine (moe_kernels.cpp).
+// The MoE block (lib/backend/moe_pipeline.h) with each flavor's GEMMs and combine
+// (moe_kernels.cpp).
 HostTensor reference_moe(const MoeArgs& args, RunNotes* notes);
 HostTensor invariant_moe(const MoeArgs& args, RunNotes* notes);
 HostTensor variant_moe(const MoeArgs& args, RunNotes* notes);

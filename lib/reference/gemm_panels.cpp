@@ -19,9 +19,9 @@ PackedGemm pack_gemm(const GemmArgs& args) {
   try {
     g.panels.assign(panel_floats, 0.0f);
   } catch (const std::bad_alloc&) {
-    throw HostAllocationError("the fp32 panels of a [" + std::to_string(g.n) + ", " + std::to_string(g.k) +
-                                  "] weight",
-                              panel_floats * sizeof(float));
+    throw HostAllocationError(
+        "the fp32 panels of a [" + std::to_string(g.n) + ", " + std::to_string(g.k) + "] weight",
+        panel_floats * sizeof(float));
   }
   parallel_for(g.num_panels(), [&](int64_t p) {
     std::vector<float> row(static_cast<size_t>(g.k));

@@ -17,9 +17,9 @@
 // The router GEMM is each flavor's ordinary GEMM (cpu-variant's split-K follows the total rows).
 #include <fmt/format.h>
 
+#include "kernels/silu_mul.cuh"
 #include "lib/backend/moe_pipeline.h"
 #include "lib/reference/cpu_kernels.h"
-#include "kernels/silu_mul.cuh"
 
 namespace nvdet::cpu {
 namespace {

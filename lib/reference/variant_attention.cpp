@@ -62,22 +62,21 @@ HostTensor variant_attention_prefill(const AttentionPrefillArgs& args, RunNotes*
   const int32_t H = args.num_heads, D = args.head_dim;
   const std::vector<float> q = to_float(*args.q);
   std::vector<float> out(static_cast<size_t>(tokens * H * D));
-  for_each_prefill_row(args, [&](int64_t s, const SequenceKv& kv, int64_t chunk_start, int64_t pos,
-                                 int64_t row) {
-    const int64_t prefix = args.prefix_len.empty() ? 0 : args.prefix_len[s];
-    const int64_t cuts[4] = {0, prefix, chunk_start, pos + 1};
-    SoftmaxState total(D);
-    for (int c = 0; c < 3; ++c) {
-      if (cuts[c + 1] <= cuts[c]) continue;
-      SoftmaxState part(D);
-      attend_tiles(q.data() + row * D, kv, cuts[c], cuts[c + 1], cuts[c], args.scale, part);
-      merge_state(total, part);
-    }
-    finish_state(total, out.data() + row * D);
-  });
+  for_each_prefill_row(
+      args, [&](int64_t s, const SequenceKv& kv, int64_t chunk_start, int64_t pos, int64_t row) {
+        const int64_t prefix = args.prefix_len.empty() ? 0 : args.prefix_len[s];
+        const int64_t cuts[4] = {0, prefix, chunk_start, pos + 1};
+        SoftmaxState total(D);
+        for (int c = 0; c < 3; ++c) {
+          if (cuts[c + 1] <= cuts[c]) continue;
+          SoftmaxState part(D);
+          attend_tiles(q.data() + row * D, kv, cuts[c], cuts[c + 1], cuts[c], args.scale, part);
+          merge_state(total, part);
+        }
+        finish_state(total, out.data() + row * D);
+      });
   if (notes) {
-    (*notes)["kv_segments"] =
-        std::string("[0, prefix) | [prefix, chunk start) | [chunk start, p]");
+    (*notes)["kv_segments"] = std::string("[0, prefix) | [prefix, chunk start) | [chunk start, p]");
     (*notes)["tile"] = std::to_string(kAttentionTile);
   }
   return make_output(args.out_dtype, {tokens, H, D}, std::span<const float>(out));

@@ -64,8 +64,9 @@ HostTensor variant_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
     to_float(*args.x, r * d, d, x);
     float ss = 0.0f;
     for (int64_t b = 0; b < d; b += plan.part_len) {
-      ss += block_sum(x + b, std::min(plan.part_len, d - b), plan.threads,
-                      [](float v) { return v * v; }, scratch);
+      ss += block_sum(
+          x + b, std::min(plan.part_len, d - b), plan.threads, [](float v) { return v * v; },
+          scratch);
     }
     const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + args.eps);
     for (int64_t j = 0; j < d; ++j) x[j] = (x[j] * inv) * w[j];
@@ -88,8 +89,8 @@ HostTensor variant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes) {
       float mx = -INFINITY;
       for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[b + j]);
       part_max.push_back(mx);
-      part_sum.push_back(
-          block_sum(x + b, n, plan.threads, [mx](float e) { return std::exp(e - mx); }, scratch));
+      part_sum.push_back(block_sum(
+          x + b, n, plan.threads, [mx](float e) { return std::exp(e - mx); }, scratch));
     }
     float mx = -INFINITY;
     for (float m : part_max) mx = std::max(mx, m);

@@ -20,29 +20,32 @@ std::string render_bench_markdown(const BenchResult& r) {
   std::string s = fmt::format("## nvdet bench: {} ({}, {})\n\n", r.scenario, r.op, r.dtype);
   s += r.system.gpus.empty()
            ? "Device: CPU only (host wall-clock times)\n\n"
-           : fmt::format("Device: {} ({} SMs), driver {}, CUDA {}, cuBLAS {}. Median of {} timed "
-                         "runs after {} warm-up runs, CUDA events.\n\n",
-                         r.system.gpus[0].name, r.system.gpus[0].sm_count,
-                         r.system.driver_version, r.system.cuda_runtime_version,
-                         r.system.cublas_version, r.timing.repetitions, r.timing.warmup);
+           : fmt::format(
+                 "Device: {} ({} SMs), driver {}, CUDA {}, cuBLAS {}. Median of {} timed "
+                 "runs after {} warm-up runs, CUDA events.\n\n",
+                 r.system.gpus[0].name, r.system.gpus[0].sm_count, r.system.driver_version,
+                 r.system.cuda_runtime_version, r.system.cublas_version, r.timing.repetitions,
+                 r.timing.warmup);
   if (r.copy_gbps > 0) {
-    s += fmt::format("Copy ceiling: {:.0f} GB/s (a 256 MiB device-to-device copy, bytes read + "
-                     "written, timed in this run); `% of copy` is GB/s over it.\n\n",
-                     r.copy_gbps);
+    s += fmt::format(
+        "Copy ceiling: {:.0f} GB/s (a 256 MiB device-to-device copy, bytes read + "
+        "written, timed in this run); `% of copy` is GB/s over it.\n\n",
+        r.copy_gbps);
   }
   s += fmt::format(
-      "| context | backend | median us | spread us (min-max) | TFLOP/s | GB/s | % of copy | time vs "
+      "| context | backend | median us | spread us (min-max) | TFLOP/s | GB/s | % of copy | time "
+      "vs "
       "{} | throughput vs {} |\n",
       r.baseline, r.baseline);
   s += "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const BenchRow& row : r.rows) {
     const std::string copy =
         row.copy_fraction > 0 ? fmt::format("{:.0f}%", 100.0 * row.copy_fraction) : "-";
-    s += fmt::format("| {} | {}{} | {} | {}-{} | {} | {} | {} | {:.2f}x | {:.2f}x |\n",
-                     row.context, row.backend, row.device_timed ? "" : " (host)",
-                     readable(row.median_us), readable(row.min_us), readable(row.max_us),
-                     readable(row.tflops), readable(row.gbps), copy,
-                     row.time_ratio, row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
+    s += fmt::format("| {} | {}{} | {} | {}-{} | {} | {} | {} | {:.2f}x | {:.2f}x |\n", row.context,
+                     row.backend, row.device_timed ? "" : " (host)", readable(row.median_us),
+                     readable(row.min_us), readable(row.max_us), readable(row.tflops),
+                     readable(row.gbps), copy, row.time_ratio,
+                     row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
   }
   return s;
 }
@@ -84,11 +87,11 @@ std::string render_bench_csv(const BenchResult& r) {
   for (const BenchRow& row : r.rows) {
     s += csv_field(r.scenario) + "," + csv_field(row.context);
     for (const std::string& a : r.axes) s += "," + csv_field(axis_text(row, a));
-    s += fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.3g},{},{},{},{:.6g},{}\n",
-                     csv_field(row.backend), row.median_us, row.min_us, row.max_us, row.samples,
-                     spread_pct(row), figure(row.tflops), figure(row.gbps),
-                     figure(row.copy_fraction), row.time_ratio,
-                     row.device_timed ? "true" : "false");
+    s +=
+        fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.3g},{},{},{},{:.6g},{}\n",
+                    csv_field(row.backend), row.median_us, row.min_us, row.max_us, row.samples,
+                    spread_pct(row), figure(row.tflops), figure(row.gbps),
+                    figure(row.copy_fraction), row.time_ratio, row.device_timed ? "true" : "false");
   }
   return s;
 }
@@ -101,8 +104,8 @@ nlohmann::json bench_to_json(const BenchResult& r) {
   j["dtype"] = r.dtype;
   j["baseline"] = r.baseline;
   j["timing"] = {{"warmup", r.timing.warmup}, {"repetitions", r.timing.repetitions}};
-  j["device"] = r.system.gpus.empty() ? nlohmann::json("cpu")
-                                      : nlohmann::json(r.system.gpus[0].name);
+  j["device"] =
+      r.system.gpus.empty() ? nlohmann::json("cpu") : nlohmann::json(r.system.gpus[0].name);
   j["driver_version"] = r.system.driver_version;
   j["cuda_runtime_version"] = r.system.cuda_runtime_version;
   j["cublas_version"] = r.system.cublas_version;

@@ -62,44 +62,52 @@ std::string growth_plot(const json& b) {
       "<svg id=\"growth-plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "role=\"img\" aria-label=\"max |diff| per layer per step\">",
       W, H);
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>",
-                     left, top, W - left - right, H - top - bottom);
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>", left,
+      top, W - left - right, H - top - bottom);
   for (int e = static_cast<int>(std::ceil(log_lo)); e <= static_cast<int>(log_hi); ++e) {
     const double y = y_of(std::pow(10.0, e));
-    svg += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>"
-                       "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">1e{}</text>",
-                       left, W - right, y, y, left - 4, y + 4, e);
+    svg += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>"
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">1e{}</text>",
+        left, W - right, y, y, left - 4, y + 4, e);
   }
   svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">0</text>",
                      left - 4, y_of(0) + 4);
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">decode step "
-                     "(0 = prefill)</text>",
-                     (left + W - right) / 2, H - 8);
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">decode step "
+      "(0 = prefill)</text>",
+      (left + W - right) / 2, H - 8);
   for (int64_t s : {int64_t{0}, max_step}) {
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-                       x_of(s), H - bottom + 14, s);
+    svg +=
+        fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+                    x_of(s), H - bottom + 14, s);
   }
   if (b.contains("first_flip") && b["first_flip"].is_object()) {
     const double x = x_of(b["first_flip"].at("step").get<int64_t>());
-    svg += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#b3261e\" "
-                       "stroke-dasharray=\"4 3\"><title>first argmax flip</title></line>",
-                       x, x, top, H - bottom);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#b3261e\" "
+        "stroke-dasharray=\"4 3\"><title>first argmax flip</title></line>",
+        x, x, top, H - bottom);
   }
   for (size_t c = 0; c < columns.size(); ++c) {
     std::string points;
     for (const json& g : growth) {
       const json& v = g.at("max_abs_diff").at(c);
       if (!v.is_number()) continue;
-      points += fmt::format("{:.1f},{:.1f} ", x_of(g.at("step").get<int64_t>()), y_of(v.get<double>()));
+      points +=
+          fmt::format("{:.1f},{:.1f} ", x_of(g.at("step").get<int64_t>()), y_of(v.get<double>()));
     }
     const char* colour = kColours[c % kColourCount];
-    svg += fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" "
-                       "points=\"{}\"><title>{}</title></polyline>",
-                       colour, points, html_escape(columns[c].get<std::string>()));
-    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
-                       "<text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>",
-                       W - right + 10, top + 16 * c, colour, W - right + 24, top + 16 * c + 9,
-                       html_escape(columns[c].get<std::string>()));
+    svg += fmt::format(
+        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" "
+        "points=\"{}\"><title>{}</title></polyline>",
+        colour, points, html_escape(columns[c].get<std::string>()));
+    svg += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+        "<text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>",
+        W - right + 10, top + 16 * c, colour, W - right + 24, top + 16 * c + 9,
+        html_escape(columns[c].get<std::string>()));
   }
   return svg + "</svg>";
 }
@@ -126,13 +134,15 @@ std::string render_bisect_html(const json& b) {
     const json& f = b["first_op"];
     const json& m = f.at("first_mismatch");
     std::string coords;
-    for (const json& c : m.at("coords")) coords += (coords.empty() ? "" : ", ") + std::to_string(c.get<int64_t>());
+    for (const json& c : m.at("coords"))
+      coords += (coords.empty() ? "" : ", ") + std::to_string(c.get<int64_t>());
     h += fmt::format(
         "<p>step {}, layer {}, op <code>{}</code>: element ({}) A {} (<code>{}</code>) vs B {} "
         "(<code>{}</code>), {} ulp; {} of {} elements differ, max |diff| {}</p>",
         f.at("step").get<int64_t>(), f.at("layer").get<int64_t>(), html_escape(text(f, "op")),
         coords, number(m.at("a")), html_escape(text(m, "a_bits")), number(m.at("b")),
-        html_escape(text(m, "b_bits")), m.at("ulp").is_number() ? std::to_string(m["ulp"].get<uint64_t>()) : "-",
+        html_escape(text(m, "b_bits")),
+        m.at("ulp").is_number() ? std::to_string(m["ulp"].get<uint64_t>()) : "-",
         f.value("mismatch_count", int64_t{0}), f.value("numel", int64_t{0}),
         number(f.at("max_abs_diff")));
   } else {
@@ -144,8 +154,9 @@ std::string render_bisect_html(const json& b) {
     h += fmt::format(
         "<p>step {}: A chose {} (logit {}, margin over its second choice {}), B chose {} (logit "
         "{}; B's logit of A's token {})</p>",
-        f.at("step").get<int64_t>(), f.at("token_a").get<int64_t>(), number(f.at("a_logit_of_token_a")),
-        number(f.at("a_margin")), f.at("token_b").get<int64_t>(), number(f.at("b_logit_of_token_b")),
+        f.at("step").get<int64_t>(), f.at("token_a").get<int64_t>(),
+        number(f.at("a_logit_of_token_a")), number(f.at("a_margin")),
+        f.at("token_b").get<int64_t>(), number(f.at("b_logit_of_token_b")),
         number(f.at("b_logit_of_token_a")));
   } else {
     h += "<p>No flip: both contexts generate the same tokens.</p>";

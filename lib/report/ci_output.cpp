@@ -52,8 +52,8 @@ std::string github_error_annotations(const AuditResult& r) {
 
 std::string github_input_error_annotation(const SourceLocation& where, std::string_view message) {
   if (where.file.empty() || where.line <= 0) return "";
-  std::string props = "file=" + github_escape(where.file, true) + ",line=" +
-                      std::to_string(where.line);
+  std::string props =
+      "file=" + github_escape(where.file, true) + ",line=" + std::to_string(where.line);
   if (where.column > 0) props += ",col=" + std::to_string(where.column);
   // The annotation carries the place itself: the message without its "file:line:column: ".
   const std::string prefix = where.to_string() + ": ";
@@ -80,7 +80,8 @@ void append_step_summary(const std::string& markdown) {
     };
     // Opened without blocking and appended to only when it is a regular file: a FIFO with no
     // reader would block the open for ever, one with a reader the write.
-    const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    const int fd =
+        ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
     struct stat st {};
     if (fd < 0) {
       warn(std::strerror(errno));

@@ -11,10 +11,10 @@ namespace {
 
 // A registry of built-in formats, each its facts and render function.
 template <class W>
-FormatRegistry<W> built_in(
-    std::string noun,
-    std::initializer_list<std::pair<typename FunctionWriter<W>::Facts,
-                                    typename FunctionWriter<W>::RenderFn>> formats) {
+FormatRegistry<W> built_in(std::string noun,
+                           std::initializer_list<std::pair<typename FunctionWriter<W>::Facts,
+                                                           typename FunctionWriter<W>::RenderFn>>
+                               formats) {
   FormatRegistry<W> r(std::move(noun));
   for (const auto& [facts, render] : formats) {
     r.add(std::make_unique<FunctionWriter<W>>(facts, render));
@@ -25,7 +25,9 @@ FormatRegistry<W> built_in(
 std::string render_bench_json(const BenchResult& r) { return bench_to_json(r).dump(2) + "\n"; }
 
 std::string render_bisect_json(const BisectResult& r) { return bisect_to_json(r).dump(2) + "\n"; }
-std::string render_bisect_page(const BisectResult& r) { return render_bisect_html(bisect_to_json(r)); }
+std::string render_bisect_page(const BisectResult& r) {
+  return render_bisect_html(bisect_to_json(r));
+}
 
 }  // namespace
 
@@ -40,10 +42,10 @@ FormatRegistry<BenchWriter>& bench_format_registry() {
 
 FormatRegistry<BisectWriter>& bisect_format_registry() {
   static FormatRegistry<BisectWriter> all = built_in<BisectWriter>(
-      "bisect", {{{"text", ".txt", "the summary for people"}, render_bisect_text},
-                 {{"json", ".json", "all of it, for tools"}, render_bisect_json},
-                 {{"html", ".html", "a self-contained page with the growth plot"},
-                  render_bisect_page}});
+      "bisect",
+      {{{"text", ".txt", "the summary for people"}, render_bisect_text},
+       {{"json", ".json", "all of it, for tools"}, render_bisect_json},
+       {{"html", ".html", "a self-contained page with the growth plot"}, render_bisect_page}});
   return all;
 }
 

@@ -41,8 +41,8 @@ void check_addable(const View& all, const OutputFormat& format, std::string_view
   }
   if (!chosen_by_name(format) && !find(all, format.written_with())) {
     throw_input_error(kind + " writer '" + std::string(format.name()) +
-                      "' is written with an unknown format '" +
-                      std::string(format.written_with()) + "'");
+                      "' is written with an unknown format '" + std::string(format.written_with()) +
+                      "'");
   }
 }
 
@@ -78,8 +78,8 @@ View parse(const View& all, const std::string& csv, std::string_view noun) {
     if (name.empty()) continue;  // tolerate "md,,json" and a trailing comma
     const OutputFormat* f = find(all, name);
     if (!f || !chosen_by_name(*f)) {
-      throw_input_error("unknown " + kind + " format '" + excerpt(name) + "' (known formats: " +
-                        names(all) + ")");
+      throw_input_error("unknown " + kind + " format '" + excerpt(name) +
+                        "' (known formats: " + names(all) + ")");
     }
     if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
   }

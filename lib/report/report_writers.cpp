@@ -4,8 +4,8 @@
 #include <string>
 #include <system_error>
 
-#include "lib/core/error.h"
 #include "lib/core/atomic_file.h"
+#include "lib/core/error.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
 #include "lib/report/junit_report.h"

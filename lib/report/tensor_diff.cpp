@@ -93,10 +93,12 @@ std::string names_of(const std::vector<Source>& s) {
   return out;
 }
 
-std::vector<Source> only_named(std::vector<Source> s, const std::string& name, const fs::path& side) {
+std::vector<Source> only_named(std::vector<Source> s, const std::string& name,
+                               const fs::path& side) {
   if (s.size() == 1 && s[0].name.empty()) return s;  // a .npy: its one tensor
   std::erase_if(s, [&](const Source& x) { return x.name != name; });
-  if (s.empty()) throw_input_error(side.string() + " holds no tensor named '" + excerpt(name) + "'");
+  if (s.empty())
+    throw_input_error(side.string() + " holds no tensor named '" + excerpt(name) + "'");
   return s;
 }
 
@@ -108,11 +110,14 @@ std::string coords_text(const std::vector<int64_t>& c) {
 
 // Nine significant digits tell any two floats apart (the audit's precision); doubles need 17.
 std::string describe(const FirstMismatch& f, ElemType type) {
-  const int digits = type == ElemType::kF64 || type == ElemType::kI64 || type == ElemType::kU64 ? 17 : 9;
-  const std::string ulp = f.ulp == std::numeric_limits<uint64_t>::max() ? std::string("NaN involved")
-                                                                       : fmt::format("{} ulp", f.ulp);
-  return fmt::format("element {} [flat {}]: {:.{}g} vs {:.{}g} (bits {} vs {}, {})", coords_text(f.coords),
-                     f.flat_index, f.a, digits, f.b, digits, f.a_bits, f.b_bits, ulp);
+  const int digits =
+      type == ElemType::kF64 || type == ElemType::kI64 || type == ElemType::kU64 ? 17 : 9;
+  const std::string ulp = f.ulp == std::numeric_limits<uint64_t>::max()
+                              ? std::string("NaN involved")
+                              : fmt::format("{} ulp", f.ulp);
+  return fmt::format("element {} [flat {}]: {:.{}g} vs {:.{}g} (bits {} vs {}, {})",
+                     coords_text(f.coords), f.flat_index, f.a, digits, f.b, digits, f.a_bits,
+                     f.b_bits, ulp);
 }
 
 int64_t numel_of(const std::vector<int64_t>& shape) {
@@ -185,23 +190,25 @@ std::string render_diff_text(const DiffResult& r, bool rows) {
   for (const TensorDiff& d : r.tensors) {
     AnyTensor shape_only;
     shape_only.shape = d.shape;
-    const std::string what = fmt::format("{} {}", elem_type_name(d.type), shape_only.shape_string());
+    const std::string what =
+        fmt::format("{} {}", elem_type_name(d.type), shape_only.shape_string());
     const std::string title = many ? excerpt(d.name, 128) + ": " : "";
     if (d.cmp.identical) {
       if (many && r.tensors.size() > 10) continue;  // a dump folder: the count below says it
-      s += fmt::format("{}identical: {} and {} hold the same {} tensor, bit for bit\n", title, d.a_label,
-                       d.b_label, what);
+      s += fmt::format("{}identical: {} and {} hold the same {} tensor, bit for bit\n", title,
+                       d.a_label, d.b_label, what);
       continue;
     }
     ++differing;
     s += fmt::format("{}DIFFERENT: {} of {} elements of the {} tensors {} and {} differ\n", title,
                      d.cmp.mismatch_count, numel_of(d.shape), what, d.a_label, d.b_label);
     s += "  first mismatch: " + describe(*d.cmp.first, d.type) + "\n";
-    s += fmt::format("  max |diff| {:.3g}, max relative diff {:.3g}\n", d.cmp.max_abs_diff, d.cmp.max_rel_diff);
+    s += fmt::format("  max |diff| {:.3g}, max relative diff {:.3g}\n", d.cmp.max_abs_diff,
+                     d.cmp.max_rel_diff);
     if (rows) {
       const int64_t n_rows = d.shape.size() >= 2 ? d.shape[0] : 1;
-      s += fmt::format("  rows: first differing row {}; {} of {} rows differ\n", d.cmp.first_mismatch_row,
-                       d.cmp.mismatched_rows, n_rows);
+      s += fmt::format("  rows: first differing row {}; {} of {} rows differ\n",
+                       d.cmp.first_mismatch_row, d.cmp.mismatched_rows, n_rows);
     }
     if (r.atol) {
       s += fmt::format("  {} --atol {:g}\n", d.passed ? "within" : "NOT within", *r.atol);
@@ -210,10 +217,11 @@ std::string render_diff_text(const DiffResult& r, bool rows) {
   for (const std::string& k : r.only_in_a) s += "only in " + r.a + ": " + excerpt(k, 128) + "\n";
   for (const std::string& k : r.only_in_b) s += "only in " + r.b + ": " + excerpt(k, 128) + "\n";
   if (many) {
-    s += fmt::format("{} of {} tensors differ{}\n", differing, r.tensors.size(),
-                     r.only_in_a.size() + r.only_in_b.size() ? fmt::format(", {} on one side only",
-                                                                          r.only_in_a.size() + r.only_in_b.size())
-                                                             : std::string());
+    s += fmt::format(
+        "{} of {} tensors differ{}\n", differing, r.tensors.size(),
+        r.only_in_a.size() + r.only_in_b.size()
+            ? fmt::format(", {} on one side only", r.only_in_a.size() + r.only_in_b.size())
+            : std::string());
   }
   return s;
 }

@@ -11,11 +11,10 @@
 // Errors that are the user's (unreadable or corrupt file, dtypes or shapes that differ, nothing
 // to pair) throw Error(kBadInput): exit 2 with one sentence.
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lib/compare/compare.h"
 #include "lib/tensorio/any_tensor.h"
@@ -23,18 +22,18 @@
 namespace nvdet {
 
 struct DiffOptions {
-  std::string tensor;           // --tensor NAME ("" = all)
-  std::optional<ElemType> as;   // --dtype: read 2-byte integers as bf16/fp16
-  std::optional<double> atol;   // --atol: pass when every |a - b| <= atol (bits still reported)
+  std::string tensor;          // --tensor NAME ("" = all)
+  std::optional<ElemType> as;  // --dtype: read 2-byte integers as bf16/fp16
+  std::optional<double> atol;  // --atol: pass when every |a - b| <= atol (bits still reported)
 };
 
 struct TensorDiff {
-  std::string name;        // the pairing key ("" for a lone pair)
+  std::string name;              // the pairing key ("" for a lone pair)
   std::string a_label, b_label;  // "a.npy", "b.safetensors:w"
   ElemType type = ElemType::kF32;
   std::vector<int64_t> shape;
   TensorComparison cmp;
-  bool passed = true;      // identical, or within --atol
+  bool passed = true;  // identical, or within --atol
 };
 
 struct DiffResult {
@@ -42,8 +41,8 @@ struct DiffResult {
   std::vector<TensorDiff> tensors;
   std::vector<std::string> only_in_a, only_in_b;
   std::optional<double> atol;
-  bool identical = true;   // every pair bit for bit, and nothing on one side only
-  bool passed = true;      // identical, or every pair within --atol and nothing on one side only
+  bool identical = true;  // every pair bit for bit, and nothing on one side only
+  bool passed = true;     // identical, or every pair within --atol and nothing on one side only
 };
 
 DiffResult diff_tensor_files(const std::filesystem::path& a, const std::filesystem::path& b,

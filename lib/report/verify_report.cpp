@@ -43,26 +43,30 @@ std::string render_verify_text(const VerifyResult& v) {
   for (size_t i = 0; i < v.changes.size() && i < kShown; ++i) {
     const ManifestChange& c = v.changes[i];
     const auto [recorded, now] = short_hashes(c.recorded, c.now);
-    s += fmt::format("  {} {} {} repeat {} request {}: {} → {}", c.fails ? "CHANGED" : "changed", c.backend,
-                     c.context, c.repeat, c.request, recorded, now);
+    s += fmt::format("  {} {} {} repeat {} request {}: {} → {}", c.fails ? "CHANGED" : "changed",
+                     c.backend, c.context, c.repeat, c.request, recorded, now);
     if (c.first_token >= 0) {
-      s += fmt::format(", first at token {} ({} of {} tokens differ)", c.first_token, c.changed_tokens,
-                       std::min(c.tokens_recorded, c.tokens_now));
+      s += fmt::format(", first at token {} ({} of {} tokens differ)", c.first_token,
+                       c.changed_tokens, std::min(c.tokens_recorded, c.tokens_now));
     }
     if (c.tokens_recorded != c.tokens_now) {
       s += fmt::format(", {} tokens recorded, {} now", c.tokens_recorded, c.tokens_now);
     }
-    s += fmt::format(" [{}]\n", c.expectation.empty() ? "not in this run's backends" : c.expectation);
+    s += fmt::format(" [{}]\n",
+                     c.expectation.empty() ? "not in this run's backends" : c.expectation);
     if (c.elementwise && c.elementwise->first) {
       const FirstMismatch& f = *c.elementwise->first;
       std::string coords;
-      for (size_t k = 0; k < f.coords.size(); ++k) coords += (k ? ", " : "") + std::to_string(f.coords[k]);
-      const std::string ulp = f.ulp == std::numeric_limits<uint64_t>::max() ? std::string("NaN involved")
-                                                                           : fmt::format("{} ulp", f.ulp);
-      s += fmt::format("      first mismatch: element ({}): {:.9g} vs {:.9g} (bits {} vs {}, {}); "
-                       "max |diff| {:.3g}, {} elements differ\n",
-                       coords, f.a, f.b, f.a_bits, f.b_bits, ulp, c.elementwise->max_abs_diff,
-                       c.elementwise->mismatch_count);
+      for (size_t k = 0; k < f.coords.size(); ++k)
+        coords += (k ? ", " : "") + std::to_string(f.coords[k]);
+      const std::string ulp = f.ulp == std::numeric_limits<uint64_t>::max()
+                                  ? std::string("NaN involved")
+                                  : fmt::format("{} ulp", f.ulp);
+      s += fmt::format(
+          "      first mismatch: element ({}): {:.9g} vs {:.9g} (bits {} vs {}, {}); "
+          "max |diff| {:.3g}, {} elements differ\n",
+          coords, f.a, f.b, f.a_bits, f.b_bits, ulp, c.elementwise->max_abs_diff,
+          c.elementwise->mismatch_count);
     } else if (c.elementwise) {
       s += "      the two dumps are identical element by element (the recorded dump does not match "
            "the recorded hash)\n";
@@ -70,11 +74,13 @@ std::string render_verify_text(const VerifyResult& v) {
       s += "      no element-wise detail: " + c.dump_note + "\n";
     }
   }
-  if (v.changes.size() > kShown) s += fmt::format("  ... and {} more changes\n", v.changes.size() - kShown);
+  if (v.changes.size() > kShown)
+    s += fmt::format("  ... and {} more changes\n", v.changes.size() - kShown);
   for (size_t i = 0; i < v.missing.size() && i < kShown; ++i) {
     s += "  missing (recorded, not run): " + ref_text(v.missing[i]) + "\n";
   }
-  if (v.missing.size() > kShown) s += fmt::format("  ... and {} more missing\n", v.missing.size() - kShown);
+  if (v.missing.size() > kShown)
+    s += fmt::format("  ... and {} more missing\n", v.missing.size() - kShown);
   for (size_t i = 0; i < v.added.size() && i < kShown; ++i) {
     s += "  new (run, not recorded): " + ref_text(v.added[i]) + "\n";
   }
@@ -109,14 +115,18 @@ ojson verify_to_json(const VerifyResult& v) {
   auto refs = [](const std::vector<ManifestEntryRef>& rs) {
     ojson a = ojson::array();
     for (const auto& r : rs) {
-      a.push_back({{"backend", r.backend}, {"context", r.context}, {"repeat", r.repeat}, {"request", r.request}});
+      a.push_back({{"backend", r.backend},
+                   {"context", r.context},
+                   {"repeat", r.repeat},
+                   {"request", r.request}});
     }
     return a;
   };
-  return {{"manifest", v.manifest},   {"scenario", v.scenario},     {"passed", v.passed},
-          {"verdict", v.verdict},     {"compared", v.compared},     {"environment", v.environment},
-          {"changes", changes},       {"missing", refs(v.missing)}, {"new", refs(v.added)},
-          {"recorded_as", v.recorded_as}};
+  return {{"manifest", v.manifest}, {"scenario", v.scenario},
+          {"passed", v.passed},     {"verdict", v.verdict},
+          {"compared", v.compared}, {"environment", v.environment},
+          {"changes", changes},     {"missing", refs(v.missing)},
+          {"new", refs(v.added)},   {"recorded_as", v.recorded_as}};
 }
 
 }  // namespace nvdet

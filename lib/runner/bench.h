@@ -14,7 +14,8 @@ namespace nvdet {
 
 struct BenchOptions {
   std::vector<std::string> backends;  // empty: the scenario's
-  std::string baseline;  // empty: cudnn for attention (when run), cublas, else the first vendor-style
+  std::string
+      baseline;  // empty: cudnn for attention (when run), cublas, else the first vendor-style
   std::string context_filter;
   // As AuditOptions::filter_spans_scenarios: check_bench answers false instead of refusing when
   // the filter matches nothing of this scenario.
@@ -28,13 +29,13 @@ struct BenchRow {
   std::string backend;
   double median_us = 0.0, min_us = 0.0;
   double tflops = 0.0, gbps = 0.0;  // 0: does not apply (an op with no flops or bytes counted)
-  double time_ratio = 0.0;        // this backend's time / the baseline's (1.0 for the baseline)
-  double copy_fraction = 0.0;     // gbps / BenchResult::copy_gbps (0 when that was not measured)
-  bool device_timed = true;       // false: host wall clock (CPU backends)
-  double max_us = 0.0;            // with min_us: the spread of the timed runs
+  double time_ratio = 0.0;          // this backend's time / the baseline's (1.0 for the baseline)
+  double copy_fraction = 0.0;       // gbps / BenchResult::copy_gbps (0 when that was not measured)
+  bool device_timed = true;         // false: host wall clock (CPU backends)
+  double max_us = 0.0;              // with min_us: the spread of the timed runs
   // The context's value of each swept axis, in the scenario's order (one CSV/JSON column each).
   std::vector<std::pair<std::string, AxisValue>> context_values;
-  int samples = 0;                // timed runs behind the median and spread
+  int samples = 0;  // timed runs behind the median and spread
 };
 
 struct BenchResult {

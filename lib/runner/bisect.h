@@ -5,7 +5,6 @@
 // differ, with its first mismatching element; the first step whose greedy token differs; and the
 // largest |difference| per layer per step, which shows how one rounding difference grew.
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <utility>

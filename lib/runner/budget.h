@@ -38,12 +38,12 @@ struct Budget {
 };
 
 struct ScenarioEstimate {
-  double contexts = 0;      // product of the axis lengths (a double: 2^64 and beyond stay exact
-                            // enough to be refused)
+  double contexts = 0;  // product of the axis lengths (a double: 2^64 and beyond stay exact
+                        // enough to be refused)
   std::string contexts_product;  // "65536 batch x 65536 tokens"
-  double host_bytes = 0;    // peak of one context, with the context list and the CPU copies
-  double device_bytes = 0;  // the same on the device when a GPU backend runs (0 otherwise)
-  std::string breakdown;    // "inputs 16.0 GiB, outputs 256 KiB, workspace 256 KiB"
+  double host_bytes = 0;         // peak of one context, with the context list and the CPU copies
+  double device_bytes = 0;       // the same on the device when a GPU backend runs (0 otherwise)
+  std::string breakdown;         // "inputs 16.0 GiB, outputs 256 KiB, workspace 256 KiB"
   // Model scenarios: what the whole run computes (0 otherwise), and it in words:
   // "about 4.2e+06 token-layers (2 layers x 16 sequences x 131088 tokens per context, 1 context)".
   double token_layers = 0, attention_pair_layers = 0;

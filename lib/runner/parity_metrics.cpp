@@ -1,10 +1,10 @@
 #include "lib/runner/parity_metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "lib/core/error.h"
 

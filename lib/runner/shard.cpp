@@ -51,7 +51,8 @@ EnvLookup process_environment() {
 ShardSpec parse_shard(const std::string& text, const EnvLookup& env) {
   if (text == "auto") {
     if (env("SLURM_ARRAY_TASK_ID")) {
-      const int64_t min = env("SLURM_ARRAY_TASK_MIN") ? env_integer(env, "SLURM_ARRAY_TASK_MIN") : 0;
+      const int64_t min =
+          env("SLURM_ARRAY_TASK_MIN") ? env_integer(env, "SLURM_ARRAY_TASK_MIN") : 0;
       return checked(env_integer(env, "SLURM_ARRAY_TASK_ID") - min,
                      env_integer(env, "SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_ID");
     }

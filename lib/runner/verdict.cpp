@@ -25,9 +25,9 @@ void decide_verdict(BackendOutcome& o, const std::optional<Divergence>& first, b
   const bool diverged = o.divergent_contexts > 0 || o.run_to_run_divergences > 0;
   const std::string where =
       first ? fmt::format("; first at {} ({})", first->context,
-                          first->kind == DivergenceKind::kRunToRun ? "run-to-run, repeat " +
-                                                            std::to_string(first->repeat)
-                                                      : "vs " + first->baseline_context)
+                          first->kind == DivergenceKind::kRunToRun
+                              ? "run-to-run, repeat " + std::to_string(first->repeat)
+                              : "vs " + first->baseline_context)
             : std::string();
   const std::string extent = fmt::format(
       "{} of {} contexts differ from the baseline, up to {} distinct results per request{}",
@@ -45,22 +45,24 @@ void decide_verdict(BackendOutcome& o, const std::optional<Divergence>& first, b
     case Expectation::kVariant:
       if (partial && !diverged) {
         o.passed = true;
-        o.verdict = fmt::format("no divergence in this shard's {} contexts (the merged shards "
-                                "decide the expectation)",
-                                o.contexts_run);
+        o.verdict = fmt::format(
+            "no divergence in this shard's {} contexts (the merged shards "
+            "decide the expectation)",
+            o.contexts_run);
         break;
       }
       o.passed = diverged;
       o.verdict = o.passed ? fmt::format("diverged as expected: {}{}", extent, where)
-                           : fmt::format("expected to diverge, but all {} contexts were bitwise "
-                                         "identical: this sweep cannot see variation",
-                                         o.contexts_run);
+                           : fmt::format(
+                                 "expected to diverge, but all {} contexts were bitwise "
+                                 "identical: this sweep cannot see variation",
+                                 o.contexts_run);
       break;
     case Expectation::kReport:
       o.passed = true;
-      o.verdict = diverged ? fmt::format("recorded: {}{}", extent, where)
-                           : fmt::format("recorded: all {} contexts bitwise identical",
-                                         o.contexts_run);
+      o.verdict = diverged
+                      ? fmt::format("recorded: {}{}", extent, where)
+                      : fmt::format("recorded: all {} contexts bitwise identical", o.contexts_run);
       break;
   }
 }

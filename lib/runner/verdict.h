@@ -12,6 +12,7 @@ void decide_verdict(BackendOutcome& outcome, const std::optional<Divergence>& fi
                     bool partial = false);
 
 // "request 0, token 0, element (token=0, col=17): 1.25 vs 1.2509766 (bits 0x3fa0 vs 0x3fa1, 1 ulp)"
-std::string describe_first_mismatch(const Divergence& d, const std::vector<std::string>& coord_names);
+std::string describe_first_mismatch(const Divergence& d,
+                                    const std::vector<std::string>& coord_names);
 
 }  // namespace nvdet

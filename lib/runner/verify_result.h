@@ -20,12 +20,12 @@ struct ManifestChange {
   int repeat = 0;
   int64_t request = 0;
   Hash128 recorded, now;
-  int64_t first_token = -1;       // first token whose hash differs (-1: token hashes unavailable)
+  int64_t first_token = -1;  // first token whose hash differs (-1: token hashes unavailable)
   int64_t tokens_recorded = 0, tokens_now = 0;
-  int64_t changed_tokens = 0;     // over the tokens both have
-  bool fails = false;             // counts against the verdict (invariant backend, or strict)
+  int64_t changed_tokens = 0;  // over the tokens both have
+  bool fails = false;          // counts against the verdict (invariant backend, or strict)
   std::optional<TensorComparison> elementwise;  // from the two dumps, when both exist
-  std::string dump_note;          // why there is no element-wise detail ("" when there is)
+  std::string dump_note;  // why there is no element-wise detail ("" when there is)
 };
 
 struct ManifestEntryRef {
@@ -39,8 +39,8 @@ struct VerifyResult {
   std::string scenario;
   std::vector<std::string> environment;  // "driver 580.95 → 580.159", in a fixed order
   std::vector<ManifestChange> changes;
-  std::vector<ManifestEntryRef> missing;  // recorded but not run now
-  std::vector<ManifestEntryRef> added;    // run now but not recorded
+  std::vector<ManifestEntryRef> missing;           // recorded but not run now
+  std::vector<ManifestEntryRef> added;             // run now but not recorded
   std::map<std::string, std::string> recorded_as;  // --verify-as: run backend -> recorded backend
   int compared = 0;
   bool passed = true;

@@ -16,7 +16,19 @@
 namespace nvdet {
 
 enum class ElemType : uint8_t {
-  kBool, kI8, kI16, kI32, kI64, kU8, kU16, kU32, kU64, kF16, kBF16, kF32, kF64
+  kBool,
+  kI8,
+  kI16,
+  kI32,
+  kI64,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
+  kF16,
+  kBF16,
+  kF32,
+  kF64
 };
 
 // nvdet's names: "bool", "i8".."i64", "u8".."u64", "fp16", "bf16", "fp32", "fp64".

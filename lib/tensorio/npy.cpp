@@ -10,12 +10,12 @@
 #include <sstream>
 #include <variant>
 
+#include "lib/core/atomic_file.h"
 #include "lib/core/bounded_file.h"
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/core/host_memory.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/core/atomic_file.h"
 
 namespace nvdet {
 namespace {
@@ -23,7 +23,7 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr size_t kMaxNpyHeaderBytes = size_t{1} << 20;  // numpy writes < 1 KB for any shape
-constexpr size_t kMaxNpyDims = 64;                        // numpy's own limit (NPY_MAXDIMS)
+constexpr size_t kMaxNpyDims = 64;                      // numpy's own limit (NPY_MAXDIMS)
 
 [[noreturn]] void bad(const std::string& what, const std::string& message) {
   throw_input_error(what + ": " + message);
@@ -190,8 +190,7 @@ Descr parse_descr(const std::string& d, const std::string& what) {
       out.type = ElemType::kU16;
       out.raw_void = true;
       return out;
-    default:
-      return unsupported();
+    default: return unsupported();
   }
 }
 
@@ -214,8 +213,8 @@ ElemType resolve_type(const Descr& d, const std::string& descr, std::optional<El
 }
 
 // Fortran (column-major) data -> C (row-major) order, element by element.
-std::vector<std::byte> fortran_to_c(const std::vector<std::byte>& f, const std::vector<int64_t>& shape,
-                                    size_t elem) {
+std::vector<std::byte> fortran_to_c(const std::vector<std::byte>& f,
+                                    const std::vector<int64_t>& shape, size_t elem) {
   std::vector<std::byte> c(f.size());
   const size_t rank = shape.size();
   std::vector<int64_t> stride(rank, 1);  // Fortran strides, in elements
@@ -224,8 +223,8 @@ std::vector<std::byte> fortran_to_c(const std::vector<std::byte>& f, const std::
   const int64_t n = static_cast<int64_t>(f.size() / elem);
   int64_t src = 0;
   for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(c.data() + static_cast<size_t>(i) * elem, f.data() + static_cast<size_t>(src) * elem,
-                elem);
+    std::memcpy(c.data() + static_cast<size_t>(i) * elem,
+                f.data() + static_cast<size_t>(src) * elem, elem);
     for (size_t k = rank; k-- > 0;) {  // advance the C-order index, last axis fastest
       ++idx[k];
       src += stride[k];
@@ -240,7 +239,8 @@ std::vector<std::byte> fortran_to_c(const std::vector<std::byte>& f, const std::
 }  // namespace
 
 AnyTensor parse_npy(std::string_view bytes, const std::string& what, std::optional<ElemType> as) {
-  if (bytes.size() < kMagicLen + 4 || bytes.substr(0, kMagicLen) != std::string_view(kMagic, kMagicLen)) {
+  if (bytes.size() < kMagicLen + 4 ||
+      bytes.substr(0, kMagicLen) != std::string_view(kMagic, kMagicLen)) {
     bad(what, "not a .npy file (no \\x93NUMPY magic)");
   }
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -250,7 +250,9 @@ AnyTensor parse_npy(std::string_view bytes, const std::string& what, std::option
                   " is not supported (1.0, 2.0 and 3.0 are)");
   }
   size_t header_len = 0, header_start = 0;
-  const auto byte_at = [&](size_t i) { return static_cast<size_t>(static_cast<unsigned char>(bytes[i])); };
+  const auto byte_at = [&](size_t i) {
+    return static_cast<size_t>(static_cast<unsigned char>(bytes[i]));
+  };
   if (major == 1) {
     header_len = byte_at(8) | (byte_at(9) << 8);
     header_start = 10;
@@ -260,8 +262,8 @@ AnyTensor parse_npy(std::string_view bytes, const std::string& what, std::option
     header_start = 12;
   }
   if (header_len > kMaxNpyHeaderBytes) {
-    bad(what, "the .npy header length " + std::to_string(header_len) + " is more than the limit of " +
-                  std::to_string(kMaxNpyHeaderBytes) + " bytes");
+    bad(what, "the .npy header length " + std::to_string(header_len) +
+                  " is more than the limit of " + std::to_string(kMaxNpyHeaderBytes) + " bytes");
   }
   if (header_len > bytes.size() - header_start) {
     bad(what, "the .npy header length " + std::to_string(header_len) + " exceeds the file size (" +
@@ -291,13 +293,15 @@ AnyTensor parse_npy(std::string_view bytes, const std::string& what, std::option
   const size_t have = bytes.size() - data_start;
   if (static_cast<uint64_t>(numel) > have / elem || have != static_cast<size_t>(numel) * elem) {
     bad(what, "has " + std::to_string(have) + " bytes of data but shape " + t.shape_string() +
-                  " of " + *descr + " needs " + std::to_string(static_cast<uint64_t>(numel) * elem) +
+                  " of " + *descr + " needs " +
+                  std::to_string(static_cast<uint64_t>(numel) * elem) +
                   (have < static_cast<size_t>(numel) * elem ? " (the file is truncated)" : ""));
   }
   t.bytes.resize(have);
   if (have) std::memcpy(t.bytes.data(), bytes.data() + data_start, have);
   if (d.big_endian && elem > 1) {
-    for (size_t i = 0; i < have; i += elem) std::reverse(t.bytes.begin() + i, t.bytes.begin() + i + elem);
+    for (size_t i = 0; i < have; i += elem)
+      std::reverse(t.bytes.begin() + i, t.bytes.begin() + i + elem);
   }
   if (*fortran && t.shape.size() > 1) t.bytes = fortran_to_c(t.bytes, t.shape, elem);
   return t;
@@ -339,7 +343,8 @@ std::string encode_npy(const AnyTensor& t) {
   for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
   if (t.shape.size() == 1) shape += ",";
   shape += ")";
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const bool v1 = header.size() + 1 + 64 <= 65535;  // room for the padding below
   const size_t prefix = v1 ? 10 : 12;
   while ((prefix + header.size() + 1) % 64 != 0) header += ' ';
@@ -363,6 +368,8 @@ void write_npy(const std::filesystem::path& path, const AnyTensor& t) {
   write_file_atomic(path, encode_npy(t), ".npy file");
 }
 
-void write_npy(const std::filesystem::path& path, const HostTensor& t) { write_npy(path, to_any(t)); }
+void write_npy(const std::filesystem::path& path, const HostTensor& t) {
+  write_npy(path, to_any(t));
+}
 
 }  // namespace nvdet

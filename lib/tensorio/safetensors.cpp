@@ -8,14 +8,14 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
+#include "lib/core/atomic_file.h"
 #include "lib/core/bounded_file.h"
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/core/atomic_file.h"
 
 namespace nvdet {
 
@@ -118,12 +118,15 @@ SafetensorsFile::Entry parse_entry(const std::filesystem::path& path, const std:
   if (!v["shape"].is_array()) bad(path, what + ": \"shape\" is not a list");
   for (const nlohmann::json& d : v["shape"]) {
     const auto dim = non_negative(d);
-    if (!dim) bad(path, what + ": shape " + excerpt(v["shape"].dump()) + " has a dimension that is not a non-negative integer");
+    if (!dim)
+      bad(path, what + ": shape " + excerpt(v["shape"].dump()) +
+                    " has a dimension that is not a non-negative integer");
     e.shape.push_back(*dim);
   }
   const nlohmann::json& off = v["data_offsets"];
   if (!off.is_array() || off.size() != 2 || !non_negative(off[0]) || !non_negative(off[1])) {
-    bad(path, what + ": \"data_offsets\" must be two non-negative integers, not " + excerpt(off.dump()));
+    bad(path,
+        what + ": \"data_offsets\" must be two non-negative integers, not " + excerpt(off.dump()));
   }
   e.begin = static_cast<uint64_t>(*non_negative(off[0]));
   e.end = static_cast<uint64_t>(*non_negative(off[1]));
@@ -184,7 +187,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   read_exactly(path, map->fd, 0, &header_len, 8);  // little-endian on disk and host
   char first_byte = 0;
   if (map->size > 8) read_exactly(path, map->fd, 8, &first_byte, 1);
-  if (first_byte != '{' && (header_len > map->size - 8 || header_len > kMaxSafetensorsHeaderBytes)) {
+  if (first_byte != '{' &&
+      (header_len > map->size - 8 || header_len > kMaxSafetensorsHeaderBytes)) {
     // Neither a plausible length nor a JSON header after it: another format altogether (a
     // PyTorch .pt or NumPy .npz is a zip file), named as such rather than by a wild length.
     char magic[8];
@@ -260,8 +264,9 @@ const SafetensorsFile::Entry& SafetensorsFile::entry(const std::string& name) co
       known += (i ? ", " : "") + excerpt(entries_[i].name);
     }
     if (entries_.size() > 5) known += ", ...";
-    bad(path_, "no tensor named '" + excerpt(name) + "'" +
-                   (known.empty() ? std::string(" (the file holds none)") : " (it holds " + known + ")"));
+    bad(path_,
+        "no tensor named '" + excerpt(name) + "'" +
+            (known.empty() ? std::string(" (the file holds none)") : " (it holds " + known + ")"));
   }
   return entries_[it->second];
 }
@@ -274,7 +279,9 @@ std::string SafetensorsFile::dtype(const std::string& name) const { return entry
 
 AnyTensor SafetensorsFile::read_any(const std::string& name) const {
   const Entry& e = entry(name);
-  if (!e.type) bad(path_, "tensor '" + excerpt(name, 128) + "' has dtype " + e.dtype + ", which nvdet cannot read");
+  if (!e.type)
+    bad(path_,
+        "tensor '" + excerpt(name, 128) + "' has dtype " + e.dtype + ", which nvdet cannot read");
   AnyTensor t;
   t.type = *e.type;
   t.shape = e.shape;
@@ -306,8 +313,10 @@ void write_entries(const std::filesystem::path& path,
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& [name, type, shape, data, size] : items) {
-    if (name == "__metadata__") throw_input_error(path.string() + ": '__metadata__' is reserved and cannot name a tensor");
-    if (header.contains(name)) throw_input_error(path.string() + ": tensor name '" + excerpt(name, 128) + "' appears twice");
+    if (name == "__metadata__")
+      throw_input_error(path.string() + ": '__metadata__' is reserved and cannot name a tensor");
+    if (header.contains(name))
+      throw_input_error(path.string() + ": tensor name '" + excerpt(name, 128) + "' appears twice");
     header[name] = {{"dtype", safetensors_dtype_name(type)},
                     {"shape", shape},
                     {"data_offsets", {offset, offset + size}}};
@@ -331,7 +340,8 @@ void write_entries(const std::filesystem::path& path,
 void write_safetensors(const std::filesystem::path& path,
                        const std::vector<std::pair<std::string, const HostTensor*>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  std::vector<std::tuple<std::string, ElemType, std::vector<int64_t>, const std::byte*, size_t>> items;
+  std::vector<std::tuple<std::string, ElemType, std::vector<int64_t>, const std::byte*, size_t>>
+      items;
   for (const auto& [name, t] : tensors) {
     items.emplace_back(name, from_dtype(t->dtype()), t->shape(), t->data(), t->nbytes());
   }
@@ -341,7 +351,8 @@ void write_safetensors(const std::filesystem::path& path,
 void write_safetensors_any(const std::filesystem::path& path,
                            const std::vector<std::pair<std::string, const AnyTensor*>>& tensors,
                            const std::map<std::string, std::string>& metadata) {
-  std::vector<std::tuple<std::string, ElemType, std::vector<int64_t>, const std::byte*, size_t>> items;
+  std::vector<std::tuple<std::string, ElemType, std::vector<int64_t>, const std::byte*, size_t>>
+      items;
   for (const auto& [name, t] : tensors) {
     items.emplace_back(name, t->type, t->shape, t->bytes.data(), t->bytes.size());
   }

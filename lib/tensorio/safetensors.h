@@ -56,7 +56,8 @@ class SafetensorsFile {
   struct OpenFile;
   const Entry& entry(const std::string& name) const;
 
-  std::shared_ptr<const OpenFile> file_;  // shared: copies of a SafetensorsFile share one descriptor
+  std::shared_ptr<const OpenFile>
+      file_;  // shared: copies of a SafetensorsFile share one descriptor
   std::vector<Entry> entries_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;

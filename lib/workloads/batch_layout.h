@@ -26,7 +26,9 @@ BatchLayout make_batch_layout(const Scenario& s, const Context& c);
 // Stream ids for seeded data: a probed request's data is seeded by its id, a filler's by its
 // slot, weights by fixed tags, so that no two kinds of data ever share a stream.
 inline uint64_t request_stream(int64_t request) { return static_cast<uint64_t>(request); }
-inline uint64_t filler_stream(int64_t slot) { return (uint64_t{1} << 40) + static_cast<uint64_t>(slot); }
+inline uint64_t filler_stream(int64_t slot) {
+  return (uint64_t{1} << 40) + static_cast<uint64_t>(slot);
+}
 inline constexpr uint64_t kWeightStream = uint64_t{1} << 50;
 inline constexpr uint64_t kBiasStream = (uint64_t{1} << 50) + 1;
 

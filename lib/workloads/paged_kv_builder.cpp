@@ -58,14 +58,16 @@ void build_paged_kv(const std::vector<KvSequence>& seqs, int32_t page_size, int3
   for (size_t s = 0; s < seqs.size(); ++s) {
     first_page[s] = next;
     const int32_t pages = (seqs[s].kv_len + page_size - 1) / page_size;
-    for (int32_t p = 0; p < pages; ++p) out.view.page_table[s * max_pages + p] = static_cast<int32_t>(next + p);
+    for (int32_t p = 0; p < pages; ++p)
+      out.view.page_table[s * max_pages + p] = static_cast<int32_t>(next + p);
     next += pages;
     out.view.kv_lens.push_back(seqs[s].kv_len);
   }
   // One task per (sequence, token): each element depends only on its coordinates.
   std::vector<std::pair<int32_t, int32_t>> tasks;
   for (size_t s = 0; s < seqs.size(); ++s) {
-    for (int32_t t = 0; t < seqs[s].kv_len; t += page_size) tasks.emplace_back(static_cast<int32_t>(s), t);
+    for (int32_t t = 0; t < seqs[s].kv_len; t += page_size)
+      tasks.emplace_back(static_cast<int32_t>(s), t);
   }
   parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
     const auto [s, t0] = tasks[i];
@@ -73,7 +75,8 @@ void build_paged_kv(const std::vector<KvSequence>& seqs, int32_t page_size, int3
     const uint64_t vkey = mix(seed ^ mix(seqs[s].stream * 2 + 0x52));
     const int32_t t1 = std::min(seqs[s].kv_len, t0 + page_size);
     for (int32_t t = t0; t < t1; ++t) {
-      const int64_t base = (first_page[s] + t / page_size) * page_size * row + (t % page_size) * row;
+      const int64_t base =
+          (first_page[s] + t / page_size) * page_size * row + (t % page_size) * row;
       for (int64_t e = 0; e < row; ++e) {
         store(kdata, dtype, base + e, unit_uniform(kkey, static_cast<uint64_t>(t) * row + e));
         store(vdata, dtype, base + e, unit_uniform(vkey, static_cast<uint64_t>(t) * row + e));

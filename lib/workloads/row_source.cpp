@@ -19,8 +19,8 @@ HostTensor seeded_tensor(DType dtype, std::vector<int64_t> shape, uint64_t seed,
   try {
     f.resize(static_cast<size_t>(t.numel()));
   } catch (const std::bad_alloc&) {
-    throw HostAllocationError("the fp32 values of a seeded " + std::string(dtype_name(dtype)) + " tensor of " +
-                                  std::to_string(t.numel()) + " elements",
+    throw HostAllocationError("the fp32 values of a seeded " + std::string(dtype_name(dtype)) +
+                                  " tensor of " + std::to_string(t.numel()) + " elements",
                               static_cast<uint64_t>(t.numel()) * sizeof(float));
   }
   fill_normal(std::span<float>(f), seed, stream, stddev);
@@ -59,7 +59,8 @@ HostTensor RowSource::assemble(const BatchLayout& layout, int64_t tokens) {
   const size_t block = static_cast<size_t>(tokens * width_) * dtype_size(dtype_);
   for (int64_t s = 0; s < batch; ++s) {
     const BatchSlot& slot = layout.slots[s];
-    const uint64_t stream = slot.probed ? request_stream(slot.request) : filler_stream(slot.request);
+    const uint64_t stream =
+        slot.probed ? request_stream(slot.request) : filler_stream(slot.request);
     std::memcpy(dst + s * block, rows_of(stream, tokens).data(), block);
   }
   return t;

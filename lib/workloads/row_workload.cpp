@@ -19,7 +19,8 @@ std::vector<RequestOutput> RowWorkload::run(Backend& backend, const Context& con
   const HostTensor out = compute(backend, x, context, notes);
   std::vector<RequestOutput> outputs;
   for (size_t p = 0; p < layout.probe_slot.size(); ++p) {
-    outputs.push_back({scenario_.requests[p], out.slice_rows(layout.probe_slot[p] * t, t), {}, {}, {}, {}});
+    outputs.push_back(
+        {scenario_.requests[p], out.slice_rows(layout.probe_slot[p] * t, t), {}, {}, {}, {}});
   }
   return outputs;
 }

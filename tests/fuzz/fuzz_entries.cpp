@@ -11,12 +11,12 @@
 
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
+#include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/checkpoint.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report_reader.h"
 #include "lib/report/markdown_report.h"
-#include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
 #include "lib/tensorio/npy.h"
 #include "lib/tensorio/safetensors.h"
@@ -43,7 +43,8 @@ class MemFile {
     path_ = "/proc/self/fd/" + std::to_string(fd_);
   }
   const std::string& hold(const uint8_t* data, size_t size) {
-    if (ftruncate(fd_, 0) != 0 || (size && pwrite(fd_, data, size, 0) != static_cast<ssize_t>(size)))
+    if (ftruncate(fd_, 0) != 0 ||
+        (size && pwrite(fd_, data, size, 0) != static_cast<ssize_t>(size)))
       std::abort();
     return path_;
   }
@@ -56,7 +57,8 @@ class MemFile {
 // A private folder holding config.json, for the checkpoint-config reader (which takes a folder).
 const std::filesystem::path& config_folder() {
   static const std::filesystem::path dir = [] {
-    std::string templ = (std::filesystem::temp_directory_path() / "nvdet-fuzz-ckpt-XXXXXX").string();
+    std::string templ =
+        (std::filesystem::temp_directory_path() / "nvdet-fuzz-ckpt-XXXXXX").string();
     if (!mkdtemp(templ.data())) std::abort();
     return std::filesystem::path(templ);
   }();
@@ -96,8 +98,8 @@ void manifest(const uint8_t* data, size_t size) {
 void checkpoint_config(const uint8_t* data, size_t size) {
   const std::filesystem::path& dir = config_folder();
   {
-    const int fd = ::open((dir / "config.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                          0600);
+    const int fd =
+        ::open((dir / "config.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || (size && write(fd, data, size) != static_cast<ssize_t>(size))) std::abort();
     ::close(fd);
   }
