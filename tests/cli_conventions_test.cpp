@@ -147,7 +147,7 @@ TEST(CliConventions, AxisOverrideGivesTheSameScenarioAsTheFile) {
       parse_scenario(yaml, "q.yaml", {{"batch", "5, {from: 8, to: 40, step: 16}"}});
   ASSERT_EQ(a.sweep.size(), b.sweep.size());
   for (size_t i = 0; i < a.sweep.size(); ++i) {
-    EXPECT_EQ(a.sweep[i].name, b.sweep[i].name);
+    EXPECT_EQ(a.sweep[i].axis, b.sweep[i].axis);
     EXPECT_EQ(a.sweep[i].values, b.sweep[i].values);
   }
 }

@@ -15,7 +15,6 @@ const std::vector<OpSpec>& op_table() {
                  {{"n", &Scenario::n}, {"k", &Scenario::k}},
                  " (expected n, k; the row count m is the sweep axis 'batch')",
                  {"shape", "tokens", "bias", "tf32", "tp_split", "nccl"},
-                 {"batch", "position", "tokens", "tp", "allreduce", "channels"},
                  {O::kGemm},
                  "cublas",
                  make_gemm_workload,
@@ -25,7 +24,6 @@ const std::vector<OpSpec>& op_table() {
                  {{"d", &Scenario::d}},
                  "",
                  {"shape", "tokens", "eps"},
-                 {"batch", "position", "tokens"},
                  {O::kRmsNorm},
                  "cublas",
                  make_rmsnorm_workload,
@@ -35,7 +33,6 @@ const std::vector<OpSpec>& op_table() {
                  {{"v", &Scenario::v}},
                  "",
                  {"shape", "tokens"},
-                 {"batch", "position", "tokens"},
                  {O::kLogSoftmax},
                  "cublas",
                  make_log_softmax_workload,
@@ -45,8 +42,6 @@ const std::vector<OpSpec>& op_table() {
                  {},
                  "",
                  {"attention"},
-                 {"batch", "position", "kv_len", "filler_kv_len", "num_splits", "split_size",
-                  "page_size"},
                  {O::kAttentionDecode},
                  "cudnn",
                  make_attention_decode_workload,
@@ -56,8 +51,6 @@ const std::vector<OpSpec>& op_table() {
                  {},
                  "",
                  {"attention", "prefill"},
-                 {"batch", "position", "prompt_len", "prefill_chunk", "prefix_len", "num_splits",
-                  "split_size", "page_size"},
                  {O::kAttentionPrefill},
                  "cudnn",
                  make_attention_prefill_workload,
@@ -71,7 +64,6 @@ const std::vector<OpSpec>& op_table() {
                   {"experts", &Scenario::moe_experts}},
                  " (expected hidden, intermediate, top_k, experts)",
                  {"shape", "tokens", "norm_topk_prob"},
-                 {"batch", "position", "tokens", "filler_routing"},
                  {O::kMoe},
                  "cublas",
                  make_moe_workload,
@@ -81,8 +73,6 @@ const std::vector<OpSpec>& op_table() {
                  {},
                  "",
                  {"model", "nccl"},
-                 {"batch", "position", "prefill_chunk", "page_size", "max_new_tokens", "score_batch",
-                  "score_chunk", "sampler", "tp", "allreduce", "channels"},
                  {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
                  "cublas",
                  make_model_workload,
@@ -97,7 +87,8 @@ bool OpSpec::accepts_key(std::string_view key) const {
 }
 
 bool OpSpec::accepts_axis(std::string_view axis) const {
-  return std::find(axes.begin(), axes.end(), axis) != axes.end();
+  const AxisSpec* a = find_axis(axis);
+  return a && a->applies_to(kind);
 }
 
 const OpSpec& op_spec(OpKind kind) {

@@ -74,7 +74,7 @@ ScenarioSummary summarize(const Scenario& s, const Workload& w) {
   for (const SweepAxis& a : s.sweep) {
     std::vector<std::string> values;
     for (const AxisValue& v : a.values) values.push_back(axis_value_string(v));
-    m.axes.emplace_back(a.name, std::move(values));
+    m.axes.emplace_back(a.name(), std::move(values));
   }
   m.coord_names = w.coord_names();
   return m;
