@@ -88,8 +88,8 @@ TEST(CliConventions, LastFailedRerunsTheFailedContextsWithTheirBaselines) {
   EXPECT_NE(lf.err.find("quickstart: passed in"), std::string::npos) << lf.err;
   EXPECT_EQ(lf.out.find("quickstart:"), std::string::npos) << lf.out;
   std::vector<std::string> expected = {"gemm(batch=2,position=first)"};
-  for (const json& c : last.at("cases")) {
-    const std::string id = c.at("context");
+  for (const json& c : last.at("contexts")) {
+    const std::string id = c.at("id");
     if (failed.count(id) && std::find(expected.begin(), expected.end(), id) == expected.end()) {
       expected.push_back(id);
     }

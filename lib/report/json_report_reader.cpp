@@ -195,11 +195,14 @@ ParityExpectation parity_expectation(const std::string& word) {
 AuditResult parse(const json& j, const std::string& what) {
   AuditResult r;
   r.schema_version = integer_at<int>(j, "schema_version");
-  if (r.schema_version != kReportSchemaVersion) {
+  if (r.schema_version < kOldestReadableSchemaVersion || r.schema_version > kReportSchemaVersion) {
     throw json::other_error::create(
         501, "schema_version " + std::to_string(r.schema_version) + " (this nvdet reads " +
+                 std::to_string(kOldestReadableSchemaVersion) + " to " +
                  std::to_string(kReportSchemaVersion) + ")", nullptr);
   }
+  // It is written as it is read: the current version, whatever version it was read from.
+  r.schema_version = kReportSchemaVersion;
   const json& sj = j.at("scenario");
   ScenarioSummary& s = r.scenario;
   s.name = sj.at("name").get<std::string>();
@@ -244,28 +247,44 @@ AuditResult parse(const json& j, const std::string& what) {
     }
     r.backends.push_back(std::move(o));
   }
-  for (const json& c : j.at("cases")) {
-    CaseRecord rec;
-    rec.backend = c.at("backend").get<std::string>();
-    rec.context_index = integer_at<int>(c, "context_index", 0);
-    // In the order of the scenario's axes (a JSON object has no order of its own), checked and
-    // named as every context is (make_context).
-    const json& values = c.value("context_values", json::object());
+  // A context as the report holds it: its index, id and values (in the order of the scenario's
+  // axes: a JSON object has no order of its own), made and checked as every context is
+  // (make_context); the id must be the one its values make.
+  std::map<int, Context> contexts;
+  const auto add_context = [&](int index, const std::string& id, const json& values) {
     std::vector<std::pair<std::string, AxisValue>> typed;
     for (const auto& [axis, ignored] : s.axes) {
       if (values.contains(axis)) typed.emplace_back(axis, axis_value_of(axis, values.at(axis)));
     }
-    const std::string id = c.at("context").get<std::string>();
-    const Context context = make_context(op, rec.context_index, std::move(typed), nullptr,
-                                         "cannot read audit report '" + what + "': context '" +
-                                             excerpt(id) + "'");
+    Context context = make_context(op, index, std::move(typed), nullptr,
+                                   "cannot read audit report '" + what + "': context '" +
+                                       excerpt(id) + "'");
     if (context.id != id) {
       throw_input_error("cannot read audit report '" + what + "': context '" + excerpt(id) +
                         "' does not match its values (" + excerpt(context.id) + ")");
     }
-    rec.context_id = context.id;
-    rec.context_values = context.values;
-    rec.group = context.group;
+    if (!contexts.emplace(index, context).second && contexts.at(index).id != id) {
+      throw_input_error("cannot read audit report '" + what + "': contexts '" + excerpt(id) +
+                        "' and '" + excerpt(contexts.at(index).id) + "' have one index " +
+                        std::to_string(index));
+    }
+  };
+  const bool table = j.contains("contexts");  // schema 2; in schema 1 each case carries its own
+  for (const json& c : j.value("contexts", json::array())) {
+    add_context(integer_at<int>(c, "index", 0), c.at("id").get<std::string>(),
+                c.value("values", json::object()));
+  }
+  for (const json& c : j.at("cases")) {
+    CaseRecord rec;
+    rec.backend = c.at("backend").get<std::string>();
+    rec.context_index = integer_at<int>(c, "context_index", 0);
+    if (!table) {
+      add_context(rec.context_index, c.at("context").get<std::string>(),
+                  c.value("context_values", json::object()));
+    } else if (!contexts.count(rec.context_index)) {
+      refuse(c, "case context_index " + std::to_string(rec.context_index) +
+                    " is not in the report's 'contexts'");
+    }
     rec.repeat = integer_or<int>(c, "repeat", 0, 0);
     rec.seconds = number(c.value("seconds", json(0.0)));
     rec.generated_tokens = count(c, "generated_tokens");
@@ -281,10 +300,11 @@ AuditResult parse(const json& j, const std::string& what) {
     }
     r.cases.push_back(std::move(rec));
   }
-  // Divergences and verify changes name their contexts by id; the cases give each id its index
-  // (-1 for an id no case has: its label is then the id itself).
+  for (auto& [index, c] : contexts) r.contexts.push_back(std::move(c));
+  // Divergences and verify changes name their contexts by id; the context table gives each id
+  // its index (-1 for an id it lacks: its label is then the id itself).
   std::map<std::string, int> index_of_id;
-  for (const CaseRecord& c : r.cases) index_of_id.emplace(c.context_id, c.context_index);
+  for (const Context& c : r.contexts) index_of_id.emplace(c.id, c.index);
   auto index_of_context = [&index_of_id](const std::string& id) {
     const auto it = index_of_id.find(id);
     return it == index_of_id.end() ? -1 : it->second;

@@ -153,9 +153,6 @@ class BackendAudit {
       CaseRecord rec;
       rec.backend = spec_.name;
       rec.context_index = c.index;
-      rec.context_id = c.id;
-      rec.group = c.group;
-      rec.context_values = c.values;
       rec.repeat = rep;
       const auto t0 = Clock::now();
       std::vector<RequestOutput> outputs = workload_.run(backend_, c, &rec.notes);
@@ -196,7 +193,7 @@ class BackendAudit {
         if (rep == 0) first_repeat[out.request] = out;
       }
       if (rep == 0) first_notes = rec.notes;
-      if (options_.on_outputs) options_.on_outputs(rec, outputs);
+      if (options_.on_outputs) options_.on_outputs(c, rec, outputs);
       result_.cases.push_back(std::move(rec));
       ++progress_.done;
       if (options_.on_progress) options_.on_progress(progress_);
@@ -425,6 +422,9 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   tally_summary(result, static_cast<int>(contexts.size()));
   result.summary.seconds = seconds_since(t0);
   result.shard = options.shard;
+  result.contexts = contexts;
+  std::sort(result.contexts.begin(), result.contexts.end(),
+            [](const Context& a, const Context& b) { return a.index < b.index; });
   return result;
 }
 
