@@ -6,8 +6,8 @@
 #      passed/skipped and verdict sentence) and every output hash (per backend, context, repeat and
 #      request, the per-token hashes too) must be the same;
 #   2. every committed audit report under reports/h200/ (the GPU runs, read back with no GPU) is
-#      rendered again by each binary with `nvdet report` (console summary, Markdown, JUnit, and JSON
-#      compared as in 1.); the console and Markdown text must be the same byte for byte.
+#      rendered again by each binary with `nvdet report` (console summary, Markdown, JUnit, HTML,
+#      and JSON compared as in 1.); all but the JSON must be the same byte for byte.
 # The JSON files are compared field by field (python3's json module), not as text: a change to how
 # context values are written (numbers as numbers) is no change of result.
 #
@@ -98,7 +98,7 @@ while read -r report; do
     rm -rf "$d"
     mkdir -p "$d"
     # Run inside the output folder, so that the paths the console names are the same for both.
-    (cd "$d" && "$bin" report "$abs" --report-dir . --format md,json,junit \
+    (cd "$d" && "$bin" report "$abs" --report-dir . --format md,json,junit,html \
       >console.txt 2>stderr.txt; echo $? >rc)
   done
   o=$out/report/old/$key n=$out/report/new/$key
@@ -107,6 +107,7 @@ while read -r report; do
   cmp -s "$o/stderr.txt" "$n/stderr.txt" || what+=("stderr text")
   cmp -s "$o/$name.md" "$n/$name.md" || what+=("Markdown")
   cmp -s "$o/$name.junit.xml" "$n/$name.junit.xml" || what+=("JUnit XML")
+  cmp -s "$o/$name.html" "$n/$name.html" || what+=("HTML")
   if [[ -f $o/$name.json && -f $n/$name.json ]]; then
     j=$(python3 "$compare_json" "$o/$name.json" "$n/$name.json") || what+=("$j")
   elif [[ -f $o/$name.json || -f $n/$name.json ]]; then

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "lib/runner/audit_result.h"
+#include "lib/runner/result_classes.h"
 
 namespace nvdet::testing {
 
@@ -220,6 +221,7 @@ inline AuditResult make_sample_audit_result() {
   r.summary.divergences = static_cast<int>(r.divergences.size());
   r.summary.failed_backends = 2;
   r.summary.seconds = 40.0;
+  assign_result_classes(r);
   return r;
 }
 

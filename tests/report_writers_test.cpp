@@ -644,6 +644,7 @@ TEST(HtmlReport, ThreeVaryingAxesFoldIntoMixedCells) {
   for (Context& x : r.contexts)
     if (x.index < 20) x.values.push_back({"chunk", int64_t{64}});
   r.cases.insert(r.cases.end(), extra.begin(), extra.end());
+  assign_result_classes(r);
   const std::string html = render_html_report(r);
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 80u);  // still 10 × 2 per backend
   EXPECT_EQ(count_of(html, "data-class=\"mixed\""), 1u);
@@ -682,6 +683,7 @@ AuditResult grouped_result(int kv_lens, int classes_in_first_group) {
       r.cases.push_back(c);
     }
   }
+  assign_result_classes(r);
   return r;
 }
 
@@ -763,6 +765,7 @@ TEST(HtmlReport, HeatmapIsBoundedByTheCasesNotTheAxes) {
     c.requests = {{0, Hash128{0x77ull, static_cast<uint64_t>(i % 3)}, {}, {}}};
     wide.cases.push_back(c);
   }
+  assign_result_classes(wide);
   html = render_html_report(wide);
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 0u);
   EXPECT_NE(html.find("The map would have 200 x 200 cells, more than the 16384 drawn"), std::string::npos);

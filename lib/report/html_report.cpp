@@ -197,7 +197,6 @@ struct HeatmapGroup {
   int baseline_index = 0;
   std::vector<Hash128> classes;
   std::vector<int> class_count;
-  std::map<Hash128, int> class_of;
 };
 
 // A map wider than this is not drawn (the group table still lists every result): 16384 cells is
@@ -223,8 +222,8 @@ void write_group_table(std::ostringstream& o, const AuditResult& r, const std::v
   o << "</tbody>\n</table>\n</details>\n";
 }
 
-// One backend's heatmap: the hash of one request in every context (repeat 0), classed within
-// its group by first appearance in sweep order (class 0 is the group's baseline result), laid out
+// One backend's heatmap: the hash of one request in every context (repeat 0), in its result class
+// within its group (RequestRecord::result_class: class 0 is the group's baseline result), laid out
 // over the first two varying axes.
 void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOutcome& b) {
   std::vector<const CaseRecord*> cases;
@@ -278,15 +277,17 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
       if (q.request != request) continue;
       const Context& context = context_of(r, *c);
       const auto [gi, new_group] = group_of.try_emplace(context.group, groups.size());
-      if (new_group) groups.push_back({context.group, context.id, c->context_index, {}, {}, {}});
+      if (new_group) groups.push_back({context.group, context.id, c->context_index, {}, {}});
       Group& g = groups[gi->second];
-      const auto [ci, new_class] = g.class_of.try_emplace(q.hash, static_cast<int>(g.classes.size()));
-      if (new_class) {
-        g.classes.push_back(q.hash);
-        g.class_count.push_back(0);
+      // The result model's numbering (assign_result_classes): repeat 0's results come first, in
+      // sweep order, so the classes seen here are 0, 1, ... without gaps.
+      const int cls = q.result_class;
+      if (static_cast<size_t>(cls) >= g.classes.size()) {
+        g.classes.resize(static_cast<size_t>(cls) + 1);
+        g.class_count.resize(static_cast<size_t>(cls) + 1, 0);
       }
-      const int cls = ci->second;
-      ++g.class_count[cls];
+      g.classes[static_cast<size_t>(cls)] = q.hash;
+      ++g.class_count[static_cast<size_t>(cls)];
       points.push_back({c, gi->second, cls});
     }
   }

@@ -12,6 +12,7 @@
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
+#include "lib/runner/result_classes.h"
 #include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
 
@@ -413,6 +414,7 @@ AuditResult parse(const json& j, const std::string& what) {
     info.owned = integers<int>(sh.at("owned_contexts"), "owned_contexts");
     r.shard = std::move(info);
   }
+  assign_result_classes(r);  // the analysis the writers draw, as the audit made it
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include "lib/core/error.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/parity_metrics.h"
+#include "lib/runner/result_classes.h"
 #include "lib/runner/verdict.h"
 
 namespace nvdet {
@@ -199,6 +200,7 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
                    [&rank](const Divergence& a, const Divergence& b) {
                      return rank(a.context_index, a.backend) < rank(b.context_index, b.backend);
                    });
+  assign_result_classes(merged);  // over the whole sweep, not each shard's part
   const int contexts = static_cast<int>(owner.size());
   for (size_t b = 0; b < shards[0].backends.size(); ++b) {
     merged.backends.push_back(merged_outcome(shards, b, merged, contexts));

@@ -19,6 +19,7 @@
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/parity_metrics.h"
+#include "lib/runner/result_classes.h"
 #include "lib/runner/verdict.h"
 #include "lib/scenario/typo_hint.h"
 
@@ -425,6 +426,7 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   result.contexts = contexts;
   std::sort(result.contexts.begin(), result.contexts.end(),
             [](const Context& a, const Context& b) { return a.index < b.index; });
+  assign_result_classes(result);
   return result;
 }
 

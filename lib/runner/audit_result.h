@@ -75,6 +75,10 @@ struct RequestRecord {
   std::vector<Hash128> token_hashes;  // one per token (first dimension)
   std::vector<int32_t> completion;    // model scenarios: the generated token ids
   std::optional<ParityRecord> parity;  // model scenarios with a scoring pass
+  // Which of its request's distinct results in its group this output is, by first appearance in
+  // sweep order (0: the group's baseline result); set by assign_result_classes
+  // (lib/runner/result_classes.h), not written to the JSON report.
+  int result_class = 0;
 };
 
 // One backend run of one context (one repeat).
