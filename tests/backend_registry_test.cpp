@@ -44,7 +44,8 @@ void register_test_backend_once() {
                       [info]() -> std::unique_ptr<Backend> {
                         return std::make_unique<GemmOnlyBackend>(info);
                       },
-                      supports_from({{{OpKind::kGemm, {DType::kBF16}}}, false, nullptr})});
+                      supports_from({{{OpKind::kGemm, {DType::kBF16}}}, false, nullptr}),
+                      [] { return std::string("gemm: cpu-invariant's host fp32 kernel"); }});
     return true;
   }();
   (void)registered;
@@ -111,6 +112,18 @@ TEST(BackendRegistry, RefusesTakenNamesAndIncompleteRecords) {
   no_table.supports = nullptr;
   EXPECT_THROW(register_backend(no_table), Error);
   EXPECT_EQ(find_backend("test-without-support-table"), nullptr);
+  // `nvdet info` shows every backend's kernel path: a record without one is incomplete too.
+  BackendRegistration no_path = copy;
+  no_path.info.name = "test-without-kernel-path";
+  no_path.kernel_path = nullptr;
+  try {
+    register_backend(no_path);
+    FAIL() << "a backend without a kernel-path description was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel-path description"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(find_backend("test-without-kernel-path"), nullptr);
 }
 
 // Runs check_audit and run_audit on `s`; both must refuse with exit 2 and `reason`, at the test

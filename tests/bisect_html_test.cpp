@@ -55,7 +55,8 @@ TEST(BisectHtml, RejectsAnUnknownFormat) {
   const CommandResult r = run_nvdet("bisect " + (source_dir() / "scenarios/model-cpu.yaml").string() +
                                     " --format pdf");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("text, json or html"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown bisect format 'pdf' (known formats: text, json, html)"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -67,9 +67,11 @@ TEST(Contexts, FilterIsLinearTimeAndBoundedInNesting) {
   s.op = OpKind::kGemm;
   s.requests = {0};
   std::vector<AxisValue> batch;
-  for (int64_t b = 1; b <= 2000; ++b) batch.push_back(b);
+  for (int64_t b = 1; b <= 2000; ++b) batch.emplace_back(std::in_place_type<int64_t>, b);
   s.sweep.push_back({Axis::kBatch, batch, {}});
-  s.sweep.push_back({Axis::kPosition, {std::string("first"), std::string("middle"), std::string("last")}, {}});
+  SweepAxis position{Axis::kPosition, {}, {}};
+  for (const char* w : {"first", "middle", "last"}) position.values.emplace_back(std::string(w));
+  s.sweep.push_back(std::move(position));
   const std::vector<Context> all = expand_contexts(s);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(select_contexts(all, ContextFilter("(.+)+X")).empty());

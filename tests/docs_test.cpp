@@ -60,7 +60,7 @@ bool quoted_line_matches(const std::string& quoted, const std::string& actual) {
       at = found + piece.size();
     }
     first = false;
-    if (dots == std::string::npos) return at == a.size() || q.size() >= 3 && q.substr(q.size() - 3) == "...";
+    if (dots == std::string::npos) return at == a.size() || (q.size() >= 3 && q.substr(q.size() - 3) == "...");
     start = dots + 3;
   }
   return true;

@@ -1,17 +1,17 @@
 // nvdet bench SCENARIO...: invariant vs vendor kernel time, as ratios measured in one run.
 // As with audit, every scenario and output target is checked before anything is timed.
-#include <absl/strings/ascii.h>
-#include <absl/strings/str_split.h>
+#include <absl/strings/str_join.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
+#include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/core/atomic_file.h"
-#include "lib/report/bench_report.h"
+#include "lib/report/command_formats.h"
 #include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"
@@ -40,20 +40,20 @@ struct BenchFlags {
   std::vector<std::string> axes;  // --axis NAME=VALUES
 };
 
-// "md,json,csv" -> the file extensions to write, in order.
-std::vector<std::string> bench_formats(const std::string& csv) {
-  std::vector<std::string> out;
-  for (const absl::string_view part : absl::StrSplit(csv, ',')) {
-    std::string name(absl::StripAsciiWhitespace(part));
-    if (name.empty()) continue;
-    if (name == "markdown") name = "md";
-    if (name != "md" && name != "json" && name != "csv") {
-      throw_input_error("unknown bench format '" + excerpt(name) + "' (known formats: md, json, csv)");
-    }
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+// The default baselines as the registry's bench roles state them: "cudnn for attention_decode,
+// attention_prefill; cublas".
+std::string default_baseline_help() {
+  std::vector<std::string> parts;
+  for (const BackendRegistration& r : backend_registry()) {
+    if (r.bench.baseline_for.empty()) continue;
+    std::vector<std::string> ops;
+    for (const OpKind op : r.bench.baseline_for) ops.emplace_back(op_name(op));
+    parts.push_back(r.info.name + " for " + absl::StrJoin(ops, ", "));
   }
-  if (out.empty()) throw_input_error("no bench format given (known formats: md, json, csv)");
-  return out;
+  for (const BackendRegistration& r : backend_registry()) {
+    if (r.bench.fallback_baseline) parts.push_back(r.info.name);
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 BenchOptions options_for(const BenchFlags& f) {
@@ -66,7 +66,7 @@ BenchOptions options_for(const BenchFlags& f) {
 }
 
 int run(const BenchFlags& f) {
-  const std::vector<std::string> formats = bench_formats(f.formats);
+  const std::vector<const BenchWriter*> formats = bench_format_registry().parse(f.formats);
   if (f.format_given && f.report_dir.empty()) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
   }
@@ -91,8 +91,8 @@ int run(const BenchFlags& f) {
   if (!f.report_dir.empty()) {
     prepare_output_dir(dir, "bench report");
     for (const Scenario& s : scenarios) {
-      for (const std::string& ext : formats) {
-        check_output_file(dir / ("bench-" + s.name + "." + ext), "bench report");
+      for (const BenchWriter* w : formats) {
+        check_output_file(dir / ("bench-" + s.name + std::string(w->extension())), "bench report");
       }
     }
   }
@@ -104,16 +104,13 @@ int run(const BenchFlags& f) {
     };
     const BenchResult r = run_bench(s, opts);
     progress.finish();
-    const std::string md = render_bench_markdown(r);
+    const std::string md = bench_format_registry().find("md")->render(r);
     fmt::print("{}\n", md);
     append_step_summary(md);
     if (!f.report_dir.empty()) {
-      for (const std::string& ext : formats) {
-        const fs::path file = dir / ("bench-" + s.name + "." + ext);
-        const std::string content = ext == "md"     ? md
-                                    : ext == "json" ? bench_to_json(r).dump(2) + "\n"
-                                                    : render_bench_csv(r);
-        write_file_atomic(file, content, "bench report");
+      for (const BenchWriter* w : formats) {
+        const fs::path file = dir / ("bench-" + s.name + std::string(w->extension()));
+        write_file_atomic(file, w->render(r), "bench report");
       }
     }
   }
@@ -128,14 +125,16 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
   add_list_option(cmd, "--backends", flags->backends, "Time only these backends");
   cmd->add_option("--baseline", flags->baseline,
-                  "Backend the ratios are taken against (default: cudnn for attention, cublas, "
-                  "else the first vendor-style backend)");
+                  "Backend the ratios are taken against (default: " + default_baseline_help() +
+                      ", else the first vendor-style backend)");
   cmd->add_option("-k,--filter", flags->filter, "Only contexts whose id matches this regex");
   cmd->add_option("--report-dir", flags->report_dir,
-                  "Write bench-<scenario>.md/.json/.csv here (the folder is created)");
-  CLI::Option* format = cmd->add_option("--format", flags->formats,
-                                        "Bench table formats: md,json,csv (needs --report-dir)")
-                            ->capture_default_str();
+                  "Write bench-<scenario><suffix> here, one per --format (the folder is created)");
+  CLI::Option* format =
+      cmd->add_option("--format", flags->formats,
+                      "Bench table formats, comma separated (needs --report-dir): " +
+                          bench_format_registry().help())
+          ->capture_default_str();
   cmd->add_option("--axis", flags->axes,
                   "Sweep axis NAME over VALUES instead of the scenario's (NAME=VALUES, as audit's)")
       ->allow_extra_args(false);

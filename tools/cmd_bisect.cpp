@@ -8,7 +8,7 @@
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/bisect.h"
-#include "lib/report/bisect_html.h"
+#include "lib/report/command_formats.h"
 #include "lib/runner/audit.h"
 #include "tools/command.h"
 #include "tools/cli_options.h"
@@ -39,8 +39,11 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<s
 }
 
 int run(const BisectFlags& f) {
-  if (f.format != "text" && f.format != "json" && f.format != "html") {
-    throw_input_error("--format must be text, json or html, got '" + excerpt(f.format) + "'");
+  // One format: bisect prints it on stdout.
+  const std::vector<const BisectWriter*> formats = bisect_format_registry().parse(f.format);
+  if (formats.size() != 1) {
+    throw_input_error("--format takes one bisect format, got '" + excerpt(f.format) +
+                      "' (known formats: " + bisect_format_registry().names() + ")");
   }
   const Scenario s = load_scenario(f.scenario);
   // The audit's default budget: a model that cannot fit is refused before its weights exist.
@@ -54,13 +57,7 @@ int run(const BisectFlags& f) {
   o.backend = f.backend;
   o.scoring = f.scoring;
   const BisectResult r = run_bisect(s, o);
-  if (f.format == "json") {
-    fmt::print("{}\n", bisect_to_json(r).dump(2));
-  } else if (f.format == "html") {
-    fmt::print("{}", render_bisect_html(bisect_to_json(r)));
-  } else {
-    fmt::print("{}", render_bisect_text(r));
-  }
+  fmt::print("{}", formats.front()->render(r));
   return static_cast<int>(r.diverged ? ExitCode::kOk : ExitCode::kExpectationFailed);
 }
 
@@ -85,7 +82,9 @@ Action add_bisect_command(CLI::App& app) {
                "against trainer)");
   cmd->add_option("--backend", flags->backend,
                   "Backend (default: the scenario's first one not expected to be invariant)");
-  cmd->add_option("--format", flags->format, "text, json or html (a self-contained page with the growth plot)")->capture_default_str();
+  cmd->add_option("--format", flags->format,
+                  "Output format, printed on stdout: " + bisect_format_registry().help())
+      ->capture_default_str();
   return [flags] { return run(*flags); };
 }
 

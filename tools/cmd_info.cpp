@@ -41,13 +41,20 @@ Action add_info_command(CLI::App& app) {
       }
       j["backends"] = backends;
       j["backend_availability"] = available;
+      nlohmann::ordered_json host_paths = nlohmann::ordered_json::object();
+      for (const BackendRegistration& r : backend_registry()) {
+        if (!r.info.gpu) host_paths[r.info.name] = r.kernel_path();
+      }
+      j["backend_paths_host"] = host_paths;
 #if NVDET_WITH_CUDA
       // The same facts as the text form's kernel-image and path lines, so that a script can
       // tell which code each GPU backend ran (JIT-compiled PTX on a GPU newer than the build).
       if (!s.gpus.empty()) {
         j["kernel_image_gpu0"] = cuda::kernel_image_description(s.compiled_architectures);
         nlohmann::ordered_json paths = nlohmann::ordered_json::object();
-        for (const auto& [backend, path] : cuda::gpu_backend_paths()) paths[backend] = path;
+        for (const BackendRegistration& r : backend_registry()) {
+          if (r.info.gpu) paths[r.info.name] = r.kernel_path();
+        }
         j["backend_paths_gpu0"] = paths;
       }
 #endif
@@ -75,11 +82,14 @@ Action add_info_command(CLI::App& app) {
     if (!s.gpus.empty()) {
       fmt::print("kernel image on GPU 0: {}\n",
                  cuda::kernel_image_description(s.compiled_architectures));
-      for (const auto& [backend, path] : cuda::gpu_backend_paths()) {
-        fmt::print("path of {} on GPU 0: {}\n", backend, path);
+      for (const BackendRegistration& r : backend_registry()) {
+        if (r.info.gpu) fmt::print("path of {} on GPU 0: {}\n", r.info.name, r.kernel_path());
       }
     }
 #endif
+    for (const BackendRegistration& r : backend_registry()) {
+      if (!r.info.gpu) fmt::print("path of {} on the host: {}\n", r.info.name, r.kernel_path());
+    }
     fmt::print("backends:");
     for (const BackendRegistration& r : backend_registry()) fmt::print(" {}", r.info.name);
     fmt::print("\n");

@@ -1,22 +1,44 @@
-// nvdet list: the ops (the op table), backends and sweep axes this build knows.
+// nvdet list: the ops (the op table), backends, sweep axes and each command's output formats
+// this build knows.
 #include <fmt/format.h>
 
+#include <absl/strings/str_join.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
+#include "lib/report/command_formats.h"
+#include "lib/report/report_writers.h"
 #include "lib/scenario/scenario.h"
 #include "tools/command.h"
 
 namespace nvdet::cli {
 namespace {
 
+// Each command's --format names, from its registry (a companion is not chosen by name).
+std::vector<std::pair<std::string, std::vector<std::string>>> command_formats() {
+  auto names = [](const auto& registry) {
+    std::vector<std::string> out;
+    for (const auto& w : registry.writers()) {
+      if (w->written_with().empty()) out.emplace_back(w->name());
+    }
+    return out;
+  };
+  return {{"audit", names(report_format_registry())},
+          {"report", names(report_format_registry())},
+          {"bench", names(bench_format_registry())},
+          {"bisect", names(bisect_format_registry())}};
+}
+
 // The same facts as the text listing, for tools.
 nlohmann::ordered_json list_json() {
   nlohmann::ordered_json ops = nlohmann::ordered_json::array(), backends = ops, axes = ops;
   nlohmann::ordered_json op_details = ops;
+  // The baseline bench takes for each op when every backend is timed (the registry's BenchRole).
+  std::vector<std::string> backend_names;
+  for (const BackendRegistration& r : backend_registry()) backend_names.push_back(r.info.name);
   for (const OpSpec& op : op_table()) {
     ops.push_back(std::string(op.name()));
     std::vector<std::string> shape, uses;
@@ -28,7 +50,7 @@ nlohmann::ordered_json list_json() {
                           {"keys", op.keys},
                           {"axes", axes_of_op(op.kind)},
                           {"uses", uses},
-                          {"bench_baseline", op.bench_baseline}});
+                          {"bench_baseline", default_bench_baseline(op.kind, backend_names)}});
   }
   const DeviceFacts device = device_facts();
   for (const BackendRegistration& r : backend_registry()) {
@@ -47,11 +69,14 @@ nlohmann::ordered_json list_json() {
                     {"words", a.words},
                     {"default", a.default_help}});
   }
+  nlohmann::ordered_json formats = nlohmann::ordered_json::object();
+  for (const auto& [command, names] : command_formats()) formats[command] = names;
   return {{"ops", ops},
           {"op_details", op_details},
           {"backends", backends},
           {"axes", axes},
-          {"expectations", {"invariant", "variant", "report"}}};
+          {"expectations", {"invariant", "variant", "report"}},
+          {"formats", formats}};
 }
 
 }  // namespace
@@ -88,6 +113,10 @@ Action add_list_command(CLI::App& app) {
       fmt::print("  {:<15} {} (ops: {})\n", a.name, a.help, ops);
     }
     fmt::print("expectations: invariant, variant, report\n");
+    fmt::print("formats (--format):\n");
+    for (const auto& [command, names] : command_formats()) {
+      fmt::print("  {:<15} {}\n", command, absl::StrJoin(names, ", "));
+    }
     return 0;
   };
 }

@@ -117,6 +117,16 @@ class Backend {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
+// The part a backend plays in `nvdet bench` when --baseline is not given: the ratios are taken
+// against the timed backend that is the baseline of the scenario's op, else the timed fallback
+// baseline, else the first timed vendor-style backend (neither invariant by design nor a
+// correctness reference), else the first timed one.
+struct BenchRole {
+  std::vector<OpKind> baseline_for;  // the vendor kernel users run for these ops (cudnn: attention)
+  bool fallback_baseline = false;    // the baseline of an op whose own is not timed (cublas)
+  bool reference = false;            // a correctness reference, never a vendor baseline
+};
+
 // A backend is one record: what it is, how to create it, and what it computes where. The
 // registry is the only place that knows which backends exist; the CLI, the audit's checks and
 // the reports all read it.
@@ -124,6 +134,10 @@ struct BackendRegistration {
   BackendInfo info;
   BackendFactory make;  // may throw Error(kRuntime) (e.g. no GPU)
   SupportsFn supports;  // the truth about which ops and dtypes `make`'s backend computes
+  // What the backend runs, for `nvdet info`: its kernels and, for a GPU backend, the path they
+  // take on device 0 (asked only where a GPU answers). Every record has one.
+  std::function<std::string()> kernel_path;
+  BenchRole bench;
 };
 
 // All backends known to this build, CPU ones first. GPU backends are listed even in a CPU-only
@@ -133,15 +147,22 @@ const BackendRegistration* find_backend(std::string_view name);
 std::unique_ptr<Backend> make_backend(std::string_view name);  // throws kBadInput if unknown
 
 // Adds a backend to the registry (after the built-in ones). Throws Error(kBadInput) when the name
-// is taken or the record lacks a factory or a support table. Call it before looking backends up:
+// is taken or the record lacks a factory, a support table or a kernel-path description. Call it before looking backends up:
 // it may move the records that find_backend pointed to.
 void register_backend(BackendRegistration registration);
 
 // `name`'s answer for `op` in `dtype` on `device`; kUnsupportedOp when the name is unknown.
 Support backend_supports(std::string_view name, OpKind op, DType dtype, const DeviceFacts& device);
 
-// Provided by lib/reference and lib/cuda (or the CPU-only stub); collected by backend_registry().
+// `nvdet bench`'s baseline among `timed` (registered names, in timing order) for `op` when
+// --baseline is not given (BenchRole); "" when `timed` is empty.
+std::string default_bench_baseline(OpKind op, const std::vector<std::string>& timed);
+
+// Provided by lib/reference, lib/cuda and lib/cudnn (compiled in every build: a CPU-only nvdet
+// lists the GPU backends too); collected by backend_registry(), in this order. The registry is
+// below them: it names them through these declarations only, so no folder includes upwards.
 std::vector<BackendRegistration> cpu_backend_registrations();
 std::vector<BackendRegistration> cuda_backend_registrations();
+std::vector<BackendRegistration> cudnn_backend_registrations();
 
 }  // namespace nvdet

@@ -17,6 +17,7 @@ std::vector<BackendRegistration>& registry() {
   static std::vector<BackendRegistration> all = [] {
     std::vector<BackendRegistration> v = cpu_backend_registrations();
     for (auto& r : cuda_backend_registrations()) v.push_back(std::move(r));
+    for (auto& r : cudnn_backend_registrations()) v.push_back(std::move(r));
     return v;
   }();
   return all;
@@ -122,10 +123,37 @@ void register_backend(BackendRegistration registration) {
   const std::string& name = registration.info.name;
   if (name.empty()) throw_input_error("a backend needs a name");
   if (find_backend(name)) throw_input_error("backend '" + name + "' is already registered");
-  if (!registration.make || !registration.supports) {
-    throw_input_error("backend '" + name + "' needs a factory and a support table");
+  if (!registration.make || !registration.supports || !registration.kernel_path) {
+    throw_input_error("backend '" + name +
+                      "' needs a factory, a support table and a kernel-path description");
   }
   registry().push_back(std::move(registration));
+}
+
+std::string default_bench_baseline(OpKind op, const std::vector<std::string>& timed) {
+  std::vector<const BackendRegistration*> known;
+  for (const std::string& name : timed) {
+    if (const BackendRegistration* r = find_backend(name)) known.push_back(r);
+  }
+  const auto first = [&](auto&& pred) -> std::string {
+    for (const BackendRegistration* r : known) {
+      if (pred(*r)) return r->info.name;
+    }
+    return "";
+  };
+  for (std::string pick : {first([op](const BackendRegistration& r) {
+                             const auto& ops = r.bench.baseline_for;
+                             return std::find(ops.begin(), ops.end(), op) != ops.end();
+                           }),
+                           first([](const BackendRegistration& r) {
+                             return r.bench.fallback_baseline;
+                           }),
+                           first([](const BackendRegistration& r) {
+                             return !r.info.invariant_by_design && !r.bench.reference;
+                           })}) {
+    if (!pick.empty()) return pick;
+  }
+  return timed.empty() ? "" : timed.front();
 }
 
 Support backend_supports(std::string_view name, OpKind op, DType dtype,

@@ -1,8 +1,9 @@
 #pragma once
-// How the GPU backends are created: the factories the registry (cuda_registrations.cpp) names.
-// Free of CUDA headers, so that the registry compiles in every build; the factories themselves
-// exist only in CUDA builds.
+// How the GPU backends are created: the factories the registries (cuda_registrations.cpp, and
+// lib/cudnn/cudnn_registration.cpp) name. Free of CUDA headers, so that the registries compile in
+// every build; the factories themselves exist only in CUDA builds.
 #include <memory>
+#include <string>
 
 #include "lib/backend/backend.h"
 
@@ -16,6 +17,28 @@ enum class CudaFlavor {
   kCublasLtSmallWorkspace,  // GEMM: cuBLASLt default heuristic with a 1 KiB workspace (vLLM's
                             // batch-invariant setting); other ops: vendor policy
 };
+
+// A GPU backend's factory: in a CUDA build the expression, in a CPU-only one a runtime failure
+// that says why (the factories are not compiled there). `info` is the record's BackendInfo.
+#if NVDET_WITH_CUDA
+#define NVDET_GPU_FACTORY(info, ...) [=]() -> std::unique_ptr<Backend> { return __VA_ARGS__; }
+#else
+#define NVDET_GPU_FACTORY(info, ...) [name = (info).name]() -> std::unique_ptr<Backend> { \
+    throw_runtime_error("backend '" + name + "' needs a GPU, but this nvdet was built without "  \
+                        "CUDA (configure with -DNVDET_CUDA=ON)");                                \
+  }
+#endif
+
+// Every GPU backend launches kernels built for compute capability 8.0 and newer (README,
+// "Supported GPUs"): "" when device 0 is one, else the clause saying what it is.
+std::string needs_sm80(const DeviceFacts& d);
+
+// The ops other than GEMM of every flavor but cuda-portable, in `nvdet info`'s path lines.
+inline constexpr const char* kCudaCoresPath = "CUDA cores (fp32 accumulation)";
+
+// cuda-invariant's path on the current device (the invariant GEMM's plan for a bf16 problem),
+// for `nvdet info` (lib/cuda/kernel_paths.cpp; CUDA builds only).
+std::string invariant_kernel_path();
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendInfo& info, CudaFlavor flavor);
 std::unique_ptr<Backend> make_portable_backend(const BackendInfo& info);

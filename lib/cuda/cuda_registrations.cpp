@@ -1,34 +1,23 @@
-// The GPU backends' table: one record each (what it is, how it is created, what it computes and
-// needs). Compiled in every build: a CPU-only nvdet lists the same backends with the same support
-// tables, and creating one there is a runtime failure that says why.
+// The CUDA backends' table: one record each (what it is, how it is created, what it computes and
+// needs, what it runs, its part in bench). Compiled in every build: a CPU-only nvdet lists the same
+// backends with the same support tables, and creating one there is a runtime failure that says
+// why. The cudnn backend has its own record in lib/cudnn/cudnn_registration.cpp.
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_factories.h"
-#if NVDET_WITH_CUDA
-#include "lib/cudnn/cudnn_backend.h"
-#endif
 
 namespace nvdet {
-namespace {
 
-#if NVDET_WITH_CUDA
-#define NVDET_GPU_FACTORY(info, ...) [=]() -> std::unique_ptr<Backend> { return __VA_ARGS__; }
-#else
-#define NVDET_GPU_FACTORY(info, ...) [name = (info).name]() -> std::unique_ptr<Backend> { \
-    throw_runtime_error("backend '" + name + "' needs a GPU, but this nvdet was built without "  \
-                        "CUDA (configure with -DNVDET_CUDA=ON)");                                \
-  }
-#endif
-
-using OpDtypes = std::vector<std::pair<OpKind, std::vector<DType>>>;
-
-// Every GPU backend launches nvdet's kernels (cudnn: cuDNN's paged SDPA), which are built for
-// compute capability 8.0 and newer (README, "Supported GPUs"); an older device is refused before
-// anything runs rather than failing at its first launch.
-std::string needs_sm80(const DeviceFacts& d) {
+std::string cuda::needs_sm80(const DeviceFacts& d) {
   if (d.cc_major >= 8) return "";
   return "needs a GPU of compute capability 8.0 or newer (device 0 is " +
          std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ")";
 }
+
+namespace {
+
+using cuda::needs_sm80;
+
+using OpDtypes = std::vector<std::pair<OpKind, std::vector<DType>>>;
 
 // The vendor and invariant flavors share their kernels: GEMM in every dtype (cuBLASLt, or the
 // invariant GEMM's FFMA path for fp32), the row kernels in every dtype, the split-KV attention
@@ -44,38 +33,49 @@ OpDtypes flavor_ops() {
           {OpKind::kMoe, all}};
 }
 
-BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind) {
+// What a flavor runs, for `nvdet info`: cuBLASLt's GEMM (its choice is in each run's notes) or
+// the invariant GEMM's plan on this device, and CUDA-core kernels for the other ops.
+std::function<std::string()> flavor_path(cuda::CudaFlavor kind) {
+  if (kind == cuda::CudaFlavor::kInvariant) {
+#if NVDET_WITH_CUDA
+    return [] { return cuda::invariant_kernel_path(); };
+#else
+    return [] {
+      return std::string("GEMM: the invariant GEMM's plan for the device (a CUDA build's nvdet "
+                         "info names it); other ops: ") +
+             cuda::kCudaCoresPath;
+    };
+#endif
+  }
+  return [] {
+    return std::string("GEMM: cuBLASLt's heuristic (its choice is in each run's notes); other ops: ") +
+           cuda::kCudaCoresPath;
+  };
+}
+
+BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind, BenchRole bench = {}) {
   (void)kind;  // unused where the factory is the CPU-only stub
   return {info, NVDET_GPU_FACTORY(info, cuda::make_cuda_backend(info, kind)),
-          supports_from({flavor_ops(), true, needs_sm80})};
+          supports_from({flavor_ops(), true, needs_sm80}), flavor_path(kind), std::move(bench)};
 }
 
 BackendRegistration portable(BackendInfo info) {
   return {info, NVDET_GPU_FACTORY(info, cuda::make_portable_backend(info)),
-          supports_from({all_ops_all_dtypes(), true, needs_sm80})};
+          supports_from({all_ops_all_dtypes(), true, needs_sm80}), [] {
+            return std::string("every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise "
+                               "equal to cpu-portable)");
+          }};
 }
 
 // cuBLAS's grouped GEMM: the MoE block only, in every dtype.
 BackendRegistration grouped_moe(BackendInfo info) {
   const std::vector<DType> all = {DType::kBF16, DType::kFP16, DType::kFP32};
   return {info, NVDET_GPU_FACTORY(info, cuda::make_grouped_moe_backend(info)),
-          supports_from({{{OpKind::kMoe, all}}, true, needs_sm80})};
-}
-
-// cuDNN's SDPA: attention only, in the 16-bit dtypes; the build must have the backend (cuDNN's
-// headers and cudnn-frontend; the library itself is loaded when the backend is created).
-BackendRegistration cudnn_sdpa(BackendInfo info) {
-  const std::vector<DType> half = {DType::kBF16, DType::kFP16};
-  SupportTable table{{{OpKind::kAttentionDecode, half}, {OpKind::kAttentionPrefill, half}}, true,
-                     needs_sm80};
-#if NVDET_WITH_CUDA
-  if (const std::string why = cudnn::cudnn_unavailable_reason(); !why.empty()) {
-    info.description += " (unavailable: " + why + ")";
-    table.device_requirement = [why](const DeviceFacts&) { return "is unavailable: " + why; };
-  }
-#endif
-  return {info, NVDET_GPU_FACTORY(info, cudnn::make_cudnn_backend(info)),
-          supports_from(std::move(table))};
+          supports_from({{{OpKind::kMoe, all}}, true, needs_sm80}), [] {
+            return std::string("moe: each stage's expert GEMMs in one cublasGemmGroupedBatchedEx "
+                               "call (cuBLAS chooses its kernel from every expert's row count); "
+                               "routing, SwiGLU and the combine on the host");
+          }};
 }
 
 }  // namespace
@@ -106,11 +106,14 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
   std::map<std::string, std::string> vendor_stands_for = vendor_policy_stands_for;
   vendor_stands_for["gemm"] = cublas_stands_for["gemm"];
   using cuda::CudaFlavor;
+  // The vendor GEMM users run (torch.mm): bench's baseline for any op without one of its own.
+  BenchRole vendor_gemm;
+  vendor_gemm.fallback_baseline = true;
   return {
       flavor({"cublas",
               "cuBLAS/cuBLASLt GEMM with default heuristics; other ops as cuda-vendor-policy",
               true, false, cublas_stands_for},
-             CudaFlavor::kCublas),
+             CudaFlavor::kCublas, vendor_gemm),
       flavor({"cublaslt-nosplit",
               "cuBLASLt GEMM restricted to reduction scheme NONE; other ops as cuda-vendor-policy",
               true, false, nosplit_stands_for},
@@ -138,11 +141,6 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
                    true, false,
                    {{"moe", "cublasGemmGroupedBatchedEx over all active experts at once, its "
                             "kernel chosen from every expert's row count"}}}),
-      cudnn_sdpa({"cudnn", "cuDNN's SDPA forward (graph API) for attention over the paged KV cache",
-                  true, false,
-                  {{"attention_decode", "cuDNN SDPA, paged K/V, per-sequence KV lengths"},
-                   {"attention_prefill",
-                    "cuDNN SDPA, paged K/V, bottom-right causal over the cache"}}}),
   };
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/gemm_invariant.cuh"
 #include "kernels/kernel_image.cuh"
+#include "lib/cuda/cuda_factories.h"
 
 namespace nvdet::cuda {
 namespace {
@@ -45,13 +46,13 @@ std::string kernel_image_description(const std::string& architectures) {
   return s;
 }
 
-std::vector<std::pair<std::string, std::string>> gpu_backend_paths() {
+std::string invariant_kernel_path() {
   int device = 0;
   cudaDeviceProp props{};
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaGetDeviceProperties(&props, device) != cudaSuccess) {
     cudaGetLastError();
-    return {};
+    return "unknown (no CUDA device answers)";
   }
   // The invariant GEMM's own choice for a 16-byte-aligned bf16 problem (pointers are only
   // inspected for alignment, never read).
@@ -66,22 +67,9 @@ std::vector<std::pair<std::string, std::string>> gpu_backend_paths() {
   dev.sm_count = props.multiProcessorCount;
   const std::string invariant_gemm =
       nvdet::kernels::gemm_path_name(nvdet::kernels::gemm_invariant_plan(prob, dev).path);
-  const std::string cores = "CUDA cores (fp32 accumulation)";
-  const std::string vendor =
-      "GEMM: cuBLASLt's heuristic (its choice is in each run's notes); "
-      "other ops: " +
-      cores;
-  return {
-      {"cublas", vendor},
-      {"cublaslt-nosplit", vendor},
-      {"cuda-vendor-policy", vendor},
-      {"cuda-invariant", "GEMM bf16/fp16: " + invariant_gemm + ", fp32: " +
-                             nvdet::kernels::gemm_path_name(nvdet::kernels::GemmPath::kFfma) +
-                             "; other ops: " + cores},
-      {"cuda-portable",
-       "every op: portable-fp32 (CUDA cores, IEEE fp32 ops only; bitwise equal "
-       "to cpu-portable)"},
-  };
+  return "GEMM bf16/fp16: " + invariant_gemm + ", fp32: " +
+         nvdet::kernels::gemm_path_name(nvdet::kernels::GemmPath::kFfma) + "; other ops: " +
+         kCudaCoresPath;
 }
 
 }  // namespace nvdet::cuda

@@ -1,10 +1,9 @@
 #pragma once
 // What code the GPU backends run on the current device, for `nvdet info`: the kernel image the
-// CUDA runtime picked (machine code or JIT-compiled PTX) and the path each GPU backend takes.
+// CUDA runtime picked (machine code or JIT-compiled PTX). Each backend's path is its registry
+// record's kernel_path (cuda-invariant's: invariant_kernel_path(), lib/cuda/cuda_factories.h).
 // CUDA builds only (NVDET_WITH_CUDA).
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace nvdet::cuda {
 
@@ -12,7 +11,5 @@ namespace nvdet::cuda {
 // runs. `architectures` is the build's CMAKE_CUDA_ARCHITECTURES, comma separated.
 std::string kernel_image_description(const std::string& architectures);
 
-// (backend, its path on this device) for every GPU backend.
-std::vector<std::pair<std::string, std::string>> gpu_backend_paths();
 
 }  // namespace nvdet::cuda

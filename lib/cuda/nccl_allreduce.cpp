@@ -23,13 +23,13 @@ namespace {
 
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw_runtime_error(std::string("the nccl all-reduce failed: ") + what + ": " +
+    throw_runtime_error(std::string("the 'nccl' all-reduce failed: ") + what + ": " +
                         cudaGetErrorString(e));
 }
 
 void check_nccl(ncclResult_t r, const char* what) {
   if (r != ncclSuccess)
-    throw_runtime_error(std::string("the nccl all-reduce failed: ") + what + ": " +
+    throw_runtime_error(std::string("the 'nccl' all-reduce failed: ") + what + ": " +
                         ncclGetErrorString(r));
 }
 
@@ -74,17 +74,19 @@ void ensure_communicators(Communicators& c, int ranks, const NcclSettings& s) {
   const std::string text = settings_text(s);
   if (!c.comms.empty()) {
     if (c.ranks == ranks && c.settings == text) return;
-    throw_runtime_error("the nccl all-reduce was set up for " + std::to_string(c.ranks) +
+    throw_runtime_error("the 'nccl' all-reduce was set up for " + std::to_string(c.ranks) +
                         " GPUs with " + c.settings + "; NCCL keeps its settings for the whole "
                         "process, so " + std::to_string(ranks) + " GPUs with " + text +
                         " need a run of their own");
   }
-  int devices = 0;
-  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  // A machine without a usable device is a runtime condition like too few GPUs: one sentence
+  // that names the all-reduce, not the CUDA call that found it out.
+  std::string why_not;
+  const int devices = nccl_device_count(&why_not);
   if (devices < ranks)
-    throw_runtime_error("the nccl all-reduce of tp " + std::to_string(ranks) + " needs " +
+    throw_runtime_error("the 'nccl' all-reduce of tp " + std::to_string(ranks) + " needs " +
                         std::to_string(ranks) + " GPUs, this machine has " +
-                        std::to_string(devices));
+                        std::to_string(devices) + (why_not.empty() ? "" : " (" + why_not + ")"));
   // NVLink SHARP (NVLS) would reduce inside the switch, in an order and precision that nvdet does
   // not simulate, and would allocate multicast objects shared by the whole machine: never on.
   setenv("NCCL_NVLS_ENABLE", "0", 1);

@@ -5,7 +5,8 @@
 # wheel, which .ci/install-deps unpacks). When either is missing the backend is still listed, as
 # unavailable with one sentence why; the build never fails for it.
 # Included from lib/CMakeLists.txt after the cuda folder, only when the CUDA backends are built:
-# defines the folder's target, nvdet_cudnn.
+# defines the folder's target, nvdet_cudnn (with cudnn_registration.cpp, the backend's record,
+# in either case; a CPU-only build compiles that file alone).
 set(NVDET_CUDNN AUTO CACHE STRING "Build the cudnn backend: AUTO (when headers are found) or OFF")
 set_property(CACHE NVDET_CUDNN PROPERTY STRINGS AUTO OFF)
 set(NVDET_CUDNN_FRONTEND_INCLUDE_DIR "" CACHE PATH
@@ -41,7 +42,8 @@ if(_nvdet_cudnn_reason STREQUAL "")
   set(_cudnn_sources ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_backend.cpp
                      ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_graphs.cpp
                      ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_library.cpp)
-  nvdet_layer(cudnn DEPS cuda SOURCES ${_cudnn_sources} LIBS CUDA::cudart ${CMAKE_DL_LIBS})
+  nvdet_layer(cudnn DEPS cuda SOURCES ${_cudnn_sources}
+              ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_registration.cpp LIBS CUDA::cudart ${CMAKE_DL_LIBS})
   # The frontend's headers are third-party: -isystem keeps their warnings out of ours. Its bundled
   # JSON library stays out (nvdet uses the system nlohmann-json elsewhere; two copies would clash).
   set_source_files_properties(${_cudnn_sources} TARGET_DIRECTORY nvdet_cudnn PROPERTIES
@@ -55,6 +57,7 @@ else()
   set(_reason_dir ${CMAKE_CURRENT_BINARY_DIR}/cudnn_generated)
   file(CONFIGURE OUTPUT ${_reason_dir}/cudnn_unavailable_reason.h
        CONTENT "#define NVDET_CUDNN_UNAVAILABLE_REASON \"@_reason_text@\"\n" @ONLY)
-  nvdet_layer(cudnn DEPS cuda SOURCES ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_unavailable.cpp)
+  nvdet_layer(cudnn DEPS cuda SOURCES ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_unavailable.cpp
+              ${PROJECT_SOURCE_DIR}/lib/cudnn/cudnn_registration.cpp)
   target_include_directories(nvdet_cudnn PRIVATE ${_reason_dir})
 endif()

@@ -16,7 +16,6 @@ const std::vector<OpSpec>& op_table() {
                  " (expected n, k; the row count m is the sweep axis 'batch')",
                  {"shape", "tokens", "bias", "tf32", "tp_split", "nccl"},
                  {O::kGemm},
-                 "cublas",
                  make_gemm_workload,
                  gemm_footprint});
     t.push_back({O::kRmsNorm,
@@ -25,7 +24,6 @@ const std::vector<OpSpec>& op_table() {
                  "",
                  {"shape", "tokens", "eps"},
                  {O::kRmsNorm},
-                 "cublas",
                  make_rmsnorm_workload,
                  rmsnorm_footprint});
     t.push_back({O::kLogSoftmax,
@@ -34,7 +32,6 @@ const std::vector<OpSpec>& op_table() {
                  "",
                  {"shape", "tokens"},
                  {O::kLogSoftmax},
-                 "cublas",
                  make_log_softmax_workload,
                  log_softmax_footprint});
     t.push_back({O::kAttentionDecode,
@@ -43,7 +40,6 @@ const std::vector<OpSpec>& op_table() {
                  "",
                  {"attention"},
                  {O::kAttentionDecode},
-                 "cudnn",
                  make_attention_decode_workload,
                  attention_decode_footprint});
     t.push_back({O::kAttentionPrefill,
@@ -52,7 +48,6 @@ const std::vector<OpSpec>& op_table() {
                  "",
                  {"attention", "prefill"},
                  {O::kAttentionPrefill},
-                 "cudnn",
                  make_attention_prefill_workload,
                  attention_prefill_footprint});
     t.push_back({O::kMoe,
@@ -65,7 +60,6 @@ const std::vector<OpSpec>& op_table() {
                  " (expected hidden, intermediate, top_k, experts)",
                  {"shape", "tokens", "norm_topk_prob"},
                  {O::kMoe},
-                 "cublas",
                  make_moe_workload,
                  moe_footprint});
     t.push_back({O::kModel,
@@ -74,7 +68,6 @@ const std::vector<OpSpec>& op_table() {
                  "",
                  {"model", "nccl"},
                  {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
-                 "cublas",
                  make_model_workload,
                  model_footprint});
     return t;

@@ -35,8 +35,6 @@ struct OpSpec {
   std::vector<std::string> keys;
   // The backend ops its workload calls: a backend must support each (audit start).
   std::vector<OpKind> uses;
-  // The vendor backend `nvdet bench` times the others against when --baseline is not given.
-  std::string bench_baseline;
   std::unique_ptr<Workload> (*make_workload)(const Scenario&) = nullptr;
   Footprint (*footprint)(const Scenario&) = nullptr;
 

@@ -68,12 +68,16 @@ class CpuBackend final : public Backend {
   CpuFlavor flavor_;
 };
 
-BackendRegistration registration(BackendInfo info, CpuFlavor flavor) {
+// `path`: what `nvdet info` says the flavor runs (the host has one path per flavor).
+BackendRegistration registration(BackendInfo info, CpuFlavor flavor, std::string path,
+                                 BenchRole bench = {}) {
   return {info,
           [info, flavor]() -> std::unique_ptr<Backend> {
             return std::make_unique<CpuBackend>(info, flavor);
           },
-          supports_from({all_ops_all_dtypes(), false, nullptr})};
+          supports_from({all_ops_all_dtypes(), false, nullptr}),
+          [path = std::move(path)] { return path; },
+          std::move(bench)};
 }
 
 }  // namespace
@@ -117,10 +121,18 @@ std::vector<BackendRegistration> cpu_backend_registrations() {
                        false,
                        true,
                        {}};
-  return {registration(reference, CpuFlavor::kReference),
-          registration(invariant, CpuFlavor::kInvariant),
-          registration(variant, CpuFlavor::kVariant),
-          registration(portable, CpuFlavor::kPortable)};
+  BenchRole correctness_reference;
+  correctness_reference.reference = true;  // the oracle others are checked against, not a vendor kernel
+  return {registration(reference, CpuFlavor::kReference,
+                       "every op: host loops accumulating in double", correctness_reference),
+          registration(invariant, CpuFlavor::kInvariant,
+                       "every op: host fp32 kernels, one reduction plan fixed by the reduction "
+                       "length (GEMM: fixed K chunks added in order)"),
+          registration(variant, CpuFlavor::kVariant,
+                       "every op: host fp32 kernels whose splits follow the batch shape"),
+          registration(portable, CpuFlavor::kPortable,
+                       "every op: portable-fp32 on the host (IEEE fp32 ops only; bitwise equal to "
+                       "cuda-portable)")};
 }
 
 }  // namespace nvdet

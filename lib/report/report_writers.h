@@ -1,7 +1,8 @@
 #pragma once
-// The report writers: one interface, one registry. `--format md,json,junit,html` selects writers
-// by name, the CLI's help lists them from the registry, and writing an audit's reports into a
-// folder is one loop over the selected writers. Writers read only the result model
+// The report writers: one interface, one registry (a FormatRegistry, as bench's and bisect's
+// formats are). `--format md,json,junit,html` selects writers by name, the CLI's help lists them
+// from the registry, and writing an audit's reports into a folder is one loop over the selected
+// writers. Writers read only the result model
 // (AuditResult, verify result included); they know nothing about backends or kernels.
 #include <filesystem>
 #include <memory>
@@ -9,27 +10,22 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/report/format_registry.h"
 #include "lib/runner/audit_result.h"
 
 namespace nvdet {
 
-class ReportWriter {
+// An audit report format (lib/report/format_registry.h: name, suffix, description, aliases,
+// companion), rendered from the audit result.
+class ReportWriter : public Writer<AuditResult> {
  public:
-  virtual ~ReportWriter() = default;
-  virtual std::string_view name() const = 0;        // what --format takes: "md"
-  virtual std::string_view extension() const = 0;   // after the report's base name: ".md"
-  virtual std::string_view description() const = 0;  // a few words for --help
-  // Other names --format accepts for this writer ("markdown" for md).
-  virtual std::vector<std::string_view> aliases() const { return {}; }
-  // A companion is not chosen by name: it is written whenever the writer it names here is
-  // selected (the verify report, with json). "" for writers chosen by name.
-  virtual std::string_view written_with() const { return {}; }
   // True for writers that have something to say only after a manifest verification (--verify):
   // they are skipped for results without one.
   virtual bool needs_verify() const { return false; }
-  // The report as text, in memory: exactly the bytes of the file.
-  virtual std::string render(const AuditResult& result) const = 0;
 };
+
+// The audit's registry (also nvdet report's): the built-in writers, then any registered.
+const FormatRegistry<ReportWriter>& report_format_registry();
 
 // Every writer, in the order --help lists them: the built-in ones, then any registered.
 const std::vector<std::unique_ptr<ReportWriter>>& report_writers();

@@ -22,7 +22,8 @@ Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
   return time_host_driven([&] { b.run(args, nullptr); }, few);
 }
 
-// The vendor kernel users actually run: cuDNN's SDPA for attention, cuBLAS for GEMM.
+// --baseline, or the vendor kernel users actually run (the registry's BenchRole: cuDNN's SDPA
+// for attention, cuBLAS for GEMM).
 std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::string& requested,
                           OpKind op) {
   if (!requested.empty()) {
@@ -34,16 +35,9 @@ std::string pick_baseline(const std::vector<BackendSpec>& specs, const std::stri
     throw_input_error("--baseline '" + excerpt(requested) + "'" + typo_hint(requested, names) +
                       " is not among the backends being timed");
   }
-  for (const std::string& preferred : {op_spec(op).bench_baseline, std::string("cublas")}) {
-    for (const BackendSpec& s : specs) {
-      if (s.name == preferred) return s.name;
-    }
-  }
-  for (const BackendSpec& s : specs) {
-    const BackendRegistration* r = find_backend(s.name);
-    if (r && !r->info.invariant_by_design && s.name != "cpu-reference") return s.name;
-  }
-  return specs.front().name;
+  std::vector<std::string> timed;
+  for (const BackendSpec& s : specs) timed.push_back(s.name);
+  return default_bench_baseline(op, timed);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 // The probed rows are the same in every context; only their experts' row counts change.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
@@ -81,7 +82,10 @@ class MoeWorkload final : public Workload {
     const HostTensor out = backend.run(make_args(cached_x_, layout, t), notes);
     std::vector<RequestOutput> outputs;
     for (size_t p = 0; p < layout.probe_slot.size(); ++p) {
-      outputs.push_back({s_.requests[p], out.slice_rows(layout.probe_slot[p] * t, t), {}, {}});
+      RequestOutput o;
+      o.request = s_.requests[p];
+      o.output = out.slice_rows(layout.probe_slot[p] * t, t);
+      outputs.push_back(std::move(o));
     }
     return outputs;
   }
