@@ -28,7 +28,10 @@ def hashes(path):
         report = json.load(f)
     if "cases" not in report:
         return None  # not an audit report (a manifest, a bench, a ceiling)
-    return {(c["backend"], c["context"], c.get("repeat", 0), r["request"]): r["hash"]
+    # Schema 2 names each case's context by index into its context table; schema 1 by id.
+    ids = {x["index"]: x["id"] for x in report.get("contexts", [])}
+    return {(c["backend"], c["context"] if "context" in c else ids[c["context_index"]],
+             c.get("repeat", 0), r["request"]): r["hash"]
             for c in report["cases"] for r in c["requests"]}
 
 

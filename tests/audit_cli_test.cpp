@@ -22,7 +22,7 @@ TEST(AuditCli, QuickstartPassesAndReportsAreConsistent) {
   EXPECT_NE(r.out.find("audit PASSED"), std::string::npos) << r.out;
 
   const auto j = nlohmann::json::parse(read_file(dir / "quickstart.json"));
-  EXPECT_EQ(j.at("schema_version"), 1);
+  EXPECT_EQ(j.at("schema_version"), 2);
   EXPECT_EQ(j.at("scenario").at("name"), "quickstart");
   EXPECT_TRUE(j.at("summary").at("passed").get<bool>());
   std::map<std::string, nlohmann::json> by_name;
@@ -44,12 +44,15 @@ TEST(AuditCli, QuickstartPassesAndReportsAreConsistent) {
   }
   const auto& d0 = j.at("divergences")[0];
   std::string base_hash, ctx_hash;
+  std::map<int, std::string> id_of;  // the context table: index -> id
+  for (const auto& x : j.at("contexts")) id_of[x.at("index").get<int>()] = x.at("id");
   for (const auto& c : j.at("cases")) {
     if (c.at("backend") != "cpu-variant" || c.at("repeat") != 0) continue;
+    const std::string& id = id_of.at(c.at("context_index").get<int>());
     for (const auto& req : c.at("requests")) {
       if (req.at("request") != d0.at("request")) continue;
-      if (c.at("context") == d0.at("baseline_context")) base_hash = req.at("hash");
-      if (c.at("context") == d0.at("context")) ctx_hash = req.at("hash");
+      if (id == d0.at("baseline_context")) base_hash = req.at("hash");
+      if (id == d0.at("context")) ctx_hash = req.at("hash");
     }
   }
   ASSERT_EQ(base_hash.size(), 32u);

@@ -88,8 +88,8 @@ TEST(CliConventions, LastFailedRerunsTheFailedContextsWithTheirBaselines) {
   EXPECT_NE(lf.err.find("quickstart: passed in"), std::string::npos) << lf.err;
   EXPECT_EQ(lf.out.find("quickstart:"), std::string::npos) << lf.out;
   std::vector<std::string> expected = {"gemm(batch=2,position=first)"};
-  for (const json& c : last.at("cases")) {
-    const std::string id = c.at("context");
+  for (const json& c : last.at("contexts")) {
+    const std::string id = c.at("id");
     if (failed.count(id) && std::find(expected.begin(), expected.end(), id) == expected.end()) {
       expected.push_back(id);
     }
@@ -147,7 +147,7 @@ TEST(CliConventions, AxisOverrideGivesTheSameScenarioAsTheFile) {
       parse_scenario(yaml, "q.yaml", {{"batch", "5, {from: 8, to: 40, step: 16}"}});
   ASSERT_EQ(a.sweep.size(), b.sweep.size());
   for (size_t i = 0; i < a.sweep.size(); ++i) {
-    EXPECT_EQ(a.sweep[i].name, b.sweep[i].name);
+    EXPECT_EQ(a.sweep[i].axis, b.sweep[i].axis);
     EXPECT_EQ(a.sweep[i].values, b.sweep[i].values);
   }
 }

@@ -17,8 +17,8 @@ Scenario two_axis_scenario() {
   Scenario s;
   s.op = OpKind::kGemm;
   s.requests = {0, 5};
-  s.sweep.push_back({"batch", {int64_t{2}, int64_t{4}, int64_t{8}}, {}});
-  s.sweep.push_back({"position", {std::string("first"), std::string("last")}, {}});
+  s.sweep.push_back({Axis::kBatch, {int64_t{2}, int64_t{4}, int64_t{8}}, {}});
+  s.sweep.push_back({Axis::kPosition, {std::string("first"), std::string("last")}, {}});
   return s;
 }
 
@@ -28,9 +28,13 @@ TEST(Contexts, CartesianProductLastAxisFastest) {
   EXPECT_EQ(ctx[0].id, "gemm(batch=2,position=first)");
   EXPECT_EQ(ctx[1].id, "gemm(batch=2,position=last)");
   EXPECT_EQ(ctx[5].id, "gemm(batch=8,position=last)");
-  EXPECT_EQ(ctx[3].get_int("batch", 0), 4);
-  EXPECT_EQ(ctx[3].get_string("position", ""), "last");
-  EXPECT_EQ(ctx[3].get_int("kv_len", 77), 77);
+  EXPECT_EQ(ctx[3].integer(Axis::kBatch), 4);
+  EXPECT_EQ(ctx[3].word(Axis::kPosition), "last");
+  EXPECT_EQ(ctx[3].group, "");  // neither axis defines the request
+  // An axis the scenario does not sweep reads the scenario's default (axis_table()).
+  EXPECT_EQ(ctx[3].integer(Axis::kTokens), 1);
+  EXPECT_EQ(ctx[3].integer(Axis::kTp), 1);
+  EXPECT_EQ(ctx[3].word(Axis::kAllreduce), "auto");
 }
 
 TEST(Contexts, NoSweepIsOneContext) {
@@ -63,9 +67,11 @@ TEST(Contexts, FilterIsLinearTimeAndBoundedInNesting) {
   s.op = OpKind::kGemm;
   s.requests = {0};
   std::vector<AxisValue> batch;
-  for (int64_t b = 1; b <= 2000; ++b) batch.push_back(b);
-  s.sweep.push_back({"batch", batch, {}});
-  s.sweep.push_back({"position", {std::string("first"), std::string("middle"), std::string("last")}, {}});
+  for (int64_t b = 1; b <= 2000; ++b) batch.emplace_back(std::in_place_type<int64_t>, b);
+  s.sweep.push_back({Axis::kBatch, batch, {}});
+  SweepAxis position{Axis::kPosition, {}, {}};
+  for (const char* w : {"first", "middle", "last"}) position.values.emplace_back(std::string(w));
+  s.sweep.push_back(std::move(position));
   const std::vector<Context> all = expand_contexts(s);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(select_contexts(all, ContextFilter("(.+)+X")).empty());
@@ -106,8 +112,9 @@ TEST(BatchLayout, ProbesSitWhereThePositionSays) {
   const BatchLayout last = make_batch_layout(s, ctx[5]);  // batch 8, last
   EXPECT_EQ(last.probe_slot, (std::vector<int64_t>{6, 7}));
   EXPECT_FALSE(last.slots[0].probed);
-  Context c = ctx[0];
-  c.values = {{"batch", int64_t{4}}, {"position", int64_t{3}}};
+  const AxisSettings defaults = axis_defaults(s);
+  const Context c = make_context(s.op, 0, {{"batch", int64_t{4}}, {"position", int64_t{3}}},
+                                 &defaults, "test");
   EXPECT_THROW(make_batch_layout(s, c), Error);  // slots 3 and 4 of a batch of 4
 }
 

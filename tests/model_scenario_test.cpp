@@ -51,9 +51,10 @@ TEST(ModelScenario, CpuInvariantGivesOneCompletionAndVariantMore) {
   // Each case generated batch x max_new_tokens tokens, which the reports turn into tokens/s.
   for (const CaseRecord& c : r.cases) {
     for (const RequestRecord& q : c.requests) EXPECT_EQ(q.completion.size(), 24u);
-    const std::optional<std::string> batch = report_text::context_value(c.context_values, "batch");
-    ASSERT_TRUE(batch.has_value()) << c.context_id;
-    EXPECT_EQ(c.generated_tokens, std::stoll(*batch) * 24) << c.context_id;
+    const Context& context = context_of(r, c);
+    const std::optional<std::string> batch = report_text::context_value(context.values, "batch");
+    ASSERT_TRUE(batch.has_value()) << context.id;
+    EXPECT_EQ(c.generated_tokens, std::stoll(*batch) * 24) << context.id;
   }
   bool named_an_op = false;
   for (const Divergence& d : r.divergences) named_an_op = named_an_op || d.first_op.has_value();

@@ -59,7 +59,7 @@ TEST(ParityCpu, InvariantBackendsGiveBitwiseParityAndVariantDoesNot) {
   // Every case of every backend scored each probed request: 12 tokens each.
   for (const CaseRecord& c : r.cases) {
     for (const RequestRecord& q : c.requests) {
-      ASSERT_TRUE(q.parity.has_value()) << c.context_id;
+      ASSERT_TRUE(q.parity.has_value()) << context_of(r, c).id;
       EXPECT_EQ(q.parity->tokens, 12);
     }
   }
@@ -243,7 +243,7 @@ TEST(SamplingCpu, PerRequestHoldsAndBatchStreamDiverges) {
   const AuditResult r = run_audit(shipped("model-sampling-cpu.yaml"), AuditOptions{});
   std::map<std::string, std::map<int64_t, std::set<std::vector<int32_t>>>> by_group;
   for (const CaseRecord& c : r.cases) {
-    for (const RequestRecord& q : c.requests) by_group[c.group][q.request].insert(q.completion);
+    for (const RequestRecord& q : c.requests) by_group[context_of(r, c).group][q.request].insert(q.completion);
   }
   ASSERT_EQ(by_group.size(), 2u);
   for (const auto& [request, set] : by_group.at("sampler=per_request")) {

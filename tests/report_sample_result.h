@@ -15,12 +15,29 @@
 #include <string>
 
 #include "lib/runner/audit_result.h"
+#include "lib/runner/result_classes.h"
 
 namespace nvdet::testing {
 
 inline const std::vector<std::string>& sample_batches() {
   static const std::vector<std::string> v = {"1", "2", "3", "4", "5", "6", "7", "8", "16", "32"};
   return v;
+}
+
+// Puts a context into the result's table (ascending index, as the audit keeps it) and returns
+// it; a context already there is returned as it is.
+inline Context& add_sample_context(AuditResult& r, int index, const std::string& id,
+                                   std::vector<std::pair<std::string, AxisValue>> values,
+                                   const std::string& group = "") {
+  auto it = std::lower_bound(r.contexts.begin(), r.contexts.end(), index,
+                             [](const Context& c, int i) { return c.index < i; });
+  if (it != r.contexts.end() && it->index == index) return *it;
+  Context c;
+  c.index = index;
+  c.id = id;
+  c.values = std::move(values);
+  c.group = group;
+  return *r.contexts.insert(it, std::move(c));
 }
 
 inline std::string sample_context_id(const std::string& batch, const std::string& position) {
@@ -104,13 +121,12 @@ inline AuditResult make_sample_audit_result() {
   for (const std::string& batch : sample_batches()) {
     for (const std::string position : {"first", "last"}) {
       const std::string id = sample_context_id(batch, position);
+      add_sample_context(r, index, id, {{"batch", int64_t{std::stoll(batch)}}, {"position", position}});
       for (const BackendOutcome& b : r.backends) {
         for (int repeat = 0; repeat < 2; ++repeat) {
           CaseRecord c;
           c.backend = b.name;
           c.context_index = index;
-          c.context_id = id;
-          c.context_values = {{"batch", int64_t{std::stoll(batch)}}, {"position", position}};
           c.repeat = repeat;
           c.seconds = 0.25;
           Hash128 h0 = base0, h7 = base7;
@@ -205,6 +221,7 @@ inline AuditResult make_sample_audit_result() {
   r.summary.divergences = static_cast<int>(r.divergences.size());
   r.summary.failed_backends = 2;
   r.summary.seconds = 40.0;
+  assign_result_classes(r);
   return r;
 }
 

@@ -32,7 +32,7 @@ AuditResult passing_result() {
   std::erase_if(r.backends, [&](const BackendOutcome& b) { return failing(b.name); });
   std::erase_if(r.cases, [&](const CaseRecord& c) { return failing(c.backend); });
   std::erase_if(r.divergences, [&](const Divergence& d) { return failing(d.backend); });
-  for (CaseRecord& c : r.cases) c.group = "position=" + axis_value_string(c.context_values.at(1).second);
+  for (Context& c : r.contexts) c.group = "position=" + axis_value_string(c.values.at(1).second);
   r.summary.passed = true;
   r.summary.backends = 2;
   r.summary.failed_backends = 0;

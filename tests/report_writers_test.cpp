@@ -148,9 +148,14 @@ TEST(JsonReport, HasEveryContractKeyWithItsValue) {
   const json& c0 = j.at("cases")[0];
   EXPECT_EQ(c0.at("backend"), "cpu-variant");
   EXPECT_EQ(c0.at("context_index"), 0);
-  EXPECT_EQ(c0.at("context"), sample_context_id("1", "first"));
-  EXPECT_EQ(c0.at("context_values").at("batch"), "1");
-  EXPECT_EQ(c0.at("context_values").at("position"), "first");
+  EXPECT_FALSE(c0.contains("context"));  // stored once, in the context table
+  ASSERT_EQ(j.at("contexts").size(), r.contexts.size());
+  const json& x0 = j.at("contexts")[0];
+  EXPECT_EQ(x0.at("index"), 0);
+  EXPECT_EQ(x0.at("id"), sample_context_id("1", "first"));
+  EXPECT_EQ(x0.at("values").at("batch"), 1);  // typed: a number
+  EXPECT_EQ(x0.at("values").at("position"), "first");
+  EXPECT_EQ(x0.at("group"), "");
   EXPECT_EQ(c0.at("repeat"), 0);
   EXPECT_DOUBLE_EQ(c0.at("seconds").get<double>(), 0.25);
   EXPECT_EQ(c0.at("notes").at("split_k"), "1");
@@ -408,8 +413,11 @@ TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {
   AuditResult r = make_sample_audit_result();
   // Keep only position=first: the sweep has one varying axis.
   r.scenario.axes = {{"batch", testing::sample_batches()}};
-  std::erase_if(r.cases, [](const CaseRecord& c) { return axis_value_string(c.context_values[1].second) != "first"; });
-  for (CaseRecord& c : r.cases) c.context_values.resize(1);
+  std::erase_if(r.cases, [&r](const CaseRecord& c) {
+    return axis_value_string(context_of(r, c).values[1].second) != "first";
+  });
+  std::erase_if(r.contexts, [](const Context& c) { return axis_value_string(c.values[1].second) != "first"; });
+  for (Context& c : r.contexts) c.values.resize(1);
   std::erase_if(r.divergences, [](const Divergence& d) {
     return d.context.find("position=last") != std::string::npos;
   });
@@ -532,7 +540,7 @@ TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
   // Case times are the cases' measured seconds (both repeats of the context).
   double seconds = 0.0;
   for (const CaseRecord& c : r.cases) {
-    if (c.backend == "cpu-invariant" && c.context_id == testing::sample_context_id("3", "last")) seconds += c.seconds;
+    if (c.backend == "cpu-invariant" && context_of(r, c).id == testing::sample_context_id("3", "last")) seconds += c.seconds;
   }
   EXPECT_NE(xml.find("<testcase name=\"cpu-invariant/" + testing::sample_context_id("3", "last") +
                      "\" classname=\"gemm-batch-sweep\" time=\"" + fmt::format("{:.6f}", seconds) + "\""),
@@ -619,17 +627,24 @@ TEST(HtmlReport, ThreeVaryingAxesFoldIntoMixedCells) {
   r.scenario.axes.push_back({"chunk", {"64", "128"}});
   // Duplicate every cpu-variant case with chunk=128 and a different hash for batch=1.
   std::vector<CaseRecord> extra;
+  const std::vector<Context> sample = r.contexts;
+  for (const Context& x : sample) {
+    std::vector<std::pair<std::string, AxisValue>> values = x.values;
+    values.push_back({"chunk", int64_t{128}});
+    testing::add_sample_context(r, x.index + 20, x.id + "+chunk128", values);  // after the 20
+  }
   for (CaseRecord c : r.cases) {
-    c.context_values.push_back({"chunk", int64_t{128}});
-    c.context_id += "+chunk128";
-    c.context_index += 20;  // after the 20 contexts of the sample
-    if (c.backend == "cpu-variant" && c.context_values[0].second == AxisValue{int64_t{1}} &&
-        c.context_values[1].second == AxisValue{std::string("first")})
-      c.requests[0].hash = Hash128{0xabcdefull, 0x1ull};
+    const Context& x = context_of(r, c);
+    const bool batch1_first = x.values[0].second == AxisValue{int64_t{1}} &&
+                              x.values[1].second == AxisValue{std::string("first")};
+    c.context_index += 20;
+    if (c.backend == "cpu-variant" && batch1_first) c.requests[0].hash = Hash128{0xabcdefull, 0x1ull};
     extra.push_back(c);
   }
-  for (CaseRecord& c : r.cases) c.context_values.push_back({"chunk", int64_t{64}});
+  for (Context& x : r.contexts)
+    if (x.index < 20) x.values.push_back({"chunk", int64_t{64}});
   r.cases.insert(r.cases.end(), extra.begin(), extra.end());
+  assign_result_classes(r);
   const std::string html = render_html_report(r);
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 80u);  // still 10 × 2 per backend
   EXPECT_EQ(count_of(html, "data-class=\"mixed\""), 1u);
@@ -657,16 +672,18 @@ AuditResult grouped_result(int kv_lens, int classes_in_first_group) {
       CaseRecord c;
       c.backend = b.name;
       c.context_index = index++;
-      c.context_id = "attention_decode(kv_len=" + kv[k] + ",batch=" + batch[bi] + ")";
-      c.context_values = {{"kv_len", int64_t{std::stoll(kv[k])}},
-                          {"batch", int64_t{std::stoll(batch[bi])}}};
-      c.group = "kv_len=" + kv[k];
+      testing::add_sample_context(r, c.context_index,
+                                  "attention_decode(kv_len=" + kv[k] + ",batch=" + batch[bi] + ")",
+                                  {{"kv_len", int64_t{std::stoll(kv[k])}},
+                                   {"batch", int64_t{std::stoll(batch[bi])}}},
+                                  "kv_len=" + kv[k]);
       // Group k's request has its own bits; in the first group, batch i gives result i.
       uint64_t variant = k == 0 ? std::min<uint64_t>(bi, classes_in_first_group - 1) : 0;
       c.requests = {{0, Hash128{0x1000ull + k, variant}, {}, {}}};
       r.cases.push_back(c);
     }
   }
+  assign_result_classes(r);
   return r;
 }
 
@@ -735,17 +752,20 @@ TEST(HtmlReport, HeatmapIsBoundedByTheCasesNotTheAxes) {
   AuditResult wide = grouped_result(1, 1);
   wide.scenario.axes = {{"kv_len", {}}, {"batch", {}}};
   wide.cases.clear();
+  wide.contexts.clear();
   for (int i = 0; i < 200; ++i) {
     wide.scenario.axes[0].second.push_back(std::to_string(i + 1));
     wide.scenario.axes[1].second.push_back(std::to_string(i + 1));
     CaseRecord c;
     c.backend = "cuda-invariant";
     c.context_index = i;
-    c.context_id = "attention_decode(kv_len=" + std::to_string(i + 1) + ",batch=" + std::to_string(i + 1) + ")";
-    c.context_values = {{"kv_len", int64_t{i + 1}}, {"batch", int64_t{i + 1}}};
+    testing::add_sample_context(
+        wide, i, "attention_decode(kv_len=" + std::to_string(i + 1) + ",batch=" + std::to_string(i + 1) + ")",
+        {{"kv_len", int64_t{i + 1}}, {"batch", int64_t{i + 1}}});
     c.requests = {{0, Hash128{0x77ull, static_cast<uint64_t>(i % 3)}, {}, {}}};
     wide.cases.push_back(c);
   }
+  assign_result_classes(wide);
   html = render_html_report(wide);
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 0u);
   EXPECT_NE(html.find("The map would have 200 x 200 cells, more than the 16384 drawn"), std::string::npos);

@@ -65,7 +65,7 @@ std::vector<int64_t> ints(const SweepAxis& axis) {
 
 const SweepAxis& axis_named(const Scenario& s, const std::string& name) {
   for (const auto& a : s.sweep)
-    if (a.name == name) return a;
+    if (a.name() == name) return a;
   throw std::runtime_error("no axis " + name);
 }
 
@@ -139,14 +139,14 @@ TEST(ScenarioLoaderTest, QuickstartReadsAsDocumented) {
   EXPECT_EQ(s.requests, (std::vector<int64_t>{0, 3}));
   EXPECT_EQ(s.repeat, 2);
   ASSERT_EQ(s.sweep.size(), 2u);
-  EXPECT_EQ(s.sweep[0].name, "batch");
+  EXPECT_EQ(s.sweep[0].name(), "batch");
   // cpu-variant changes its K split at m = 16 and m = 64: the sweep must cross both.
   const auto batches = ints(s.sweep[0]);
   const auto has = [&](int64_t m) {
     return std::find(batches.begin(), batches.end(), m) != batches.end();
   };
   EXPECT_TRUE(has(16) && has(17) && has(64) && has(65));
-  EXPECT_EQ(s.sweep[1].name, "position");
+  EXPECT_EQ(s.sweep[1].name(), "position");
   EXPECT_EQ(s.sweep[1].values, (std::vector<AxisValue>{"first", "last"}));
   ASSERT_EQ(s.backends.size(), 3u);
   EXPECT_EQ(s.backends[0].name, "cpu-reference");
@@ -420,9 +420,9 @@ sweep:
 )",
                                     "s.yaml");
   ASSERT_EQ(s.sweep.size(), 3u);
-  EXPECT_EQ(s.sweep[0].name, "tokens");  // file order, not alphabetical
+  EXPECT_EQ(s.sweep[0].name(), "tokens");  // file order, not alphabetical
   EXPECT_EQ(ints(s.sweep[0]), (std::vector<int64_t>{3}));
-  EXPECT_EQ(s.sweep[1].name, "batch");
+  EXPECT_EQ(s.sweep[1].name(), "batch");
   EXPECT_EQ(ints(s.sweep[1]), (std::vector<int64_t>{3, 4, 10, 16, 64, 100, 110, 120}));
   EXPECT_EQ(s.sweep[1].where.line, 11);
   EXPECT_EQ(s.sweep[2].values,
@@ -502,7 +502,7 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
 }
 
 TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {
-  for (const auto& axis : known_axes()) {
+  for (const AxisSpec& axis : axis_table()) {
     for (const OpSpec& op : op_table()) {
       SCOPED_TRACE(axis.name + " / " + std::string(op.name()));
       const std::string text = scenario_with_axis(op, axis.name);

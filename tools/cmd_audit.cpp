@@ -436,8 +436,9 @@ int run(const AuditFlags& f) {
     AuditOptions opts = options_for(f);
     opts.shard = p.shard;
     if (!f.dump_dir.empty()) {
-      opts.on_outputs = [&](const CaseRecord& c, const std::vector<RequestOutput>& outputs) {
-        write_case_dump(f.dump_dir, s.name, c, outputs);
+      opts.on_outputs = [&](const Context& context, const CaseRecord& c,
+                            const std::vector<RequestOutput>& outputs) {
+        write_case_dump(f.dump_dir, s.name, context, c, outputs);
       };
     }
     TerminalProgress progress(stderr);

@@ -48,7 +48,7 @@ nlohmann::ordered_json list_json() {
                           {"description", op.description},
                           {"shape_keys", shape},
                           {"keys", op.keys},
-                          {"axes", op.axes},
+                          {"axes", axes_of_op(op.kind)},
                           {"uses", uses},
                           {"bench_baseline", default_bench_baseline(op.kind, backend_names)}});
   }
@@ -62,9 +62,12 @@ nlohmann::ordered_json list_json() {
     b.update(backend_support_json(r, device));
     backends.push_back(std::move(b));
   }
-  for (const AxisDescription& a : known_axes()) {
+  for (const AxisSpec& a : axis_table()) {
     axes.push_back({{"name", a.name}, {"help", a.help}, {"ops", ops_accepting_axis(a.name)},
-                    {"defines_request", a.defines_request}});
+                    {"defines_request", a.defines_request},
+                    {"integers_from", a.takes_integers() ? nlohmann::ordered_json(a.min) : nullptr},
+                    {"words", a.words},
+                    {"default", a.default_help}});
   }
   nlohmann::ordered_json formats = nlohmann::ordered_json::object();
   for (const auto& [command, names] : command_formats()) formats[command] = names;
@@ -101,7 +104,7 @@ Action add_list_command(CLI::App& app) {
       }
     }
     fmt::print("sweep axes:\n");
-    for (const AxisDescription& a : known_axes()) {
+    for (const AxisSpec& a : axis_table()) {
       std::string ops;
       for (const std::string& op : ops_accepting_axis(a.name)) {
         if (!ops.empty()) ops += ",";

@@ -15,7 +15,6 @@ const std::vector<OpSpec>& op_table() {
                  {{"n", &Scenario::n}, {"k", &Scenario::k}},
                  " (expected n, k; the row count m is the sweep axis 'batch')",
                  {"shape", "tokens", "bias", "tf32", "tp_split", "nccl"},
-                 {"batch", "position", "tokens", "tp", "allreduce", "channels"},
                  {O::kGemm},
                  make_gemm_workload,
                  gemm_footprint});
@@ -24,7 +23,6 @@ const std::vector<OpSpec>& op_table() {
                  {{"d", &Scenario::d}},
                  "",
                  {"shape", "tokens", "eps"},
-                 {"batch", "position", "tokens"},
                  {O::kRmsNorm},
                  make_rmsnorm_workload,
                  rmsnorm_footprint});
@@ -33,7 +31,6 @@ const std::vector<OpSpec>& op_table() {
                  {{"v", &Scenario::v}},
                  "",
                  {"shape", "tokens"},
-                 {"batch", "position", "tokens"},
                  {O::kLogSoftmax},
                  make_log_softmax_workload,
                  log_softmax_footprint});
@@ -42,8 +39,6 @@ const std::vector<OpSpec>& op_table() {
                  {},
                  "",
                  {"attention"},
-                 {"batch", "position", "kv_len", "filler_kv_len", "num_splits", "split_size",
-                  "page_size"},
                  {O::kAttentionDecode},
                  make_attention_decode_workload,
                  attention_decode_footprint});
@@ -52,8 +47,6 @@ const std::vector<OpSpec>& op_table() {
                  {},
                  "",
                  {"attention", "prefill"},
-                 {"batch", "position", "prompt_len", "prefill_chunk", "prefix_len", "num_splits",
-                  "split_size", "page_size"},
                  {O::kAttentionPrefill},
                  make_attention_prefill_workload,
                  attention_prefill_footprint});
@@ -66,7 +59,6 @@ const std::vector<OpSpec>& op_table() {
                   {"experts", &Scenario::moe_experts}},
                  " (expected hidden, intermediate, top_k, experts)",
                  {"shape", "tokens", "norm_topk_prob"},
-                 {"batch", "position", "tokens", "filler_routing"},
                  {O::kMoe},
                  make_moe_workload,
                  moe_footprint});
@@ -75,8 +67,6 @@ const std::vector<OpSpec>& op_table() {
                  {},
                  "",
                  {"model", "nccl"},
-                 {"batch", "position", "prefill_chunk", "page_size", "max_new_tokens", "score_batch",
-                  "score_chunk", "sampler", "tp", "allreduce", "channels"},
                  {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
                  make_model_workload,
                  model_footprint});
@@ -90,7 +80,8 @@ bool OpSpec::accepts_key(std::string_view key) const {
 }
 
 bool OpSpec::accepts_axis(std::string_view axis) const {
-  return std::find(axes.begin(), axes.end(), axis) != axes.end();
+  const AxisSpec* a = find_axis(axis);
+  return a && a->applies_to(kind);
 }
 
 const OpSpec& op_spec(OpKind kind) {

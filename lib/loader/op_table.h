@@ -33,8 +33,6 @@ struct OpSpec {
   // Top-level keys beyond the common ones (name, description, op, dtype, out_dtype, seed,
   // requests, repeat, sweep, backends) that this op accepts; the loader refuses them for others.
   std::vector<std::string> keys;
-  // Sweep axes (names from known_axes()) this op accepts.
-  std::vector<std::string> axes;
   // The backend ops its workload calls: a backend must support each (audit start).
   std::vector<OpKind> uses;
   std::unique_ptr<Workload> (*make_workload)(const Scenario&) = nullptr;
@@ -42,6 +40,7 @@ struct OpSpec {
 
   std::string_view name() const { return op_name(kind); }
   bool accepts_key(std::string_view key) const;
+  // Whether the op takes the sweep axis: the axis table's business (AxisSpec::ops).
   bool accepts_axis(std::string_view axis) const;
 };
 

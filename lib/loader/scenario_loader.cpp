@@ -46,7 +46,7 @@
 //                                 default [0]; for op model each must be < the number of prompts
 //   repeat: 2                     runs per context, 1 .. 1000, default 1
 //   sweep:                        optional map axis -> values, in file order; axes from
-//     batch: [1, 2, 4]            known_axes() valid for the op; values: a non-empty list, a
+//     batch: [1, 2, 4]            axis_table() valid for the op; values: a non-empty list, a
 //     position: [first, last]     single scalar, or {from, to} / {from, to, step} / {from, to, mul}
 //                                 (inclusive); no duplicates
 //   backends:                     required, non-empty map name -> invariant | variant | report,
@@ -54,7 +54,7 @@
 //     cpu-variant: {expect: variant}  registry here (the runner does that).
 //
 // Keys that only some ops take (shape, tokens, bias, tf32, eps, attention, prefill, model) are
-// refused for the others, as the op table's OpSpec::keys say; so are sweep axes (OpSpec::axes).
+// refused for the others, as the op table's OpSpec::keys say; so are sweep axes (the axis table's AxisSpec::ops).
 //
 // Cross-field checks: every batch must hold all probed requests (with no batch axis the batch is
 // exactly the probed requests); an integer position p needs p + requests <= the smallest batch;
@@ -194,10 +194,10 @@ class ScenarioParser {
   void parse_sweep(const Field& f, Scenario& s);
   void parse_axis(const Field& axis, const std::vector<std::string>& valid, Scenario& s);
   void apply_axis_overrides(Scenario& s);
-  void add_range(const std::string& axis, const YAML::Node& range, SweepAxis& out,
+  void add_range(const AxisSpec& axis, const YAML::Node& range, SweepAxis& out,
                  AxisSource& source);
-  int64_t check_axis_integer(const std::string& axis, int64_t v, const SourceLocation& where) const;
-  AxisValue axis_value(const std::string& axis, const YAML::Node& n) const;
+  int64_t check_axis_integer(const AxisSpec& axis, int64_t v, const SourceLocation& where) const;
+  AxisValue axis_value(const AxisSpec& axis, const YAML::Node& n) const;
   void parse_backends(const Field& f, Scenario& s);
   void cross_check(const Scenario& s);
   std::string resolve(const std::string& relative) const;
@@ -432,8 +432,8 @@ Scenario ScenarioParser::parse(const std::string& text) {
   apply_axis_overrides(s);
   parse_backends(require("backends"), s);
   for (const SweepAxis& a : s.sweep) {
-    if (a.name == "score_batch" || a.name == "score_chunk") s.model.score = true;
-    if (a.name == "sampler" && !s.model.sampling.enabled)
+    if (a.axis == Axis::kScoreBatch || a.axis == Axis::kScoreChunk) s.model.score = true;
+    if (a.axis == Axis::kSampler && !s.model.sampling.enabled)
       fail(a.where, "sweep axis 'sampler' chooses how 'model.sampling' draws tokens; give "
                     "'model.sampling' (temperature, top_k, top_p, seed) or leave the axis out");
   }
@@ -781,9 +781,9 @@ void ScenarioParser::parse_requests(const Field* f, Scenario& s) {
 // ---- sweep ----------------------------------------------------------------------------------
 
 // Appends the integers of a range map {from, to} / {from, to, step} / {from, to, mul}, inclusive.
-void ScenarioParser::add_range(const std::string& axis, const YAML::Node& range, SweepAxis& out,
+void ScenarioParser::add_range(const AxisSpec& axis, const YAML::Node& range, SweepAxis& out,
                                AxisSource& source) {
-  const std::string what = "the range of sweep axis '" + axis + "'";
+  const std::string what = "the range of sweep axis '" + axis.name + "'";
   const auto fields = fields_of(range, at(range), what, {"from", "to", "step", "mul"});
   const Field* from = find(fields, "from");
   const Field* to = find(fields, "to");
@@ -811,7 +811,7 @@ void ScenarioParser::add_range(const std::string& axis, const YAML::Node& range,
   if (count > kMaxAxisValues)
     fail(range, what + " expands to more than " + std::to_string(kMaxAxisValues) + " values");
   if (static_cast<int64_t>(out.values.size()) + count > kMaxAxisValues)
-    fail(range, "sweep axis '" + axis + "' has more than " + std::to_string(kMaxAxisValues) +
+    fail(range, "sweep axis '" + axis.name + "' has more than " + std::to_string(kMaxAxisValues) +
                     " values (this range adds " + std::to_string(count) + " to " +
                     std::to_string(out.values.size()) + ")");
   for (int64_t i = 0, x = lo; i < count; ++i, x = mul ? x * factor : x + stride) {
@@ -820,84 +820,33 @@ void ScenarioParser::add_range(const std::string& axis, const YAML::Node& range,
   }
 }
 
-// What each axis accepts: integers from `min` up to kMaxDim, and a few words.
-struct AxisRule {
-  const char* axis;
-  int64_t min;
-  std::vector<std::string> words;
-  bool integers = true;  // false: only the words
-};
-const AxisRule& axis_rule(const std::string& axis) {
-  static const std::vector<AxisRule> rules = {
-      {"batch", 1, {}},
-      {"position", 0, {"first", "middle", "last"}},
-      {"tokens", 1, {}},
-      {"kv_len", 1, {}},
-      {"filler_kv_len", 1, {"same"}},
-      {"prompt_len", 1, {}},
-      {"prefill_chunk", 1, {"whole"}},
-      {"prefix_len", 0, {}},
-      {"num_splits", 0, {}},  // 0: the backend's own choice
-      {"split_size", 0, {}},  // 0: the backend's own choice
-      {"page_size", 1, {}},
-      {"max_new_tokens", 1, {}},
-      {"score_batch", 1, {}},
-      {"score_chunk", 1, {"whole"}},
-      {"sampler", 0, {"per_request", "batch_stream"}, false},
-      {"filler_routing", 0, {"random", "same", "hot"}, false},
-      {"tp", 1, {}},
-      {"allreduce", 0, all_reduce_algo_words(), false},
-      {"channels", 0, {}},  // 0: chosen from the message size
-  };
-  static const AxisRule any{"", 0, {}};  // an axis added to known_axes() without a rule here
-  for (const auto& r : rules)
-    if (axis == r.axis) return r;
-  return any;
-}
-
-int64_t ScenarioParser::check_axis_integer(const std::string& axis, int64_t v,
+// Every value is checked by its axis's rule (lib/scenario/axis.h), the one every source of
+// context values is checked by.
+int64_t ScenarioParser::check_axis_integer(const AxisSpec& axis, int64_t v,
                                            const SourceLocation& where) const {
-  const AxisRule& rule = axis_rule(axis);
-  if (!rule.integers)
-    fail(where, "'" + axis + "' values must be " + quoted_list(rule.words) + ", got " +
-                    std::to_string(v));
-  if (v < rule.min)
-    fail(where, "'" + axis + "' values must be " +
-                    (rule.min == 0 ? std::string("non-negative")
-                                   : "at least " + std::to_string(rule.min)) +
-                    ", got " + std::to_string(v));
-  if (v > kMaxDim)
-    fail(where, "'" + axis + "' value " + std::to_string(v) + " is more than the limit " +
-                    std::to_string(kMaxDim));
+  if (const std::optional<std::string> why = axis_value_problem(axis, v)) fail(where, *why);
   return v;
 }
 
-// Checks one listed value against its axis's rules and converts it.
-AxisValue ScenarioParser::axis_value(const std::string& axis, const YAML::Node& n) const {
-  const AxisRule& rule = axis_rule(axis);
+// Checks one listed value against its axis's rule and converts it: a plain YAML integer is an
+// integer when the axis takes them, anything else a word.
+AxisValue ScenarioParser::axis_value(const AxisSpec& axis, const YAML::Node& n) const {
   if (!n.IsScalar())
-    fail(n,
-         "values of sweep axis '" + axis + "' must be single values or ranges, got " + describe(n));
-  if (is_integer_text(n) && rule.integers)
-    return check_axis_integer(axis, integer(n, at(n), "'" + axis + "' value"), at(n));
-  const std::string& w = n.Scalar();
-  if (std::find(rule.words.begin(), rule.words.end(), w) != rule.words.end()) return w;
-  if (rule.words.empty()) fail(n, "'" + axis + "' values must be integers, got " + describe(n));
-  if (!rule.integers)
-    fail(n, "'" + axis + "' values must be " + quoted_list(rule.words) + ", got " + describe(n) +
-                typo_hint(w, rule.words));
-  fail(n, "'" + axis + "' values must be integers or " + quoted_list(rule.words) + ", got " +
-              describe(n) + typo_hint(w, rule.words));
+    fail(n, "values of sweep axis '" + axis.name + "' must be single values or ranges, got " +
+                describe(n));
+  if (is_integer_text(n) && axis.takes_integers())
+    return check_axis_integer(axis, integer(n, at(n), "'" + axis.name + "' value"), at(n));
+  const AxisValue w = n.Scalar();
+  if (const std::optional<std::string> why = axis_value_problem(axis, w)) fail(n, *why);
+  return w;
 }
 
 void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
   std::vector<std::string> names;
-  for (const auto& a : known_axes()) names.push_back(a.name);
+  for (const AxisSpec& a : axis_table()) names.push_back(a.name);
   if (f.value.IsNull()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
   const OpSpec& spec = op_spec(s.op);
-  std::vector<std::string> valid;
-  for (const auto& a : known_axes())
-    if (spec.accepts_axis(a.name)) valid.push_back(a.name);
+  const std::vector<std::string> valid = axes_of_op(s.op);
   const auto axes = fields_of(
       f.value, at(f), "'sweep'", names,
       " (known axes for op '" + std::string(spec.name()) + "': " + join(valid) + ")");
@@ -915,7 +864,8 @@ void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string
     if (std::find(valid.begin(), valid.end(), axis.name) == valid.end())
       fail(axis.key, "axis '" + axis.name + "' does not apply to op '" +
                          std::string(spec.name()) + "' (its axes: " + join(valid) + ")");
-    SweepAxis out{axis.name, {}, at(axis.key)};
+    const AxisSpec& spec_of_axis = *find_axis(axis.name);  // a known name: checked by the caller
+    SweepAxis out{spec_of_axis.axis, {}, at(axis.key)};
     AxisSource source;
     // Values: a single scalar, a range map, or a list whose items are scalars or range maps.
     const YAML::Node& v = axis.value;
@@ -923,15 +873,15 @@ void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string
       fail(axis, "sweep axis '" + axis.name + "' has no values");
     const auto add = [&](const YAML::Node& item) {
       if (item.IsMap()) {
-        if (!axis_rule(axis.name).integers)
+        if (!spec_of_axis.takes_integers())
           fail(item, "sweep axis '" + axis.name + "' takes words (" +
-                         quoted_list(axis_rule(axis.name).words) + "), not a range");
-        add_range(axis.name, item, out, source);
+                         quoted_list(spec_of_axis.words) + "), not a range");
+        add_range(spec_of_axis, item, out, source);
       } else {
         if (static_cast<int64_t>(out.values.size()) >= kMaxAxisValues)
           fail(item, "sweep axis '" + axis.name + "' has more than " +
                          std::to_string(kMaxAxisValues) + " values");
-        out.values.push_back(axis_value(axis.name, item));
+        out.values.push_back(axis_value(spec_of_axis, item));
         source.value_where.push_back(at(item));
       }
     };
@@ -945,7 +895,7 @@ void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string
         fail(source.value_where[i],
              "sweep axis '" + axis.name + "' lists " + axis_value_string(out.values[i]) + " twice");
     for (size_t i = 0; i < s.sweep.size(); ++i) {
-      if (s.sweep[i].name != axis.name) continue;
+      if (s.sweep[i].axis != out.axis) continue;
       s.sweep[i] = std::move(out);
       axis_sources_[i] = std::move(source);
       return;
@@ -959,11 +909,9 @@ void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string
 // YAML flow syntax ("1,8,64", "[1, {from: 128, to: 1024, mul: 2}]"), read through the same guard
 // and checked by the same rules; messages point into the option ("--axis batch:1:4: ...").
 void ScenarioParser::apply_axis_overrides(Scenario& s) {
-  std::vector<std::string> names, valid;
-  for (const auto& a : known_axes()) {
-    names.push_back(a.name);
-    if (op_spec(s.op).accepts_axis(a.name)) valid.push_back(a.name);
-  }
+  std::vector<std::string> names;
+  for (const AxisSpec& a : axis_table()) names.push_back(a.name);
+  const std::vector<std::string> valid = axes_of_op(s.op);
   const std::string file = path_;
   for (const AxisOverride& o : overrides_) {
     path_ = "--axis " + excerpt(o.axis);
@@ -1056,9 +1004,9 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
 // ---- cross-field checks ---------------------------------------------------------------------
 
 void ScenarioParser::cross_check(const Scenario& s) {
-  const auto axis_index = [&](std::string_view name) -> int {
+  const auto axis_index = [&](Axis axis) -> int {
     for (size_t i = 0; i < s.sweep.size(); ++i)
-      if (s.sweep[i].name == name) return static_cast<int>(i);
+      if (s.sweep[i].axis == axis) return static_cast<int>(i);
     return -1;
   };
   const auto requests_text = [&] {
@@ -1074,7 +1022,7 @@ void ScenarioParser::cross_check(const Scenario& s) {
 
   // Every batch must hold all probed requests; with no batch axis the batch is exactly them.
   int64_t smallest_batch = probed;
-  if (const int b = axis_index("batch"); b >= 0) {
+  if (const int b = axis_index(Axis::kBatch); b >= 0) {
     size_t smallest = 0;
     for (size_t i = 0; i < s.sweep[b].values.size(); ++i)
       if (std::get<int64_t>(s.sweep[b].values[i]) < std::get<int64_t>(s.sweep[b].values[smallest]))
@@ -1086,7 +1034,7 @@ void ScenarioParser::cross_check(const Scenario& s) {
                std::to_string(probed) + " probed requests " + requests_text() + ": request " +
                std::to_string(s.requests[smallest_batch]) + " would fall outside the batch");
   }
-  if (const int p = axis_index("position"); p >= 0) {
+  if (const int p = axis_index(Axis::kPosition); p >= 0) {
     for (size_t i = 0; i < s.sweep[p].values.size(); ++i) {
       const auto* slot = std::get_if<int64_t>(&s.sweep[p].values[i]);
       if (!slot || *slot + probed <= smallest_batch) continue;
@@ -1105,7 +1053,7 @@ void ScenarioParser::cross_check(const Scenario& s) {
     // Smallest prompt and largest prefix over both the fixed fields and the axes.
     int64_t prompt = s.prefill.prompt_len;
     SourceLocation prompt_where = prompt_len_where_;
-    if (const int a = axis_index("prompt_len"); a >= 0) {
+    if (const int a = axis_index(Axis::kPromptLen); a >= 0) {
       prompt = std::numeric_limits<int64_t>::max();
       for (size_t i = 0; i < s.sweep[a].values.size(); ++i)
         if (std::get<int64_t>(s.sweep[a].values[i]) < prompt)
@@ -1114,7 +1062,7 @@ void ScenarioParser::cross_check(const Scenario& s) {
     }
     std::vector<std::pair<int64_t, SourceLocation>> prefixes = {
         {s.prefill.prefix_len, prefix_len_where_}};
-    if (const int a = axis_index("prefix_len"); a >= 0) {
+    if (const int a = axis_index(Axis::kPrefixLen); a >= 0) {
       prefixes.clear();
       for (size_t i = 0; i < s.sweep[a].values.size(); ++i)
         prefixes.emplace_back(std::get<int64_t>(s.sweep[a].values[i]),

@@ -178,8 +178,9 @@ void Manifest::add(const AuditResult& r) {
   s.repeat = r.scenario.repeat;
   for (const BackendOutcome& b : r.backends) s.backends[b.name] = expectation_name(b.expect);
   for (const CaseRecord& c : r.cases) {
-    s.contexts[c.context_id] = c.context_index;
-    ManifestContext& mc = s.entries[c.backend][c.context_id];
+    const std::string& id = context_of(r, c).id;
+    s.contexts[id] = c.context_index;
+    ManifestContext& mc = s.entries[c.backend][id];
     mc.index = c.context_index;
     for (const RequestRecord& rr : c.requests) {
       mc.repeats[c.repeat][rr.request] = {rr.hash, rr.token_hashes, rr.completion};
@@ -399,19 +400,20 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
   // What this run produced, to find recorded entries that it did not.
   std::map<std::tuple<std::string, std::string, int, int64_t>, bool> seen;
   for (const CaseRecord& c : result.cases) {
+    const std::string& context_id = context_of(result, c).id;
     for (const RequestRecord& rr : c.requests) {
       const std::string recorded = recorded_name(c.backend);
-      seen[{recorded, c.context_id, c.repeat, rr.request}] = true;
+      seen[{recorded, context_id, c.repeat, rr.request}] = true;
       const ManifestEntry* e = nullptr;
       if (auto b = rec.entries.find(recorded); b != rec.entries.end()) {
-        if (auto cx = b->second.find(c.context_id); cx != b->second.end()) {
+        if (auto cx = b->second.find(context_id); cx != b->second.end()) {
           if (auto rp = cx->second.repeats.find(c.repeat); rp != cx->second.repeats.end()) {
             if (auto q = rp->second.find(rr.request); q != rp->second.end()) e = &q->second;
           }
         }
       }
       if (!e) {
-        v.added.push_back({c.backend, c.context_id, c.repeat, rr.request});
+        v.added.push_back({c.backend, context_id, c.repeat, rr.request});
         continue;
       }
       ++v.compared;
@@ -419,7 +421,7 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
       ManifestChange ch;
       ch.backend = c.backend;
       ch.expectation = expect[c.backend];
-      ch.context = c.context_id;
+      ch.context = context_id;
       ch.context_index = c.context_index;
       ch.repeat = c.repeat;
       ch.request = rr.request;
@@ -439,9 +441,9 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
         // The recorded side's dumps are the recorded backend's: under --verify-as RUN=RECORDED,
         // RECORDED's folder, not RUN's.
         const auto old_file = dump_file_path(resolve_dump_dir(m.dump_dir, manifest_path), now.name,
-                                             recorded, c.context_index, c.context_id, c.repeat);
+                                             recorded, c.context_index, context_id, c.repeat);
         const auto new_file = dump_file_path(options.dump_dir, now.name, c.backend,
-                                             c.context_index, c.context_id, c.repeat);
+                                             c.context_index, context_id, c.repeat);
         std::string note;
         const auto a = load_dumped(old_file, rr.request, note);
         const auto b = a ? load_dumped(new_file, rr.request, note) : std::nullopt;

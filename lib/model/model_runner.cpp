@@ -4,7 +4,6 @@
 #include <chrono>
 #include <optional>
 
-#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/model/checkpoint.h"
 #include "lib/model/decode_progress.h"
@@ -42,17 +41,11 @@ ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
 
 DecodeOptions ModelRunner::options_for(const Context& c) const {
   DecodeOptions o;
-  const std::string chunk = c.get_string(
-      "prefill_chunk", s_.model.prefill_chunk == 0 ? "whole" : std::to_string(s_.model.prefill_chunk));
-  const std::optional<int32_t> parsed = parse_integer<int32_t>(chunk);
-  o.prefill_chunk = chunk == "whole" ? 0 : parsed.value_or(0);
-  if (chunk != "whole" && o.prefill_chunk <= 0) {
-    throw_input_error("context " + c.id + ": prefill_chunk must be at least 1");
-  }
-  o.page_size = static_cast<int32_t>(c.get_int("page_size", s_.model.page_size));
-  o.max_new_tokens = static_cast<int32_t>(c.get_int("max_new_tokens", s_.model.max_new_tokens));
-  if (o.page_size < 1) throw_input_error("context " + c.id + ": page_size must be at least 1");
-  if (o.max_new_tokens < 1) throw_input_error("context " + c.id + ": max_new_tokens must be at least 1");
+  // Every value was checked against its axis's rule when the context was made.
+  const auto* chunk = std::get_if<int64_t>(&c.value(Axis::kPrefillChunk));  // null: "whole"
+  o.prefill_chunk = chunk ? static_cast<int32_t>(*chunk) : 0;
+  o.page_size = static_cast<int32_t>(c.integer(Axis::kPageSize));
+  o.max_new_tokens = static_cast<int32_t>(c.integer(Axis::kMaxNewTokens));
   o.tp = tp_options(s_, c);
   return o;
 }
@@ -94,21 +87,16 @@ std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
 
 ScoreOptions ModelRunner::score_options_for(const Context& c) const {
   ScoreOptions o;
-  o.batch = static_cast<int32_t>(c.get_int("score_batch", s_.model.score_batch));
-  const std::string chunk = c.get_string(
-      "score_chunk", s_.model.score_chunk == 0 ? "whole" : std::to_string(s_.model.score_chunk));
-  o.chunk = chunk == "whole" ? 0 : parse_integer<int32_t>(chunk).value_or(0);
-  if (o.batch < 1 || (chunk != "whole" && o.chunk < 1)) {
-    throw_input_error("context " + c.id + ": score_batch and score_chunk must be at least 1");
-  }
+  o.batch = static_cast<int32_t>(c.integer(Axis::kScoreBatch));
+  const auto* chunk = std::get_if<int64_t>(&c.value(Axis::kScoreChunk));  // null: "whole"
+  o.chunk = chunk ? static_cast<int32_t>(*chunk) : 0;
   o.page_size = options_for(c).page_size;
   o.seed = s_.seed;
   return o;
 }
 
 SamplerKind ModelRunner::sampler_for(const Context& c) const {
-  const std::string word = c.get_string("sampler", std::string(sampler_name(s_.model.sampling.sampler)));
-  return word == "batch_stream" ? SamplerKind::kBatchStream : SamplerKind::kPerRequest;
+  return c.word(Axis::kSampler) == "batch_stream" ? SamplerKind::kBatchStream : SamplerKind::kPerRequest;
 }
 
 std::vector<HostTensor> ModelRunner::score(Backend& backend, const Context& c,

@@ -123,8 +123,8 @@ Footprint model_footprint(const Scenario& s) {
   }
   double prompt = m.prompt_len;
   for (const auto& pr : m.prompts) prompt = std::max(prompt, static_cast<double>(pr.size()));
-  prompt = axis_max(s, "prompt_len", prompt);
-  const double new_tokens = axis_max(s, "max_new_tokens", m.max_new_tokens);
+  prompt = axis_max(s, Axis::kPromptLen, prompt);
+  const double new_tokens = axis_max(s, Axis::kMaxNewTokens, m.max_new_tokens);
   const double batch = batch_max(s), in = dtype_bytes(s.dtype);
   const double q = heads * head_dim, kv = kv_heads * head_dim;
   Footprint p;
@@ -132,7 +132,7 @@ Footprint model_footprint(const Scenario& s) {
   // embed + LM head, attention and norms, every MLP, the final norm
   p.weights = (2 * vocab * hidden + layers * per_layer + mlp_weights + hidden) * in;
   // tp > 1 (tp_engine.h): every rank's shards of the layers' projections, a second copy of them.
-  if (axis_max(s, "tp", 1) > 1) p.weights += (layers * per_layer + mlp_weights) * in;
+  if (axis_max(s, Axis::kTp, 1) > 1) p.weights += (layers * per_layer + mlp_weights) * in;
   p.kv = batch * (prompt + new_tokens) * layers * 2 * kv * in;
   p.inputs = batch * prompt * hidden * in;
   p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows
@@ -149,7 +149,7 @@ Footprint model_footprint(const Scenario& s) {
   if (m.score) {
     // The scoring pass: score_batch sequences of prompt + completion in one pass (its KV cache,
     // its activations in fp32, and the scored request's logits rows).
-    const double score_rows = axis_max(s, "score_batch", m.score_batch) * (prompt + new_tokens);
+    const double score_rows = axis_max(s, Axis::kScoreBatch, m.score_batch) * (prompt + new_tokens);
     p.kv += score_rows * layers * 2 * kv * in;
     p.workspace = std::max(p.workspace, score_rows * (2 * hidden + q + 2 * kv + 2 * inter) * 4 +
                                             new_tokens * vocab * 4);

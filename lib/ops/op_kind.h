@@ -1,7 +1,8 @@
 #pragma once
 // Every op nvdet knows: the ops a backend computes (one OpArgs alternative each, op_args.h) and
 // kModel, a decoder that calls them. Each has one record in the op table (lib/loader/op_table.h),
-// which says everything else about it: its keys, axes, workload and memory estimate.
+// which says everything else about it: its keys, workload and memory estimate (its sweep axes:
+// the axis table, lib/scenario/axis.h).
 #include <string_view>
 
 namespace nvdet {

@@ -23,7 +23,7 @@ namespace {
 std::string divergent_contexts_line(const AuditResult& r, const std::string& backend) {
   std::set<int> idx;
   std::map<int, std::string> ids;
-  for (const CaseRecord& c : r.cases) ids[c.context_index] = c.context_id;
+  for (const Context& c : r.contexts) ids[c.index] = c.id;
   for (const Divergence& d : r.divergences) {
     if (d.backend == backend && d.kind == DivergenceKind::kContext) idx.insert(d.context_index);
   }
@@ -67,7 +67,7 @@ std::string completions_by_group(const AuditResult& r, const std::string& backen
   for (const CaseRecord& c : r.cases) {
     if (c.backend != backend) continue;
     for (const RequestRecord& q : c.requests) {
-      if (!q.completion.empty()) groups[c.group][q.request].insert(q.completion);
+      if (!q.completion.empty()) groups[context_of(r, c).group][q.request].insert(q.completion);
     }
   }
   if (groups.size() < 2) return "";

@@ -144,7 +144,7 @@ void write_throughput(std::ostringstream& o, const AuditResult& r) {
   for (const CaseRecord* case_record : cases) {
     const CaseRecord& c = *case_record;
     o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
-      << esc(context_label(r, c.context_index, c.context_id))
+      << esc(context_label(r, c.context_index, context_of(r, c).id))
       << (c.repeat > 0 ? " (repeat " + std::to_string(c.repeat) + ")" : "")
       << "</td><td class=\"num\">" << esc(short_number(c.seconds))
       << "</td><td class=\"num\">" << c.generated_tokens << "</td><td class=\"num\">"
@@ -197,7 +197,6 @@ struct HeatmapGroup {
   int baseline_index = 0;
   std::vector<Hash128> classes;
   std::vector<int> class_count;
-  std::map<Hash128, int> class_of;
 };
 
 // A map wider than this is not drawn (the group table still lists every result): 16384 cells is
@@ -223,8 +222,8 @@ void write_group_table(std::ostringstream& o, const AuditResult& r, const std::v
   o << "</tbody>\n</table>\n</details>\n";
 }
 
-// One backend's heatmap: the hash of one request in every context (repeat 0), classed within
-// its group by first appearance in sweep order (class 0 is the group's baseline result), laid out
+// One backend's heatmap: the hash of one request in every context (repeat 0), in its result class
+// within its group (RequestRecord::result_class: class 0 is the group's baseline result), laid out
 // over the first two varying axes.
 void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOutcome& b) {
   std::vector<const CaseRecord*> cases;
@@ -276,16 +275,19 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   for (const CaseRecord* c : cases) {
     for (const RequestRecord& q : c->requests) {
       if (q.request != request) continue;
-      const auto [gi, new_group] = group_of.try_emplace(c->group, groups.size());
-      if (new_group) groups.push_back({c->group, c->context_id, c->context_index, {}, {}, {}});
+      const Context& context = context_of(r, *c);
+      const auto [gi, new_group] = group_of.try_emplace(context.group, groups.size());
+      if (new_group) groups.push_back({context.group, context.id, c->context_index, {}, {}});
       Group& g = groups[gi->second];
-      const auto [ci, new_class] = g.class_of.try_emplace(q.hash, static_cast<int>(g.classes.size()));
-      if (new_class) {
-        g.classes.push_back(q.hash);
-        g.class_count.push_back(0);
+      // The result model's numbering (assign_result_classes): repeat 0's results come first, in
+      // sweep order, so the classes seen here are 0, 1, ... without gaps.
+      const int cls = q.result_class;
+      if (static_cast<size_t>(cls) >= g.classes.size()) {
+        g.classes.resize(static_cast<size_t>(cls) + 1);
+        g.class_count.resize(static_cast<size_t>(cls) + 1, 0);
       }
-      const int cls = ci->second;
-      ++g.class_count[cls];
+      g.classes[static_cast<size_t>(cls)] = q.hash;
+      ++g.class_count[static_cast<size_t>(cls)];
       points.push_back({c, gi->second, cls});
     }
   }
@@ -342,7 +344,7 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     if (axis.empty()) return all;
     std::set<std::string> present;
     for (const Point& p : points)
-      if (const auto v = context_value(p.c->context_values, axis)) present.insert(*v);
+      if (const auto v = context_value(context_of(r, *p.c).values, axis)) present.insert(*v);
     std::vector<std::string> out;
     for (const std::string& v : all)
       if (present.erase(v)) out.push_back(v);
@@ -364,13 +366,13 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   for (const Point& p : points) {
     size_t xi = 0, yi = 0;
     if (!x_name.empty()) {
-      const auto v = context_value(p.c->context_values, x_name);
+      const auto v = context_value(context_of(r, *p.c).values, x_name);
       const auto it = v ? x_at.find(*v) : x_at.end();
       if (it == x_at.end()) continue;
       xi = it->second;
     }
     if (!y_name.empty()) {
-      const auto v = context_value(p.c->context_values, y_name);
+      const auto v = context_value(context_of(r, *p.c).values, y_name);
       const auto it = v ? y_at.find(*v) : y_at.end();
       if (it == y_at.end()) continue;
       yi = it->second;
@@ -434,7 +436,7 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
         }
         if (seen.size() > 1 || it->second.size() > 1) {
           for (const Point* p : it->second) {
-            title.append("\n").append(context_label(r, p->c->context_index, p->c->context_id)).append(" -> ");
+            title.append("\n").append(context_label(r, p->c->context_index, context_of(r, *p->c).id)).append(" -> ");
             title.append(class_text(*p));
           }
         }

@@ -95,9 +95,19 @@ json backend_json(const BackendOutcome& b) {
   return j;
 }
 
-json case_json(const CaseRecord& c) {
+// A context value as its type: a number, or a word.
+json axis_value_json(const AxisValue& v) {
+  if (const auto* n = std::get_if<int64_t>(&v)) return *n;
+  return std::get<std::string>(v);
+}
+
+json context_json(const Context& c) {
   json values = json::object();
-  for (const auto& [k, v] : c.context_values) values[k] = axis_value_string(v);
+  for (const auto& [k, v] : c.values) values[k] = axis_value_json(v);
+  return {{"index", c.index}, {"id", c.id}, {"group", c.group}, {"values", values}};
+}
+
+json case_json(const CaseRecord& c) {
   json requests = json::array();
   for (const RequestRecord& r : c.requests) {
     json tokens = json::array();
@@ -109,9 +119,6 @@ json case_json(const CaseRecord& c) {
   }
   json j = {{"backend", c.backend},
             {"context_index", c.context_index},
-            {"context", c.context_id},
-            {"context_values", values},
-            {"group", c.group},
             {"repeat", c.repeat},
             {"seconds", json_number(c.seconds)},
             {"notes", string_map(c.notes)},
@@ -192,8 +199,10 @@ json first_mismatch_to_json(const FirstMismatch& m) {
 }
 
 json audit_to_json(const AuditResult& r) {
-  json backends = json::array(), cases = json::array(), divergences = json::array();
+  json backends = json::array(), contexts = json::array(), cases = json::array(),
+       divergences = json::array();
   for (const BackendOutcome& b : r.backends) backends.push_back(backend_json(b));
+  for (const Context& c : r.contexts) contexts.push_back(context_json(c));
   for (const CaseRecord& c : r.cases) cases.push_back(case_json(c));
   for (const Divergence& d : r.divergences) divergences.push_back(divergence_json(d));
   json j = {{"schema_version", r.schema_version},
@@ -202,6 +211,7 @@ json audit_to_json(const AuditResult& r) {
             {"scenario", scenario_json(r.scenario)},
             {"device", device_json(r.system)},
             {"backends", backends},
+            {"contexts", contexts},
             {"cases", cases},
             {"divergences", divergences},
             {"summary", summary_json(r)}};

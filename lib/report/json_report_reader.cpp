@@ -11,6 +11,9 @@
 #include "lib/core/json_input.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/loader/op_table.h"
+#include "lib/runner/result_classes.h"
+#include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
@@ -93,11 +96,13 @@ RunNotes notes(const json& v) {
   return n;
 }
 
-// A context value as the JSON report writes it (text): an integer when it reads as one, else a
-// word. Scenario words ("first", "whole") are never numerals, so this restores the typed value.
-AxisValue axis_value_from_text(const std::string& text) {
-  if (const auto n = parse_integer<int64_t>(text)) return *n;
-  return text;
+// A context value as a report writes it: a number (schema 2) or text (schema 1, "8", "whole"),
+// read by its axis's rule; an unknown axis is refused when the context is made.
+AxisValue axis_value_of(const std::string& axis, const json& v) {
+  if (v.is_number_integer()) return integer<int64_t>(v, axis);
+  if (!v.is_string()) refuse(v, "context value of '" + excerpt(axis) + "' must be an integer or a word");
+  const AxisSpec* a = find_axis(axis);
+  return a ? axis_value_from_text(*a, v.get<std::string>()) : AxisValue(v.get<std::string>());
 }
 
 Expectation expectation(const std::string& s) {
@@ -144,22 +149,6 @@ FirstMismatch first_mismatch(const json& j) {
   return m;
 }
 
-// The group of a context from its values: its request-defining axes, in sweep order, as
-// expand_contexts names it.
-std::string group_of(const ScenarioSummary& s,
-                     const std::vector<std::pair<std::string, AxisValue>>& values) {
-  std::string group;
-  for (const auto& [axis, ignored] : s.axes) {
-    bool defines = false;
-    for (const AxisDescription& a : known_axes()) defines |= a.name == axis && a.defines_request;
-    if (!defines) continue;
-    for (const auto& [k, v] : values) {
-      if (k == axis) group += (group.empty() ? "" : ",") + k + "=" + axis_value_string(v);
-    }
-  }
-  return group;
-}
-
 OpDivergence op_divergence(const json& f) {
   return OpDivergence{integer_at<int32_t>(f, "step"), integer_at<int32_t>(f, "layer"),
                       f.at("op").get<std::string>()};
@@ -204,14 +193,17 @@ ParityExpectation parity_expectation(const std::string& word) {
   throw json::other_error::create(501, "unknown parity expectation '" + word + "'", nullptr);
 }
 
-AuditResult parse(const json& j) {
+AuditResult parse(const json& j, const std::string& what) {
   AuditResult r;
   r.schema_version = integer_at<int>(j, "schema_version");
-  if (r.schema_version != kReportSchemaVersion) {
+  if (r.schema_version < kOldestReadableSchemaVersion || r.schema_version > kReportSchemaVersion) {
     throw json::other_error::create(
         501, "schema_version " + std::to_string(r.schema_version) + " (this nvdet reads " +
+                 std::to_string(kOldestReadableSchemaVersion) + " to " +
                  std::to_string(kReportSchemaVersion) + ")", nullptr);
   }
+  // It is written as it is read: the current version, whatever version it was read from.
+  r.schema_version = kReportSchemaVersion;
   const json& sj = j.at("scenario");
   ScenarioSummary& s = r.scenario;
   s.name = sj.at("name").get<std::string>();
@@ -227,6 +219,9 @@ AuditResult parse(const json& j) {
     s.axes.emplace_back(a.at("name").get<std::string>(), a.at("values").get<std::vector<std::string>>());
   }
   s.coord_names = sj.value("coord_names", std::vector<std::string>{});
+  const OpSpec* op_record = find_op(s.op);
+  if (!op_record) refuse(sj.at("op"), "unknown op '" + excerpt(s.op) + "'");
+  const OpKind op = op_record->kind;
   r.system = system(j.at("device"));
   r.started_at = j.value("started_at", "");
   r.hostname = j.value("hostname", "");
@@ -253,19 +248,44 @@ AuditResult parse(const json& j) {
     }
     r.backends.push_back(std::move(o));
   }
+  // A context as the report holds it: its index, id and values (in the order of the scenario's
+  // axes: a JSON object has no order of its own), made and checked as every context is
+  // (make_context); the id must be the one its values make.
+  std::map<int, Context> contexts;
+  const auto add_context = [&](int index, const std::string& id, const json& values) {
+    std::vector<std::pair<std::string, AxisValue>> typed;
+    for (const auto& [axis, ignored] : s.axes) {
+      if (values.contains(axis)) typed.emplace_back(axis, axis_value_of(axis, values.at(axis)));
+    }
+    Context context = make_context(op, index, std::move(typed), nullptr,
+                                   "cannot read audit report '" + what + "': context '" +
+                                       excerpt(id) + "'");
+    if (context.id != id) {
+      throw_input_error("cannot read audit report '" + what + "': context '" + excerpt(id) +
+                        "' does not match its values (" + excerpt(context.id) + ")");
+    }
+    if (!contexts.emplace(index, context).second && contexts.at(index).id != id) {
+      throw_input_error("cannot read audit report '" + what + "': contexts '" + excerpt(id) +
+                        "' and '" + excerpt(contexts.at(index).id) + "' have one index " +
+                        std::to_string(index));
+    }
+  };
+  const bool table = j.contains("contexts");  // schema 2; in schema 1 each case carries its own
+  for (const json& c : j.value("contexts", json::array())) {
+    add_context(integer_at<int>(c, "index", 0), c.at("id").get<std::string>(),
+                c.value("values", json::object()));
+  }
   for (const json& c : j.at("cases")) {
     CaseRecord rec;
     rec.backend = c.at("backend").get<std::string>();
     rec.context_index = integer_at<int>(c, "context_index", 0);
-    rec.context_id = c.at("context").get<std::string>();
-    // In the order of the scenario's axes (a JSON object has no order of its own).
-    const json& values = c.value("context_values", json::object());
-    for (const auto& [axis, ignored] : s.axes) {
-      if (values.contains(axis)) {
-        rec.context_values.emplace_back(axis, axis_value_from_text(values.at(axis).get<std::string>()));
-      }
+    if (!table) {
+      add_context(rec.context_index, c.at("context").get<std::string>(),
+                  c.value("context_values", json::object()));
+    } else if (!contexts.count(rec.context_index)) {
+      refuse(c, "case context_index " + std::to_string(rec.context_index) +
+                    " is not in the report's 'contexts'");
     }
-    rec.group = c.contains("group") ? c.at("group").get<std::string>() : group_of(s, rec.context_values);
     rec.repeat = integer_or<int>(c, "repeat", 0, 0);
     rec.seconds = number(c.value("seconds", json(0.0)));
     rec.generated_tokens = count(c, "generated_tokens");
@@ -281,10 +301,11 @@ AuditResult parse(const json& j) {
     }
     r.cases.push_back(std::move(rec));
   }
-  // Divergences and verify changes name their contexts by id; the cases give each id its index
-  // (-1 for an id no case has: its label is then the id itself).
+  for (auto& [index, c] : contexts) r.contexts.push_back(std::move(c));
+  // Divergences and verify changes name their contexts by id; the context table gives each id
+  // its index (-1 for an id it lacks: its label is then the id itself).
   std::map<std::string, int> index_of_id;
-  for (const CaseRecord& c : r.cases) index_of_id.emplace(c.context_id, c.context_index);
+  for (const Context& c : r.contexts) index_of_id.emplace(c.id, c.index);
   auto index_of_context = [&index_of_id](const std::string& id) {
     const auto it = index_of_id.find(id);
     return it == index_of_id.end() ? -1 : it->second;
@@ -393,6 +414,7 @@ AuditResult parse(const json& j) {
     info.owned = integers<int>(sh.at("owned_contexts"), "owned_contexts");
     r.shard = std::move(info);
   }
+  assign_result_classes(r);  // the analysis the writers draw, as the audit made it
   return r;
 }
 
@@ -412,7 +434,7 @@ AuditResult audit_from_json(const json& j, const std::string& what) {
                       "schema_version, scenario, backends, cases and summary)");
   }
   try {
-    return parse(j);
+    return parse(j, what);
   } catch (const json::exception& e) {
     std::string why = e.what();
     // nlohmann prefixes "[json.exception.type_error.302] "; keep the sentence.

@@ -64,7 +64,7 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
     const auto [it, fresh] = case_of.emplace(c.context_index, cases.size());
     if (fresh) {
       cases.emplace_back();
-      cases.back().name = b.name + "/" + c.context_id;
+      cases.back().name = b.name + "/" + context_of(r, c).id;
     }
     cases[it->second].seconds += c.seconds;
   }
@@ -125,8 +125,9 @@ std::vector<TestCase> verify_cases(const AuditResult& r) {
   std::map<int, std::string> group_of;  // context index -> group
   std::vector<std::pair<std::string, std::string>> keys;  // (backend, group), in run order
   for (const CaseRecord& c : r.cases) {
-    group_of.emplace(c.context_index, c.group);
-    const std::pair<std::string, std::string> key{c.backend, c.group};
+    const std::string& group = context_of(r, c).group;
+    group_of.emplace(c.context_index, group);
+    const std::pair<std::string, std::string> key{c.backend, group};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
   for (const ManifestChange& c : v.changes) {

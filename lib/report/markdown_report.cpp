@@ -105,7 +105,7 @@ void write_throughput_table(std::ostringstream& o, const AuditResult& r) {
   for (const CaseRecord* case_record : cases) {
     const CaseRecord& c = *case_record;
     o << "| " << table_safe(code(c.backend)) << " | "
-      << cell(context_label(r, c.context_index, c.context_id) +
+      << cell(context_label(r, c.context_index, context_of(r, c).id) +
               (c.repeat > 0 ? " (repeat " + std::to_string(c.repeat) + ")" : ""))
       << " | " << short_number(c.seconds) << " | " << c.generated_tokens << " | "
       << short_number(tokens_per_second(c)) << " |\n";

@@ -9,6 +9,7 @@
 #include "lib/core/error.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/parity_metrics.h"
+#include "lib/runner/result_classes.h"
 #include "lib/runner/verdict.h"
 
 namespace nvdet {
@@ -49,7 +50,7 @@ void merge_parity(BackendOutcome& o, const std::vector<AuditResult>& shards, siz
   for (const CaseRecord& c : merged.cases) {
     if (c.backend != o.name) continue;
     for (const RequestRecord& r : c.requests) {
-      if (r.parity) add_parity(sum, *r.parity, c.context_id, r.request);
+      if (r.parity) add_parity(sum, *r.parity, context_of(merged, c).id, r.request);
     }
   }
   if (sum.requests > 0) o.parity = sum;
@@ -91,8 +92,9 @@ BackendOutcome merged_outcome(const std::vector<AuditResult>& shards, size_t b,
   for (const CaseRecord& c : merged.cases) {
     if (c.backend != name) continue;
     for (const RequestRecord& r : c.requests) {
-      distinct[{c.group, r.request}].insert(r.hash);
-      if (!r.completion.empty()) completions[{c.group, r.request}].insert(r.completion);
+      const std::string& group = context_of(merged, c).group;
+      distinct[{group, r.request}].insert(r.hash);
+      if (!r.completion.empty()) completions[{group, r.request}].insert(r.completion);
     }
   }
   for (const auto& [key, set] : distinct) {
@@ -170,6 +172,9 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
     return it != owner.end() && it->second == s.shard->index;
   };
   for (AuditResult& s : shards) {
+    for (Context& c : s.contexts) {
+      if (owned_by(c.index, s)) merged.contexts.push_back(std::move(c));
+    }
     for (CaseRecord& c : s.cases) {
       if (owned_by(c.context_index, s)) merged.cases.push_back(std::move(c));
     }
@@ -184,6 +189,8 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
     const auto it = backend_order.find(backend);
     return std::pair(context_index, it == backend_order.end() ? backend_order.size() : it->second);
   };
+  std::sort(merged.contexts.begin(), merged.contexts.end(),
+            [](const Context& a, const Context& b) { return a.index < b.index; });
   std::stable_sort(merged.cases.begin(), merged.cases.end(),
                    [&rank](const CaseRecord& a, const CaseRecord& b) {
                      return std::tuple(rank(a.context_index, a.backend), a.repeat) <
@@ -193,6 +200,7 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
                    [&rank](const Divergence& a, const Divergence& b) {
                      return rank(a.context_index, a.backend) < rank(b.context_index, b.backend);
                    });
+  assign_result_classes(merged);  // over the whole sweep, not each shard's part
   const int contexts = static_cast<int>(owner.size());
   for (size_t b = 0; b < shards[0].backends.size(); ++b) {
     merged.backends.push_back(merged_outcome(shards, b, merged, contexts));

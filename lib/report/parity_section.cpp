@@ -41,7 +41,7 @@ std::vector<std::vector<std::string>> request_rows(const AuditResult& r) {
     for (const RequestRecord& q : c.requests) {
       if (!q.parity) continue;
       const ParityRecord& p = *q.parity;
-      std::vector<std::string> row = {c.backend, context_label(r, c.context_index, c.context_id) +
+      std::vector<std::string> row = {c.backend, context_label(r, c.context_index, context_of(r, c).id) +
                                                      (c.repeat ? fmt::format(" (repeat {})", c.repeat)
                                                                : std::string()),
                                       std::to_string(q.request)};

@@ -106,13 +106,6 @@ std::string device_line(const SystemInfo& s) {
   return line;
 }
 
-const CaseRecord* case_of_context(const AuditResult& r, int context_index) {
-  for (const CaseRecord& c : r.cases) {
-    if (c.context_index == context_index && !c.context_values.empty()) return &c;
-  }
-  return nullptr;
-}
-
 std::optional<std::string> context_value(
     const std::vector<std::pair<std::string, AxisValue>>& values, const std::string& axis) {
   for (const auto& [k, v] : values) {
@@ -122,10 +115,10 @@ std::optional<std::string> context_value(
 }
 
 std::string context_label(const AuditResult& r, int context_index, const std::string& context_id) {
-  const CaseRecord* c = case_of_context(r, context_index);
-  if (!c) return context_id;
+  const Context* c = find_context(r, context_index);
+  if (!c || c->values.empty()) return context_id;
   std::vector<std::string> parts;
-  for (const auto& [k, v] : c->context_values) parts.push_back(k + "=" + axis_value_string(v));
+  for (const auto& [k, v] : c->values) parts.push_back(k + "=" + axis_value_string(v));
   return absl::StrJoin(parts, ", ");
 }
 
@@ -167,14 +160,14 @@ std::vector<std::string> describe_context_set(const AuditResult& r,
   if (groupable) {
     const auto& [first_axis, first_values] = axes.front();
     for (const auto& [index, id] : contexts) {
-      const CaseRecord* c = case_of_context(r, index);
-      if (!c) { groupable = false; break; }
-      const auto v = context_value(c->context_values, first_axis);
+      const Context* c = find_context(r, index);
+      if (!c || c->values.empty()) { groupable = false; break; }
+      const auto v = context_value(c->values, first_axis);
       const auto pos = v ? std::find(first_values.begin(), first_values.end(), *v) : first_values.end();
       if (pos == first_values.end()) { groupable = false; break; }
       std::vector<std::string> key_parts;
       for (size_t a = 1; a < axes.size(); ++a) {
-        const auto w = context_value(c->context_values, axes[a].first);
+        const auto w = context_value(c->values, axes[a].first);
         key_parts.push_back(axes[a].first + "=" + (w ? *w : "?"));
       }
       Group& g = groups[absl::StrJoin(key_parts, ", ")];

@@ -31,17 +31,13 @@ std::vector<std::string> notes_that_differ(const RunNotes& baseline, const RunNo
 // "CPU only (no CUDA device: ...)".
 std::string device_line(const SystemInfo& s);
 
-// The first case of the context with index `context_index` that records its axis values; null
-// when none does.
-const CaseRecord* case_of_context(const AuditResult& r, int context_index);
-
-// The value of `axis` among a case's typed context values, as the scenario's axes list it
+// The value of `axis` among a context's typed values, as the scenario's axes list it
 // ("8", "last"); nullopt when the context does not sweep it.
 std::optional<std::string> context_value(
     const std::vector<std::pair<std::string, AxisValue>>& values, const std::string& axis);
 
-// The text of a context for people: "batch=8, position=last" from its recorded values, or
-// `context_id` when no case records them.
+// The text of a context for people: "batch=8, position=last" from its values in the result's
+// context table, or `context_id` when the table lacks it (or it sweeps no axis).
 std::string context_label(const AuditResult& r, int context_index, const std::string& context_id);
 
 // The cases that generate tokens (model scenarios), in case order; empty for other ops.

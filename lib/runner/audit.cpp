@@ -19,6 +19,7 @@
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/parity_metrics.h"
+#include "lib/runner/result_classes.h"
 #include "lib/runner/verdict.h"
 #include "lib/scenario/typo_hint.h"
 
@@ -74,7 +75,7 @@ ScenarioSummary summarize(const Scenario& s, const Workload& w) {
   for (const SweepAxis& a : s.sweep) {
     std::vector<std::string> values;
     for (const AxisValue& v : a.values) values.push_back(axis_value_string(v));
-    m.axes.emplace_back(a.name, std::move(values));
+    m.axes.emplace_back(a.name(), std::move(values));
   }
   m.coord_names = w.coord_names();
   return m;
@@ -153,9 +154,6 @@ class BackendAudit {
       CaseRecord rec;
       rec.backend = spec_.name;
       rec.context_index = c.index;
-      rec.context_id = c.id;
-      rec.group = c.group;
-      rec.context_values = c.values;
       rec.repeat = rep;
       const auto t0 = Clock::now();
       std::vector<RequestOutput> outputs = workload_.run(backend_, c, &rec.notes);
@@ -196,7 +194,7 @@ class BackendAudit {
         if (rep == 0) first_repeat[out.request] = out;
       }
       if (rep == 0) first_notes = rec.notes;
-      if (options_.on_outputs) options_.on_outputs(rec, outputs);
+      if (options_.on_outputs) options_.on_outputs(c, rec, outputs);
       result_.cases.push_back(std::move(rec));
       ++progress_.done;
       if (options_.on_progress) options_.on_progress(progress_);
@@ -425,6 +423,10 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   tally_summary(result, static_cast<int>(contexts.size()));
   result.summary.seconds = seconds_since(t0);
   result.shard = options.shard;
+  result.contexts = contexts;
+  std::sort(result.contexts.begin(), result.contexts.end(),
+            [](const Context& a, const Context& b) { return a.index < b.index; });
+  assign_result_classes(result);
   return result;
 }
 

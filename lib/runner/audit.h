@@ -33,7 +33,7 @@ struct AuditOptions {
   bool skip_unavailable = false;
   std::function<void(const AuditProgress&)> on_progress;  // at the start and end of each case
   // Called after each case with its outputs (for --dump); the outputs die after the call.
-  std::function<void(const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
+  std::function<void(const Context&, const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
   // --shard: the contexts given are this shard's (lib/runner/shard.h select_shard); the result
   // carries it, and a `variant` expectation is left to the merge.
   std::optional<ShardInfo> shard;

@@ -1,6 +1,7 @@
 #pragma once
 // The result model of an audit: everything the report writers, the manifest and the console see.
 // Writers never talk to a backend; they read only this.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -10,14 +11,19 @@
 
 #include "lib/backend/backend.h"
 #include "lib/compare/compare.h"
+#include "lib/core/error.h"
 #include "lib/core/system_info.h"
 #include "lib/hash/hash.h"
 #include "lib/runner/verify_result.h"
+#include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {
 
-inline constexpr int kReportSchemaVersion = 1;
+// 2: the contexts are a table of their own ("contexts": index, id, group, typed values), which
+// cases refer to by context_index. nvdet report reads 1 too (each case carried its context).
+inline constexpr int kReportSchemaVersion = 2;
+inline constexpr int kOldestReadableSchemaVersion = 1;
 
 struct ScenarioSummary {
   std::string name, path, description, op;
@@ -69,19 +75,18 @@ struct RequestRecord {
   std::vector<Hash128> token_hashes;  // one per token (first dimension)
   std::vector<int32_t> completion;    // model scenarios: the generated token ids
   std::optional<ParityRecord> parity;  // model scenarios with a scoring pass
+  // Which of its request's distinct results in its group this output is, by first appearance in
+  // sweep order (0: the group's baseline result); set by assign_result_classes
+  // (lib/runner/result_classes.h), not written to the JSON report.
+  int result_class = 0;
 };
 
 // One backend run of one context (one repeat).
 struct CaseRecord {
   std::string backend;
+  // The context it ran: its index in the sweep (Context::index), found in AuditResult::contexts
+  // (its id, group and typed values are stored there once, not in every case).
   int context_index = 0;
-  std::string context_id;
-  // The context's group: the values of its request-defining axes ("kv_len=255"; "" when none).
-  // Contexts of one group compute the same requests and share one baseline.
-  std::string group;
-  // The context's value of each swept axis, typed as the scenario gave it (an integer, or a word
-  // such as "first"), in the order of the scenario's axes.
-  std::vector<std::pair<std::string, AxisValue>> context_values;
   int repeat = 0;
   std::vector<RequestRecord> requests;
   RunNotes notes;
@@ -191,6 +196,9 @@ struct AuditResult {
   ScenarioSummary scenario;
   SystemInfo system;
   std::vector<BackendOutcome> backends;
+  // The contexts of the sweep that ran, once each, by ascending Context::index: what cases,
+  // divergences and verify changes refer to by index.
+  std::vector<Context> contexts;
   std::vector<CaseRecord> cases;
   std::vector<Divergence> divergences;
   AuditSummary summary;
@@ -199,6 +207,20 @@ struct AuditResult {
   std::optional<VerifyResult> verify;
   std::optional<ShardInfo> shard;  // a shard's report; absent for a whole (or merged) sweep
 };
+
+// The context of sweep index `index`, null when the result has none of that index.
+inline const Context* find_context(const AuditResult& r, int index) {
+  const auto it = std::lower_bound(r.contexts.begin(), r.contexts.end(), index,
+                                   [](const Context& c, int i) { return c.index < i; });
+  return it != r.contexts.end() && it->index == index ? &*it : nullptr;
+}
+// A case's context: every case's context is in the table (the audit and the report reader make
+// it so).
+inline const Context& context_of(const AuditResult& r, const CaseRecord& c) {
+  if (const Context* x = find_context(r, c.context_index)) return *x;
+  throw_runtime_error("case of " + c.backend + " refers to context " +
+                      std::to_string(c.context_index) + ", which the result does not hold");
+}
 
 // Nothing was run: no case at all (every backend skipped, or no context). Every writer says so and
 // the exit code is 5, as pytest's when it collects no test. Never said of a shard: a shard may

@@ -75,7 +75,7 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   result.baseline = pick_baseline(specs, options.baseline, s.op);
   result.system = collect_system_info();
   result.timing = options.timing;
-  for (const SweepAxis& a : s.sweep) result.axes.push_back(a.name);
+  for (const SweepAxis& a : s.sweep) result.axes.push_back(a.name());
 
   std::vector<std::unique_ptr<Backend>> backends;
   for (const BackendSpec& spec : specs) backends.push_back(make_backend(spec.name));

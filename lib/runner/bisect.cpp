@@ -9,7 +9,6 @@
 #include <tuple>
 
 #include "lib/backend/backend.h"
-#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
@@ -38,47 +37,25 @@ class Capture final : public TensorObserver {
   std::vector<Captured> entries;
 };
 
-bool is_model_axis(const std::string& name) { return op_spec(OpKind::kModel).accepts_axis(name); }
-
-std::string model_axes_list() {
-  std::string out;
-  for (const AxisDescription& a : known_axes()) {
-    if (is_model_axis(a.name)) out += (out.empty() ? "" : ", ") + a.name;
-  }
-  return out;
-}
-
-// The baseline context with some axis values replaced (or added).
-Context context_with(const Context& base, const std::vector<std::pair<std::string, std::string>>& kv,
+// The baseline context with some axis values replaced (or added), made and checked as every
+// context is (make_context): a value outside its axis's rule is refused, naming the axis.
+Context context_with(const Scenario& s, const Context& base,
+                     const std::vector<std::pair<std::string, std::string>>& kv,
                      const std::string& flag) {
+  const AxisSettings defaults = axis_defaults(s);
   Context c = base;
-  for (const auto& [key, value] : kv) {
-    if (!is_model_axis(key)) {
-      throw_input_error(flag + " " + excerpt(key) + "=" + excerpt(value) + ": '" + excerpt(key) +
-                        "' is not an axis of model scenarios (" + model_axes_list() + ")");
-    }
-    AxisValue v = value;
-    if (const std::optional<int64_t> n = parse_integer<int64_t>(value);
-        n && value.find_first_not_of("0123456789") == std::string::npos) {
-      v = *n;
-    } else if (!((key == "position" && (value == "first" || value == "middle" || value == "last")) ||
-                 ((key == "prefill_chunk" || key == "score_chunk") && value == "whole") ||
-                 (key == "sampler" && (value == "per_request" || value == "batch_stream")))) {
-      throw_input_error(flag + " " + key + "=" + value + ": the value must be a non-negative integer" +
-                        (key == "position" ? " or first, middle, last"
-                                           : key == "prefill_chunk" ? " or whole" : ""));
-    }
+  for (const auto& [key, text] : kv) {
+    const AxisSpec* axis = find_axis(key);
+    const AxisValue v = axis ? axis_value_from_text(*axis, text) : AxisValue(text);
+    std::vector<std::pair<std::string, AxisValue>> values = c.values;
     bool replaced = false;
-    for (auto& [name, old] : c.values) {
+    for (auto& [name, old] : values) {
       if (name == key) old = v, replaced = true;
     }
-    if (!replaced) c.values.emplace_back(key, v);
+    if (!replaced) values.emplace_back(key, v);
+    c = make_context(s.op, base.index, std::move(values), &defaults,
+                     flag + " " + excerpt(key) + "=" + excerpt(text));
   }
-  c.id = "model(";
-  for (size_t i = 0; i < c.values.size(); ++i) {
-    c.id += (i ? "," : "") + c.values[i].first + "=" + axis_value_string(c.values[i].second);
-  }
-  c.id += ")";
   return c;
 }
 
@@ -124,11 +101,11 @@ class Bisector {
     Backend& backend = open_backend(r);
 
     const std::vector<Context> contexts = expand_contexts(s_);
-    const Context a = context_with(contexts.front(), o_.context, "--context");
+    const Context a = context_with(s_, contexts.front(), o_.context, "--context");
     if (o_.scoring) return against_scoring(backend, a, r);
     std::optional<Context> b;
     if (!o_.against.empty()) {
-      b = context_with(contexts.front(), o_.against, "--against");
+      b = context_with(s_, contexts.front(), o_.against, "--against");
     } else {
       b = first_divergent_context(backend, a, contexts, r.request);
     }

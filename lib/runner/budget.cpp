@@ -61,10 +61,10 @@ ScenarioEstimate estimate_scenario(const Scenario& s, bool cpu_backend) {
   for (const SweepAxis& a : s.sweep) {
     e.contexts *= static_cast<double>(a.values.size());
     e.contexts_product += fmt::format("{}{} {}", e.contexts_product.empty() ? "" : " x ",
-                                      a.values.size(), a.name);
+                                      a.values.size(), a.name());
     size_t longest = 0;
     for (const AxisValue& v : a.values) longest = std::max(longest, axis_value_string(v).size());
-    context_bytes += sizeof(std::pair<std::string, AxisValue>) + 2.0 * (a.name.size() + longest + 2) +
+    context_bytes += sizeof(std::pair<std::string, AxisValue>) + 2.0 * (a.name().size() + longest + 2) +
                      2 * sizeof(std::string);  // id and group text; heap strings past SSO
   }
   Footprint p = op_spec(s.op).footprint(s);

@@ -36,9 +36,10 @@ std::filesystem::path dump_file_path(const std::filesystem::path& dir, const std
 }
 
 void write_case_dump(const std::filesystem::path& dir, const std::string& scenario,
-                     const CaseRecord& c, const std::vector<RequestOutput>& outputs) {
+                     const Context& context, const CaseRecord& c,
+                     const std::vector<RequestOutput>& outputs) {
   const std::filesystem::path path =
-      dump_file_path(dir, scenario, c.backend, c.context_index, c.context_id, c.repeat);
+      dump_file_path(dir, scenario, c.backend, c.context_index, context.id, c.repeat);
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) {
@@ -67,7 +68,7 @@ void write_case_dump(const std::filesystem::path& dir, const std::string& scenar
                         {{"nvdet_dump", "1"},
                          {"scenario", scenario},
                          {"backend", c.backend},
-                         {"context", c.context_id},
+                         {"context", context.id},
                          {"context_index", std::to_string(c.context_index)},
                          {"repeat", std::to_string(c.repeat)}});
 }

@@ -28,6 +28,7 @@ std::filesystem::path dump_file_path(const std::filesystem::path& dir, const std
 // Writes one case's outputs (creating the folders); atomic per file. Throws kBadInput when
 // the folder cannot be written.
 void write_case_dump(const std::filesystem::path& dir, const std::string& scenario,
-                     const CaseRecord& c, const std::vector<RequestOutput>& outputs);
+                     const Context& context, const CaseRecord& c,
+                     const std::vector<RequestOutput>& outputs);
 
 }  // namespace nvdet

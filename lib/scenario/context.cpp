@@ -8,58 +8,69 @@
 
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/scenario/typo_hint.h"
 
 namespace nvdet {
-
-bool Context::has(const std::string& axis) const {
-  for (const auto& [name, v] : values) {
-    if (name == axis) return true;
-  }
-  return false;
-}
-
-int64_t Context::get_int(const std::string& axis, int64_t fallback) const {
-  for (const auto& [name, v] : values) {
-    if (name == axis) {
-      if (const auto* i = std::get_if<int64_t>(&v)) return *i;
-      return fallback;
-    }
-  }
-  return fallback;
-}
-
-std::string Context::get_string(const std::string& axis, const std::string& fallback) const {
-  for (const auto& [name, v] : values) {
-    if (name == axis) return axis_value_string(v);
-  }
-  return fallback;
-}
-
 namespace {
-bool axis_defines_request(const std::string& name) {
-  for (const AxisDescription& a : known_axes()) {
-    if (a.name == name) return a.defines_request;
-  }
-  return false;
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
 }
+
 }  // namespace
 
+int64_t Context::integer(Axis a) const {
+  if (const auto* n = std::get_if<int64_t>(&value(a))) return *n;
+  throw_runtime_error("context " + id + ": axis '" + axis_spec(a).name + "' holds a word, read as an integer");
+}
+
+const std::string& Context::word(Axis a) const {
+  if (const auto* w = std::get_if<std::string>(&value(a))) return *w;
+  throw_runtime_error("context " + id + ": axis '" + axis_spec(a).name + "' holds an integer, read as a word");
+}
+
+Context make_context(OpKind op, int index, std::vector<std::pair<std::string, AxisValue>> values,
+                     const AxisSettings* defaults, const std::string& where) {
+  Context c;
+  c.index = index;
+  if (defaults) c.settings = *defaults;
+  const auto valid = [op] { return join_words(axes_of_op(op)); };  // for messages only
+  const auto refuse = [&where](const std::string& why) { throw_input_error(where + ": " + why); };
+  c.id = std::string(op_name(op)) + "(";
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto& [name, v] = values[i];
+    const AxisSpec* a = find_axis(name);
+    if (!a)
+      refuse("unknown axis '" + excerpt(name) + "'" + typo_hint(name, axes_of_op(op)) + " (axes of op '" +
+             std::string(op_name(op)) + "': " + valid() + ")");
+    if (!a->applies_to(op))
+      refuse("axis '" + a->name + "' does not apply to op '" + std::string(op_name(op)) +
+             "' (its axes: " + valid() + ")");
+    if (const std::optional<std::string> why = axis_value_problem(*a, v)) refuse(*why);
+    for (size_t k = 0; k < i; ++k)
+      if (values[k].first == name) refuse("axis '" + a->name + "' is given twice");
+    c.settings[static_cast<size_t>(a->axis)] = v;
+    const std::string item = a->name + "=" + axis_value_string(v);
+    c.id += (i ? "," : "") + item;
+    if (a->defines_request) c.group += (c.group.empty() ? "" : ",") + item;
+  }
+  c.id += ")";
+  c.values = std::move(values);
+  return c;
+}
+
 std::vector<Context> expand_contexts(const Scenario& s) {
+  const AxisSettings defaults = axis_defaults(s);
   std::vector<Context> out;
   std::vector<size_t> digit(s.sweep.size(), 0);
   for (;;) {
-    Context c;
-    c.index = static_cast<int>(out.size());
-    c.id = std::string(op_name(s.op)) + "(";
-    for (size_t a = 0; a < s.sweep.size(); ++a) {
-      const AxisValue& v = s.sweep[a].values[digit[a]];
-      c.values.emplace_back(s.sweep[a].name, v);
-      const std::string item = s.sweep[a].name + "=" + axis_value_string(v);
-      c.id += (a ? "," : "") + item;
-      if (axis_defines_request(s.sweep[a].name)) c.group += (c.group.empty() ? "" : ",") + item;
-    }
-    c.id += ")";
-    out.push_back(std::move(c));
+    std::vector<std::pair<std::string, AxisValue>> values;
+    for (size_t a = 0; a < s.sweep.size(); ++a)
+      values.emplace_back(s.sweep[a].name(), s.sweep[a].values[digit[a]]);
+    out.push_back(make_context(s.op, static_cast<int>(out.size()), std::move(values), &defaults,
+                               s.path));
     // Odometer increment, last axis fastest.
     size_t a = s.sweep.size();
     while (a > 0) {

@@ -12,16 +12,30 @@ namespace nvdet {
 struct Context {
   int index = 0;   // position in the full (unfiltered) expansion
   std::string id;  // "gemm(batch=8,position=last)"
+  // The swept axes' values, in the scenario's axis order: what the id, the group and the reports
+  // show.
   std::vector<std::pair<std::string, AxisValue>> values;
   // The values of the axes that define the request ("kv_len=255"; "" when none): contexts of
   // one group compute the same requests and are compared with the group's first context.
   std::string group;
+  // Every axis's value: the swept one, else the scenario's default (axis_table()). What
+  // workloads read, typed, through integer() and value().
+  AxisSettings settings;
 
-  bool has(const std::string& axis) const;
-  // The axis value, or `fallback` when the scenario does not sweep that axis.
-  int64_t get_int(const std::string& axis, int64_t fallback) const;
-  std::string get_string(const std::string& axis, const std::string& fallback) const;
+  const AxisValue& value(Axis a) const { return settings[static_cast<size_t>(a)]; }
+  // An axis that takes only integers (AxisValueType::kInteger).
+  int64_t integer(Axis a) const;
+  // An axis that takes only words (AxisValueType::kWords).
+  const std::string& word(Axis a) const;
 };
+
+// The one way a context is made, whatever its values come from (a scenario's sweep, nvdet
+// bisect's --context, a report read back): each (axis, value) of `values`, in sweep order, must
+// name an axis `op` takes and a value of its rule, else kBadInput "<where>: " + why, naming the
+// axis. Formats the id and the group; the axes not in `values` take `defaults` (a context read
+// back from a report has no scenario: null leaves them unset, and nothing reads them).
+Context make_context(OpKind op, int index, std::vector<std::pair<std::string, AxisValue>> values,
+                     const AxisSettings* defaults, const std::string& where);
 
 // All contexts of a scenario (a scenario with no sweep has one context, named after its op).
 std::vector<Context> expand_contexts(const Scenario& s);

@@ -14,6 +14,7 @@
 #include "lib/core/error.h"
 #include "lib/ops/allreduce.h"
 #include "lib/ops/op_kind.h"
+#include "lib/scenario/axis.h"
 
 namespace nvdet {
 
@@ -39,14 +40,11 @@ struct BackendSpec {
   ParityExpectation parity = ParityExpectation::kReport;  // backend key `parity:`
 };
 
-// A sweep value: an integer (batch sizes, lengths) or a word (position "first", chunk "whole").
-using AxisValue = std::variant<int64_t, std::string>;
-std::string axis_value_string(const AxisValue& v);
-
 struct SweepAxis {
-  std::string name;  // one of known_axes() that the op accepts (its OpSpec::axes)
+  Axis axis = Axis::kBatch;  // one the op takes (lib/scenario/axis.h)
   std::vector<AxisValue> values;
   SourceLocation where;
+  const std::string& name() const { return axis_spec(axis).name; }
 };
 
 struct AttentionShape {
@@ -153,17 +151,5 @@ struct Scenario {
   std::vector<BackendSpec> backends;
 };
 
-// The sweep axes nvdet knows, with one line of help (nvdet list). Which ops take an axis is the
-// op table's business (OpSpec::axes).
-struct AxisDescription {
-  std::string name;
-  std::string help;
-  // True when the axis changes the request itself (its KV length, prompt, token count, the
-  // invariant plan's split size): contexts that differ in such an axis are different
-  // computations and are never compared with each other. The other axes (batch, position,
-  // neighbours, chunking, pages, forced vendor splits) must not change a request's bits.
-  bool defines_request = false;
-};
-const std::vector<AxisDescription>& known_axes();
 
 }  // namespace nvdet

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/workloads/batch_layout.h"
 #include "lib/workloads/footprint.h"
@@ -32,11 +31,10 @@ AttentionDims dims_for(const Scenario& s, const Context& c) {
   d.heads = a.num_heads;
   d.kv_heads = a.num_kv_heads;
   d.head_dim = a.head_dim;
-  d.page_size = static_cast<int32_t>(c.get_int("page_size", a.page_size));
-  if (d.page_size <= 0) throw_input_error("context " + c.id + ": page_size must be at least 1");
+  d.page_size = static_cast<int32_t>(c.integer(Axis::kPageSize));
   d.scale = a.scale.value_or(1.0f / std::sqrt(static_cast<float>(a.head_dim)));
-  d.splits.num_splits = static_cast<int32_t>(c.get_int("num_splits", 0));
-  d.splits.split_size = static_cast<int32_t>(c.get_int("split_size", 0));
+  d.splits.num_splits = static_cast<int32_t>(c.integer(Axis::kNumSplits));
+  d.splits.split_size = static_cast<int32_t>(c.integer(Axis::kSplitSize));
   return d;
 }
 
@@ -90,15 +88,9 @@ class AttentionDecodeWorkload final : public Workload {
   void build(const Context& c, Batch& b) const {
     b.layout = make_batch_layout(s_, c);
     const AttentionDims d = dims_for(s_, c);
-    const int32_t kv_len = static_cast<int32_t>(c.get_int("kv_len", s_.attention.kv_len));
-    const std::string filler = c.get_string(
-        "filler_kv_len",
-        s_.attention.filler_kv_len < 0 ? "same" : std::to_string(s_.attention.filler_kv_len));
-    const int32_t filler_len =
-        filler == "same" ? kv_len : parse_integer<int32_t>(filler).value_or(0);  // 0: refused below
-    if (kv_len <= 0 || filler_len <= 0) {
-      throw_input_error("context " + c.id + ": KV lengths must be at least 1");
-    }
+    const int32_t kv_len = static_cast<int32_t>(c.integer(Axis::kKvLen));
+    const auto* filler = std::get_if<int64_t>(&c.value(Axis::kFillerKvLen));  // null: "same"
+    const int32_t filler_len = filler ? static_cast<int32_t>(*filler) : kv_len;
     std::vector<KvSequence> seqs;
     for (const BatchSlot& slot : b.layout.slots) {
       seqs.push_back({slot_stream(slot), slot.probed ? kv_len : filler_len});
@@ -204,17 +196,14 @@ class AttentionPrefillWorkload final : public Workload {
   void setup(const Context& c, Setup& st) const {
     st.layout = make_batch_layout(s_, c);
     st.d = dims_for(s_, c);
-    st.prompt_len = static_cast<int32_t>(c.get_int("prompt_len", s_.prefill.prompt_len));
-    st.prefix_len = static_cast<int32_t>(c.get_int("prefix_len", s_.prefill.prefix_len));
-    const std::string chunk = c.get_string(
-        "prefill_chunk", s_.prefill.chunk == 0 ? "whole" : std::to_string(s_.prefill.chunk));
+    st.prompt_len = static_cast<int32_t>(c.integer(Axis::kPromptLen));
+    st.prefix_len = static_cast<int32_t>(c.integer(Axis::kPrefixLen));
+    const auto* chunk = std::get_if<int64_t>(&c.value(Axis::kPrefillChunk));  // null: "whole"
     if (st.prefix_len < 0 || st.prefix_len >= st.prompt_len) {
       throw_input_error("context " + c.id + ": prefix_len (" + std::to_string(st.prefix_len) +
                         ") must be below prompt_len (" + std::to_string(st.prompt_len) + ")");
     }
-    st.chunk = chunk == "whole" ? st.prompt_len - st.prefix_len
-                                : parse_integer<int32_t>(chunk).value_or(0);  // 0: refused below
-    if (st.chunk <= 0) throw_input_error("context " + c.id + ": prefill_chunk must be at least 1");
+    st.chunk = chunk ? static_cast<int32_t>(*chunk) : st.prompt_len - st.prefix_len;
     std::vector<KvSequence> seqs;
     for (const BatchSlot& slot : st.layout.slots) {
       st.streams.push_back(slot_stream(slot));
@@ -269,14 +258,14 @@ Footprint attention_decode_footprint(const Scenario& s) {
   const double batch = batch_max(s), in = dtype_bytes(s.dtype), out = dtype_bytes(s.out_dtype);
   const double q_row = static_cast<double>(a.num_heads) * a.head_dim;
   const double kv_row = 2.0 * a.num_kv_heads * a.head_dim;  // K and V
-  const double kv_len = axis_max(s, "kv_len", a.kv_len);
+  const double kv_len = axis_max(s, Axis::kKvLen, a.kv_len);
   const double filler =
-      axis_max(s, "filler_kv_len", a.filler_kv_len < 0 ? kv_len : a.filler_kv_len);
+      axis_max(s, Axis::kFillerKvLen, a.filler_kv_len < 0 ? kv_len : a.filler_kv_len);
   const double tokens = std::max(kv_len, filler) * batch;
   p.kv = tokens * kv_row * in;
   p.inputs = batch * q_row * in;
   p.outputs = batch * q_row * out;
-  const double splits = std::max(axis_max(s, "num_splits", 0), 64.0);
+  const double splits = std::max(axis_max(s, Axis::kNumSplits, 0), 64.0);
   p.workspace = batch * splits * (q_row + a.num_heads) * 4;  // split partials and their maxima
   // fp32 queries, cpu-reference's double output, and one sequence's K and V gathered in fp32.
   p.cpu_copies = batch * q_row * (4 + 8) + std::max(kv_len, filler) * kv_row * 4;
@@ -289,7 +278,7 @@ Footprint attention_prefill_footprint(const Scenario& s) {
   const double batch = batch_max(s), in = dtype_bytes(s.dtype), out = dtype_bytes(s.out_dtype);
   const double q_row = static_cast<double>(a.num_heads) * a.head_dim;
   const double kv_row = 2.0 * a.num_kv_heads * a.head_dim;  // K and V
-  const double prompt = axis_max(s, "prompt_len", s.prefill.prompt_len);
+  const double prompt = axis_max(s, Axis::kPromptLen, s.prefill.prompt_len);
   p.kv = batch * prompt * kv_row * in;
   p.inputs = batch * prompt * q_row * in;
   p.outputs = batch * prompt * q_row * out;

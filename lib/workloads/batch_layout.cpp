@@ -6,26 +6,24 @@ namespace nvdet {
 
 BatchLayout make_batch_layout(const Scenario& s, const Context& c) {
   const int64_t probes = static_cast<int64_t>(s.requests.size());
-  const int64_t batch = c.get_int("batch", probes);
+  const int64_t batch = c.integer(Axis::kBatch);
   if (batch < probes) {
     throw_input_error("context " + c.id + ": " + std::to_string(probes) +
                       " probed requests do not fit in a batch of " + std::to_string(batch));
   }
-  const std::string pos = c.get_string("position", "first");
   int64_t start = 0;
-  if (pos == "first") {
-    start = 0;
-  } else if (pos == "last") {
+  if (const auto* slot = std::get_if<int64_t>(&c.value(Axis::kPosition))) {
+    start = *slot;
+    if (start < 0 || start + probes > batch) {
+      throw_input_error("context " + c.id + ": the probed requests at slot " +
+                        std::to_string(start) + " fall outside the batch of " +
+                        std::to_string(batch));
+    }
+  } else if (const std::string& pos = c.word(Axis::kPosition); pos == "last") {
     start = batch - probes;
   } else if (pos == "middle") {
     start = (batch - probes) / 2;
-  } else {
-    start = c.get_int("position", -1);
-    if (start < 0 || start + probes > batch) {
-      throw_input_error("context " + c.id + ": the probed requests at slot " + pos +
-                        " fall outside the batch of " + std::to_string(batch));
-    }
-  }
+  }  // "first": slot 0
   BatchLayout layout;
   layout.slots.resize(static_cast<size_t>(batch));
   for (int64_t slot = 0; slot < batch; ++slot) layout.slots[slot] = {false, slot};

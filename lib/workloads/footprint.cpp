@@ -6,9 +6,9 @@ namespace nvdet {
 
 double dtype_bytes(DType t) { return static_cast<double>(dtype_size(t)); }
 
-double axis_max(const Scenario& s, std::string_view axis, double fallback) {
+double axis_max(const Scenario& s, Axis axis, double fallback) {
   for (const SweepAxis& a : s.sweep) {
-    if (a.name != axis) continue;
+    if (a.axis != axis) continue;
     double best = -1;
     for (const AxisValue& v : a.values)
       if (const auto* i = std::get_if<int64_t>(&v)) best = std::max(best, static_cast<double>(*i));
@@ -20,7 +20,7 @@ double axis_max(const Scenario& s, std::string_view axis, double fallback) {
 double batch_max(const Scenario& s) {
   const double probed = static_cast<double>(std::max<size_t>(s.requests.size(), 1));
   for (const SweepAxis& a : s.sweep)
-    if (a.name == "batch") return axis_max(s, "batch", probed);
+    if (a.axis == Axis::kBatch) return axis_max(s, Axis::kBatch, probed);
   return probed;
 }
 

@@ -24,7 +24,7 @@ struct Footprint {
 
 // The largest integer an axis takes, or `fallback` when the scenario does not sweep it (or sweeps
 // it only with words such as 'whole' or 'same').
-double axis_max(const Scenario& s, std::string_view axis, double fallback);
+double axis_max(const Scenario& s, Axis axis, double fallback);
 // The largest batch; without a batch axis the batch is exactly the probed requests.
 double batch_max(const Scenario& s);
 double dtype_bytes(DType t);

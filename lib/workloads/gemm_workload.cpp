@@ -21,7 +21,7 @@ class GemmWorkload final : public RowWorkload {
     // Every rank's shard is cut here, so that a tp the shape cannot take is refused before any
     // backend runs.
     const bool sharded = std::any_of(s.sweep.begin(), s.sweep.end(), [](const SweepAxis& a) {
-      return a.name == "tp" || a.name == "allreduce" || a.name == "channels";
+      return a.axis == Axis::kTp || a.axis == Axis::kAllreduce || a.axis == Axis::kChannels;
     });
     if (!sharded) return;
     if (s.tf32) throw_input_error("'tf32' with the tensor-parallel axes is not implemented");
@@ -86,7 +86,7 @@ std::unique_ptr<Workload> make_gemm_workload(const Scenario& s) {
 
 Footprint gemm_footprint(const Scenario& s) {
   Footprint p;
-  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
+  const double rows = batch_max(s) * axis_max(s, Axis::kTokens, s.tokens);
   const double in = dtype_bytes(s.dtype), out = dtype_bytes(s.out_dtype);
   p.inputs = rows * static_cast<double>(s.k) * in;
   p.weights = static_cast<double>(s.n) * static_cast<double>(s.k) * in +
@@ -98,7 +98,7 @@ Footprint gemm_footprint(const Scenario& s) {
                   static_cast<double>(s.n)) * 4 +
                  rows * static_cast<double>(s.n) * 8;
   for (const SweepAxis& a : s.sweep) {
-    if (a.name != "tp") continue;
+    if (a.axis != Axis::kTp) continue;
     // The ranks' shards (a second copy of the weights per tp value) and their partial outputs,
     // or fp32 K-chunk partials for the TP-invariant plan.
     p.weights *= 1.0 + static_cast<double>(a.values.size());

@@ -72,11 +72,11 @@ class MoeWorkload final : public Workload {
   std::vector<RequestOutput> run(Backend& backend, const Context& context,
                                  RunNotes* notes) override {
     const BatchLayout layout = make_batch_layout(s_, context);
-    const int64_t t = context.get_int("tokens", s_.tokens);
+    const int64_t t = context.integer(Axis::kTokens);
     // Every backend and repeat of a context sees the same tensor object (GPU backends upload
     // it once).
     if (cached_id_ != context.id) {
-      cached_x_ = assemble(layout, t, context.get_string("filler_routing", "random"));
+      cached_x_ = assemble(layout, t, context.word(Axis::kFillerRouting));
       cached_id_ = context.id;
     }
     const HostTensor out = backend.run(make_args(cached_x_, layout, t), notes);
@@ -93,8 +93,8 @@ class MoeWorkload final : public Workload {
   std::unique_ptr<BenchCase> bench_case(const Context& context) override {
     auto bc = std::make_unique<MoeBenchCase>();
     const BatchLayout layout = make_batch_layout(s_, context);
-    const int64_t t = context.get_int("tokens", s_.tokens);
-    bc->x = assemble(layout, t, context.get_string("filler_routing", "random"));
+    const int64_t t = context.integer(Axis::kTokens);
+    bc->x = assemble(layout, t, context.word(Axis::kFillerRouting));
     bc->args = make_args(bc->x, layout, t);
     const double rows = static_cast<double>(bc->x.dim(0));
     const double h = static_cast<double>(s_.moe_hidden);
@@ -175,7 +175,7 @@ std::unique_ptr<Workload> make_moe_workload(const Scenario& s) {
 
 Footprint moe_footprint(const Scenario& s) {
   Footprint p;
-  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
+  const double rows = batch_max(s) * axis_max(s, Axis::kTokens, s.tokens);
   const double in = dtype_bytes(s.dtype), out = dtype_bytes(s.out_dtype);
   const double h = static_cast<double>(s.moe_hidden), i = static_cast<double>(s.moe_intermediate);
   const double e = static_cast<double>(s.moe_experts), k = static_cast<double>(s.moe_top_k);

@@ -61,7 +61,7 @@ std::unique_ptr<Workload> make_log_softmax_workload(const Scenario& s) {
 
 Footprint rmsnorm_footprint(const Scenario& s) {
   Footprint p;
-  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
+  const double rows = batch_max(s) * axis_max(s, Axis::kTokens, s.tokens);
   p.inputs = rows * static_cast<double>(s.d) * dtype_bytes(s.dtype);
   p.weights = static_cast<double>(s.d) * dtype_bytes(s.dtype);
   p.outputs = rows * static_cast<double>(s.d) * dtype_bytes(s.out_dtype);
@@ -72,7 +72,7 @@ Footprint rmsnorm_footprint(const Scenario& s) {
 
 Footprint log_softmax_footprint(const Scenario& s) {
   Footprint p;
-  const double rows = batch_max(s) * axis_max(s, "tokens", s.tokens);
+  const double rows = batch_max(s) * axis_max(s, Axis::kTokens, s.tokens);
   p.inputs = rows * static_cast<double>(s.v) * dtype_bytes(s.dtype);
   p.outputs = rows * static_cast<double>(s.v) * dtype_bytes(s.out_dtype);
   p.workspace = rows * static_cast<double>(s.v) * 4;

@@ -30,7 +30,7 @@ class RowWorkload : public Workload {
   virtual double bytes(int64_t rows) const = 0;
 
   const Scenario& scenario() const { return scenario_; }
-  int64_t tokens(const Context& c) const { return c.get_int("tokens", scenario_.tokens); }
+  int64_t tokens(const Context& c) const { return c.integer(Axis::kTokens); }
 
  private:
   Scenario scenario_;

@@ -35,15 +35,15 @@ HostTensor run_rank(Backend& backend, const GemmArgs& g, int rank, RunNotes* not
 
 TpOptions tp_options(const Scenario& s, const Context& c) {
   TpOptions o;
-  const int64_t tp = c.get_int("tp", 1);
+  const int64_t tp = c.integer(Axis::kTp);
   if (tp < 1 || tp > kMaxTp)
     throw_input_error("'tp' must be from 1 to " + std::to_string(kMaxTp) + ", got " +
                       std::to_string(tp));
   o.tp = static_cast<int>(tp);
-  const std::string word = c.get_string("allreduce", "auto");
+  const std::string& word = c.word(Axis::kAllreduce);
   if (!parse_all_reduce_algo(word, &o.allreduce))
     throw_input_error("unknown 'allreduce' value '" + word + "'");
-  const int64_t channels = c.get_int("channels", 0);
+  const int64_t channels = c.integer(Axis::kChannels);
   if (channels < 0 || channels > kMaxAllReduceChannels)
     throw_input_error("'channels' must be from 0 to " + std::to_string(kMaxAllReduceChannels) +
                       ", got " + std::to_string(channels));
@@ -55,7 +55,7 @@ TpOptions tp_options(const Scenario& s, const Context& c) {
 std::vector<int> tp_values(const Scenario& s) {
   std::vector<int> out;
   for (const SweepAxis& a : s.sweep) {
-    if (a.name != "tp") continue;
+    if (a.axis != Axis::kTp) continue;
     for (const AxisValue& v : a.values) {
       const int64_t tp = std::get<int64_t>(v);
       if (tp > kMaxTp)
