@@ -10,7 +10,9 @@
 namespace nvdet::testing {
 namespace {
 
-std::string scenario(const std::string& name) { return (source_dir() / "scenarios" / name).string(); }
+std::string scenario(const std::string& name) {
+  return (source_dir() / "scenarios" / name).string();
+}
 
 TEST(AuditCli, QuickstartPassesAndReportsAreConsistent) {
   const auto dir = make_temp_dir("quickstart");
@@ -87,8 +89,9 @@ TEST(AuditCli, FilterAndBackendSelection) {
 
 TEST(AuditCli, BadInputExitsTwoWithOneSentence) {
   const auto dir = make_temp_dir("bad");
-  write_file(dir / "s.yaml", "name: x\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
-                             "backends:\n  cpu-nonexistent: invariant\n");
+  write_file(dir / "s.yaml",
+             "name: x\nop: gemm\ndtype: bf16\nshape: {n: 8, k: 8}\nseed: 1\n"
+             "backends:\n  cpu-nonexistent: invariant\n");
   CommandResult r = run_nvdet("audit " + (dir / "s.yaml").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("s.yaml:7:"), std::string::npos) << r.err;
@@ -115,8 +118,8 @@ TEST(AuditCli, GpuBackendWithoutGpuExitsThree) {
 TEST(InfoAndList, Work) {
   CommandResult r = run_nvdet("list");
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* word : {"gemm", "attention_decode", "cpu-invariant", "cuda-invariant", "kv_len",
-                           "prefill_chunk"}) {
+  for (const char* word :
+       {"gemm", "attention_decode", "cpu-invariant", "cuda-invariant", "kv_len", "prefill_chunk"}) {
     EXPECT_NE(r.out.find(word), std::string::npos) << word;
   }
   r = run_nvdet("info");
@@ -126,14 +129,15 @@ TEST(InfoAndList, Work) {
 
 TEST(BenchCli, CpuBenchPrintsRatios) {
   const auto dir = make_temp_dir("bench");
-  const CommandResult r = run_nvdet("bench " + scenario("quickstart.yaml") +
-                                    " --filter 'batch=64,position=first' --reps 2 --report-dir " +
-                                    dir.string());
+  const CommandResult r =
+      run_nvdet("bench " + scenario("quickstart.yaml") +
+                " --filter 'batch=64,position=first' --reps 2 --report-dir " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("time vs cpu-variant"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(read_file(dir / "bench-quickstart.json"));
   EXPECT_EQ(j.at("baseline"), "cpu-variant");
-  ASSERT_EQ(j.at("rows").size(), 6u);  // the baseline context (always kept) and the match, x 3 backends
+  ASSERT_EQ(j.at("rows").size(),
+            6u);  // the baseline context (always kept) and the match, x 3 backends
   for (const auto& row : j.at("rows")) EXPECT_GT(row.at("median_us").get<double>(), 0.0);
 }
 

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <set>
 
 #include "lib/core/error.h"
@@ -17,7 +16,9 @@
 namespace nvdet::testing {
 namespace {
 
-std::string scenario(const std::string& name) { return (source_dir() / "scenarios" / name).string(); }
+std::string scenario(const std::string& name) {
+  return (source_dir() / "scenarios" / name).string();
+}
 
 TEST(AxisTable, EveryAxisIsDeclaredOnceInItsPlaceWithHelpDefaultAndOps) {
   ASSERT_EQ(axis_table().size(), kAxisCount);
@@ -90,20 +91,24 @@ TEST(AxisTable, RulesRefuseValuesOutsideThemNamingTheAxis) {
     return axis_value_problem(axis_spec(a), v).value_or("");
   };
   EXPECT_EQ(problem(Axis::kBatch, int64_t{0}), "'batch' values must be at least 1, got 0");
-  EXPECT_EQ(problem(Axis::kNumSplits, int64_t{-1}), "'num_splits' values must be non-negative, got -1");
+  EXPECT_EQ(problem(Axis::kNumSplits, int64_t{-1}),
+            "'num_splits' values must be non-negative, got -1");
   EXPECT_EQ(problem(Axis::kTokens, kMaxAxisInteger + 1),
             "'tokens' value 16777217 is more than the limit 16777216");
-  EXPECT_EQ(problem(Axis::kKvLen, std::string("same")), "'kv_len' values must be integers, got 'same'");
+  EXPECT_EQ(problem(Axis::kKvLen, std::string("same")),
+            "'kv_len' values must be integers, got 'same'");
   EXPECT_EQ(problem(Axis::kSampler, int64_t{1}),
             "'sampler' values must be 'per_request', 'batch_stream', got 1");
-  EXPECT_EQ(problem(Axis::kPrefillChunk, std::string("hole")),
-            "'prefill_chunk' values must be integers or 'whole', got 'hole' (did you mean 'whole'?)");
+  EXPECT_EQ(
+      problem(Axis::kPrefillChunk, std::string("hole")),
+      "'prefill_chunk' values must be integers or 'whole', got 'hole' (did you mean 'whole'?)");
   EXPECT_EQ(problem(Axis::kPosition, int64_t{0}), "");
   EXPECT_EQ(problem(Axis::kFillerKvLen, std::string("same")), "");
   EXPECT_EQ(problem(Axis::kAllreduce, std::string("ring")), "");
   // Text reads as an integer only where the axis takes integers.
   EXPECT_EQ(axis_value_from_text(axis_spec(Axis::kPrefillChunk), "8"), AxisValue(int64_t{8}));
-  EXPECT_EQ(axis_value_from_text(axis_spec(Axis::kPrefillChunk), "whole"), AxisValue(std::string("whole")));
+  EXPECT_EQ(axis_value_from_text(axis_spec(Axis::kPrefillChunk), "whole"),
+            AxisValue(std::string("whole")));
   EXPECT_EQ(axis_value_from_text(axis_spec(Axis::kSampler), "1"), AxisValue(std::string("1")));
 }
 
@@ -112,7 +117,8 @@ TEST(AxisTable, MakeContextFormatsIdAndGroupAndRefusesWhatTheOpDoesNotTake) {
   s.op = OpKind::kAttentionDecode;
   s.requests = {0};
   const AxisSettings d = axis_defaults(s);
-  const Context c = make_context(s.op, 3, {{"kv_len", int64_t{255}}, {"batch", int64_t{4}}}, &d, "x");
+  const Context c =
+      make_context(s.op, 3, {{"kv_len", int64_t{255}}, {"batch", int64_t{4}}}, &d, "x");
   EXPECT_EQ(c.index, 3);
   EXPECT_EQ(c.id, "attention_decode(kv_len=255,batch=4)");
   EXPECT_EQ(c.group, "kv_len=255");
@@ -131,23 +137,27 @@ TEST(AxisTable, MakeContextFormatsIdAndGroupAndRefusesWhatTheOpDoesNotTake) {
   EXPECT_EQ(refused({{"tp", int64_t{2}}}),
             "where: axis 'tp' does not apply to op 'attention_decode' (its axes: batch, position, "
             "kv_len, filler_kv_len, num_splits, split_size, page_size)");
-  EXPECT_NE(refused({{"kv_lne", int64_t{2}}}).find("unknown axis 'kv_lne' (did you mean 'kv_len'?)"),
-            std::string::npos);
+  EXPECT_NE(
+      refused({{"kv_lne", int64_t{2}}}).find("unknown axis 'kv_lne' (did you mean 'kv_len'?)"),
+      std::string::npos);
   EXPECT_EQ(refused({{"kv_len", int64_t{0}}}), "where: 'kv_len' values must be at least 1, got 0");
-  EXPECT_EQ(refused({{"batch", int64_t{2}}, {"batch", int64_t{3}}}), "where: axis 'batch' is given twice");
+  EXPECT_EQ(refused({{"batch", int64_t{2}}, {"batch", int64_t{3}}}),
+            "where: axis 'batch' is given twice");
 }
 
 // Refusal 1 of 3: a scenario's sweep value, at its line, exit 2.
 TEST(AxisTable, ScenarioValueOutsideTheRuleIsRefusedNamingTheAxis) {
   const auto dir = make_temp_dir("axis-scenario");
   write_file(dir / "s.yaml",
-             "name: s\nop: model\ndtype: bf16\nseed: 1\nmodel: {hidden: 64, layers: 1, heads: 2, kv_heads: 1, "
+             "name: s\nop: model\ndtype: bf16\nseed: 1\nmodel: {hidden: 64, layers: 1, heads: 2, "
+             "kv_heads: 1, "
              "intermediate: 64, vocab: 64, prompt_len: 4, num_prompts: 2, max_new_tokens: 2}\n"
              "requests: [0]\nsweep:\n  max_new_tokens: [2, 0]\n"
              "backends: {cpu-invariant: invariant}\n");
   const CommandResult r = run_nvdet("audit " + (dir / "s.yaml").string() + " -q");
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("s.yaml:8:23: 'max_new_tokens' values must be at least 1, got 0"), std::string::npos)
+  EXPECT_NE(r.err.find("s.yaml:8:23: 'max_new_tokens' values must be at least 1, got 0"),
+            std::string::npos)
       << r.err;
 }
 
@@ -157,8 +167,11 @@ TEST(AxisTable, BisectContextOutsideTheRuleIsRefusedNamingTheAxis) {
     std::string context, says;
   };
   for (const Case& c : std::vector<Case>{
-           {"max_new_tokens=0", "--context max_new_tokens=0: 'max_new_tokens' values must be at least 1, got 0"},
-           {"prefill_chunk=hole", "'prefill_chunk' values must be integers or 'whole', got 'hole' (did you mean 'whole'?)"},
+           {"max_new_tokens=0",
+            "--context max_new_tokens=0: 'max_new_tokens' values must be at least 1, got 0"},
+           {"prefill_chunk=hole",
+            "'prefill_chunk' values must be integers or 'whole', got 'hole' (did you mean "
+            "'whole'?)"},
            {"sampler=7", "'sampler' values must be 'per_request', 'batch_stream', got '7'"},
            {"kv_len=8", "axis 'kv_len' does not apply to op 'model'"},
            {"bach=2", "unknown axis 'bach' (did you mean 'batch'?)"},
@@ -175,8 +188,8 @@ TEST(AxisTable, BisectContextOutsideTheRuleIsRefusedNamingTheAxis) {
 // or whose id does not match its values.
 TEST(AxisTable, ReportContextOutsideTheRuleIsRefusedNamingTheAxis) {
   const auto dir = make_temp_dir("axis-report");
-  const CommandResult audit = run_nvdet("audit " + scenario("quickstart.yaml") + " -q --format json --report-dir " +
-                                        dir.string());
+  const CommandResult audit = run_nvdet("audit " + scenario("quickstart.yaml") +
+                                        " -q --format json --report-dir " + dir.string());
   ASSERT_EQ(audit.exit_code, 0) << audit.out << audit.err;
   const nlohmann::json good = nlohmann::json::parse(read_file(dir / "quickstart.json"));
   // The context values as the report holds them: each context's value of `axis` replaced.
@@ -199,13 +212,14 @@ TEST(AxisTable, ReportContextOutsideTheRuleIsRefusedNamingTheAxis) {
            {"batch-text", with_value("batch", "0"), "'batch' values must be at least 1, got 0"},
            {"position", with_value("position", "nowhere"),
             "'position' values must be integers or 'first', 'middle', 'last', got 'nowhere'"},
-           {"float", with_value("batch", 2.5), "context value of 'batch' must be an integer or a word"},
+           {"float", with_value("batch", 2.5),
+            "context value of 'batch' must be an integer or a word"},
            {"mismatch", with_value("batch", 5), "does not match its values"},
        }) {
     SCOPED_TRACE(c.name);
     write_file(dir / (c.name + ".json"), c.report.dump());
-    const CommandResult r = run_nvdet("report " + (dir / (c.name + ".json")).string() + " --report-dir " +
-                                      (dir / "out").string() + " --format md");
+    const CommandResult r = run_nvdet("report " + (dir / (c.name + ".json")).string() +
+                                      " --report-dir " + (dir / "out").string() + " --format md");
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_NE(r.err.find("cannot read audit report"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;

@@ -9,9 +9,8 @@
 #include <sys/wait.h>
 
 #include <chrono>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "lib/core/error.h"
 #include "lib/core/temporary_files.h"
@@ -24,7 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string scenario(const std::string& name) { return (source_dir() / "scenarios" / name).string(); }
+std::string scenario(const std::string& name) {
+  return (source_dir() / "scenarios" / name).string();
+}
 
 std::vector<std::string> ids_listed(const std::string& out) {
   std::vector<std::string> ids;
@@ -37,13 +38,13 @@ std::vector<std::string> ids_listed(const std::string& out) {
 }
 
 TEST(CliConventions, ShortFlagsAreTheLongOnes) {
-  const CommandResult k = run_nvdet("audit " + scenario("quickstart.yaml") +
-                                    " -k 'batch=(2|65),' --list-contexts");
+  const CommandResult k =
+      run_nvdet("audit " + scenario("quickstart.yaml") + " -k 'batch=(2|65),' --list-contexts");
   ASSERT_EQ(k.exit_code, 0) << k.err;
-  EXPECT_EQ(ids_listed(k.out),
-            (std::vector<std::string>{"gemm(batch=2,position=first)", "gemm(batch=2,position=last)",
-                                      "gemm(batch=65,position=first)",
-                                      "gemm(batch=65,position=last)"}));
+  EXPECT_EQ(
+      ids_listed(k.out),
+      (std::vector<std::string>{"gemm(batch=2,position=first)", "gemm(batch=2,position=last)",
+                                "gemm(batch=65,position=first)", "gemm(batch=65,position=last)"}));
   const CommandResult q =
       run_nvdet("audit " + scenario("quickstart.yaml") + " -q -k 'batch=(2|17),'");
   ASSERT_EQ(q.exit_code, 0) << q.err;
@@ -51,7 +52,8 @@ TEST(CliConventions, ShortFlagsAreTheLongOnes) {
 }
 
 TEST(CliConventions, ExitFirstAndMaxfailStopAfterFailedExpectations) {
-  const std::string two = scenario("fail-expect-invariant.yaml") + " " + scenario("quickstart.yaml");
+  const std::string two =
+      scenario("fail-expect-invariant.yaml") + " " + scenario("quickstart.yaml");
   const CommandResult x = run_nvdet("audit " + two + " -q -x");
   EXPECT_EQ(x.exit_code, 1);
   EXPECT_EQ(x.out.find("quickstart:"), std::string::npos) << x.out;  // never ran
@@ -70,18 +72,19 @@ TEST(CliConventions, ExitFirstAndMaxfailStopAfterFailedExpectations) {
 
 TEST(CliConventions, LastFailedRerunsTheFailedContextsWithTheirBaselines) {
   const fs::path dir = make_temp_dir("last-failed");
-  const std::string both = scenario("fail-expect-invariant.yaml") + " " + scenario("quickstart.yaml");
-  ASSERT_EQ(run_nvdet("audit " + both + " -q --report-dir " + dir.string() + " --format json")
-                .exit_code,
-            1);
+  const std::string both =
+      scenario("fail-expect-invariant.yaml") + " " + scenario("quickstart.yaml");
+  ASSERT_EQ(
+      run_nvdet("audit " + both + " -q --report-dir " + dir.string() + " --format json").exit_code,
+      1);
   const json last = json::parse(read_file(dir / "fail-expect-invariant.json"));
   std::set<std::string> failed;
   for (const json& d : last.at("divergences")) failed.insert(d.at("context").get<std::string>());
   ASSERT_FALSE(failed.empty());
-  const std::string reports = (dir / "fail-expect-invariant.json").string() + " " +
-                              (dir / "quickstart.json").string();
-  const CommandResult lf = run_nvdet("audit " + both + " --last-failed " + reports +
-                                     " --list-contexts");
+  const std::string reports =
+      (dir / "fail-expect-invariant.json").string() + " " + (dir / "quickstart.json").string();
+  const CommandResult lf =
+      run_nvdet("audit " + both + " --last-failed " + reports + " --list-contexts");
   ASSERT_EQ(lf.exit_code, 0) << lf.err;
   // The passed scenario is not run again; the failed one runs its failed contexts and the
   // baseline they were compared with.
@@ -143,8 +146,7 @@ TEST(CliConventions, AxisOverrideGivesTheSameScenarioAsTheFile) {
   ASSERT_NE(edited.find(from), std::string::npos);
   edited.replace(edited.find(from), from.size(), "batch: [5, {from: 8, to: 40, step: 16}]");
   const Scenario a = parse_scenario(edited, "q.yaml");
-  const Scenario b =
-      parse_scenario(yaml, "q.yaml", {{"batch", "5, {from: 8, to: 40, step: 16}"}});
+  const Scenario b = parse_scenario(yaml, "q.yaml", {{"batch", "5, {from: 8, to: 40, step: 16}"}});
   ASSERT_EQ(a.sweep.size(), b.sweep.size());
   for (size_t i = 0; i < a.sweep.size(); ++i) {
     EXPECT_EQ(a.sweep[i].axis, b.sweep[i].axis);
@@ -232,8 +234,14 @@ TEST(CliConventions, InterruptionSaysWhatWasWrittenAndRemoved) {
   if (!test_hooks_built()) GTEST_SKIP() << "needs a build with -DNVDET_TEST_HOOKS=ON";
   const fs::path dir = make_temp_dir("interrupt-line");
   const std::string err = (dir / "err.txt").string();
-  std::vector<std::string> args = {nvdet_binary().string(), "audit", scenario("quickstart.yaml"),
-                                   "-q", "--report-dir", (dir / "r").string(), "--format", "json,md"};
+  std::vector<std::string> args = {nvdet_binary().string(),
+                                   "audit",
+                                   scenario("quickstart.yaml"),
+                                   "-q",
+                                   "--report-dir",
+                                   (dir / "r").string(),
+                                   "--format",
+                                   "json,md"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

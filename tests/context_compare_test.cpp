@@ -77,7 +77,8 @@ TEST(Contexts, FilterIsLinearTimeAndBoundedInNesting) {
   EXPECT_TRUE(select_contexts(all, ContextFilter("(.+)+X")).empty());
   EXPECT_TRUE(select_contexts(all, ContextFilter("^(([a-z]|[0-9]|=|,|\\(|\\))+)+X$")).empty());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-  const std::vector<Context> kept = select_contexts(all, ContextFilter("batch=1999,position=(middle|last)"));
+  const std::vector<Context> kept =
+      select_contexts(all, ContextFilter("batch=1999,position=(middle|last)"));
   ASSERT_EQ(kept.size(), 3u);  // the baseline and the two matches
   EXPECT_EQ(kept[1].id, "gemm(batch=1999,position=middle)");
   const std::string nested = std::string(100000, '(') + "a" + std::string(100000, ')');
@@ -86,7 +87,8 @@ TEST(Contexts, FilterIsLinearTimeAndBoundedInNesting) {
     FAIL() << "a 200 KB pattern was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("more than the limit of 4096"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than the limit of 4096"), std::string::npos)
+        << e.what();
   }
   // Nesting 2000 deep within the length limit: RE2 parses it without recursing on the stack.
   const std::string deep = std::string(2000, '(') + "batch=7," + std::string(2000, ')');
@@ -96,7 +98,8 @@ TEST(Contexts, FilterIsLinearTimeAndBoundedInNesting) {
     FAIL() << "an unbalanced group was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("--filter 'batch=(' is not a valid regular expression (missing )"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "--filter 'batch=(' is not a valid regular expression (missing )"),
               std::string::npos)
         << e.what();
   }
@@ -113,8 +116,8 @@ TEST(BatchLayout, ProbesSitWhereThePositionSays) {
   EXPECT_EQ(last.probe_slot, (std::vector<int64_t>{6, 7}));
   EXPECT_FALSE(last.slots[0].probed);
   const AxisSettings defaults = axis_defaults(s);
-  const Context c = make_context(s.op, 0, {{"batch", int64_t{4}}, {"position", int64_t{3}}},
-                                 &defaults, "test");
+  const Context c =
+      make_context(s.op, 0, {{"batch", int64_t{4}}, {"position", int64_t{3}}}, &defaults, "test");
   EXPECT_THROW(make_batch_layout(s, c), Error);  // slots 3 and 4 of a batch of 4
 }
 
@@ -152,8 +155,8 @@ TEST(Compare, FindsFirstMismatchBitsAndUlp) {
   EXPECT_EQ(c.first_mismatch_row, 1);
   EXPECT_EQ(c.mismatched_rows, 2);
   EXPECT_GT(c.max_abs_diff, 0.0);
-  EXPECT_DOUBLE_EQ(c.max_abs_diff, std::max(std::fabs(a.get(21) - b.get(21)),
-                                            std::fabs(a.get(32) - b.get(32))));
+  EXPECT_DOUBLE_EQ(c.max_abs_diff,
+                   std::max(std::fabs(a.get(21) - b.get(21)), std::fabs(a.get(32) - b.get(32))));
 }
 
 TEST(Compare, RefusesDifferentShapesOrDtypes) {

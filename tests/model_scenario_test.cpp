@@ -9,11 +9,11 @@
 #include <cstdio>
 
 #include "lib/loader/scenario_loader.h"
+#include "lib/model/model_runner.h"
+#include "lib/report/report_text.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/bisect.h"
 #include "lib/scenario/context.h"
-#include "lib/model/model_runner.h"
-#include "lib/report/report_text.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -33,7 +33,8 @@ const BackendOutcome& outcome(const AuditResult& r, const std::string& name) {
 TEST(ModelScenario, CpuInvariantGivesOneCompletionAndVariantMore) {
   const auto t0 = std::chrono::steady_clock::now();
   const AuditResult r = run_audit(model_cpu(), AuditOptions{});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const BackendOutcome& inv = outcome(r, "cpu-invariant");
   const BackendOutcome& var = outcome(r, "cpu-variant");
   EXPECT_EQ(inv.max_distinct_completions, 1);
@@ -68,7 +69,8 @@ TEST(ModelScenario, ArchitectureScenariosHoldInvariance) {
   for (const char* name : {"model-llama-cpu.yaml", "model-mistral-cpu.yaml", "model-qwen2-cpu.yaml",
                            "model-qwen3-cpu.yaml"}) {
     const AuditResult r =
-        run_audit(load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string()), AuditOptions{});
+        run_audit(load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string()),
+                  AuditOptions{});
     const BackendOutcome& inv = outcome(r, "cpu-invariant");
     EXPECT_EQ(inv.max_distinct_completions, 1) << name;
     EXPECT_EQ(inv.divergent_contexts, 0) << name;
@@ -88,10 +90,11 @@ bool is_moe_op(const std::string& op) {
 TEST(ModelScenario, MoeScenariosHoldInvariance) {
   // The MoE fixtures and the wider seeded Qwen3-MoE: cpu-invariant and cpu-portable give one
   // result per prompt in every context, whatever each expert's row count.
-  for (const char* name : {"model-qwen3-moe-cpu.yaml", "model-mixtral-cpu.yaml",
-                           "model-qwen3-moe-wide-cpu.yaml"}) {
+  for (const char* name :
+       {"model-qwen3-moe-cpu.yaml", "model-mixtral-cpu.yaml", "model-qwen3-moe-wide-cpu.yaml"}) {
     const AuditResult r =
-        run_audit(load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string()), AuditOptions{});
+        run_audit(load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string()),
+                  AuditOptions{});
     for (const char* b : {"cpu-invariant", "cpu-portable"}) {
       const BackendOutcome& inv = outcome(r, b);
       EXPECT_EQ(inv.max_distinct_completions, 1) << name << " " << b;
@@ -128,16 +131,17 @@ TEST(ModelScenario, BisectNamesTheMoeSubOp) {
 }
 
 TEST(ModelScenario, GpuModelScenariosLoad) {
-  for (const char* name : {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
-                           "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml",
-                           "model-qwen3-30b-a3b-gpu.yaml"}) {
+  for (const char* name :
+       {"model-decode.yaml", "model-decode-qwen-vocab.yaml", "model-gpu.yaml",
+        "model-llama3-8b-gpu.yaml", "model-qwen3-8b-gpu.yaml", "model-qwen3-30b-a3b-gpu.yaml"}) {
     const Scenario s = load_scenario((nvdet::testing::source_dir() / "scenarios" / name).string());
     EXPECT_EQ(s.op, OpKind::kModel) << name;
     EXPECT_GE(expand_contexts(s).size(), 2u) << name;
   }
   // The 32-layer throughput scenario of the device-resident decoder's H200 check.
   const Scenario big = load_scenario(
-      (nvdet::testing::source_dir() / "reports/h200/model/model-llama3-8b-32layer-gpu.yaml").string());
+      (nvdet::testing::source_dir() / "reports/h200/model/model-llama3-8b-32layer-gpu.yaml")
+          .string());
   EXPECT_EQ(big.op, OpKind::kModel);
   EXPECT_EQ(expand_contexts(big).size(), 2u);
 }

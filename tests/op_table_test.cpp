@@ -1,16 +1,16 @@
 // The op table (lib/loader/op_table.h) is the one place that says what an op is: these tests hold
 // the loader, `nvdet list`, the budget, the workload factories and README.md's op table to it, so
 // that adding an op stays "a workload file, its kernels, its tests and one record".
+#include "lib/loader/op_table.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <set>
 #include <string>
 #include <vector>
 
 #include "lib/core/error.h"
-#include "lib/loader/op_table.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/budget.h"
 #include "lib/scenario/context.h"
@@ -32,8 +32,9 @@ std::string minimal_scenario(const OpSpec& op) {
   if (op.accepts_key("attention")) text += "attention: {heads: 2, kv_heads: 1, head_dim: 16}\n";
   if (op.accepts_key("prefill")) text += "prefill: {prompt_len: 24}\n";
   if (op.accepts_key("model"))
-    text += "model: {hidden: 32, layers: 1, heads: 2, kv_heads: 1, intermediate: 48, vocab: 64, "
-            "prompt_len: 3, num_prompts: 1, max_new_tokens: 2}\n";
+    text +=
+        "model: {hidden: 32, layers: 1, heads: 2, kv_heads: 1, intermediate: 48, vocab: 64, "
+        "prompt_len: 3, num_prompts: 1, max_new_tokens: 2}\n";
   return text + "backends: {cpu-reference: report}\n";
 }
 

@@ -72,7 +72,8 @@ TEST(ParityCpu, MetricsMatchAnIndependentComputationFromBothRows) {
   const std::vector<Context> contexts = expand_contexts(s);
   // Decode at batch 8 against one whole pass of 4 packed sequences: GEMMs of 8 rows against 96.
   const auto it = std::find_if(contexts.begin(), contexts.end(), [](const Context& x) {
-    return x.id.find("batch=8,prefill_chunk=whole,score_batch=4,score_chunk=whole") != std::string::npos;
+    return x.id.find("batch=8,prefill_chunk=whole,score_batch=4,score_chunk=whole") !=
+           std::string::npos;
   });
   ASSERT_NE(it, contexts.end());
   const Context& c = *it;
@@ -92,7 +93,8 @@ TEST(ParityCpu, MetricsMatchAnIndependentComputationFromBothRows) {
     std::vector<long double> ps(vocab), pt(vocab);
     bool same = true;
     for (int64_t v = 0; v < vocab; ++v) {
-      const float x = static_cast<float>(a.get(t * vocab + v)), y = static_cast<float>(b.get(t * vocab + v));
+      const float x = static_cast<float>(a.get(t * vocab + v)),
+                  y = static_cast<float>(b.get(t * vocab + v));
       same = same && std::memcmp(&x, &y, sizeof x) == 0;
       zs += ps[v] = std::exp(static_cast<long double>(x));
       zt += pt[v] = std::exp(static_cast<long double>(y));
@@ -107,9 +109,12 @@ TEST(ParityCpu, MetricsMatchAnIndependentComputationFromBothRows) {
   }
   EXPECT_EQ(r.bitwise_equal_tokens, equal);
   EXPECT_LT(equal, a.dim(0));  // this context does differ
-  EXPECT_NEAR(r.mismatch_kl_max, static_cast<double>(kl_max), 1e-9 * static_cast<double>(kl_max) + 1e-15);
-  EXPECT_NEAR(r.mismatch_kl_mean, static_cast<double>(kl_sum / a.dim(0)), 1e-9 * static_cast<double>(kl_max) + 1e-15);
-  EXPECT_NEAR(r.logprob_abs_diff_max, static_cast<double>(lp_max), 1e-9 * static_cast<double>(lp_max) + 1e-15);
+  EXPECT_NEAR(r.mismatch_kl_max, static_cast<double>(kl_max),
+              1e-9 * static_cast<double>(kl_max) + 1e-15);
+  EXPECT_NEAR(r.mismatch_kl_mean, static_cast<double>(kl_sum / a.dim(0)),
+              1e-9 * static_cast<double>(kl_max) + 1e-15);
+  EXPECT_NEAR(r.logprob_abs_diff_max, static_cast<double>(lp_max),
+              1e-9 * static_cast<double>(lp_max) + 1e-15);
 }
 
 // model-parity-cpu.yaml's decoder at one context where cpu-variant's decode and scoring pass part
@@ -131,9 +136,9 @@ backends:
 TEST(ParityCpu, BitwiseExpectationFailsWithExit1InEveryFormat) {
   const auto dir = nvdet::testing::make_temp_dir("parity-fail");
   nvdet::testing::write_file(dir / "parity-fail.yaml", kFailing);
-  const auto res = nvdet::testing::run_nvdet(
-      "audit " + (dir / "parity-fail.yaml").string() + " --report-dir " + (dir / "out").string() +
-          " --format md,json,junit,html");
+  const auto res =
+      nvdet::testing::run_nvdet("audit " + (dir / "parity-fail.yaml").string() + " --report-dir " +
+                                (dir / "out").string() + " --format md,json,junit,html");
   EXPECT_EQ(res.exit_code, 1) << res.out << res.err;
   EXPECT_NE(res.out.find("FAIL cpu-variant"), std::string::npos) << res.out;
   EXPECT_NE(res.out.find("PASS cpu-invariant"), std::string::npos) << res.out;
@@ -151,9 +156,9 @@ TEST(ParityCpu, BitwiseExpectationFailsWithExit1InEveryFormat) {
   EXPECT_NE(json.find("\"mismatch_kl_max\""), std::string::npos);
   EXPECT_NE(json.find("\"parity_expect\": \"bitwise\""), std::string::npos);
   // nvdet report re-renders the section from the JSON, byte for byte.
-  const auto again = nvdet::testing::run_nvdet("report " + (dir / "out" / "parity-fail.json").string() +
-                                               " --report-dir " + (dir / "again").string() +
-                                               " --format md,json,junit,html");
+  const auto again = nvdet::testing::run_nvdet(
+      "report " + (dir / "out" / "parity-fail.json").string() + " --report-dir " +
+      (dir / "again").string() + " --format md,json,junit,html");
   EXPECT_EQ(again.exit_code, 1) << again.err;
   for (const char* ext : {".md", ".json", ".junit.xml", ".html"}) {
     EXPECT_EQ(nvdet::testing::read_file(dir / "again" / (std::string("parity-fail") + ext)),
@@ -179,7 +184,8 @@ TEST(ParityCpu, MergedShardsFailTheBitwiseExpectationAsTheWholeRunDoes) {
                                              std::to_string(i) + "/2 --report-dir " +
                                              (dir / "shards").string());
     ASSERT_TRUE(s.exit_code == 0 || s.exit_code == 1) << s.err;
-    shards += " " + (dir / "shards" / ("parity-fail.shard-" + std::to_string(i) + "-of-2.json")).string();
+    shards +=
+        " " + (dir / "shards" / ("parity-fail.shard-" + std::to_string(i) + "-of-2.json")).string();
   }
   const auto merged = nvdet::testing::run_nvdet("report" + shards + " --format json --report-dir " +
                                                 (dir / "merged").string());
@@ -228,7 +234,7 @@ TEST(ParityCpu, BisectNamesWhereDecodeAndScoringPassParted) {
   EXPECT_EQ(r.first_op->step, 0);
   EXPECT_EQ(r.first_op->layer, 0);
   EXPECT_EQ(r.first_op->op, "qkv");  // the audit's first op apart, found from hashes alone
-  EXPECT_EQ(r.growth.size(), 12u);     // one row per generated token
+  EXPECT_EQ(r.growth.size(), 12u);   // one row per generated token
   EXPECT_EQ(r.completion_a.size(), 12u);
   o.backend = "cpu-invariant";
   const BisectResult same = run_bisect(s, o);
@@ -243,14 +249,16 @@ TEST(SamplingCpu, PerRequestHoldsAndBatchStreamDiverges) {
   const AuditResult r = run_audit(shipped("model-sampling-cpu.yaml"), AuditOptions{});
   std::map<std::string, std::map<int64_t, std::set<std::vector<int32_t>>>> by_group;
   for (const CaseRecord& c : r.cases) {
-    for (const RequestRecord& q : c.requests) by_group[context_of(r, c).group][q.request].insert(q.completion);
+    for (const RequestRecord& q : c.requests)
+      by_group[context_of(r, c).group][q.request].insert(q.completion);
   }
   ASSERT_EQ(by_group.size(), 2u);
   for (const auto& [request, set] : by_group.at("sampler=per_request")) {
     EXPECT_EQ(set.size(), 1u) << "request " << request;
   }
   size_t most = 0;
-  for (const auto& [request, set] : by_group.at("sampler=batch_stream")) most = std::max(most, set.size());
+  for (const auto& [request, set] : by_group.at("sampler=batch_stream"))
+    most = std::max(most, set.size());
   EXPECT_GT(most, 1u);
   // Sampling, not argmax: the per-request completion is not the greedy one.
   Scenario greedy = shipped("model-sampling-cpu.yaml");

@@ -110,8 +110,8 @@ inline AuditResult make_sample_audit_result() {
   const Hash128 r2r{0x9999999999999999ull, 0x0000000000000009ull};
 
   auto variant_split = [](const std::string& batch, const std::string& position) -> int {
-    if (position == "first" && (batch == "5" || batch == "6" || batch == "7" || batch == "8" ||
-                                batch == "16"))
+    if (position == "first" &&
+        (batch == "5" || batch == "6" || batch == "7" || batch == "8" || batch == "16"))
       return 4;
     if (position == "last" && (batch == "2" || batch == "32")) return 2;
     return 1;
@@ -121,7 +121,8 @@ inline AuditResult make_sample_audit_result() {
   for (const std::string& batch : sample_batches()) {
     for (const std::string position : {"first", "last"}) {
       const std::string id = sample_context_id(batch, position);
-      add_sample_context(r, index, id, {{"batch", int64_t{std::stoll(batch)}}, {"position", position}});
+      add_sample_context(r, index, id,
+                         {{"batch", int64_t{std::stoll(batch)}}, {"position", position}});
       for (const BackendOutcome& b : r.backends) {
         for (int repeat = 0; repeat < 2; ++repeat) {
           CaseRecord c;
@@ -185,8 +186,12 @@ inline AuditResult make_sample_audit_result() {
     d.context = sample_context_id("3", "last");
     d.baseline_context_index = sample_context_index("1", "first");
     d.context_index = sample_context_index("3", "last");
-    d.first_mismatch = {4101, {1, 5}, std::numeric_limits<double>::infinity(),
-                        std::numeric_limits<double>::quiet_NaN(), "0x7f80", "0x7fc0",
+    d.first_mismatch = {4101,
+                        {1, 5},
+                        std::numeric_limits<double>::infinity(),
+                        std::numeric_limits<double>::quiet_NaN(),
+                        "0x7f80",
+                        "0x7fc0",
                         std::numeric_limits<uint64_t>::max()};
     d.max_abs_diff = std::numeric_limits<double>::quiet_NaN();
     d.max_rel_diff = std::numeric_limits<double>::infinity();

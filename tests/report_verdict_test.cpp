@@ -82,14 +82,17 @@ Verdicts verdicts_of(const AuditResult& r) {
   const std::string console = render_console_summary(r);
   v.console = console.find("\naudit PASSED") != std::string::npos   ? "PASS"
               : console.find("\naudit FAILED") != std::string::npos ? "FAIL"
-                                                                     : "?";
+                                                                    : "?";
   v.json = audit_to_json(r).at("summary").at("passed").get<bool>() ? "PASS" : "FAIL";
   const std::string md = render_markdown_report(r);
-  v.markdown = md.rfind("# \u2713 PASS", 0) == 0 ? "PASS" : md.rfind("# \u2717 FAIL", 0) == 0 ? "FAIL" : "?";
+  v.markdown = md.rfind("# \u2713 PASS", 0) == 0   ? "PASS"
+               : md.rfind("# \u2717 FAIL", 0) == 0 ? "FAIL"
+                                                   : "?";
   const std::string html = render_html_report(r);
-  v.html = html.find("<title>nvdet audit gemm-batch-sweep: PASS</title>") != std::string::npos ? "PASS"
-           : html.find("<title>nvdet audit gemm-batch-sweep: FAIL</title>") != std::string::npos ? "FAIL"
-                                                                                               : "?";
+  v.html =
+      html.find("<title>nvdet audit gemm-batch-sweep: PASS</title>") != std::string::npos   ? "PASS"
+      : html.find("<title>nvdet audit gemm-batch-sweep: FAIL</title>") != std::string::npos ? "FAIL"
+                                                                                            : "?";
   const int failures = junit_failures(render_junit_report(r));
   v.junit = failures == 0 ? "PASS" : failures > 0 ? "FAIL" : "?";
   return v;
@@ -137,20 +140,24 @@ TEST(OneVerdict, FailingVerifyFailsEveryFormat) {
   const std::string xml = render_junit_report(r);
   EXPECT_EQ(junit_failures(xml), 1) << xml;
   EXPECT_NE(xml.find("<testsuite name=\"gemm-batch-sweep/verify\" tests=\"4\" failures=\"1\""),
-            std::string::npos) << xml;
+            std::string::npos)
+      << xml;
   const size_t failing = xml.find("<testcase name=\"verify/cpu-variant/position=last\"");
   ASSERT_NE(failing, std::string::npos) << xml;
   const std::string failing_case = xml.substr(failing, xml.find("</testcase>", failing) - failing);
   EXPECT_NE(failing_case.find("<failure type=\"manifest-mismatch\""), std::string::npos);
   EXPECT_NE(failing_case.find("request 7 at " + sample_context_id("3", "last")), std::string::npos);
   EXPECT_NE(failing_case.find("first changed token 1"), std::string::npos);
-  EXPECT_NE(xml.find("<testcase name=\"verify/cpu-variant/position=first\" classname=\"gemm-batch-sweep\" time=\"0.000000\"/>"),
+  EXPECT_NE(xml.find("<testcase name=\"verify/cpu-variant/position=first\" "
+                     "classname=\"gemm-batch-sweep\" time=\"0.000000\"/>"),
             std::string::npos);
 
   // Markdown and HTML show the change and the environment; the console says why it failed.
   const std::string md = render_markdown_report(r);
   EXPECT_NE(md.find("**verify FAILED**"), std::string::npos);
-  EXPECT_NE(md.find("| `cpu-variant` | invariant | batch=3, position=last | 0 | 7 | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `cpu-variant` | invariant | batch=3, position=last | 0 | 7 | 1 |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("- driver 580.82 \u2192 580.95"), std::string::npos);
   const std::string html = render_html_report(r);
   EXPECT_NE(html.find("<section id=\"verify\">"), std::string::npos);
@@ -160,7 +167,8 @@ TEST(OneVerdict, FailingVerifyFailsEveryFormat) {
   EXPECT_NE(console.find("manifest verify FAILED"), std::string::npos) << console;
 
   // The annotation points at the manifest.
-  EXPECT_NE(github_error_annotations(r).find("::error file=golden/h200.json,title="), std::string::npos);
+  EXPECT_NE(github_error_annotations(r).find("::error file=golden/h200.json,title="),
+            std::string::npos);
 }
 
 TEST(OneVerdict, VerifyFailingWithoutAChangeStillFailsJunit) {
@@ -189,11 +197,15 @@ TEST(OneVerdict, SkippedBackendIsSaidSkippedEverywhere) {
   expect_all(r, "PASS");
   const std::string xml = render_junit_report(r);
   EXPECT_NE(xml.find("skipped=\"1\""), std::string::npos);
-  EXPECT_NE(xml.find("<testcase name=\"cuda-invariant/skipped\" classname=\"gemm-batch-sweep\" "
-                     "time=\"0.000000\">\n      <skipped message=\"needs a GPU; none is available\"/>"),
-            std::string::npos) << xml;
-  EXPECT_NE(render_markdown_report(r).find("| `cuda-invariant` | invariant | 0 | \u2013 | \u2013 | \u2013 | skipped: needs a GPU"),
-            std::string::npos);
+  EXPECT_NE(
+      xml.find("<testcase name=\"cuda-invariant/skipped\" classname=\"gemm-batch-sweep\" "
+               "time=\"0.000000\">\n      <skipped message=\"needs a GPU; none is available\"/>"),
+      std::string::npos)
+      << xml;
+  EXPECT_NE(
+      render_markdown_report(r).find(
+          "| `cuda-invariant` | invariant | 0 | \u2013 | \u2013 | \u2013 | skipped: needs a GPU"),
+      std::string::npos);
   EXPECT_NE(render_html_report(r).find("<tr class=\"skipped\"><td><code>cuda-invariant</code>"),
             std::string::npos);
   EXPECT_EQ(render_html_report(r).find("id=\"heatmap-cuda-invariant\""), std::string::npos);
@@ -204,7 +216,8 @@ TEST(OneVerdict, SkippedBackendIsSaidSkippedEverywhere) {
   const std::string console = render_console_summary(r);
   EXPECT_NE(console.find("  SKIP cuda-invariant"), std::string::npos) << console;
   EXPECT_NE(console.find("audit PASSED: 2 of 2 backends met their expectation, 1 skipped"),
-            std::string::npos) << console;
+            std::string::npos)
+      << console;
 }
 
 TEST(VerifyText, ShortHashesAlwaysShowTheDifference) {
@@ -212,9 +225,11 @@ TEST(VerifyText, ShortHashesAlwaysShowTheDifference) {
   const Hash128 b{0x6ccd402f6586f649ull, 0x2ab1196fc78c42e0ull};
   EXPECT_EQ(short_hashes(a, b), std::make_pair(a.hex(), b.hex()));  // last digit differs
   const Hash128 c{0x6ccd402f6586f649ull, 0x0ull}, d{0x6ccd402f6587f649ull, 0x0ull};
-  EXPECT_EQ(short_hashes(c, d), std::make_pair(std::string("6ccd402f6586"), std::string("6ccd402f6587")));
+  EXPECT_EQ(short_hashes(c, d),
+            std::make_pair(std::string("6ccd402f6586"), std::string("6ccd402f6587")));
   const Hash128 e{0x6ccd402f65860000ull, 0x0ull}, f{0x6ccd402f65861000ull, 0x0ull};
-  EXPECT_EQ(short_hashes(e, f), std::make_pair(std::string("6ccd402f65860"), std::string("6ccd402f65861")));
+  EXPECT_EQ(short_hashes(e, f),
+            std::make_pair(std::string("6ccd402f65860"), std::string("6ccd402f65861")));
 }
 
 TEST(GithubAnnotations, NameTheScenarioLineAndEscape) {
@@ -223,9 +238,12 @@ TEST(GithubAnnotations, NameTheScenarioLineAndEscape) {
   const std::string a = github_error_annotations(r);
   EXPECT_NE(a.find("::error file=scenarios/gemm.yaml,line=12,title=nvdet audit gemm-batch-sweep%3A "
                    "cpu-invariant expected invariant::cpu-invariant: request 7"),
-            std::string::npos) << a;
-  EXPECT_NE(a.find("::error file=scenarios/gemm.yaml,title=nvdet audit gemm-batch-sweep%3A cpu-canary"),
-            std::string::npos) << a;
+            std::string::npos)
+      << a;
+  EXPECT_NE(
+      a.find("::error file=scenarios/gemm.yaml,title=nvdet audit gemm-batch-sweep%3A cpu-canary"),
+      std::string::npos)
+      << a;
   EXPECT_EQ(std::count(a.begin(), a.end(), '\n'), 2);  // one line per failed backend
   EXPECT_EQ(github_escape("a%b\r\nc:d,e", false), "a%25b%0D%0Ac:d,e");
   EXPECT_EQ(github_escape("a%b\r\nc:d,e", true), "a%25b%0D%0Ac%3Ad%2Ce");

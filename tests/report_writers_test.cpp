@@ -2,25 +2,26 @@
 // JSON contract key with its value, the Markdown summary's verdicts, grouped contexts and first
 // mismatch, well-formed JUnit with failures exactly where expectations failed, the HTML sections
 // and heatmap cells, and atomic writes.
-#include <gtest/gtest.h>
+#include "lib/report/report_writers.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <limits>
-#include <regex>
-#include <set>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "lib/core/atomic_file.h"
 #include "lib/core/error.h"
 #include "lib/report/bench_report.h"
 #include "lib/report/console_summary.h"
-#include "lib/core/atomic_file.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report.h"
 #include "lib/report/json_report_reader.h"
 #include "lib/report/junit_report.h"
 #include "lib/report/markdown_report.h"
-#include "lib/report/report_writers.h"
 #include "tests/report_sample_result.h"
 #include "tests/test_support.h"
 
@@ -62,7 +63,8 @@ TEST(ReportFormats, RejectsUnknownAndEmpty) {
     FAIL() << "pdf accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("unknown report format 'pdf'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown report format 'pdf'"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("md, json, junit, html"), std::string::npos) << e.what();
   }
   try {
@@ -110,8 +112,8 @@ TEST(JsonReport, HasEveryContractKeyWithItsValue) {
 
   const json& d = j.at("device");
   for (const char* key : {"nvdet_version", "host", "cuda_built", "compiled_architectures",
-                          "cuda_fp_flags", "cxx_fp_flags", "driver_version",
-                          "cuda_runtime_version", "cublas_version", "device_error", "gpus"}) {
+                          "cuda_fp_flags", "cxx_fp_flags", "driver_version", "cuda_runtime_version",
+                          "cublas_version", "device_error", "gpus"}) {
     EXPECT_TRUE(d.contains(key)) << key;
   }
   EXPECT_EQ(d.at("cuda_built"), true);
@@ -238,11 +240,14 @@ TEST(JsonReport, NumbersRoundTripExactly) {
 TEST(MarkdownReport, SaysVerdictsGroupedContextsAndFirstMismatch) {
   const std::string md = render_markdown_report(make_sample_audit_result());
   EXPECT_EQ(md.rfind("# \u2717 FAIL", 0), 0u) << md.substr(0, 80);
-  EXPECT_NE(md.find("NVIDIA H200 (132 SMs, compute 9.0), driver 580.82, CUDA runtime 13.0, cuBLAS 13.1.0"),
-            std::string::npos);
+  EXPECT_NE(
+      md.find(
+          "NVIDIA H200 (132 SMs, compute 9.0), driver 580.82, CUDA runtime 13.0, cuBLAS 13.1.0"),
+      std::string::npos);
   // One table row per backend with its verdict mark.
   EXPECT_NE(md.find("| `cpu-variant` | variant | 20 | 7 | 0 | 3 | \u2713 varies as expected"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| `cpu-invariant` | invariant | 20 | 1 | 0 | 2 | \u2717 "), std::string::npos);
   EXPECT_NE(md.find("| `cpu-canary` | variant | 20 | 0 | 0 | 1 | \u2717 "), std::string::npos);
   // Where cpu-variant changes, grouped by position with consecutive batches folded.
@@ -253,11 +258,14 @@ TEST(MarkdownReport, SaysVerdictsGroupedContextsAndFirstMismatch) {
   EXPECT_NE(md.find("| 0 | 0 | batch=2, position=last | token=0, col=17 | 1.5 | 1.5078125 | "
                     "`0x3fc0` \u2192 `0x3fc1` | 1 | 0.007812 | 12 elements, 1/2 tokens | "
                     "split_k 1 \u2192 2 |"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   // The inf/NaN mismatch of cpu-invariant.
-  EXPECT_NE(md.find("| 7 | 1 | batch=3, position=last | token=1, col=5 | inf | nan | `0x7f80` \u2192 "
-                    "`0x7fc0` | n/a | nan |"),
-            std::string::npos) << md;
+  EXPECT_NE(
+      md.find("| 7 | 1 | batch=3, position=last | token=1, col=5 | inf | nan | `0x7f80` \u2192 "
+              "`0x7fc0` | n/a | nan |"),
+      std::string::npos)
+      << md;
   // Run-to-run is named as such.
   EXPECT_NE(md.find("batch=4, position=first (repeat 1 vs 0)"), std::string::npos);
   // A backend without divergences gets no section.
@@ -370,16 +378,21 @@ TEST(Reports, ReaderRefusesIntegerFieldsThatAreNotInRangeIntegers) {
   const json good = json::parse(render_json_report(r));
   ASSERT_NO_THROW(audit_from_json(good, "the test's report"));
   ASSERT_FALSE(good.at("divergences").empty());
-  const std::vector<std::string> fields = {
-      "/schema_version",         "/scenario/seed",
-      "/scenario/requests/0",    "/scenario/repeat",
-      "/device/gpus/0/sm_count", "/device/gpus/0/memory_bytes",
-      "/backends/0/contexts_run", "/cases/0/context_index",
-      "/cases/0/repeat",         "/cases/0/requests/0/request",
-      "/divergences/0/request",  "/divergences/0/token",
-      "/divergences/0/first_mismatch/flat_index",
-      "/divergences/0/first_mismatch/coords/0",
-      "/summary/cases"};
+  const std::vector<std::string> fields = {"/schema_version",
+                                           "/scenario/seed",
+                                           "/scenario/requests/0",
+                                           "/scenario/repeat",
+                                           "/device/gpus/0/sm_count",
+                                           "/device/gpus/0/memory_bytes",
+                                           "/backends/0/contexts_run",
+                                           "/cases/0/context_index",
+                                           "/cases/0/repeat",
+                                           "/cases/0/requests/0/request",
+                                           "/divergences/0/request",
+                                           "/divergences/0/token",
+                                           "/divergences/0/first_mismatch/flat_index",
+                                           "/divergences/0/first_mismatch/coords/0",
+                                           "/summary/cases"};
   for (const std::string& field : fields) {
     const json::json_pointer at(field);
     ASSERT_TRUE(good.contains(at)) << field;
@@ -391,7 +404,8 @@ TEST(Reports, ReaderRefusesIntegerFieldsThatAreNotInRangeIntegers) {
         audit_from_json(edited, "r.json");
         ADD_FAILURE() << field << " = " << bad.dump() << " was read";
       } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("cannot read audit report 'r.json'"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("cannot read audit report 'r.json'"),
+                  std::string::npos)
             << e.what();
       }
     }
@@ -416,7 +430,8 @@ TEST(MarkdownReport, SingleAxisGivesOneLineAndCpuOnlyDevice) {
   std::erase_if(r.cases, [&r](const CaseRecord& c) {
     return axis_value_string(context_of(r, c).values[1].second) != "first";
   });
-  std::erase_if(r.contexts, [](const Context& c) { return axis_value_string(c.values[1].second) != "first"; });
+  std::erase_if(r.contexts,
+                [](const Context& c) { return axis_value_string(c.values[1].second) != "first"; });
   for (Context& c : r.contexts) c.values.resize(1);
   std::erase_if(r.divergences, [](const Divergence& d) {
     return d.context.find("position=last") != std::string::npos;
@@ -433,7 +448,8 @@ TEST(MarkdownReport, MergesGroupsThatChangeAtTheSameValues) {
   // cpu-variant now changes at batch 5..8, 16 in both positions.
   std::vector<Divergence> moved;
   for (Divergence d : r.divergences) {
-    if (d.backend != "cpu-variant" || d.context.find("position=first") == std::string::npos) continue;
+    if (d.backend != "cpu-variant" || d.context.find("position=first") == std::string::npos)
+      continue;
     d.context.replace(d.context.find("first"), 5, "last");
     d.context_index += 1;  // the same batch at position=last (writers go by the index)
     moved.push_back(d);
@@ -443,18 +459,21 @@ TEST(MarkdownReport, MergesGroupsThatChangeAtTheSameValues) {
   });
   r.divergences.insert(r.divergences.end(), moved.begin(), moved.end());
   const std::string md = render_markdown_report(r);
-  EXPECT_NE(md.find("Differs from `batch=1, position=first` at batch = 5..8, 16 (every position).\n"),
-            std::string::npos) << md;
+  EXPECT_NE(
+      md.find("Differs from `batch=1, position=first` at batch = 5..8, 16 (every position).\n"),
+      std::string::npos)
+      << md;
 }
 
 TEST(MarkdownReport, ValuesPrintAsShortestExactText) {
   AuditResult r = make_sample_audit_result();
   r.divergences[0].first_mismatch.a = static_cast<double>(0.18616834f);  // fp32 value
-  r.divergences[0].first_mismatch.b = 0.1;                                // not a float: full double
+  r.divergences[0].first_mismatch.b = 0.1;                               // not a float: full double
   const std::string md = render_markdown_report(r);
   EXPECT_NE(md.find("| 0.18616834 | 0.1 |"), std::string::npos) << md;
   r.divergences[0].first_mismatch.b = 0.30000000000000004;
-  EXPECT_NE(render_markdown_report(r).find("| 0.18616834 | 0.30000000000000004 |"), std::string::npos);
+  EXPECT_NE(render_markdown_report(r).find("| 0.18616834 | 0.30000000000000004 |"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- JUnit
@@ -496,7 +515,8 @@ TEST(MarkdownReport, ValuesPrintAsShortestExactText) {
     const std::string tag = xml.substr(i + 1, j - i - 1);
     const bool closing = tag[0] == '/';
     const bool self_closing = tag.back() == '/';
-    const std::string name = tag.substr(closing ? 1 : 0, tag.find_first_of(" />", 1) - (closing ? 1 : 0));
+    const std::string name =
+        tag.substr(closing ? 1 : 0, tag.find_first_of(" />", 1) - (closing ? 1 : 0));
     if (closing) {
       if (stack.empty() || stack.back() != name)
         return ::testing::AssertionFailure() << "</" << name << "> does not close "
@@ -521,18 +541,22 @@ TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
   // canary's failed expectation in a case of its own.
   EXPECT_EQ(count_of(xml, "<testsuite "), 4u);
   EXPECT_EQ(count_of(xml, "<testcase "), 81u);
-  EXPECT_NE(xml.find("<testsuites name=\"nvdet audit gemm-batch-sweep\" tests=\"81\" failures=\"2\""),
-            std::string::npos) << xml;
+  EXPECT_NE(
+      xml.find("<testsuites name=\"nvdet audit gemm-batch-sweep\" tests=\"81\" failures=\"2\""),
+      std::string::npos)
+      << xml;
   for (const char* backend : {"cpu-variant", "cpu-invariant", "cpu-canary", "cpu-reference"}) {
-    EXPECT_NE(xml.find("<testsuite name=\"gemm-batch-sweep/" + std::string(backend) +
-                       "\" tests=\""),
-              std::string::npos) << backend;
+    EXPECT_NE(
+        xml.find("<testsuite name=\"gemm-batch-sweep/" + std::string(backend) + "\" tests=\""),
+        std::string::npos)
+        << backend;
     for (const std::string& batch : testing::sample_batches()) {
       for (const char* position : {"first", "last"}) {
         const std::string name =
             std::string(backend) + "/" + testing::sample_context_id(batch, position);
         EXPECT_NE(xml.find("<testcase name=\"" + name + "\" classname=\"gemm-batch-sweep\""),
-                  std::string::npos) << name;
+                  std::string::npos)
+            << name;
       }
     }
   }
@@ -540,11 +564,15 @@ TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
   // Case times are the cases' measured seconds (both repeats of the context).
   double seconds = 0.0;
   for (const CaseRecord& c : r.cases) {
-    if (c.backend == "cpu-invariant" && context_of(r, c).id == testing::sample_context_id("3", "last")) seconds += c.seconds;
+    if (c.backend == "cpu-invariant" &&
+        context_of(r, c).id == testing::sample_context_id("3", "last"))
+      seconds += c.seconds;
   }
-  EXPECT_NE(xml.find("<testcase name=\"cpu-invariant/" + testing::sample_context_id("3", "last") +
-                     "\" classname=\"gemm-batch-sweep\" time=\"" + fmt::format("{:.6f}", seconds) + "\""),
-            std::string::npos) << xml;
+  EXPECT_NE(
+      xml.find("<testcase name=\"cpu-invariant/" + testing::sample_context_id("3", "last") +
+               "\" classname=\"gemm-batch-sweep\" time=\"" + fmt::format("{:.6f}", seconds) + "\""),
+      std::string::npos)
+      << xml;
   // Failures: the invariant backend's diverging context and the canary that never varied; the
   // variant backend that varied and the report-only backend (with a run-to-run divergence) pass.
   auto has_failure = [&](const std::string& name) {
@@ -560,10 +588,12 @@ TEST(JunitReport, WellFormedWithFailuresExactlyWhereExpectationsFailed) {
   EXPECT_FALSE(has_failure("cpu-reference/" + testing::sample_context_id("4", "first")));
   EXPECT_EQ(count_of(xml, "<failure "), 2u);
   // The first mismatch is in the failure message.
-  EXPECT_NE(xml.find("message=\"expected invariant, but request 7 differs at batch=3, position=last "
-                     "from batch=1, position=first: first at token 1 (token=1, col=5): inf vs nan "
-                     "(0x7f80 vs 0x7fc0, n/a ulp)"),
-            std::string::npos) << xml;
+  EXPECT_NE(
+      xml.find("message=\"expected invariant, but request 7 differs at batch=3, position=last "
+               "from batch=1, position=first: first at token 1 (token=1, col=5): inf vs nan "
+               "(0x7f80 vs 0x7fc0, n/a ulp)"),
+      std::string::npos)
+      << xml;
   // Escaping of the verdict's < & ".
   EXPECT_NE(xml.find("(a &lt; b &amp; &quot;quoted&quot;)"), std::string::npos);
 }
@@ -606,8 +636,10 @@ TEST(HtmlReport, HasSectionsHeatmapCellsAndEscapes) {
   EXPECT_NE(variant_map.find("<title>batch=5, position=first: result #3"), std::string::npos);
   EXPECT_NE(variant_map.find("Request 0 over 20 contexts: 3 distinct results."), std::string::npos);
   // cpu-invariant's map shows request 7 (the request that diverged).
-  const std::string invariant_map = html.substr(invariant, html.find("id=\"heatmap-cpu-canary\"") - invariant);
-  EXPECT_NE(invariant_map.find("Request 7 over 20 contexts: 2 distinct results."), std::string::npos);
+  const std::string invariant_map =
+      html.substr(invariant, html.find("id=\"heatmap-cpu-canary\"") - invariant);
+  EXPECT_NE(invariant_map.find("Request 7 over 20 contexts: 2 distinct results."),
+            std::string::npos);
   // Divergence table rows, and the inf/nan mismatch.
   EXPECT_EQ(count_of(html, "<tr data-backend="), 9u);
   EXPECT_NE(html.find("<td class=\"num\">inf<br><code>0x7f80</code></td><td class=\"num\">nan<br>"
@@ -638,7 +670,8 @@ TEST(HtmlReport, ThreeVaryingAxesFoldIntoMixedCells) {
     const bool batch1_first = x.values[0].second == AxisValue{int64_t{1}} &&
                               x.values[1].second == AxisValue{std::string("first")};
     c.context_index += 20;
-    if (c.backend == "cpu-variant" && batch1_first) c.requests[0].hash = Hash128{0xabcdefull, 0x1ull};
+    if (c.backend == "cpu-variant" && batch1_first)
+      c.requests[0].hash = Hash128{0xabcdefull, 0x1ull};
     extra.push_back(c);
   }
   for (Context& x : r.contexts)
@@ -672,11 +705,10 @@ AuditResult grouped_result(int kv_lens, int classes_in_first_group) {
       CaseRecord c;
       c.backend = b.name;
       c.context_index = index++;
-      testing::add_sample_context(r, c.context_index,
-                                  "attention_decode(kv_len=" + kv[k] + ",batch=" + batch[bi] + ")",
-                                  {{"kv_len", int64_t{std::stoll(kv[k])}},
-                                   {"batch", int64_t{std::stoll(batch[bi])}}},
-                                  "kv_len=" + kv[k]);
+      testing::add_sample_context(
+          r, c.context_index, "attention_decode(kv_len=" + kv[k] + ",batch=" + batch[bi] + ")",
+          {{"kv_len", int64_t{std::stoll(kv[k])}}, {"batch", int64_t{std::stoll(batch[bi])}}},
+          "kv_len=" + kv[k]);
       // Group k's request has its own bits; in the first group, batch i gives result i.
       uint64_t variant = k == 0 ? std::min<uint64_t>(bi, classes_in_first_group - 1) : 0;
       c.requests = {{0, Hash128{0x1000ull + k, variant}, {}, {}}};
@@ -690,7 +722,8 @@ AuditResult grouped_result(int kv_lens, int classes_in_first_group) {
 std::set<std::string> fills_of(const std::string& html, const std::string& data_class) {
   std::set<std::string> fills;
   const std::regex re("data-class=\"" + data_class + "\"[^>]* fill=\"([^\"]+)\"");
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator();
+       ++it) {
     fills.insert((*it)[1]);
   }
   return fills;
@@ -699,11 +732,13 @@ std::set<std::string> fills_of(const std::string& html, const std::string& data_
 TEST(HtmlReport, HeatmapComparesEachCellWithItsOwnGroupsBaseline) {
   const std::string html = render_html_report(grouped_result(12, 1));
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 84u);
-  EXPECT_EQ(count_of(html, "data-class=\"0\""), 84u) << html;  // all equal to their group's baseline
+  EXPECT_EQ(count_of(html, "data-class=\"0\""), 84u)
+      << html;  // all equal to their group's baseline
   EXPECT_EQ(fills_of(html, "0").size(), 1u);
   EXPECT_NE(html.find("in 12 groups"), std::string::npos);
   EXPECT_NE(html.find("every group gave one result."), std::string::npos);
-  EXPECT_NE(html.find("same as its group&#39;s baseline of 1 in group kv_len=512"), std::string::npos);
+  EXPECT_NE(html.find("same as its group&#39;s baseline of 1 in group kv_len=512"),
+            std::string::npos);
   EXPECT_EQ(html.find("result #"), std::string::npos);
 }
 
@@ -759,16 +794,18 @@ TEST(HtmlReport, HeatmapIsBoundedByTheCasesNotTheAxes) {
     CaseRecord c;
     c.backend = "cuda-invariant";
     c.context_index = i;
-    testing::add_sample_context(
-        wide, i, "attention_decode(kv_len=" + std::to_string(i + 1) + ",batch=" + std::to_string(i + 1) + ")",
-        {{"kv_len", int64_t{i + 1}}, {"batch", int64_t{i + 1}}});
+    testing::add_sample_context(wide, i,
+                                "attention_decode(kv_len=" + std::to_string(i + 1) +
+                                    ",batch=" + std::to_string(i + 1) + ")",
+                                {{"kv_len", int64_t{i + 1}}, {"batch", int64_t{i + 1}}});
     c.requests = {{0, Hash128{0x77ull, static_cast<uint64_t>(i % 3)}, {}, {}}};
     wide.cases.push_back(c);
   }
   assign_result_classes(wide);
   html = render_html_report(wide);
   EXPECT_EQ(count_of(html, "<rect class=\"cell\""), 0u);
-  EXPECT_NE(html.find("The map would have 200 x 200 cells, more than the 16384 drawn"), std::string::npos);
+  EXPECT_NE(html.find("The map would have 200 x 200 cells, more than the 16384 drawn"),
+            std::string::npos);
   EXPECT_NE(html.find("Results per group (1)"), std::string::npos);
 }
 
@@ -803,7 +840,8 @@ TEST(WriteReports, WritesAllFourAtomically) {
   EXPECT_EQ(testing::read_file(written[2]), render_junit_report(r));
   EXPECT_EQ(testing::read_file(written[3]), render_html_report(r));
   std::set<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.insert(e.path().filename().string());
   EXPECT_EQ(names, (std::set<std::string>{"gemm-batch-sweep.md", "gemm-batch-sweep.json",
                                           "gemm-batch-sweep.junit.xml", "gemm-batch-sweep.html"}));
   std::filesystem::remove_all(root);
@@ -849,7 +887,8 @@ TEST(AtomicFile, WritesExactBytesAndNamesTheFileOnFailure) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
     EXPECT_NE(std::string(e.what()).find("cannot write manifest '"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(root);
 }
@@ -877,8 +916,9 @@ BenchResult sample_bench(double copy_gbps) {
 TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   const std::string md = render_bench_markdown(sample_bench(4000.0));
   EXPECT_NE(md.find("Copy ceiling: 4000 GB/s"), std::string::npos) << md;
-  EXPECT_NE(md.find("| c | cuda-vendor-policy | 100 | 99-104.5 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("| c | cuda-vendor-policy | 100 | 99-104.5 | 0.1 | 2000 | 50% | 1.00x | 1.00x |"),
+      std::string::npos)
       << md;
   EXPECT_NE(md.find("| c | cuda-invariant | 125 | 120-131.2 | 0.08 | 1600 | 40% | 1.25x | 0.80x |"),
             std::string::npos)

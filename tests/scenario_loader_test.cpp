@@ -1,6 +1,8 @@
 // The scenario loader: every field and default is read as documented, every example scenario
 // loads, and every malformed scenario in tests/malformed/ is refused with exit code 2, the right
 // `file:line:` and the expected sentence (each file's first two lines say which).
+#include "lib/loader/scenario_loader.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "lib/loader/op_table.h"
-#include "lib/loader/scenario_loader.h"
 #include "lib/scenario/scenario.h"
 #include "tests/test_support.h"
 
@@ -438,14 +439,17 @@ TEST(ScenarioLoaderTest, RangesAreCountedBeforeTheyExpand) {
   bomb += "]\n";
   const std::string e = parse_error(bomb);
   EXPECT_CONTAINS(e, "s.yaml:9:");  // the second range of the list
-  EXPECT_CONTAINS(e, "sweep axis 'batch' has more than 65536 values (this range adds 65536 to 60000)");
+  EXPECT_CONTAINS(e,
+                  "sweep axis 'batch' has more than 65536 values (this range adds 65536 to 60000)");
   // A list of single values is bounded the same way, at the value that goes past the limit.
-  std::string singles = std::string(kMinimalGemm) + "sweep:\n  batch: [{from: 1, to: 65536}, 70000]\n";
+  std::string singles =
+      std::string(kMinimalGemm) + "sweep:\n  batch: [{from: 1, to: 65536}, 70000]\n";
   EXPECT_CONTAINS(parse_error(singles), "sweep axis 'batch' has more than 65536 values");
   // A range under the limit still expands exactly (mul stops at the last power within 'to').
-  const Scenario s = parse_scenario(std::string(kMinimalGemm) +
-                                        "sweep:\n  batch: [{from: 3, to: 200, mul: 3}, {from: 1000, to: 1003}]\n",
-                                    "s.yaml");
+  const Scenario s =
+      parse_scenario(std::string(kMinimalGemm) +
+                         "sweep:\n  batch: [{from: 3, to: 200, mul: 3}, {from: 1000, to: 1003}]\n",
+                     "s.yaml");
   EXPECT_EQ(ints(s.sweep[0]), (std::vector<int64_t>{3, 9, 27, 81, 1000, 1001, 1002, 1003}));
 }
 
@@ -521,22 +525,25 @@ TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {
 TEST(ScenarioLoaderTest, TensorParallelKeysAndAxes) {
   const std::string base = std::string(kMinimalGemm);
   const Scenario s = parse_scenario(
-      base + "tp_split: column\nnccl: {algo: ring, proto: LL128, min_channels: 2, max_channels: 4}\n"
-             "sweep:\n  tp: [1, 2]\n  allreduce: [auto, nccl]\n  channels: [0, 3]\n",
+      base +
+          "tp_split: column\nnccl: {algo: ring, proto: LL128, min_channels: 2, max_channels: 4}\n"
+          "sweep:\n  tp: [1, 2]\n  allreduce: [auto, nccl]\n  channels: [0, 3]\n",
       "s.yaml");
   EXPECT_FALSE(s.tp_split_row);
   EXPECT_EQ(s.nccl.algo, "Ring");
   EXPECT_EQ(s.nccl.proto, "LL128");
   EXPECT_EQ(s.nccl.min_channels, 2);
   EXPECT_EQ(s.nccl.max_channels, 4);
-  EXPECT_CONTAINS(parse_error(base + "tp_split: diagonal\n"), "'tp_split' must be 'row' or 'column'");
+  EXPECT_CONTAINS(parse_error(base + "tp_split: diagonal\n"),
+                  "'tp_split' must be 'row' or 'column'");
   EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: [rign]\n"), "did you mean 'ring'");
   EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: [2]\n"),
                   "'allreduce' values must be 'auto', 'ring', 'tree', 'fixed', 'nccl', got '2'");
   EXPECT_CONTAINS(parse_error(base + "sweep:\n  allreduce: {from: 1, to: 2}\n"),
                   "sweep axis 'allreduce' takes words");
   EXPECT_CONTAINS(parse_error(base + "sweep:\n  tp: [0]\n"), "'tp' values must be at least 1");
-  EXPECT_CONTAINS(parse_error(base + "nccl: {algo: nvls}\n"), "'algo' must be one of 'Ring', 'Tree'");
+  EXPECT_CONTAINS(parse_error(base + "nccl: {algo: nvls}\n"),
+                  "'algo' must be one of 'Ring', 'Tree'");
   EXPECT_CONTAINS(parse_error(base + "nccl: {min_channels: 8, max_channels: 4}\n"),
                   "min_channels must not be more than max_channels");
   EXPECT_CONTAINS(parse_error(base + "nccl: {max_channels: 65}\n"), "max_channels");

@@ -17,15 +17,15 @@
 #include <optional>
 #include <set>
 
+#include "lib/core/atomic_file.h"
 #include "lib/core/checked_parse.h"
 #include "lib/core/child_process.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
-#include "lib/core/atomic_file.h"
-#include "lib/report/ci_output.h"
 #include "lib/model/decode_progress.h"
+#include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/report/json_report_reader.h"
 #include "lib/report/last_failed.h"
@@ -34,10 +34,10 @@
 #include "lib/runner/audit.h"
 #include "lib/runner/context_selection.h"
 #include "lib/runner/nvdet_dump.h"
-#include "lib/scenario/context_filter.h"
 #include "lib/runner/shard.h"
-#include "tools/command.h"
+#include "lib/scenario/context_filter.h"
 #include "tools/cli_options.h"
+#include "tools/command.h"
 
 namespace nvdet::cli {
 namespace {
@@ -59,8 +59,8 @@ struct AuditFlags {
   std::vector<std::string> verify_as;  // --verify-as RUN=RECORDED
   uint64_t max_contexts = kDefaultMaxContexts;
   std::string max_host_bytes, max_device_bytes;  // "" = sized to this machine
-  std::vector<std::string> axes;         // --axis NAME=VALUES
-  std::string shard;                     // --shard I/N | auto
+  std::vector<std::string> axes;                 // --axis NAME=VALUES
+  std::string shard;                             // --shard I/N | auto
   std::vector<std::string> devices;      // --devices 0,1,...: one shard per GPU, in parallel
   bool exit_first = false;               // -x
   int max_fail = 0;                      // --maxfail N (0: no limit)
@@ -103,8 +103,9 @@ std::optional<ShardSpec> shard_of(const AuditFlags& f) {
   }
   if (f.shard.empty()) return std::nullopt;
   if (!f.verify.empty()) {
-    throw_input_error("--shard does not take --verify: verify the merged shards instead "
-                      "(nvdet report SHARDS.json... --verify MANIFEST)");
+    throw_input_error(
+        "--shard does not take --verify: verify the merged shards instead "
+        "(nvdet report SHARDS.json... --verify MANIFEST)");
   }
   if (!f.last_failed.empty()) throw_input_error("--shard does not take --last-failed");
   return parse_shard(f.shard);
@@ -168,7 +169,8 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   }
   std::vector<Planned> planned;
   std::vector<std::string> unmatched;
-  for (Scenario& s : load_scenarios(f.scenarios, "reports and manifest entries", axis_overrides(f))) {
+  for (Scenario& s :
+       load_scenarios(f.scenarios, "reports and manifest entries", axis_overrides(f))) {
     if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
     AuditOptions options = options_for(f);
     options.filter_spans_scenarios = f.scenarios.size() > 1;
@@ -202,8 +204,8 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
           p.shard ? report_base_name(p.scenario.name, p.shard->index, p.shard->count)
                   : report_base_name(p.scenario.name);
       if (!bases.insert(base).second) {
-        throw_input_error("two scenarios would write the same reports '" + base +
-                          ".*' in " + f.report_dir);
+        throw_input_error("two scenarios would write the same reports '" + base + ".*' in " +
+                          f.report_dir);
       }
       for (const ReportWriter* w : writers_with_companions(formats)) {
         if (w->needs_verify() && !golden) continue;
@@ -245,7 +247,7 @@ class Publisher {
       attach_verify(result, verify_manifest(*golden_, f_.verify, result,
                                             {f_.strict, f_.dump_dir, recorded_as_}));
     }
-    const char* verdict = ran_nothing(result) ? "RAN NOTHING"
+    const char* verdict = ran_nothing(result)     ? "RAN NOTHING"
                           : result.summary.passed ? "PASSED"
                                                   : "FAILED";
     if (f_.quiet) {
@@ -346,12 +348,12 @@ std::string file_tail(const fs::path& path, size_t bytes) {
 // --devices: one child per device, each the shard of its place in the list on that GPU alone
 // (CUDA_VISIBLE_DEVICES), writing JSON reports into a folder of their own; their reports are
 // merged here into the report set of the unsharded run.
-int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned,
-                   Publisher& publisher) {
+int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned, Publisher& publisher) {
   std::vector<int> devices;
   for (const std::string& d : f.devices) {
     const std::optional<int> n = parse_integer<int>(d);
-    if (!n || *n < 0) throw_input_error("--devices takes GPU indices (0,1,...), not '" + excerpt(d) + "'");
+    if (!n || *n < 0)
+      throw_input_error("--devices takes GPU indices (0,1,...), not '" + excerpt(d) + "'");
     if (std::find(devices.begin(), devices.end(), *n) != devices.end()) {
       throw_input_error("--devices lists device " + d + " twice");
     }
@@ -397,8 +399,8 @@ int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned,
     std::vector<AuditResult> shards;
     for (size_t i = 0; i < devices.size(); ++i) {
       shards.push_back(read_audit_report(
-          (dir / (report_base_name(p.scenario.name, static_cast<int>(i) + 1, devices.size()) +
-                  ".json"))
+          (dir /
+           (report_base_name(p.scenario.name, static_cast<int>(i) + 1, devices.size()) + ".json"))
               .string()));
     }
     publisher.publish(merge_shards(std::move(shards)));
@@ -422,7 +424,8 @@ int run(const AuditFlags& f) {
       for (const Context& c : p.contexts) {
         const bool baseline_only =
             p.shard && !std::binary_search(p.shard->owned.begin(), p.shard->owned.end(), c.index);
-        fmt::print("  {}{}\n", c.id, baseline_only ? "  (baseline only: another shard owns it)" : "");
+        fmt::print("  {}{}\n", c.id,
+                   baseline_only ? "  (baseline only: another shard owns it)" : "");
       }
     }
     return 0;
@@ -474,11 +477,10 @@ Action add_audit_command(CLI::App& app) {
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
   add_list_option(cmd, "--backends", flags->backends, "Run only these backends (comma separated)");
   cmd->add_option("--report-dir", flags->report_dir, "Write reports into this folder (created)");
-  CLI::Option* format =
-      cmd->add_option("--format", flags->formats,
-                      "Report formats, comma separated (needs --report-dir): " +
-                          report_formats_help())
-          ->capture_default_str();
+  CLI::Option* format = cmd->add_option("--format", flags->formats,
+                                        "Report formats, comma separated (needs --report-dir): " +
+                                            report_formats_help())
+                            ->capture_default_str();
   cmd->add_option("-k,--filter", flags->filter, "Run only contexts whose id matches this regex");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print one line per scenario");
   cmd->add_option("--axis", flags->axes,

@@ -1,8 +1,8 @@
 // nvdet list: the ops (the op table), backends, sweep axes and each command's output formats
 // this build knows.
+#include <absl/strings/str_join.h>
 #include <fmt/format.h>
 
-#include <absl/strings/str_join.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/backend/backend.h"
@@ -63,7 +63,9 @@ nlohmann::ordered_json list_json() {
     backends.push_back(std::move(b));
   }
   for (const AxisSpec& a : axis_table()) {
-    axes.push_back({{"name", a.name}, {"help", a.help}, {"ops", ops_accepting_axis(a.name)},
+    axes.push_back({{"name", a.name},
+                    {"help", a.help},
+                    {"ops", ops_accepting_axis(a.name)},
                     {"defines_request", a.defines_request},
                     {"integers_from", a.takes_integers() ? nlohmann::ordered_json(a.min) : nullptr},
                     {"words", a.words},
@@ -90,7 +92,8 @@ Action add_list_command(CLI::App& app) {
       fmt::print("{}\n", list_json().dump(2));
       return 0;
     }
-    if (*format != "text") throw_input_error("unknown --format '" + excerpt(*format) + "' (text or json)");
+    if (*format != "text")
+      throw_input_error("unknown --format '" + excerpt(*format) + "' (text or json)");
     fmt::print("ops:\n");
     for (const OpSpec& op : op_table()) {
       fmt::print("  {:<20} {}\n", op.name(), op.description);

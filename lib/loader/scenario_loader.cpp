@@ -38,9 +38,10 @@
 //                                 prompts and prompts_file exclude each other and prompt_len /
 //                                 num_prompts; a checkpoint excludes the architecture keys;
 //                                 synthetic_weights (bool) needs a checkpoint folder holding
-//                                 config.json, and writes seeded weights beside it (model_runner.h);
-//                                 score_batch / score_chunk (or those axes) turn on the scoring
-//                                 pass; a backend's `parity: bitwise | report` needs it
+//                                 config.json, and writes seeded weights beside it
+//                                 (model_runner.h); score_batch / score_chunk (or those axes) turn
+//                                 on the scoring pass; a backend's `parity: bitwise | report` needs
+//                                 it
 //   seed: 1234                    required, unsigned 64-bit integer
 //   requests: [0, 1, 7]           probed request ids: distinct, >= 0; or a count N = [0 .. N-1];
 //                                 default [0]; for op model each must be < the number of prompts
@@ -54,11 +55,14 @@
 //     cpu-variant: {expect: variant}  registry here (the runner does that).
 //
 // Keys that only some ops take (shape, tokens, bias, tf32, eps, attention, prefill, model) are
-// refused for the others, as the op table's OpSpec::keys say; so are sweep axes (the axis table's AxisSpec::ops).
+// refused for the others, as the op table's OpSpec::keys say; so are sweep axes (the axis table's
+// AxisSpec::ops).
 //
 // Cross-field checks: every batch must hold all probed requests (with no batch axis the batch is
 // exactly the probed requests); an integer position p needs p + requests <= the smallest batch;
 // prefix_len < prompt_len across both axes; tf32 only with fp32.
+#include "lib/loader/scenario_loader.h"
+
 #include <absl/strings/str_join.h>
 #include <yaml-cpp/yaml.h>
 
@@ -83,7 +87,6 @@
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/loader/prompts_file.h"
-#include "lib/loader/scenario_loader.h"
 #include "lib/loader/yaml_guard.h"
 #include "lib/scenario/typo_hint.h"
 
@@ -194,8 +197,7 @@ class ScenarioParser {
   void parse_sweep(const Field& f, Scenario& s);
   void parse_axis(const Field& axis, const std::vector<std::string>& valid, Scenario& s);
   void apply_axis_overrides(Scenario& s);
-  void add_range(const AxisSpec& axis, const YAML::Node& range, SweepAxis& out,
-                 AxisSource& source);
+  void add_range(const AxisSpec& axis, const YAML::Node& range, SweepAxis& out, AxisSource& source);
   int64_t check_axis_integer(const AxisSpec& axis, int64_t v, const SourceLocation& where) const;
   AxisValue axis_value(const AxisSpec& axis, const YAML::Node& n) const;
   void parse_backends(const Field& f, Scenario& s);
@@ -237,16 +239,11 @@ std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const Source
 
 std::string ScenarioParser::describe(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Null:
-      return "nothing";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Scalar:
-      return "'" + excerpt(n.Scalar()) + "'";
-    default:
-      return "an undefined value";
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Scalar: return "'" + excerpt(n.Scalar()) + "'";
+    default: return "an undefined value";
   }
 }
 
@@ -339,18 +336,17 @@ std::string ScenarioParser::text_of(const Field& f) const {
 DType ScenarioParser::dtype(const Field& f) const {
   const std::string word = string(f);
   if (const auto t = parse_dtype(word)) return *t;
-  fail(f, "unknown " + f.name + " '" + excerpt(word) + "'" + typo_hint(word, {"bf16", "fp16", "fp32"}) +
-              "; expected bf16, fp16 or fp32");
+  fail(f, "unknown " + f.name + " '" + excerpt(word) + "'" +
+              typo_hint(word, {"bf16", "fp16", "fp32"}) + "; expected bf16, fp16 or fp32");
 }
 
 // ---- top level ------------------------------------------------------------------------------
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
-      "name",   "description", "op",       "dtype",  "out_dtype", "shape",
-      "tokens", "bias",        "tf32",     "eps",    "attention", "prefill",
-      "model",  "seed",        "requests", "repeat", "sweep",     "backends",
-      "norm_topk_prob", "tp_split", "nccl"};
+      "name",     "description", "op",    "dtype",     "out_dtype",      "shape",    "tokens",
+      "bias",     "tf32",        "eps",   "attention", "prefill",        "model",    "seed",
+      "requests", "repeat",      "sweep", "backends",  "norm_topk_prob", "tp_split", "nccl"};
   return keys;
 }
 
@@ -434,12 +430,14 @@ Scenario ScenarioParser::parse(const std::string& text) {
   for (const SweepAxis& a : s.sweep) {
     if (a.axis == Axis::kScoreBatch || a.axis == Axis::kScoreChunk) s.model.score = true;
     if (a.axis == Axis::kSampler && !s.model.sampling.enabled)
-      fail(a.where, "sweep axis 'sampler' chooses how 'model.sampling' draws tokens; give "
-                    "'model.sampling' (temperature, top_k, top_p, seed) or leave the axis out");
+      fail(a.where,
+           "sweep axis 'sampler' chooses how 'model.sampling' draws tokens; give "
+           "'model.sampling' (temperature, top_k, top_p, seed) or leave the axis out");
   }
   if (parity_where_.line && !s.model.score)
-    fail(parity_where_, "'parity' compares the decode with the scoring pass, which needs "
-                        "'model.score_batch' or 'model.score_chunk' (or either as a sweep axis)");
+    fail(parity_where_,
+         "'parity' compares the decode with the scoring pass, which needs "
+         "'model.score_batch' or 'model.score_chunk' (or either as a sweep axis)");
 
   cross_check(s);
   return s;
@@ -453,8 +451,8 @@ void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const 
   const OpSpec* spec = find_op(word);
   if (spec) s.op = spec->kind;
   if (!spec)
-    fail(op,
-         "unknown op '" + excerpt(word) + "'" + typo_hint(word, names) + "; expected " + join(names, " | "));
+    fail(op, "unknown op '" + excerpt(word) + "'" + typo_hint(word, names) + "; expected " +
+                 join(names, " | "));
   s.dtype = dtype(dt);
   s.out_dtype = out_dtype ? dtype(*out_dtype) : s.dtype;
 }
@@ -508,12 +506,10 @@ void ScenarioParser::parse_attention(const Field& f, Scenario& s) {
     if (x.name == "page_size") a.page_size = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
     if (x.name == "kv_len") a.kv_len = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
     if (x.name == "filler_kv_len") {
-      if (x.value.IsScalar() && x.value.Scalar() == "same")
-        a.filler_kv_len = -1;
+      if (x.value.IsScalar() && x.value.Scalar() == "same") a.filler_kv_len = -1;
       else if (is_integer_text(x.value))
         a.filler_kv_len = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
-      else
-        fail(x, "'filler_kv_len' must be an integer or 'same', got " + describe(x.value));
+      else fail(x, "'filler_kv_len' must be an integer or 'same', got " + describe(x.value));
     }
     if (x.name == "scale") a.scale = static_cast<float>(positive_real(x));
   }
@@ -538,8 +534,8 @@ void ScenarioParser::parse_nccl(const Field& f, Scenario& s) {
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (w == known || w == lower) return known;
     }
-    fail(x, "'" + x.name + "' must be one of " + quoted_list(words) + ", got " +
-                describe(x.value) + typo_hint(w, words));
+    fail(x, "'" + x.name + "' must be one of " + quoted_list(words) + ", got " + describe(x.value) +
+                typo_hint(w, words));
   };
   for (const auto& x : fields) {
     if (x.name == "algo") s.nccl.algo = word_of(x, {"Ring", "Tree"});
@@ -564,12 +560,9 @@ void ScenarioParser::parse_prefill(const Field& f, Scenario& s) {
       prompt_len_where_ = at(x);
     }
     if (x.name == "chunk") {
-      if (x.value.IsScalar() && x.value.Scalar() == "whole")
-        p.chunk = 0;
-      else if (is_integer_text(x.value))
-        p.chunk = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
-      else
-        fail(x, "'chunk' must be an integer or 'whole', got " + describe(x.value));
+      if (x.value.IsScalar() && x.value.Scalar() == "whole") p.chunk = 0;
+      else if (is_integer_text(x.value)) p.chunk = static_cast<int32_t>(integer_in(x, 1, kMaxDim));
+      else fail(x, "'chunk' must be an integer or 'whole', got " + describe(x.value));
     }
     if (x.name == "prefix_len") {
       p.prefix_len = static_cast<int32_t>(integer_in(x, 0, kMaxDim));
@@ -592,7 +585,8 @@ void ScenarioParser::parse_sampling(const Field& f, SamplingSpec& out) {
   out.enabled = true;
   for (const auto& x : fields) {
     if (x.name == "temperature") {
-      const bool zero = x.value.IsScalar() && (x.value.Scalar() == "0" || x.value.Scalar() == "0.0");
+      const bool zero =
+          x.value.IsScalar() && (x.value.Scalar() == "0" || x.value.Scalar() == "0.0");
       out.temperature = zero ? 0.0 : positive_real(x);  // 0: greedy
       if (out.temperature > 1000.0)
         fail(x, "'temperature' must be from 0 (greedy) to 1000, got " + describe(x.value));
@@ -606,10 +600,8 @@ void ScenarioParser::parse_sampling(const Field& f, SamplingSpec& out) {
     if (x.name == "seed") out.seed = unsigned64(x);
     if (x.name == "sampler") {
       const std::string w = string(x);
-      if (w == "per_request")
-        out.sampler = SamplerKind::kPerRequest;
-      else if (w == "batch_stream")
-        out.sampler = SamplerKind::kBatchStream;
+      if (w == "per_request") out.sampler = SamplerKind::kPerRequest;
+      else if (w == "batch_stream") out.sampler = SamplerKind::kBatchStream;
       else
         fail(x, "unknown sampler '" + excerpt(w) + "'" +
                     typo_hint(w, {"per_request", "batch_stream"}) +
@@ -670,21 +662,17 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
     }
     if (x.name == "score_chunk") {
       m.score = true;
-      if (x.value.IsScalar() && x.value.Scalar() == "whole")
-        m.score_chunk = 0;
+      if (x.value.IsScalar() && x.value.Scalar() == "whole") m.score_chunk = 0;
       else if (is_integer_text(x.value))
         m.score_chunk = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
-      else
-        fail(x, "'score_chunk' must be an integer or 'whole', got " + describe(x.value));
+      else fail(x, "'score_chunk' must be an integer or 'whole', got " + describe(x.value));
     }
     if (x.name == "sampling") parse_sampling(x, m.sampling);
     if (x.name == "prefill_chunk") {
-      if (x.value.IsScalar() && x.value.Scalar() == "whole")
-        m.prefill_chunk = 0;
+      if (x.value.IsScalar() && x.value.Scalar() == "whole") m.prefill_chunk = 0;
       else if (is_integer_text(x.value))
         m.prefill_chunk = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
-      else
-        fail(x, "'prefill_chunk' must be an integer or 'whole', got " + describe(x.value));
+      else fail(x, "'prefill_chunk' must be an integer or 'whole', got " + describe(x.value));
     }
   }
 
@@ -847,9 +835,9 @@ void ScenarioParser::parse_sweep(const Field& f, Scenario& s) {
   if (f.value.IsNull()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
   const OpSpec& spec = op_spec(s.op);
   const std::vector<std::string> valid = axes_of_op(s.op);
-  const auto axes = fields_of(
-      f.value, at(f), "'sweep'", names,
-      " (known axes for op '" + std::string(spec.name()) + "': " + join(valid) + ")");
+  const auto axes =
+      fields_of(f.value, at(f), "'sweep'", names,
+                " (known axes for op '" + std::string(spec.name()) + "': " + join(valid) + ")");
   if (axes.empty()) fail(f, "'sweep' is empty; give at least one axis or leave it out");
 
   for (const auto& axis : axes) parse_axis(axis, valid, s);
@@ -862,8 +850,8 @@ void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string
   const OpSpec& spec = op_spec(s.op);
   {
     if (std::find(valid.begin(), valid.end(), axis.name) == valid.end())
-      fail(axis.key, "axis '" + axis.name + "' does not apply to op '" +
-                         std::string(spec.name()) + "' (its axes: " + join(valid) + ")");
+      fail(axis.key, "axis '" + axis.name + "' does not apply to op '" + std::string(spec.name()) +
+                         "' (its axes: " + join(valid) + ")");
     const AxisSpec& spec_of_axis = *find_axis(axis.name);  // a known name: checked by the caller
     SweepAxis out{spec_of_axis.axis, {}, at(axis.key)};
     AxisSource source;
@@ -887,8 +875,7 @@ void ScenarioParser::parse_axis(const Field& axis, const std::vector<std::string
     };
     if (v.IsSequence())
       for (const auto& item : v) add(item);
-    else
-      add(v);
+    else add(v);
     std::set<AxisValue> seen;
     for (size_t i = 0; i < out.values.size(); ++i)
       if (!seen.insert(out.values[i]).second)
@@ -966,29 +953,26 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
       const Field* e = find(fields, "expect");
       parity = find(fields, "parity");
       if (!e)
-        fail(value, "backend '" + excerpt(name) + "' is missing 'expect' (invariant, variant or report)");
+        fail(value,
+             "backend '" + excerpt(name) + "' is missing 'expect' (invariant, variant or report)");
       expect = *e;
     } else if (!value.IsScalar()) {
       fail(Field{name, key, value},
-           "backend '" + excerpt(name) + "' needs an expectation (invariant, variant or report), got " +
-               describe(value));
+           "backend '" + excerpt(name) +
+               "' needs an expectation (invariant, variant or report), got " + describe(value));
     }
     const std::string word = expect.value.Scalar();
     BackendSpec spec{name, Expectation::kReport, at(key)};
-    if (word == "invariant")
-      spec.expect = Expectation::kInvariant;
-    else if (word == "variant")
-      spec.expect = Expectation::kVariant;
-    else if (word == "report")
-      spec.expect = Expectation::kReport;
+    if (word == "invariant") spec.expect = Expectation::kInvariant;
+    else if (word == "variant") spec.expect = Expectation::kVariant;
+    else if (word == "report") spec.expect = Expectation::kReport;
     else
-      fail(expect, "unknown expectation '" + excerpt(word) + "' for backend '" + excerpt(name) + "'" +
-                       typo_hint(word, {"invariant", "variant", "report"}) +
+      fail(expect, "unknown expectation '" + excerpt(word) + "' for backend '" + excerpt(name) +
+                       "'" + typo_hint(word, {"invariant", "variant", "report"}) +
                        "; expected invariant, variant or report");
     if (parity) {
       const std::string p = string(*parity);
-      if (p == "bitwise")
-        spec.parity = ParityExpectation::kBitwise;
+      if (p == "bitwise") spec.parity = ParityExpectation::kBitwise;
       else if (p != "report")
         fail(*parity, "unknown parity expectation '" + excerpt(p) + "' for backend '" +
                           excerpt(name) + "'" + typo_hint(p, {"bitwise", "report"}) +

@@ -1,4 +1,3 @@
-#include "lib/report/system_info_json.h"
 #include "lib/manifest/manifest.h"
 
 #include <fmt/format.h>
@@ -13,13 +12,14 @@
 #include <utility>
 
 #include "lib/compare/any_compare.h"
+#include "lib/core/atomic_file.h"
 #include "lib/core/bounded_file.h"
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/core/atomic_file.h"
 #include "lib/report/json_report.h"
+#include "lib/report/system_info_json.h"
 #include "lib/runner/nvdet_dump.h"
 #include "lib/tensorio/safetensors.h"
 
@@ -138,7 +138,8 @@ std::string first_gpu(const SystemInfo& s) { return s.gpus.empty() ? "none" : s.
 
 std::string or_none(const std::string& s) { return s.empty() ? "none" : s; }
 
-std::filesystem::path resolve_dump_dir(const std::string& recorded, const std::string& manifest_path) {
+std::filesystem::path resolve_dump_dir(const std::string& recorded,
+                                       const std::string& manifest_path) {
   const std::filesystem::path p(recorded);
   if (p.is_absolute()) return p;
   return std::filesystem::path(manifest_path).parent_path() / p;
@@ -159,7 +160,6 @@ std::optional<AnyTensor> load_dumped(const std::filesystem::path& file, int64_t 
     return std::nullopt;
   }
 }
-
 
 }  // namespace
 
@@ -218,11 +218,10 @@ ojson manifest_to_json(const Manifest& m) {
       }
       entries[backend] = bj;
     }
-    scenarios[name] = {{"path", s.path},       {"op", s.op},
-                       {"dtype", s.dtype},     {"out_dtype", s.out_dtype},
-                       {"seed", s.seed},       {"requests", s.requests},
-                       {"repeat", s.repeat},   {"backends", backends},
-                       {"contexts", contexts}, {"entries", entries}};
+    scenarios[name] = {{"path", s.path},           {"op", s.op},           {"dtype", s.dtype},
+                       {"out_dtype", s.out_dtype}, {"seed", s.seed},       {"requests", s.requests},
+                       {"repeat", s.repeat},       {"backends", backends}, {"contexts", contexts},
+                       {"entries", entries}};
   }
   j["scenarios"] = scenarios;
   return j;
@@ -250,9 +249,11 @@ Manifest manifest_from_json(const json& j, const std::string& what) {
     s.dtype = r.str(sj, "dtype", where);
     s.out_dtype = r.str_or(sj, "out_dtype", s.dtype);
     const json& seed = r.field(sj, "seed", where);
-    if (!seed.is_number_unsigned() && !seed.is_number_integer()) r.fail(where + ".seed", "is not an integer");
+    if (!seed.is_number_unsigned() && !seed.is_number_integer())
+      r.fail(where + ".seed", "is not an integer");
     s.seed = seed.get<uint64_t>();
-    if (auto it = sj.find("repeat"); it != sj.end()) s.repeat = static_cast<int32_t>(r.integer(*it, where + ".repeat"));
+    if (auto it = sj.find("repeat"); it != sj.end())
+      s.repeat = static_cast<int32_t>(r.integer(*it, where + ".repeat"));
     if (auto it = sj.find("requests"); it != sj.end() && it->is_array()) {
       for (const json& q : *it) s.requests.push_back(r.integer(q, where + ".requests"));
     }
@@ -282,9 +283,11 @@ Manifest manifest_from_json(const json& j, const std::string& what) {
             e.hash = r.hash(r.field(ej, "hash", ewhere), ewhere + ".hash");
             const json& tokens = r.field(ej, "token_hashes", ewhere);
             if (!tokens.is_array()) r.fail(ewhere + ".token_hashes", "is not a list");
-            for (const json& t : tokens) e.token_hashes.push_back(r.hash(t, ewhere + ".token_hashes"));
+            for (const json& t : tokens)
+              e.token_hashes.push_back(r.hash(t, ewhere + ".token_hashes"));
             if (auto it = ej.find("completion"); it != ej.end() && it->is_array()) {
-              for (const json& t : *it) e.completion.push_back(static_cast<int32_t>(r.integer(t, ewhere + ".completion")));
+              for (const json& t : *it)
+                e.completion.push_back(static_cast<int32_t>(r.integer(t, ewhere + ".completion")));
             }
             mc.repeats[repeat][r.key_integer(req, cwhere + "." + rep)] = std::move(e);
           }
@@ -320,7 +323,8 @@ std::vector<std::string> environment_changes(const SystemInfo& a, const SystemIn
   std::vector<std::string> out;
   auto diff = [&](const std::string& label, const std::string& x, const std::string& y) {
     // The recorded side comes from the manifest file: quoted as an excerpt like all input.
-    if (x != y) out.push_back(label + " " + excerpt(or_none(x), 80) + " → " + excerpt(or_none(y), 80));
+    if (x != y)
+      out.push_back(label + " " + excerpt(or_none(x), 80) + " → " + excerpt(or_none(y), 80));
   };
   diff("GPU", first_gpu(a), first_gpu(b));
   if (!a.gpus.empty() && !b.gpus.empty()) {
@@ -350,8 +354,8 @@ const ManifestScenario& manifest_scenario(const Manifest& m, const std::string& 
       }
       held += (held.empty() ? "'" : ", '") + excerpt(n) + "'";
     }
-    throw_input_error("manifest '" + manifest_path + "' has no scenario '" + excerpt(name) + "' (it holds " +
-                      (held.empty() ? std::string("none") : held) + ")");
+    throw_input_error("manifest '" + manifest_path + "' has no scenario '" + excerpt(name) +
+                      "' (it holds " + (held.empty() ? std::string("none") : held) + ")");
   }
   return found->second;
 }
@@ -375,16 +379,18 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
   v.recorded_as = options.recorded_as;
   for (const auto& [run, recorded] : options.recorded_as) {
     if (!rec.entries.count(recorded)) {
-      throw_input_error(fmt::format("--verify-as {}={}: manifest '{}' holds no hashes of backend '{}' "
-                                    "for scenario '{}'",
-                                    run, recorded, manifest_path, recorded, now.name));
+      throw_input_error(
+          fmt::format("--verify-as {}={}: manifest '{}' holds no hashes of backend '{}' "
+                      "for scenario '{}'",
+                      run, recorded, manifest_path, recorded, now.name));
     }
     const std::string& run_name = run;  // a structured binding cannot be captured before C++20
     const bool runs = std::any_of(result.backends.begin(), result.backends.end(),
                                   [&](const BackendOutcome& b) { return b.name == run_name; });
     if (!runs) {
-      throw_input_error(fmt::format("--verify-as {}={}: this audit of '{}' does not run backend '{}'",
-                                    run, recorded, now.name, run));
+      throw_input_error(
+          fmt::format("--verify-as {}={}: this audit of '{}' does not run backend '{}'", run,
+                      recorded, now.name, run));
     }
   }
   // The manifest backend whose hashes this run's `backend` must reproduce.
@@ -435,15 +441,16 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
         if (ch.first_token < 0) ch.first_token = static_cast<int64_t>(t);
         ++ch.changed_tokens;
       }
-      if (ch.first_token < 0 && ch.tokens_recorded != ch.tokens_now) ch.first_token = static_cast<int64_t>(common);
+      if (ch.first_token < 0 && ch.tokens_recorded != ch.tokens_now)
+        ch.first_token = static_cast<int64_t>(common);
       ch.fails = options.strict || ch.expectation == "invariant" || recorded != c.backend;
       if (dumps) {
         // The recorded side's dumps are the recorded backend's: under --verify-as RUN=RECORDED,
         // RECORDED's folder, not RUN's.
         const auto old_file = dump_file_path(resolve_dump_dir(m.dump_dir, manifest_path), now.name,
                                              recorded, c.context_index, context_id, c.repeat);
-        const auto new_file = dump_file_path(options.dump_dir, now.name, c.backend,
-                                             c.context_index, context_id, c.repeat);
+        const auto new_file = dump_file_path(options.dump_dir, now.name, c.backend, c.context_index,
+                                             context_id, c.repeat);
         std::string note;
         const auto a = load_dumped(old_file, rr.request, note);
         const auto b = a ? load_dumped(new_file, rr.request, note) : std::nullopt;
@@ -463,7 +470,8 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
     for (const auto& [ctx, mc] : by_context) {
       for (const auto& [repeat, by_request] : mc.repeats) {
         for (const auto& [request, e] : by_request) {
-          if (!seen.count({backend, ctx, repeat, request})) v.missing.push_back({backend, ctx, repeat, request});
+          if (!seen.count({backend, ctx, repeat, request}))
+            v.missing.push_back({backend, ctx, repeat, request});
         }
       }
     }
@@ -476,9 +484,10 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
   if (v.changes.empty() && v.missing.empty() && v.added.empty()) {
     v.verdict = fmt::format("all {} recorded hashes reproduced bit for bit", v.compared);
   } else {
-    v.verdict = fmt::format("{} of {} hashes changed ({} on backends that must not change), {} recorded "
-                            "entries not run, {} new entries",
-                            v.changes.size(), v.compared, failing, v.missing.size(), v.added.size());
+    v.verdict = fmt::format(
+        "{} of {} hashes changed ({} on backends that must not change), {} recorded "
+        "entries not run, {} new entries",
+        v.changes.size(), v.compared, failing, v.missing.size(), v.added.size());
   }
   return v;
 }

@@ -23,7 +23,8 @@ ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
     weights_ = std::make_shared<const ModelWeights>(
         load_synthetic_checkpoint(s.model.checkpoint, s.seed, s.dtype));
   } else {
-    weights_ = std::make_shared<const ModelWeights>(load_hf_checkpoint(s.model.checkpoint, s.dtype));
+    weights_ =
+        std::make_shared<const ModelWeights>(load_hf_checkpoint(s.model.checkpoint, s.dtype));
   }
   // Every tp the sweep names must shard this model (checked before any context runs).
   for (const int tp : tp_values(s)) check_tp_degree(weights_->config, tp);
@@ -62,7 +63,8 @@ std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
   for (int64_t r : requests) {
     const auto it = std::find(s_.requests.begin(), s_.requests.end(), r);
     if (it == s_.requests.end()) {
-      throw_input_error("request " + std::to_string(r) + " is not one of the scenario's probed requests");
+      throw_input_error("request " + std::to_string(r) +
+                        " is not one of the scenario's probed requests");
     }
     watched.push_back(b.probe_slot[static_cast<size_t>(it - s_.requests.begin())]);
   }
@@ -96,7 +98,8 @@ ScoreOptions ModelRunner::score_options_for(const Context& c) const {
 }
 
 SamplerKind ModelRunner::sampler_for(const Context& c) const {
-  return c.word(Axis::kSampler) == "batch_stream" ? SamplerKind::kBatchStream : SamplerKind::kPerRequest;
+  return c.word(Axis::kSampler) == "batch_stream" ? SamplerKind::kBatchStream
+                                                  : SamplerKind::kPerRequest;
 }
 
 std::vector<HostTensor> ModelRunner::score(Backend& backend, const Context& c,

@@ -8,7 +8,13 @@
 namespace nvdet {
 
 enum class OpKind {
-  kGemm, kRmsNorm, kLogSoftmax, kAttentionDecode, kAttentionPrefill, kMoe, kModel
+  kGemm,
+  kRmsNorm,
+  kLogSoftmax,
+  kAttentionDecode,
+  kAttentionPrefill,
+  kMoe,
+  kModel
 };
 inline constexpr int kOpKindCount = static_cast<int>(OpKind::kModel) + 1;
 

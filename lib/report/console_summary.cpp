@@ -56,8 +56,8 @@ std::string throughput_range(const AuditResult& r, const std::string& backend) {
   if (rates.empty()) return "";
   const auto [rate_lo, rate_hi] = std::minmax_element(rates.begin(), rates.end());
   const auto [s_lo, s_hi] = std::minmax_element(seconds.begin(), seconds.end());
-  return fmt::format("{:.0f}-{:.0f} tokens/s per case ({:.3g}-{:.3g} s)", *rate_lo, *rate_hi,
-                     *s_lo, *s_hi);
+  return fmt::format("{:.0f}-{:.0f} tokens/s per case ({:.3g}-{:.3g} s)", *rate_lo, *rate_hi, *s_lo,
+                     *s_hi);
 }
 
 // Model scenarios whose contexts fall in several groups (a request-defining axis such as
@@ -87,13 +87,12 @@ std::string render_console_summary(const AuditResult& r) {
   s += fmt::format("scenario {} ({}, {}): {} contexts x {} backends, {} repeat{}\n",
                    r.scenario.name, r.scenario.op, r.scenario.dtype, r.summary.contexts,
                    r.summary.backends, r.scenario.repeat, r.scenario.repeat == 1 ? "" : "s");
-  const std::string device = r.system.gpus.empty()
-                                 ? std::string("CPU only")
-                                 : fmt::format("{} ({} SMs, driver {}, CUDA {}, cuBLAS {})",
-                                               r.system.gpus[0].name, r.system.gpus[0].sm_count,
-                                               r.system.driver_version,
-                                               r.system.cuda_runtime_version,
-                                               r.system.cublas_version);
+  const std::string device =
+      r.system.gpus.empty()
+          ? std::string("CPU only")
+          : fmt::format("{} ({} SMs, driver {}, CUDA {}, cuBLAS {})", r.system.gpus[0].name,
+                        r.system.gpus[0].sm_count, r.system.driver_version,
+                        r.system.cuda_runtime_version, r.system.cublas_version);
   s += "device: " + device + "\n";
   for (const BackendOutcome& o : r.backends) {
     if (o.skipped) {
@@ -128,7 +127,8 @@ std::string render_console_summary(const AuditResult& r) {
       if (!t->completions.empty()) {
         s += "       completions: " + t->completions + "\n";
         const std::string by_group = completions_by_group(r, o.name);
-        if (!by_group.empty()) s += "       most distinct completions per request, by group: " + by_group + "\n";
+        if (!by_group.empty())
+          s += "       most distinct completions per request, by group: " + by_group + "\n";
       }
       if (!t->first_flip.empty()) s += "       first token flip: " + t->first_flip + "\n";
       if (!t->sampled.empty()) s += "       sampled: " + t->sampled + "\n";
@@ -140,9 +140,10 @@ std::string render_console_summary(const AuditResult& r) {
   if (r.verify) s += render_verify_text(*r.verify);
   const int ran = r.summary.backends - r.summary.skipped_backends;
   if (ran_nothing(r)) {
-    return s + fmt::format("audit RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); "
-                           "exit code 5\n",
-                           r.summary.skipped_backends, r.summary.backends, r.summary.contexts);
+    return s + fmt::format(
+                   "audit RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); "
+                   "exit code 5\n",
+                   r.summary.skipped_backends, r.summary.backends, r.summary.contexts);
   }
   if (r.shard) {
     s += fmt::format("shard {} of {}: {} contexts owned, {} run as baselines only\n",
@@ -154,9 +155,9 @@ std::string render_console_summary(const AuditResult& r) {
                    r.summary.skipped_backends
                        ? fmt::format(", {} skipped", r.summary.skipped_backends)
                        : std::string(),
-                   !r.verify ? std::string()
-                             : r.verify->passed ? ", manifest verified"
-                                                : ", manifest verify FAILED",
+                   !r.verify          ? std::string()
+                   : r.verify->passed ? ", manifest verified"
+                                      : ", manifest verify FAILED",
                    r.summary.seconds);
   return s;
 }
@@ -208,8 +209,8 @@ void TerminalProgress::update(int done, int total, const std::string& backend,
     last_line_ = t;
     const std::string where =
         contexts > 0 ? fmt::format("context {} of {}, ", context_number, contexts) : std::string();
-    fmt::print(stream_, "progress: {}{} of {} cases, {:.0f} s elapsed ({} {})\n", where, done, total,
-               t - started_, backend, what);
+    fmt::print(stream_, "progress: {}{} of {} cases, {:.0f} s elapsed ({} {})\n", where, done,
+               total, t - started_, backend, what);
     std::fflush(stream_);
     return;
   }

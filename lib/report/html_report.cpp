@@ -73,14 +73,15 @@ void write_summary(std::ostringstream& o, const AuditResult& r) {
   std::vector<std::string> requests;
   for (const int64_t q : s.requests) requests.push_back(std::to_string(q));
   o << "<table>\n";
-  o << "<tr><th>Scenario</th><td><code>" << esc(s.name) << "</code> " << esc(s.path) << "</td></tr>\n";
+  o << "<tr><th>Scenario</th><td><code>" << esc(s.name) << "</code> " << esc(s.path)
+    << "</td></tr>\n";
   o << "<tr><th>Op</th><td>" << esc(s.op) << ", " << esc(s.dtype);
   if (!s.out_dtype.empty() && s.out_dtype != s.dtype) o << " &rarr; " << esc(s.out_dtype);
   o << ", seed " << s.seed << ", repeat " << s.repeat << "</td></tr>\n";
   o << "<tr><th>Requests</th><td>" << esc(absl::StrJoin(requests, ", ")) << "</td></tr>\n";
   for (const auto& [name, values] : s.axes) {
-    o << "<tr><th>Axis <code>" << esc(name) << "</code></th><td>" << esc(absl::StrJoin(values, ", "))
-      << "</td></tr>\n";
+    o << "<tr><th>Axis <code>" << esc(name) << "</code></th><td>"
+      << esc(absl::StrJoin(values, ", ")) << "</td></tr>\n";
   }
   o << "<tr><th>Device</th><td>" << esc(device_line(r.system)) << "</td></tr>\n";
   o << "<tr><th>Software</th><td>nvdet " << esc(r.system.nvdet_version);
@@ -128,7 +129,8 @@ void write_backends(std::ostringstream& o, const AuditResult& r) {
       << expectation_name(b.expect) << "</td><td class=\"num\">" << b.contexts_run
       << "</td><td class=\"num\">" << b.divergent_contexts << "</td><td class=\"num\">"
       << b.run_to_run_divergences << "</td><td class=\"num\">" << b.max_distinct_results
-      << "</td><td class=\"wrap\">" << (b.passed ? "<span class=\"ok\">&#10003;</span> " : "<span class=\"bad\">&#10007;</span> ")
+      << "</td><td class=\"wrap\">"
+      << (b.passed ? "<span class=\"ok\">&#10003;</span> " : "<span class=\"bad\">&#10007;</span> ")
       << esc(b.verdict) << "</td><td>" << esc(absl::StrJoin(stands, "; ")) << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n</section>\n";
@@ -146,9 +148,9 @@ void write_throughput(std::ostringstream& o, const AuditResult& r) {
     o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
       << esc(context_label(r, c.context_index, context_of(r, c).id))
       << (c.repeat > 0 ? " (repeat " + std::to_string(c.repeat) + ")" : "")
-      << "</td><td class=\"num\">" << esc(short_number(c.seconds))
-      << "</td><td class=\"num\">" << c.generated_tokens << "</td><td class=\"num\">"
-      << esc(short_number(tokens_per_second(c))) << "</td></tr>\n";
+      << "</td><td class=\"num\">" << esc(short_number(c.seconds)) << "</td><td class=\"num\">"
+      << c.generated_tokens << "</td><td class=\"num\">" << esc(short_number(tokens_per_second(c)))
+      << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n</section>\n";
 }
@@ -204,20 +206,24 @@ struct HeatmapGroup {
 constexpr size_t kMaxHeatmapCells = 16384;
 
 // Every result of every group, with its hash and count: folded, since a wide sweep has many.
-void write_group_table(std::ostringstream& o, const AuditResult& r, const std::vector<HeatmapGroup>& groups) {
-  o << "<details><summary>Results per group (" << groups.size() << ")</summary>\n<table>\n"
+void write_group_table(std::ostringstream& o, const AuditResult& r,
+                       const std::vector<HeatmapGroup>& groups) {
+  o << "<details><summary>Results per group (" << groups.size()
+    << ")</summary>\n<table>\n"
        "<thead><tr><th>Group</th><th>Baseline</th><th>Distinct</th><th>Results (contexts)</th></tr>"
        "</thead>\n<tbody>\n";
   for (const HeatmapGroup& g : groups) {
     std::vector<std::string> results;
     for (size_t c = 0; c < g.classes.size(); ++c) {
-      results.push_back("<code>" + esc((c == 0 ? std::string("baseline") : "#" + std::to_string(c + 1)) +
-                                       " " + g.classes[c].hex().substr(0, 12) + " (" +
-                                       std::to_string(g.class_count[c]) + ")") + "</code>");
+      results.push_back("<code>" +
+                        esc((c == 0 ? std::string("baseline") : "#" + std::to_string(c + 1)) + " " +
+                            g.classes[c].hex().substr(0, 12) + " (" +
+                            std::to_string(g.class_count[c]) + ")") +
+                        "</code>");
     }
     o << "<tr><td>" << esc(g.name.empty() ? std::string("all contexts") : g.name) << "</td><td>"
-      << esc(context_label(r, g.baseline_index, g.baseline_context)) << "</td><td class=\"num\">" << g.classes.size()
-      << "</td><td>" << absl::StrJoin(results, " ") << "</td></tr>\n";
+      << esc(context_label(r, g.baseline_index, g.baseline_context)) << "</td><td class=\"num\">"
+      << g.classes.size() << "</td><td>" << absl::StrJoin(results, " ") << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n</details>\n";
 }
@@ -234,7 +240,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     return x->context_index < y->context_index;
   });
   const std::string hid = "heatmap-" + id_fragment(b.name);
-  o << "<div class=\"heatmap\" id=\"" << hid << "\">\n<h3><code>" << esc(b.name) << "</code></h3>\n";
+  o << "<div class=\"heatmap\" id=\"" << hid << "\">\n<h3><code>" << esc(b.name)
+    << "</code></h3>\n";
   if (cases.empty()) {
     o << "<p class=\"muted\">No cases were recorded for this backend.</p>\n</div>\n";
     return;
@@ -303,7 +310,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   };
   auto class_text = [&](const Point& p) {
     const Group& g = groups[p.group];
-    std::string t = p.cls == 0 ? "same as its group's baseline" : "result #" + std::to_string(p.cls + 1);
+    std::string t =
+        p.cls == 0 ? "same as its group's baseline" : "result #" + std::to_string(p.cls + 1);
     t += " of " + std::to_string(g.classes.size()) + " in ";
     t += g.name.empty() ? std::string("the sweep") : "group " + g.name;
     return t;
@@ -321,7 +329,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
         << " with more than one result, up to " << most << " distinct results in one group.";
     }
   } else {
-    o << ": " << esc(plural(static_cast<int64_t>(most), "distinct result", "distinct results")) << ".";
+    o << ": " << esc(plural(static_cast<int64_t>(most), "distinct result", "distinct results"))
+      << ".";
   }
   o << "</p>\n";
 
@@ -392,7 +401,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   for (const std::string& v : y_values) longest_y = std::max(longest_y, v.size());
   size_t longest_x = 0;
   for (const std::string& v : x_values) longest_x = std::max(longest_x, v.size());
-  const int left = 12 + static_cast<int>(std::min<size_t>(longest_y, 24) * 7) + (y_name.empty() ? 0 : 16);
+  const int left =
+      12 + static_cast<int>(std::min<size_t>(longest_y, 24) * 7) + (y_name.empty() ? 0 : 16);
   // Cells shrink so that the map fits a 1280-pixel window (page margins and scroll bar taken
   // off); below 5 pixels a cell could not be pointed at, and the map scrolls instead.
   const int fit = (1180 - left - 10) / static_cast<int>(std::max<size_t>(nx, 1));
@@ -408,7 +418,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     << "\" role=\"img\" aria-label=\"results of request " << request << " over the sweep\">\n";
   o << "<defs><pattern id=\"mixed-" << id_fragment(b.name)
     << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" "
-       "fill=\"#ffffff\"/><path d=\"M0,6 L6,0\" stroke=\"#333\" stroke-width=\"1.5\"/></pattern></defs>\n";
+       "fill=\"#ffffff\"/><path d=\"M0,6 L6,0\" stroke=\"#333\" "
+       "stroke-width=\"1.5\"/></pattern></defs>\n";
   for (size_t yi = 0; yi < ny; ++yi) {
     for (size_t xi = 0; xi < nx; ++xi) {
       const int x = left + static_cast<int>(xi) * cell, y = top + static_cast<int>(yi) * cell;
@@ -436,7 +447,9 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
         }
         if (seen.size() > 1 || it->second.size() > 1) {
           for (const Point* p : it->second) {
-            title.append("\n").append(context_label(r, p->c->context_index, context_of(r, *p->c).id)).append(" -> ");
+            title.append("\n")
+                .append(context_label(r, p->c->context_index, context_of(r, *p->c).id))
+                .append(" -> ");
             title.append(class_text(*p));
           }
         }
@@ -450,7 +463,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
   // Axis labels: y on the left, x rotated under the columns (thinned out when columns are narrow).
   for (size_t yi = 0; yi < ny && !y_name.empty(); ++yi) {
     o << "<text x=\"" << left - 4 << "\" y=\"" << top + static_cast<int>(yi) * cell + cell / 2 + 4
-      << "\" font-size=\"11\" text-anchor=\"end\">" << esc(y_values[yi].substr(0, 24)) << "</text>\n";
+      << "\" font-size=\"11\" text-anchor=\"end\">" << esc(y_values[yi].substr(0, 24))
+      << "</text>\n";
   }
   for (size_t xi = 0; xi < nx && !x_name.empty(); xi += x_label_step) {
     const int x = left + static_cast<int>(xi) * cell + cell / 2 + 4;
@@ -481,7 +495,8 @@ void write_heatmap(std::ostringstream& o, const AuditResult& r, const BackendOut
     }
   }
   if (axes.size() > 2) {
-    o << "<span><i style=\"background:repeating-linear-gradient(45deg,#fff 0 3px,#333 3px 4px)\"></i>mixed</span>";
+    o << "<span><i style=\"background:repeating-linear-gradient(45deg,#fff 0 3px,#333 3px "
+         "4px)\"></i>mixed</span>";
   }
   o << "<span><i style=\"background:" << kNotRunColour << "\"></i>not run</span></div>\n";
   write_group_table(o, r, groups);
@@ -518,7 +533,8 @@ void write_divergences(std::ostringstream& o, const AuditResult& r) {
   o << "<p><label>Backend <select id=\"divergence-filter\"><option value=\"\">all</option>";
   std::set<std::string> names;
   for (const Divergence& d : r.divergences) names.insert(d.backend);
-  for (const std::string& n : names) o << "<option value=\"" << esc(n) << "\">" << esc(n) << "</option>";
+  for (const std::string& n : names)
+    o << "<option value=\"" << esc(n) << "\">" << esc(n) << "</option>";
   o << "</select></label></p>\n";
   // Ten columns, values over their bit patterns: the table fits a 1280-pixel window.
   o << "<table id=\"divergence-table\">\n<thead><tr><th>Backend</th><th>Request, token</th>"
@@ -534,18 +550,19 @@ void write_divergences(std::ostringstream& o, const AuditResult& r) {
       context += " (run-to-run, repeat " + std::to_string(d.repeat) + ")";
     }
     o << "<tr data-backend=\"" << esc(d.backend) << "\" data-kind=\""
-      << esc(divergence_kind_name(d.kind))
-      << "\"><td><code>" << esc(d.backend) << "</code></td><td class=\"num\">" << d.request
-      << ", " << d.token << "</td><td class=\"wrap\">" << esc(context_label(r, d.baseline_context_index, d.baseline_context))
+      << esc(divergence_kind_name(d.kind)) << "\"><td><code>" << esc(d.backend)
+      << "</code></td><td class=\"num\">" << d.request << ", " << d.token
+      << "</td><td class=\"wrap\">"
+      << esc(context_label(r, d.baseline_context_index, d.baseline_context))
       << "</td><td class=\"wrap\">" << esc(context) << "</td><td>"
       << esc(named_coords(m.coords, r.scenario.coord_names)) << " <span class=\"muted\">(#"
-      << m.flat_index << ")</span></td><td class=\"num\">" << esc(exact_number(m.a))
-      << "<br><code>" << esc(m.a_bits) << "</code></td><td class=\"num\">"
-      << esc(exact_number(m.b)) << "<br><code>" << esc(m.b_bits) << "</code></td><td class=\"num\">"
-      << esc(ulp_text(m.ulp)) << "<br>" << esc(short_number(d.max_abs_diff)) << "<br>"
-      << esc(short_number(d.max_rel_diff)) << "</td><td>"
-      << esc(plural(d.mismatch_count, "element", "elements")) << ", " << d.mismatched_tokens << "/"
-      << d.tokens << " tokens</td><td>" << folded_notes(notes) << "</td></tr>\n";
+      << m.flat_index << ")</span></td><td class=\"num\">" << esc(exact_number(m.a)) << "<br><code>"
+      << esc(m.a_bits) << "</code></td><td class=\"num\">" << esc(exact_number(m.b)) << "<br><code>"
+      << esc(m.b_bits) << "</code></td><td class=\"num\">" << esc(ulp_text(m.ulp)) << "<br>"
+      << esc(short_number(d.max_abs_diff)) << "<br>" << esc(short_number(d.max_rel_diff))
+      << "</td><td>" << esc(plural(d.mismatch_count, "element", "elements")) << ", "
+      << d.mismatched_tokens << "/" << d.tokens << " tokens</td><td>" << folded_notes(notes)
+      << "</td></tr>\n";
   }
   o << "</tbody>\n</table>\n";
   if (r.divergences.size() > kMaxDivergenceRows) {
@@ -572,7 +589,8 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
     o << "</ul>\n";
   }
   if (!v.changes.empty()) {
-    o << "<table id=\"verify-table\">\n<thead><tr><th>Backend</th><th>Expectation</th><th>Context</th>"
+    o << "<table "
+         "id=\"verify-table\">\n<thead><tr><th>Backend</th><th>Expectation</th><th>Context</th>"
          "<th>Repeat</th><th>Request</th><th>First changed token</th><th>Recorded</th><th>Now</th>"
          "<th>Fails</th></tr></thead>\n<tbody>\n";
     for (size_t i = 0; i < v.changes.size() && i < kMaxVerifyRows; ++i) {
@@ -580,8 +598,8 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
       const auto [recorded, now] = short_hashes(c.recorded, c.now);
       o << "<tr><td><code>" << esc(c.backend) << "</code></td><td>"
         << esc(c.expectation.empty() ? "not run now" : c.expectation) << "</td><td>"
-        << esc(context_label(r, c.context_index, c.context)) << "</td><td class=\"num\">" << c.repeat
-        << "</td><td class=\"num\">" << c.request << "</td><td class=\"num\">"
+        << esc(context_label(r, c.context_index, c.context)) << "</td><td class=\"num\">"
+        << c.repeat << "</td><td class=\"num\">" << c.request << "</td><td class=\"num\">"
         << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a"))
         << "</td><td><code>" << recorded << "</code></td><td><code>" << now << "</code></td><td>"
         << (c.fails ? "<span class=\"bad\">yes</span>" : "no") << "</td></tr>\n";
@@ -593,8 +611,10 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
     }
   }
   if (!v.missing.empty() || !v.added.empty()) {
-    o << "<p>" << esc(plural(static_cast<int64_t>(v.missing.size()), "recorded entry", "recorded entries"))
-      << " not run, " << esc(plural(static_cast<int64_t>(v.added.size()), "new entry", "new entries"))
+    o << "<p>"
+      << esc(plural(static_cast<int64_t>(v.missing.size()), "recorded entry", "recorded entries"))
+      << " not run, "
+      << esc(plural(static_cast<int64_t>(v.added.size()), "new entry", "new entries"))
       << " (listed in the JSON report).</p>\n";
   }
   o << "</section>\n";
@@ -631,10 +651,13 @@ std::string render_html_report(const AuditResult& r) {
        // Nothing may be fetched: the report must open the same offline and in a CI artifact viewer.
        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
-       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>nvdet audit "
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>nvdet "
+       "audit "
     << esc(r.scenario.name) << ": "
-    << (ran_nothing(r) ? "NOTHING RAN" : r.summary.passed ? "PASS" : "FAIL") << "</title>\n<style>"
-    << kStyle << "</style>\n</head>\n<body>\n";
+    << (ran_nothing(r)     ? "NOTHING RAN"
+        : r.summary.passed ? "PASS"
+                           : "FAIL")
+    << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
   write_summary(o, r);
   write_verify(o, r);
   write_backends(o, r);

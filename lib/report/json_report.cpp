@@ -1,10 +1,10 @@
-#include "lib/report/system_info_json.h"
 #include "lib/report/json_report.h"
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
+#include "lib/report/system_info_json.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
@@ -67,7 +67,8 @@ json parity_summary_json(const ParitySummary& p) {
             {"mismatch_kl_max", json_number(p.mismatch_kl_max)},
             {"k3_mean", json_number(p.k3_mean)}};
   if (!p.first_context.empty()) {
-    j["first"] = {{"context", p.first_context}, {"request", p.first_request}, {"token", p.first_token}};
+    j["first"] = {
+        {"context", p.first_context}, {"request", p.first_request}, {"token", p.first_token}};
   }
   if (p.first_op) j["first_op"] = op_json(*p.first_op);
   return j;
@@ -75,17 +76,17 @@ json parity_summary_json(const ParitySummary& p) {
 
 json backend_json(const BackendOutcome& b) {
   json j = {{"name", b.name},
-          {"description", b.description},
-          {"gpu", b.gpu},
-          {"expect", std::string(expectation_name(b.expect))},
-          {"passed", b.passed},
-          {"contexts_run", b.contexts_run},
-          {"divergent_contexts", b.divergent_contexts},
-          {"run_to_run_divergences", b.run_to_run_divergences},
-          {"max_distinct_results", b.max_distinct_results},
-          {"verdict", b.verdict},
-          {"stands_for", string_map(b.stands_for)},
-          {"skipped", b.skipped}};
+            {"description", b.description},
+            {"gpu", b.gpu},
+            {"expect", std::string(expectation_name(b.expect))},
+            {"passed", b.passed},
+            {"contexts_run", b.contexts_run},
+            {"divergent_contexts", b.divergent_contexts},
+            {"run_to_run_divergences", b.run_to_run_divergences},
+            {"max_distinct_results", b.max_distinct_results},
+            {"verdict", b.verdict},
+            {"stands_for", string_map(b.stands_for)},
+            {"skipped", b.skipped}};
   if (b.skipped) j["skip_reason"] = b.skip_reason;
   if (b.max_distinct_completions > 0) j["max_distinct_completions"] = b.max_distinct_completions;
   if (b.parity) {
@@ -117,46 +118,44 @@ json case_json(const CaseRecord& c) {
     if (r.parity) jr["parity"] = parity_json(*r.parity);
     requests.push_back(std::move(jr));
   }
-  json j = {{"backend", c.backend},
-            {"context_index", c.context_index},
-            {"repeat", c.repeat},
-            {"seconds", json_number(c.seconds)},
-            {"notes", string_map(c.notes)},
-            {"requests", requests}};
+  json j = {{"backend", c.backend},         {"context_index", c.context_index},
+            {"repeat", c.repeat},           {"seconds", json_number(c.seconds)},
+            {"notes", string_map(c.notes)}, {"requests", requests}};
   if (c.generated_tokens > 0) j["generated_tokens"] = c.generated_tokens;
   return j;
 }
 
 json divergence_json(const Divergence& d) {
   json j = {{"backend", d.backend},
-          {"kind", std::string(divergence_kind_name(d.kind))},
-          {"request", d.request},
-          {"token", d.token},
-          {"baseline_context", d.baseline_context},
-          {"context", d.context},
-          {"repeat", d.repeat},
-          {"first_mismatch", first_mismatch_to_json(d.first_mismatch)},
-          {"max_abs_diff", json_number(d.max_abs_diff)},
-          {"max_rel_diff", json_number(d.max_rel_diff)},
-          {"mismatch_count", d.mismatch_count},
-          {"mismatched_tokens", d.mismatched_tokens},
-          {"tokens", d.tokens},
-          {"baseline_notes", string_map(d.baseline_notes)},
-          {"notes", string_map(d.notes)}};
+            {"kind", std::string(divergence_kind_name(d.kind))},
+            {"request", d.request},
+            {"token", d.token},
+            {"baseline_context", d.baseline_context},
+            {"context", d.context},
+            {"repeat", d.repeat},
+            {"first_mismatch", first_mismatch_to_json(d.first_mismatch)},
+            {"max_abs_diff", json_number(d.max_abs_diff)},
+            {"max_rel_diff", json_number(d.max_rel_diff)},
+            {"mismatch_count", d.mismatch_count},
+            {"mismatched_tokens", d.mismatched_tokens},
+            {"tokens", d.tokens},
+            {"baseline_notes", string_map(d.baseline_notes)},
+            {"notes", string_map(d.notes)}};
   // Model scenarios: where the completions part and which intermediate tensor parted first.
   if (d.completion) {
     const CompletionDivergence& c = *d.completion;
-    j["completion"] = {{"step", c.step},
-                       {"baseline_token", c.baseline_token},
-                       {"token", c.token},
-                       {"baseline_logit_of_baseline_token",
-                        json_number(c.baseline_logit_of_baseline_token)},
-                       {"baseline_logit_of_token", json_number(c.baseline_logit_of_token)},
-                       {"logit_of_baseline_token", json_number(c.logit_of_baseline_token)},
-                       {"logit_of_token", json_number(c.logit_of_token)},
-                       {"baseline_margin", json_number(c.baseline_margin)}};
+    j["completion"] = {
+        {"step", c.step},
+        {"baseline_token", c.baseline_token},
+        {"token", c.token},
+        {"baseline_logit_of_baseline_token", json_number(c.baseline_logit_of_baseline_token)},
+        {"baseline_logit_of_token", json_number(c.baseline_logit_of_token)},
+        {"logit_of_baseline_token", json_number(c.logit_of_baseline_token)},
+        {"logit_of_token", json_number(c.logit_of_token)},
+        {"baseline_margin", json_number(c.baseline_margin)}};
     if (c.sampled) {
-      j["completion"]["baseline_prob_of_baseline_token"] = json_number(c.baseline_prob_of_baseline_token);
+      j["completion"]["baseline_prob_of_baseline_token"] =
+          json_number(c.baseline_prob_of_baseline_token);
       j["completion"]["baseline_prob_of_token"] = json_number(c.baseline_prob_of_token);
     }
   }

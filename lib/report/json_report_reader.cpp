@@ -1,15 +1,15 @@
 #include "lib/report/json_report_reader.h"
 
+#include <fmt/format.h>
+
 #include <limits>
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "lib/core/bounded_file.h"
 #include "lib/core/checked_parse.h"
-#include "lib/core/json_input.h"
 #include "lib/core/error.h"
+#include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/result_classes.h"
@@ -85,7 +85,8 @@ double number(const json& v) {
 Hash128 hash(const json& v) {
   Hash128 h;
   if (!Hash128::from_hex(v.get<std::string>(), h)) {
-    throw json::other_error::create(501, "'" + excerpt(v.get<std::string>()) + "' is not a hash", &v);
+    throw json::other_error::create(501, "'" + excerpt(v.get<std::string>()) + "' is not a hash",
+                                    &v);
   }
   return h;
 }
@@ -100,7 +101,8 @@ RunNotes notes(const json& v) {
 // read by its axis's rule; an unknown axis is refused when the context is made.
 AxisValue axis_value_of(const std::string& axis, const json& v) {
   if (v.is_number_integer()) return integer<int64_t>(v, axis);
-  if (!v.is_string()) refuse(v, "context value of '" + excerpt(axis) + "' must be an integer or a word");
+  if (!v.is_string())
+    refuse(v, "context value of '" + excerpt(axis) + "' must be an integer or a word");
   const AxisSpec* a = find_axis(axis);
   return a ? axis_value_from_text(*a, v.get<std::string>()) : AxisValue(v.get<std::string>());
 }
@@ -145,7 +147,8 @@ FirstMismatch first_mismatch(const json& j) {
   m.b = number(j.at("b"));
   m.a_bits = j.at("a_bits").get<std::string>();
   m.b_bits = j.at("b_bits").get<std::string>();
-  m.ulp = j.at("ulp").is_null() ? std::numeric_limits<uint64_t>::max() : integer_at<uint64_t>(j, "ulp");
+  m.ulp =
+      j.at("ulp").is_null() ? std::numeric_limits<uint64_t>::max() : integer_at<uint64_t>(j, "ulp");
   return m;
 }
 
@@ -197,10 +200,12 @@ AuditResult parse(const json& j, const std::string& what) {
   AuditResult r;
   r.schema_version = integer_at<int>(j, "schema_version");
   if (r.schema_version < kOldestReadableSchemaVersion || r.schema_version > kReportSchemaVersion) {
-    throw json::other_error::create(
-        501, "schema_version " + std::to_string(r.schema_version) + " (this nvdet reads " +
-                 std::to_string(kOldestReadableSchemaVersion) + " to " +
-                 std::to_string(kReportSchemaVersion) + ")", nullptr);
+    throw json::other_error::create(501,
+                                    "schema_version " + std::to_string(r.schema_version) +
+                                        " (this nvdet reads " +
+                                        std::to_string(kOldestReadableSchemaVersion) + " to " +
+                                        std::to_string(kReportSchemaVersion) + ")",
+                                    nullptr);
   }
   // It is written as it is read: the current version, whatever version it was read from.
   r.schema_version = kReportSchemaVersion;
@@ -216,7 +221,8 @@ AuditResult parse(const json& j, const std::string& what) {
   s.requests = integers_or_empty<int64_t>(sj, "requests");
   s.repeat = integer_or<int32_t>(sj, "repeat", 1, 1);
   for (const json& a : sj.value("axes", json::array())) {
-    s.axes.emplace_back(a.at("name").get<std::string>(), a.at("values").get<std::vector<std::string>>());
+    s.axes.emplace_back(a.at("name").get<std::string>(),
+                        a.at("values").get<std::vector<std::string>>());
   }
   s.coord_names = sj.value("coord_names", std::vector<std::string>{});
   const OpSpec* op_record = find_op(s.op);
@@ -257,9 +263,9 @@ AuditResult parse(const json& j, const std::string& what) {
     for (const auto& [axis, ignored] : s.axes) {
       if (values.contains(axis)) typed.emplace_back(axis, axis_value_of(axis, values.at(axis)));
     }
-    Context context = make_context(op, index, std::move(typed), nullptr,
-                                   "cannot read audit report '" + what + "': context '" +
-                                       excerpt(id) + "'");
+    Context context =
+        make_context(op, index, std::move(typed), nullptr,
+                     "cannot read audit report '" + what + "': context '" + excerpt(id) + "'");
     if (context.id != id) {
       throw_input_error("cannot read audit report '" + what + "': context '" + excerpt(id) +
                         "' does not match its values (" + excerpt(context.id) + ")");
@@ -294,7 +300,8 @@ AuditResult parse(const json& j, const std::string& what) {
       RequestRecord rr;
       rr.request = integer_at<int64_t>(q, "request");
       rr.hash = hash(q.at("hash"));
-      for (const json& t : q.value("token_hashes", json::array())) rr.token_hashes.push_back(hash(t));
+      for (const json& t : q.value("token_hashes", json::array()))
+        rr.token_hashes.push_back(hash(t));
       rr.completion = integers_or_empty<int32_t>(q, "completion");
       if (q.contains("parity")) rr.parity = parity_record(q.at("parity"));
       rec.requests.push_back(std::move(rr));
@@ -317,7 +324,8 @@ AuditResult parse(const json& j, const std::string& what) {
     const std::optional<DivergenceKind> parsed_kind = parse_divergence_kind(kind);
     if (!parsed_kind) {
       throw json::other_error::create(
-          501, "unknown divergence kind '" + excerpt(kind) + "' (expected context or run-to-run)", nullptr);
+          501, "unknown divergence kind '" + excerpt(kind) + "' (expected context or run-to-run)",
+          nullptr);
     }
     v.kind = *parsed_kind;
     v.request = integer_at<int64_t>(d, "request");
@@ -385,7 +393,8 @@ AuditResult parse(const json& j, const std::string& what) {
       ch.request = integer_at<int64_t>(c, "request");
       ch.recorded = hash(c.at("recorded_hash"));
       ch.now = hash(c.at("hash"));
-      ch.first_token = c.at("first_token").is_null() ? -1 : integer_at<int64_t>(c, "first_token", 0);
+      ch.first_token =
+          c.at("first_token").is_null() ? -1 : integer_at<int64_t>(c, "first_token", 0);
       ch.changed_tokens = count(c, "changed_tokens");
       ch.tokens_recorded = count(c, "tokens_recorded");
       ch.tokens_now = count(c, "tokens");
@@ -423,11 +432,10 @@ AuditResult parse(const json& j, const std::string& what) {
 AuditResult audit_from_json(const json& j, const std::string& what) {
   // A bench table, a manifest or any other JSON is told apart by its shape before any field is
   // read, so that it gets one plain sentence instead of the first field lookup that fails.
-  const bool shaped = j.is_object() && j.contains("schema_version") &&
-                      j.contains("scenario") && j["scenario"].is_object() &&
-                      j.contains("backends") && j["backends"].is_array() &&
-                      j.contains("cases") && j["cases"].is_array() && j.contains("summary") &&
-                      j["summary"].is_object();
+  const bool shaped = j.is_object() && j.contains("schema_version") && j.contains("scenario") &&
+                      j["scenario"].is_object() && j.contains("backends") &&
+                      j["backends"].is_array() && j.contains("cases") && j["cases"].is_array() &&
+                      j.contains("summary") && j["summary"].is_object();
   if (!shaped) {
     throw_input_error("cannot read audit report '" + what +
                       "': not an audit report (nvdet audit's JSON report: an object with "

@@ -23,8 +23,8 @@ struct TestCase {
   bool failed = false;
   bool skipped = false;
   std::string type = "divergence";  // the failure's type attribute
-  std::string message;  // one line: the failure attribute
-  std::string details;  // the failure body
+  std::string message;              // one line: the failure attribute
+  std::string details;              // the failure body
 };
 
 std::string mismatch_sentence(const AuditResult& r, const Divergence& d) {
@@ -88,7 +88,8 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
   }
   // The backend failed for a reason no context's case shows (say, a manifest mismatch): say so in
   // a case of its own so the XML never passes where the audit failed.
-  const bool shown = std::any_of(cases.begin(), cases.end(), [](const TestCase& t) { return t.failed; });
+  const bool shown =
+      std::any_of(cases.begin(), cases.end(), [](const TestCase& t) { return t.failed; });
   if (!b.passed && !shown) {
     TestCase t;
     t.name = b.name + "/expectation";
@@ -122,7 +123,7 @@ std::string change_sentence(const ManifestChange& c) {
 // the manifest as a whole when it failed for another reason (missing or new entries, --strict).
 std::vector<TestCase> verify_cases(const AuditResult& r) {
   const VerifyResult& v = *r.verify;
-  std::map<int, std::string> group_of;  // context index -> group
+  std::map<int, std::string> group_of;                    // context index -> group
   std::vector<std::pair<std::string, std::string>> keys;  // (backend, group), in run order
   for (const CaseRecord& c : r.cases) {
     const std::string& group = context_of(r, c).group;
@@ -132,7 +133,8 @@ std::vector<TestCase> verify_cases(const AuditResult& r) {
   }
   for (const ManifestChange& c : v.changes) {
     const auto it = group_of.find(c.context_index);
-    const std::pair<std::string, std::string> key{c.backend, it == group_of.end() ? "" : it->second};
+    const std::pair<std::string, std::string> key{c.backend,
+                                                  it == group_of.end() ? "" : it->second};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
   std::vector<TestCase> cases;
@@ -155,7 +157,8 @@ std::vector<TestCase> verify_cases(const AuditResult& r) {
     }
     cases.push_back(std::move(t));
   }
-  const bool shown = std::any_of(cases.begin(), cases.end(), [](const TestCase& t) { return t.failed; });
+  const bool shown =
+      std::any_of(cases.begin(), cases.end(), [](const TestCase& t) { return t.failed; });
   if (!v.passed && !shown) {
     TestCase t;
     t.name = "verify/manifest";
@@ -173,9 +176,9 @@ void add_token_level_properties(const AuditResult& r, const BackendOutcome& b,
   const auto t = token_level_result(r, b);
   if (!t) return;
   if (!t->completions.empty()) properties.emplace_back("completions", t->completions);
-  properties.emplace_back("first_token_flip",
-                          t->first_flip.empty() ? "none: every token matched the baseline's"
-                                                : t->first_flip);
+  properties.emplace_back("first_token_flip", t->first_flip.empty()
+                                                  ? "none: every token matched the baseline's"
+                                                  : t->first_flip);
   if (!t->first_op.empty()) properties.emplace_back("first_op_parted", t->first_op);
 }
 
@@ -194,7 +197,7 @@ std::string xml_escape(std::string_view text) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
-      case '\t': out += "&#9;"; break;   // kept through attribute-value normalisation
+      case '\t': out += "&#9;"; break;  // kept through attribute-value normalisation
       case '\n': out += "&#10;"; break;
       case '\r': out += "&#13;"; break;
       default:
@@ -214,7 +217,8 @@ struct Suite {
 };
 
 void write_suite(std::ostringstream& body, const std::string& classname,
-                 const std::string& run_attrs, const Suite& s, int& total_tests, int& total_failures, int& total_skipped, double& total_seconds) {
+                 const std::string& run_attrs, const Suite& s, int& total_tests,
+                 int& total_failures, int& total_skipped, double& total_seconds) {
   int failures = 0, skipped = 0;
   double seconds = 0.0;
   for (const TestCase& t : s.cases) {
@@ -232,7 +236,8 @@ void write_suite(std::ostringstream& body, const std::string& classname,
   if (!s.properties.empty()) {
     body << "    <properties>\n";
     for (const auto& [k, v] : s.properties) {
-      body << "      <property name=\"" << xml_escape(k) << "\" value=\"" << xml_escape(v) << "\"/>\n";
+      body << "      <property name=\"" << xml_escape(k) << "\" value=\"" << xml_escape(v)
+           << "\"/>\n";
     }
     body << "    </properties>\n";
   }
@@ -275,13 +280,16 @@ std::string render_junit_report(const AuditResult& r) {
                     {"max_distinct_results", std::to_string(b.max_distinct_results)},
                     {"verdict", b.skipped ? "skipped: " + b.skip_reason : b.verdict}};
     add_token_level_properties(r, b, s.properties);
-    write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped, total_seconds);
+    write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped,
+                total_seconds);
   }
   if (r.verify) {
-    Suite s{r.scenario.name + "/verify", {{"manifest", r.verify->manifest}, {"verdict", r.verify->verdict}},
+    Suite s{r.scenario.name + "/verify",
+            {{"manifest", r.verify->manifest}, {"verdict", r.verify->verdict}},
             verify_cases(r)};
     for (const std::string& e : r.verify->environment) s.properties.emplace_back("environment", e);
-    write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped, total_seconds);
+    write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped,
+                total_seconds);
   }
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";

@@ -1,6 +1,7 @@
 #include "lib/report/markdown_report.h"
 
 #include <absl/strings/str_join.h>
+
 #include <set>
 #include <sstream>
 
@@ -140,19 +141,21 @@ void write_divergence_table(std::ostringstream& o, const AuditResult& r,
     const Divergence& d = *divs[i];
     const FirstMismatch& m = d.first_mismatch;
     std::string context = context_label(r, d.context_index, d.context);
-    if (d.kind == DivergenceKind::kRunToRun) context += " (repeat " + std::to_string(d.repeat) + " vs 0)";
-    const std::string mismatching =
-        plural(d.mismatch_count, "element", "elements") + ", " +
-        std::to_string(d.mismatched_tokens) + "/" + std::to_string(d.tokens) + " tokens";
+    if (d.kind == DivergenceKind::kRunToRun)
+      context += " (repeat " + std::to_string(d.repeat) + " vs 0)";
+    const std::string mismatching = plural(d.mismatch_count, "element", "elements") + ", " +
+                                    std::to_string(d.mismatched_tokens) + "/" +
+                                    std::to_string(d.tokens) + " tokens";
     const auto notes = notes_that_differ(d.baseline_notes, d.notes);
     o << "| " << d.request << " | " << d.token << " | " << cell(context) << " | "
-      << cell(named_coords(m.coords, r.scenario.coord_names)) << " | " << exact_number(m.a)
-      << " | " << exact_number(m.b) << " | " << code(m.a_bits) << " \u2192 " << code(m.b_bits)
-      << " | " << ulp_text(m.ulp) << " | " << short_number(d.max_abs_diff) << " | "
-      << cell(mismatching) << " | " << cell(notes.empty() ? "none" : absl::StrJoin(notes, "; ")) << " |\n";
+      << cell(named_coords(m.coords, r.scenario.coord_names)) << " | " << exact_number(m.a) << " | "
+      << exact_number(m.b) << " | " << code(m.a_bits) << " \u2192 " << code(m.b_bits) << " | "
+      << ulp_text(m.ulp) << " | " << short_number(d.max_abs_diff) << " | " << cell(mismatching)
+      << " | " << cell(notes.empty() ? "none" : absl::StrJoin(notes, "; ")) << " |\n";
   }
   if (divs.size() > kMaxDivergenceRows) {
-    o << "\n" << divs.size() - kMaxDivergenceRows
+    o << "\n"
+      << divs.size() - kMaxDivergenceRows
       << " more divergences of this backend are in the JSON report.\n";
   }
 }
@@ -183,8 +186,7 @@ void write_backend_details(std::ostringstream& o, const AuditResult& r, const Ba
     << plural(static_cast<int64_t>(requests.size()), "request", "requests") << " ("
     << absl::StrJoin(request_list, ", ") << ").";
   if (run_to_run > 0) {
-    o << " Run-to-run: " << run_to_run
-      << " (the same context gave different bits on a repeat).";
+    o << " Run-to-run: " << run_to_run << " (the same context gave different bits on a repeat).";
   }
   o << "\n";
   if (!changed_contexts.empty()) {
@@ -212,8 +214,9 @@ constexpr size_t kMaxVerifyRows = 20;
 // With --verify: the manifest check, which takes part in the verdict in the title.
 void write_verify(std::ostringstream& o, const AuditResult& r) {
   const VerifyResult& v = *r.verify;
-  o << "\n## Manifest " << code(v.manifest) << ": " << (v.passed ? "\u2713 verified" : "\u2717 FAILED")
-    << "\n\n" << text(v.verdict) << ".\n\n";
+  o << "\n## Manifest " << code(v.manifest) << ": "
+    << (v.passed ? "\u2713 verified" : "\u2717 FAILED") << "\n\n"
+    << text(v.verdict) << ".\n\n";
   if (v.environment.empty()) {
     o << "Environment unchanged since the recording.\n";
   } else {
@@ -228,17 +231,19 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
       const auto [recorded, now] = short_hashes(c.recorded, c.now);
       o << "| " << table_safe(code(c.backend)) << " | "
         << cell(c.expectation.empty() ? "not run now" : c.expectation) << " | "
-        << cell(context_label(r, c.context_index, c.context)) << " | " << c.repeat << " | " << c.request << " | "
+        << cell(context_label(r, c.context_index, c.context)) << " | " << c.repeat << " | "
+        << c.request << " | "
         << (c.first_token >= 0 ? std::to_string(c.first_token) : std::string("n/a")) << " | "
-        << code(recorded) << " | " << code(now)
-        << " | " << (c.fails ? "\u2717 yes" : "no") << " |\n";
+        << code(recorded) << " | " << code(now) << " | " << (c.fails ? "\u2717 yes" : "no")
+        << " |\n";
     }
     if (v.changes.size() > kMaxVerifyRows) {
       o << "\n" << v.changes.size() - kMaxVerifyRows << " more changes are in the JSON report.\n";
     }
   }
   if (!v.missing.empty() || !v.added.empty()) {
-    o << "\n" << plural(static_cast<int64_t>(v.missing.size()), "recorded entry", "recorded entries")
+    o << "\n"
+      << plural(static_cast<int64_t>(v.missing.size()), "recorded entry", "recorded entries")
       << " not run, " << plural(static_cast<int64_t>(v.added.size()), "new entry", "new entries")
       << " (listed in the JSON report).\n";
   }
@@ -249,19 +254,22 @@ void write_verify(std::ostringstream& o, const AuditResult& r) {
 std::string render_markdown_report(const AuditResult& r) {
   std::ostringstream o;
   const AuditSummary& s = r.summary;
-  o << "# " << (ran_nothing(r) ? "\u2205 NOTHING RAN" : s.passed ? "\u2713 PASS" : "\u2717 FAIL")
-    << ": nvdet audit "
-    << code(r.scenario.name) << "\n\n";
+  o << "# "
+    << (ran_nothing(r) ? "\u2205 NOTHING RAN"
+        : s.passed     ? "\u2713 PASS"
+                       : "\u2717 FAIL")
+    << ": nvdet audit " << code(r.scenario.name) << "\n\n";
   if (!r.scenario.description.empty()) o << text(r.scenario.description) << "\n\n";
   o << scenario_line(r) << "\n\n";
   o << "**Device** " << device_line(r.system) << ".\n\n";
-  o << plural(s.backends, "backend", "backends") << ", " << plural(s.contexts, "context", "contexts")
-    << ", " << plural(s.cases, "case", "cases") << ", "
+  o << plural(s.backends, "backend", "backends") << ", "
+    << plural(s.contexts, "context", "contexts") << ", " << plural(s.cases, "case", "cases") << ", "
     << plural(s.divergences, "divergence", "divergences") << "; "
     << plural(s.failed_backends, "backend failed its expectation",
               "backends failed their expectation")
-    << (s.skipped_backends ? "; " + plural(s.skipped_backends, "backend skipped", "backends skipped")
-                           : std::string())
+    << (s.skipped_backends
+            ? "; " + plural(s.skipped_backends, "backend skipped", "backends skipped")
+            : std::string())
     << "; " << short_number(s.seconds) << " s.\n\n";
   if (r.verify) {
     o << "**Manifest** " << code(r.verify->manifest) << ": "

@@ -1,10 +1,10 @@
 #include "lib/report/merge_reports.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "lib/core/error.h"
 #include "lib/runner/audit.h"
@@ -19,14 +19,14 @@ namespace {
 // (the shards may have run from different checkouts).
 bool same_sweep(const ScenarioSummary& a, const ScenarioSummary& b) {
   return a.name == b.name && a.op == b.op && a.dtype == b.dtype && a.out_dtype == b.out_dtype &&
-         a.seed == b.seed && a.requests == b.requests && a.repeat == b.repeat &&
-         a.axes == b.axes && a.coord_names == b.coord_names;
+         a.seed == b.seed && a.requests == b.requests && a.repeat == b.repeat && a.axes == b.axes &&
+         a.coord_names == b.coord_names;
 }
 
 std::vector<std::string> backend_names(const AuditResult& r) {
   std::vector<std::string> names;
-  for (const BackendOutcome& o : r.backends) names.push_back(o.name + ":" +
-                                                             std::string(expectation_name(o.expect)));
+  for (const BackendOutcome& o : r.backends)
+    names.push_back(o.name + ":" + std::string(expectation_name(o.expect)));
   return names;
 }
 
@@ -65,9 +65,10 @@ BackendOutcome merged_outcome(const std::vector<AuditResult>& shards, size_t b,
   for (const AuditResult& s : shards) skipped += s.backends[b].skipped ? 1 : 0;
   if (skipped == static_cast<int>(shards.size())) return shards[0].backends[b];
   if (skipped > 0) {
-    throw_input_error(fmt::format("cannot merge the shards of '{}': backend '{}' was skipped in {} "
-                                  "of {} shards and run in the others",
-                                  merged.scenario.name, name, skipped, shards.size()));
+    throw_input_error(
+        fmt::format("cannot merge the shards of '{}': backend '{}' was skipped in {} "
+                    "of {} shards and run in the others",
+                    merged.scenario.name, name, skipped, shards.size()));
   }
   BackendOutcome o = shards[0].backends[b];
   o.contexts_run = contexts;
@@ -120,12 +121,12 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
     return a.shard->index < b.shard->index;
   });
   const int count = shards[0].shard->count;
-  if (static_cast<int>(shards.size()) != count ||
-      shards.back().shard->index != count) {
+  if (static_cast<int>(shards.size()) != count || shards.back().shard->index != count) {
     std::string have;
-    for (const AuditResult& s : shards) have += (have.empty() ? "" : ", ") + std::to_string(s.shard->index);
-    refuse(fmt::format("it has {} shards, reports were given for shards {} (each once)", count,
-                       have));
+    for (const AuditResult& s : shards)
+      have += (have.empty() ? "" : ", ") + std::to_string(s.shard->index);
+    refuse(
+        fmt::format("it has {} shards, reports were given for shards {} (each once)", count, have));
   }
   // Who owns each context.
   std::map<int, int> owner;  // context index -> shard index
@@ -144,14 +145,15 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
                          s.shard->filter, shards[0].shard->filter));
     }
     if (s.verify) {
-      refuse(fmt::format("shard {} carries a manifest verification; verify the merged report "
-                         "(nvdet report ... --verify MANIFEST)",
-                         s.shard->index));
+      refuse(
+          fmt::format("shard {} carries a manifest verification; verify the merged report "
+                      "(nvdet report ... --verify MANIFEST)",
+                      s.shard->index));
     }
     for (int c : s.shard->owned) {
       if (!owner.emplace(c, s.shard->index).second) {
-        refuse(fmt::format("context {} is owned by shards {} and {}", c, owner.at(c),
-                           s.shard->index));
+        refuse(
+            fmt::format("context {} is owned by shards {} and {}", c, owner.at(c), s.shard->index));
       }
     }
   }
@@ -166,7 +168,8 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
     if (!s.started_at.empty() && s.started_at < merged.started_at) merged.started_at = s.started_at;
   }
   std::map<std::string, size_t> backend_order;
-  for (size_t b = 0; b < shards[0].backends.size(); ++b) backend_order[shards[0].backends[b].name] = b;
+  for (size_t b = 0; b < shards[0].backends.size(); ++b)
+    backend_order[shards[0].backends[b].name] = b;
   auto owned_by = [&owner](int context_index, const AuditResult& s) {
     const auto it = owner.find(context_index);
     return it != owner.end() && it->second == s.shard->index;

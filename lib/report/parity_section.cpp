@@ -25,8 +25,9 @@ std::vector<std::string> metric_cells(int64_t tokens, int64_t equal, double kl_m
 }
 
 const std::vector<std::string> kMetricHeads = {
-    "Tokens", "Bitwise equal", "mismatch_kl mean", "mismatch_kl max",
-    "logprob_abs_diff max", "logprob_abs_diff mean", "k3 mean"};
+    "Tokens",          "Bitwise equal",        "mismatch_kl mean",
+    "mismatch_kl max", "logprob_abs_diff max", "logprob_abs_diff mean",
+    "k3 mean"};
 
 bool any_scored(const AuditResult& r) {
   for (const BackendOutcome& b : r.backends)
@@ -41,13 +42,14 @@ std::vector<std::vector<std::string>> request_rows(const AuditResult& r) {
     for (const RequestRecord& q : c.requests) {
       if (!q.parity) continue;
       const ParityRecord& p = *q.parity;
-      std::vector<std::string> row = {c.backend, context_label(r, c.context_index, context_of(r, c).id) +
-                                                     (c.repeat ? fmt::format(" (repeat {})", c.repeat)
-                                                               : std::string()),
-                                      std::to_string(q.request)};
-      for (std::string& m : metric_cells(p.tokens, p.bitwise_equal_tokens, p.mismatch_kl_mean,
-                                         p.mismatch_kl_max, p.logprob_abs_diff_max,
-                                         p.logprob_abs_diff_mean, p.k3_mean))
+      std::vector<std::string> row = {
+          c.backend,
+          context_label(r, c.context_index, context_of(r, c).id) +
+              (c.repeat ? fmt::format(" (repeat {})", c.repeat) : std::string()),
+          std::to_string(q.request)};
+      for (std::string& m :
+           metric_cells(p.tokens, p.bitwise_equal_tokens, p.mismatch_kl_mean, p.mismatch_kl_max,
+                        p.logprob_abs_diff_max, p.logprob_abs_diff_mean, p.k3_mean))
         row.push_back(std::move(m));
       row.push_back(p.first_differing_token < 0 ? "-" : std::to_string(p.first_differing_token));
       row.push_back(first_op_text(p.first_op));
@@ -60,14 +62,13 @@ std::vector<std::vector<std::string>> request_rows(const AuditResult& r) {
 std::vector<std::string> backend_row(const BackendOutcome& b) {
   const ParitySummary& p = *b.parity;
   std::vector<std::string> row = {b.name, std::string(parity_expectation_name(b.parity_expect))};
-  for (std::string& m : metric_cells(p.tokens, p.bitwise_equal_tokens, p.mismatch_kl_mean,
-                                     p.mismatch_kl_max, p.logprob_abs_diff_max,
-                                     p.logprob_abs_diff_mean, p.k3_mean))
+  for (std::string& m :
+       metric_cells(p.tokens, p.bitwise_equal_tokens, p.mismatch_kl_mean, p.mismatch_kl_max,
+                    p.logprob_abs_diff_max, p.logprob_abs_diff_mean, p.k3_mean))
     row.push_back(std::move(m));
-  row.push_back(p.first_context.empty()
-                    ? "-"
-                    : fmt::format("{}, request {}, token {}", p.first_context, p.first_request,
-                                  p.first_token));
+  row.push_back(p.first_context.empty() ? "-"
+                                        : fmt::format("{}, request {}, token {}", p.first_context,
+                                                      p.first_request, p.first_token));
   row.push_back(first_op_text(p.first_op));
   return row;
 }
@@ -158,9 +159,9 @@ std::string parity_html_section(const AuditResult& r) {
   std::string o = "<section id=\"parity\">\n<h2>Sampler against trainer</h2>\n<p>" +
                   html_escape(kSectionIntro) + "</p>\n";
   o += html_table(with_metrics({"Backend", "Parity"}, {"First differing", "First op apart"}), rows);
-  o += html_table(with_metrics({"Backend", "Context", "Request"},
-                               {"First differing token", "First op apart"}),
-                  request_rows(r));
+  o += html_table(
+      with_metrics({"Backend", "Context", "Request"}, {"First differing token", "First op apart"}),
+      request_rows(r));
   return o + "</section>\n";
 }
 

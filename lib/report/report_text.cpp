@@ -66,10 +66,12 @@ std::string ulp_text(uint64_t ulp) {
   return ulp == std::numeric_limits<uint64_t>::max() ? "n/a" : std::to_string(ulp);
 }
 
-std::string named_coords(const std::vector<int64_t>& coords, const std::vector<std::string>& names) {
+std::string named_coords(const std::vector<int64_t>& coords,
+                         const std::vector<std::string>& names) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < coords.size(); ++i) {
-    const std::string name = i < names.size() && !names[i].empty() ? names[i] : "dim" + std::to_string(i);
+    const std::string name =
+        i < names.size() && !names[i].empty() ? names[i] : "dim" + std::to_string(i);
     parts.push_back(name + "=" + std::to_string(coords[i]));
   }
   return absl::StrJoin(parts, ", ");
@@ -97,11 +99,12 @@ std::string device_line(const SystemInfo& s) {
     return line;
   }
   const GpuInfo& g = s.gpus.front();
-  std::string line = g.name + " (" + std::to_string(g.sm_count) + " SMs, compute " +
-                     g.compute_capability + ")";
+  std::string line =
+      g.name + " (" + std::to_string(g.sm_count) + " SMs, compute " + g.compute_capability + ")";
   if (s.gpus.size() > 1) line += " + " + std::to_string(s.gpus.size() - 1) + " more";
   line += ", driver " + (s.driver_version.empty() ? std::string("?") : s.driver_version);
-  line += ", CUDA runtime " + (s.cuda_runtime_version.empty() ? std::string("?") : s.cuda_runtime_version);
+  line += ", CUDA runtime " +
+          (s.cuda_runtime_version.empty() ? std::string("?") : s.cuda_runtime_version);
   line += ", cuBLAS " + (s.cublas_version.empty() ? std::string("?") : s.cublas_version);
   return line;
 }
@@ -161,10 +164,17 @@ std::vector<std::string> describe_context_set(const AuditResult& r,
     const auto& [first_axis, first_values] = axes.front();
     for (const auto& [index, id] : contexts) {
       const Context* c = find_context(r, index);
-      if (!c || c->values.empty()) { groupable = false; break; }
+      if (!c || c->values.empty()) {
+        groupable = false;
+        break;
+      }
       const auto v = context_value(c->values, first_axis);
-      const auto pos = v ? std::find(first_values.begin(), first_values.end(), *v) : first_values.end();
-      if (pos == first_values.end()) { groupable = false; break; }
+      const auto pos =
+          v ? std::find(first_values.begin(), first_values.end(), *v) : first_values.end();
+      if (pos == first_values.end()) {
+        groupable = false;
+        break;
+      }
       std::vector<std::string> key_parts;
       for (size_t a = 1; a < axes.size(); ++a) {
         const auto w = context_value(c->values, axes[a].first);
@@ -259,8 +269,8 @@ std::optional<TokenLevelResult> token_level_result(const AuditResult& r, const B
     t.first_flip = fmt::format(
         "request {} at step {} in {}: {} vs {} (baseline logits {:.6g} vs {:.6g}, top-1/top-2 "
         "margin {:.3g})",
-        d.request, c.step, d.context, c.baseline_token, c.token,
-        c.baseline_logit_of_baseline_token, c.baseline_logit_of_token, c.baseline_margin);
+        d.request, c.step, d.context, c.baseline_token, c.token, c.baseline_logit_of_baseline_token,
+        c.baseline_logit_of_token, c.baseline_margin);
     if (c.sampled) {
       t.sampled = fmt::format("baseline probabilities {:.4g} vs {:.4g} (margin {:.3g})",
                               c.baseline_prob_of_baseline_token, c.baseline_prob_of_token,

@@ -2,10 +2,9 @@
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/types/span.h>
-
-#include <algorithm>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -15,12 +14,12 @@
 #include "lib/core/error.h"
 #include "lib/core/host_memory.h"
 #include "lib/core/text_excerpt.h"
-#include "lib/scenario/context_filter.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/parity_metrics.h"
 #include "lib/runner/result_classes.h"
 #include "lib/runner/verdict.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/scenario/typo_hint.h"
 
 namespace nvdet {
@@ -105,10 +104,16 @@ std::optional<Divergence> compare_request(const RequestOutput& reference_out,
 class BackendAudit {
  public:
   BackendAudit(const BackendSpec& spec, Backend& backend, Workload& workload,
-               const std::vector<Context>& contexts, const Scenario& s,
-               const AuditOptions& options, AuditResult& result, AuditProgress& progress)
-      : spec_(spec), backend_(backend), workload_(workload), contexts_(contexts), s_(s),
-        options_(options), result_(result), progress_(progress) {}
+               const std::vector<Context>& contexts, const Scenario& s, const AuditOptions& options,
+               AuditResult& result, AuditProgress& progress)
+      : spec_(spec),
+        backend_(backend),
+        workload_(workload),
+        contexts_(contexts),
+        s_(s),
+        options_(options),
+        result_(result),
+        progress_(progress) {}
 
   // Runs every repeat of one context.
   void run_context(const Context& c) { run_context(c, outcome_); }
@@ -254,12 +259,14 @@ class BackendAudit {
                                            const std::string& backend, const std::string& context) {
   const auto* known = dynamic_cast<const HostAllocationError*>(&e);
   const ScenarioEstimate estimate = estimate_scenario(s);
-  const std::string during = backend.empty() ? "while building the inputs and weights of scenario '" + s.name + "'"
-                                             : "while backend '" + backend + "' ran " + context;
-  throw_runtime_error("out of host memory " + (known ? "allocating " + std::string(known->what()) : std::string("")) +
-                      (known ? " " : "") + during +
-                      " (the estimate for the scenario was " + byte_size_text(estimate.host_bytes) +
-                      " per context: " + estimate.breakdown + "); shrink the shapes");
+  const std::string during =
+      backend.empty() ? "while building the inputs and weights of scenario '" + s.name + "'"
+                      : "while backend '" + backend + "' ran " + context;
+  throw_runtime_error("out of host memory " +
+                      (known ? "allocating " + std::string(known->what()) : std::string("")) +
+                      (known ? " " : "") + during + " (the estimate for the scenario was " +
+                      byte_size_text(estimate.host_bytes) + " per context: " + estimate.breakdown +
+                      "); shrink the shapes");
 }
 
 }  // namespace
@@ -285,8 +292,8 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
       known += (known.empty() ? "" : ", ") + r.info.name;
       names.push_back(r.info.name);
     }
-    const std::string msg =
-        "unknown backend '" + excerpt(b.name) + "'" + typo_hint(b.name, names) + " (known: " + known + ")";
+    const std::string msg = "unknown backend '" + excerpt(b.name) + "'" + typo_hint(b.name, names) +
+                            " (known: " + known + ")";
     if (b.where.file.empty()) throw_input_error(msg);
     throw_input_error(b.where, msg);
   }
@@ -399,8 +406,8 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
     if (skipped[i]) continue;
     const BackendSpec& spec = specs[i];
     backends.push_back(make_backend(spec.name));
-    audits.push_back(std::make_unique<BackendAudit>(spec, *backends.back(), *workload, contexts,
-                                                    s, options, result, progress));
+    audits.push_back(std::make_unique<BackendAudit>(spec, *backends.back(), *workload, contexts, s,
+                                                    options, result, progress));
   }
   // Context-major: a context's inputs (a multi-gigabyte KV cache, say) are built once and
   // serve every backend and repeat before the next context is built.

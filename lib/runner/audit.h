@@ -15,7 +15,7 @@
 namespace nvdet {
 
 struct AuditProgress {
-  int done = 0, total = 0;  // cases (backend × context × repeat)
+  int done = 0, total = 0;               // cases (backend × context × repeat)
   int context_number = 0, contexts = 0;  // the context being run: 1-based, of how many
   std::string backend, context;
 };
@@ -33,7 +33,8 @@ struct AuditOptions {
   bool skip_unavailable = false;
   std::function<void(const AuditProgress&)> on_progress;  // at the start and end of each case
   // Called after each case with its outputs (for --dump); the outputs die after the call.
-  std::function<void(const Context&, const CaseRecord&, const std::vector<RequestOutput>&)> on_outputs;
+  std::function<void(const Context&, const CaseRecord&, const std::vector<RequestOutput>&)>
+      on_outputs;
   // --shard: the contexts given are this shard's (lib/runner/shard.h select_shard); the result
   // carries it, and a `variant` expectation is left to the merge.
   std::optional<ShardInfo> shard;
@@ -63,7 +64,8 @@ Support scenario_support(const Scenario& s, const std::string& name, const Devic
 // audit's --skip-unavailable; bench, which has no such option, names --backends).
 std::string check_backend_support(
     const Scenario& s, const BackendSpec& spec, const DeviceFacts& device, bool skip_unavailable,
-    std::string_view hint = " (--skip-unavailable skips such backends and reports them as skipped)");
+    std::string_view hint =
+        " (--skip-unavailable skips such backends and reports them as skipped)");
 
 // Everything about one audit that can be checked before any context runs: the backends exist,
 // the filter is valid and matches, each backend that will run computes the scenario's op and

@@ -32,7 +32,8 @@ struct ScenarioSummary {
   std::vector<int64_t> requests;
   int32_t repeat = 1;
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;  // name -> values
-  std::vector<std::string> coord_names;  // what each output coordinate means: token, col / head, dim
+  std::vector<std::string>
+      coord_names;  // what each output coordinate means: token, col / head, dim
 };
 
 // Model scenarios: the first intermediate tensor whose bits differ.
@@ -51,9 +52,9 @@ struct ParityRecord {
   int64_t first_differing_token = -1;  // -1: every row equal
   double logprob_abs_diff_max = 0.0;   // |log p_sampler(tok) - log p_trainer(tok)|, sampled tokens
   double logprob_abs_diff_mean = 0.0;
-  double mismatch_kl_mean = 0.0;       // KL(sampler || trainer) over the whole vocabulary
+  double mismatch_kl_mean = 0.0;  // KL(sampler || trainer) over the whole vocabulary
   double mismatch_kl_max = 0.0;
-  double k3_mean = 0.0;                // k3 = r - 1 - log r, r = p_trainer(tok) / p_sampler(tok)
+  double k3_mean = 0.0;                  // k3 = r - 1 - log r, r = p_trainer(tok) / p_sampler(tok)
   std::optional<OpDivergence> first_op;  // first (step, layer, op) where decode and scoring parted
 };
 
@@ -71,9 +72,9 @@ struct ParitySummary {
 
 struct RequestRecord {
   int64_t request = 0;
-  Hash128 hash;                       // the request's whole output
-  std::vector<Hash128> token_hashes;  // one per token (first dimension)
-  std::vector<int32_t> completion;    // model scenarios: the generated token ids
+  Hash128 hash;                        // the request's whole output
+  std::vector<Hash128> token_hashes;   // one per token (first dimension)
+  std::vector<int32_t> completion;     // model scenarios: the generated token ids
   std::optional<ParityRecord> parity;  // model scenarios with a scoring pass
   // Which of its request's distinct results in its group this output is, by first appearance in
   // sweep order (0: the group's baseline result); set by assign_result_classes
@@ -97,11 +98,11 @@ struct CaseRecord {
 // Model scenarios: where two completions part (token ids per decode step; the output tensor
 // holds each step's logits).
 struct CompletionDivergence {
-  int64_t step = 0;                 // first decode step whose token differs
+  int64_t step = 0;  // first decode step whose token differs
   int32_t baseline_token = 0, token = 0;
   double baseline_logit_of_baseline_token = 0.0, baseline_logit_of_token = 0.0;
   double logit_of_baseline_token = 0.0, logit_of_token = 0.0;
-  double baseline_margin = 0.0;     // baseline's top-1 minus top-2 logit at that step
+  double baseline_margin = 0.0;  // baseline's top-1 minus top-2 logit at that step
   // Sampled scenarios (model.sampling): both tokens' probabilities in the baseline's filtered
   // sampling distribution at that step (0 for a token the filter dropped).
   bool sampled = false;
@@ -139,8 +140,8 @@ struct Divergence {
   double max_rel_diff = 0.0;
   int64_t mismatch_count = 0;
   int64_t mismatched_tokens = 0;
-  int64_t tokens = 0;  // tokens in the request's output
-  RunNotes baseline_notes, notes;  // why: the algorithms/splits each side used
+  int64_t tokens = 0;                              // tokens in the request's output
+  RunNotes baseline_notes, notes;                  // why: the algorithms/splits each side used
   std::optional<CompletionDivergence> completion;  // model scenarios, when the tokens differ
   std::optional<OpDivergence> first_op;            // model scenarios
 };
@@ -152,11 +153,11 @@ struct BackendOutcome {
   Expectation expect = Expectation::kReport;
   bool passed = true;
   int contexts_run = 0;
-  int divergent_contexts = 0;      // contexts where some request differs from the baseline
+  int divergent_contexts = 0;  // contexts where some request differs from the baseline
   int run_to_run_divergences = 0;
-  int max_distinct_results = 1;    // most distinct outputs of one request over the contexts
+  int max_distinct_results = 1;      // most distinct outputs of one request over the contexts
   int max_distinct_completions = 0;  // model scenarios: most distinct completions of one request
-  std::string verdict;             // one sentence for humans
+  std::string verdict;               // one sentence for humans
   std::map<std::string, std::string> stands_for;
   // Not run, on request (`--skip-unavailable`), because this machine cannot run it (a GPU
   // backend without a GPU). A skipped backend neither passes nor fails; every writer says so.

@@ -65,8 +65,7 @@ bool check_bench(const Scenario& s, const BenchOptions& options) {
 BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
   const std::vector<BackendSpec> specs = select_backends(s, options.backends);
   check_scenario_budget(s, specs, Budget{});  // the audit's default limits
-  const std::vector<Context> contexts =
-      filter_contexts(expand_contexts(s), options.context_filter);
+  const std::vector<Context> contexts = filter_contexts(expand_contexts(s), options.context_filter);
   std::unique_ptr<Workload> workload = make_workload(s);
   BenchResult result;
   result.scenario = s.name;

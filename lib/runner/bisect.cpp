@@ -114,15 +114,17 @@ class Bisector {
     r.context_b = b->id;
 
     Capture cap_a, cap_b;
-    RequestOutput out_a = as_output(r.request, runner_.run(backend, a, {r.request}, &cap_a, nullptr).at(0));
-    RequestOutput out_b = as_output(r.request, runner_.run(backend, *b, {r.request}, &cap_b, nullptr).at(0));
+    RequestOutput out_a =
+        as_output(r.request, runner_.run(backend, a, {r.request}, &cap_a, nullptr).at(0));
+    RequestOutput out_b =
+        as_output(r.request, runner_.run(backend, *b, {r.request}, &cap_b, nullptr).at(0));
     r.completion_a = out_a.completion;
     r.completion_b = out_b.completion;
     r.steps = static_cast<int32_t>(std::max(out_a.completion.size(), out_b.completion.size()));
     r.first_flip = compare_completions(out_a, out_b);
     compare_traces(cap_a.entries, cap_b.entries, r);
-    r.diverged = r.first_op.has_value() || r.first_flip.has_value() ||
-                 out_a.completion != out_b.completion;
+    r.diverged =
+        r.first_op.has_value() || r.first_flip.has_value() || out_a.completion != out_b.completion;
     return r;
   }
 
@@ -130,7 +132,8 @@ class Bisector {
   // Context A's decode against its own scoring pass: the same tokens, computed by a trainer.
   BisectResult& against_scoring(Backend& backend, const Context& a, BisectResult& r) {
     if (!o_.against.empty()) {
-      throw_input_error("--scoring compares context A with its own scoring pass; leave --against out");
+      throw_input_error(
+          "--scoring compares context A with its own scoring pass; leave --against out");
     }
     const ScoreOptions so = runner_.score_options_for(a);
     r.context_a = a.id;
@@ -141,7 +144,8 @@ class Bisector {
         as_output(r.request, runner_.run(backend, a, {r.request}, &cap_a, nullptr).at(0));
     RequestOutput out_b;
     out_b.request = r.request;
-    out_b.output = runner_.score(backend, a, {r.request}, {out_a.completion}, &cap_b, nullptr).at(0);
+    out_b.output =
+        runner_.score(backend, a, {r.request}, {out_a.completion}, &cap_b, nullptr).at(0);
     for (int64_t t = 0; t < out_b.output.dim(0); ++t) {
       out_b.completion.push_back(argmax_of_row(out_b.output, t));
     }
@@ -270,7 +274,8 @@ std::string cell_text(double v) {
 
 BisectResult run_bisect(const Scenario& s, const BisectOptions& options) {
   if (s.op != OpKind::kModel) {
-    throw_input_error(s.path + ": nvdet bisect needs a model scenario (op: model), this one is op " +
+    throw_input_error(s.path +
+                      ": nvdet bisect needs a model scenario (op: model), this one is op " +
                       std::string(op_name(s.op)));
   }
   Bisector b(s, options);
@@ -336,7 +341,8 @@ nlohmann::json bisect_to_json(const BisectResult& r) {
 }
 
 std::string render_bisect_text(const BisectResult& r) {
-  std::string out = fmt::format("bisect {}: backend {}, request {}\n", r.scenario, r.backend, r.request);
+  std::string out =
+      fmt::format("bisect {}: backend {}, request {}\n", r.scenario, r.backend, r.request);
   out += fmt::format("  A: {}\n", r.context_a);
   if (r.context_b.empty()) {
     out += "  no context of the scenario changes this request's bits: nothing to bisect\n";
@@ -360,14 +366,16 @@ std::string render_bisect_text(const BisectResult& r) {
   }
   if (r.first_flip) {
     const CompletionDivergence& d = *r.first_flip;
-    out += fmt::format("first argmax flip: step {}: A chose {} (logit {:.6g}, margin over 2nd {:.3g}), "
-                       "B chose {} (logit {:.6g}); B's logit of A's token {:.6g}\n",
-                       d.step, d.baseline_token, d.baseline_logit_of_baseline_token,
-                       d.baseline_margin, d.token, d.logit_of_token, d.logit_of_baseline_token);
+    out += fmt::format(
+        "first argmax flip: step {}: A chose {} (logit {:.6g}, margin over 2nd {:.3g}), "
+        "B chose {} (logit {:.6g}); B's logit of A's token {:.6g}\n",
+        d.step, d.baseline_token, d.baseline_logit_of_baseline_token, d.baseline_margin, d.token,
+        d.logit_of_token, d.logit_of_baseline_token);
   } else {
     out += "no argmax flip: both contexts generate the same tokens (the logits differ)\n";
   }
-  out += fmt::format("  A: {}\n  B: {}\n", fmt::join(r.completion_a, " "), fmt::join(r.completion_b, " "));
+  out += fmt::format("  A: {}\n  B: {}\n", fmt::join(r.completion_a, " "),
+                     fmt::join(r.completion_b, " "));
   out += "max |diff| per layer per step (A vs B):\n";
   out += fmt::format("{:>6}", "step");
   for (const std::string& c : r.columns) out += fmt::format(" {:>10}", c);
@@ -383,8 +391,9 @@ std::string render_bisect_text(const BisectResult& r) {
     ++shown;
   }
   if (shown < r.growth.size()) {
-    out += fmt::format("  ... {} more steps (the inputs differ after the flip; --format json lists them)\n",
-                       r.growth.size() - shown);
+    out += fmt::format(
+        "  ... {} more steps (the inputs differ after the flip; --format json lists them)\n",
+        r.growth.size() - shown);
   }
   return out;
 }

@@ -60,11 +60,12 @@ ScenarioEstimate estimate_scenario(const Scenario& s, bool cpu_backend) {
   double context_bytes = sizeof(Context) + 2.0 * (std::string_view(op_name(s.op)).size() + 2);
   for (const SweepAxis& a : s.sweep) {
     e.contexts *= static_cast<double>(a.values.size());
-    e.contexts_product += fmt::format("{}{} {}", e.contexts_product.empty() ? "" : " x ",
-                                      a.values.size(), a.name());
+    e.contexts_product +=
+        fmt::format("{}{} {}", e.contexts_product.empty() ? "" : " x ", a.values.size(), a.name());
     size_t longest = 0;
     for (const AxisValue& v : a.values) longest = std::max(longest, axis_value_string(v).size());
-    context_bytes += sizeof(std::pair<std::string, AxisValue>) + 2.0 * (a.name().size() + longest + 2) +
+    context_bytes += sizeof(std::pair<std::string, AxisValue>) +
+                     2.0 * (a.name().size() + longest + 2) +
                      2 * sizeof(std::string);  // id and group text; heap strings past SSO
   }
   Footprint p = op_spec(s.op).footprint(s);
@@ -76,9 +77,10 @@ ScenarioEstimate estimate_scenario(const Scenario& s, bool cpu_backend) {
   e.token_layers = e.contexts * p.token_layers;
   e.attention_pair_layers = e.contexts * p.attention_pair_layers;
   if (p.token_layers > 0)
-    e.work = fmt::format("about {:.3g} token-layers and {:.3g} attention pair-layers ({:.3g} per "
-                         "context, {:.0f} contexts)",
-                         e.token_layers, e.attention_pair_layers, p.token_layers, e.contexts);
+    e.work = fmt::format(
+        "about {:.3g} token-layers and {:.3g} attention pair-layers ({:.3g} per "
+        "context, {:.0f} contexts)",
+        e.token_layers, e.attention_pair_layers, p.token_layers, e.contexts);
   if (context_list >= 1 << 20)
     e.breakdown = fmt::format("context list {}, {}", byte_size_text(context_list), e.breakdown);
   return e;
@@ -88,21 +90,25 @@ void check_budget(const Scenario& s, const ScenarioEstimate& e, const Budget& b,
                   std::optional<uint64_t> device_free) {
   const std::string who = "scenario '" + s.name + "'";
   if (e.contexts > static_cast<double>(b.max_contexts))
-    throw_input_error(fmt::format("{} sweeps {:.0f} contexts ({}), more than the limit of {}; "
-                                  "narrow the sweep or raise --max-contexts",
-                                  who, e.contexts, e.contexts_product, b.max_contexts));
+    throw_input_error(
+        fmt::format("{} sweeps {:.0f} contexts ({}), more than the limit of {}; "
+                    "narrow the sweep or raise --max-contexts",
+                    who, e.contexts, e.contexts_product, b.max_contexts));
   if (e.contexts > kMaxIndexableContexts)
-    throw_input_error(fmt::format("{} sweeps {:.0f} contexts ({}), more than the {:.0f} one run can "
-                                  "hold; narrow the sweep",
-                                  who, e.contexts, e.contexts_product, kMaxIndexableContexts));
+    throw_input_error(
+        fmt::format("{} sweeps {:.0f} contexts ({}), more than the {:.0f} one run can "
+                    "hold; narrow the sweep",
+                    who, e.contexts, e.contexts_product, kMaxIndexableContexts));
   if (e.token_layers > kMaxTokenLayers || e.attention_pair_layers > kMaxAttentionPairLayers)
-    throw_input_error(fmt::format("{} would compute {}, more than the limits of {:.0e} and {:.0e} "
-                                  "a run may take; shorten the prompts or narrow the sweep",
-                                  who, e.work, kMaxTokenLayers, kMaxAttentionPairLayers));
+    throw_input_error(
+        fmt::format("{} would compute {}, more than the limits of {:.0e} and {:.0e} "
+                    "a run may take; shorten the prompts or narrow the sweep",
+                    who, e.work, kMaxTokenLayers, kMaxAttentionPairLayers));
   if (e.host_bytes > kMaxPlausibleBytes)
-    throw_input_error(fmt::format("{} would need about {} of memory per context ({}), more than "
-                                  "any machine has",
-                                  who, byte_size_text(e.host_bytes), e.breakdown));
+    throw_input_error(
+        fmt::format("{} would need about {} of memory per context ({}), more than "
+                    "any machine has",
+                    who, byte_size_text(e.host_bytes), e.breakdown));
   // By default three quarters of what is available: the estimate leaves out the allocator's
   // slack, reports and whatever else runs on the machine.
   const double host_limit = b.max_host_bytes ? static_cast<double>(*b.max_host_bytes)
@@ -115,7 +121,8 @@ void check_budget(const Scenario& s, const ScenarioEstimate& e, const Budget& b,
         b.max_host_bytes ? "allowed by --max-host-bytes"
                          : "allowed on this machine (3/4 of its available memory)"));
   if (!gpu) return;
-  const std::optional<uint64_t> device_limit = b.max_device_bytes ? b.max_device_bytes : device_free;
+  const std::optional<uint64_t> device_limit =
+      b.max_device_bytes ? b.max_device_bytes : device_free;
   if (device_limit && e.device_bytes > static_cast<double>(*device_limit))
     throw_runtime_error(fmt::format(
         "{} needs about {} of device memory per context ({}), more than the {} {}; shrink the "

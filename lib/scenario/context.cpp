@@ -1,5 +1,4 @@
 #include "lib/scenario/context.h"
-#include "lib/scenario/context_filter.h"
 
 #include <re2/re2.h>
 
@@ -8,6 +7,7 @@
 
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/scenario/context_filter.h"
 #include "lib/scenario/typo_hint.h"
 
 namespace nvdet {
@@ -23,12 +23,14 @@ std::string join_words(const std::vector<std::string>& words) {
 
 int64_t Context::integer(Axis a) const {
   if (const auto* n = std::get_if<int64_t>(&value(a))) return *n;
-  throw_runtime_error("context " + id + ": axis '" + axis_spec(a).name + "' holds a word, read as an integer");
+  throw_runtime_error("context " + id + ": axis '" + axis_spec(a).name +
+                      "' holds a word, read as an integer");
 }
 
 const std::string& Context::word(Axis a) const {
   if (const auto* w = std::get_if<std::string>(&value(a))) return *w;
-  throw_runtime_error("context " + id + ": axis '" + axis_spec(a).name + "' holds an integer, read as a word");
+  throw_runtime_error("context " + id + ": axis '" + axis_spec(a).name +
+                      "' holds an integer, read as a word");
 }
 
 Context make_context(OpKind op, int index, std::vector<std::pair<std::string, AxisValue>> values,
@@ -43,8 +45,8 @@ Context make_context(OpKind op, int index, std::vector<std::pair<std::string, Ax
     const auto& [name, v] = values[i];
     const AxisSpec* a = find_axis(name);
     if (!a)
-      refuse("unknown axis '" + excerpt(name) + "'" + typo_hint(name, axes_of_op(op)) + " (axes of op '" +
-             std::string(op_name(op)) + "': " + valid() + ")");
+      refuse("unknown axis '" + excerpt(name) + "'" + typo_hint(name, axes_of_op(op)) +
+             " (axes of op '" + std::string(op_name(op)) + "': " + valid() + ")");
     if (!a->applies_to(op))
       refuse("axis '" + a->name + "' does not apply to op '" + std::string(op_name(op)) +
              "' (its axes: " + valid() + ")");
@@ -69,8 +71,8 @@ std::vector<Context> expand_contexts(const Scenario& s) {
     std::vector<std::pair<std::string, AxisValue>> values;
     for (size_t a = 0; a < s.sweep.size(); ++a)
       values.emplace_back(s.sweep[a].name(), s.sweep[a].values[digit[a]]);
-    out.push_back(make_context(s.op, static_cast<int>(out.size()), std::move(values), &defaults,
-                               s.path));
+    out.push_back(
+        make_context(s.op, static_cast<int>(out.size()), std::move(values), &defaults, s.path));
     // Odometer increment, last axis fastest.
     size_t a = s.sweep.size();
     while (a > 0) {
@@ -86,8 +88,8 @@ std::vector<Context> expand_contexts(const Scenario& s) {
 ContextFilter::ContextFilter(const std::string& pattern) : pattern_(pattern) {
   if (pattern.empty()) return;
   if (pattern.size() > kMaxFilterBytes)
-    throw_input_error("--filter is " + std::to_string(pattern.size()) + " bytes, more than the limit of " +
-                      std::to_string(kMaxFilterBytes));
+    throw_input_error("--filter is " + std::to_string(pattern.size()) +
+                      " bytes, more than the limit of " + std::to_string(kMaxFilterBytes));
   // RE2 matches in time linear in the id, without backtracking ('(.+)+X' is no slower than
   // 'X'), parses without recursion limits of the stack (nesting past its own limit is an error),
   // and bounds the memory of its automata.
@@ -136,7 +138,8 @@ std::string filter_run_note(const std::string& pattern, const std::vector<std::s
   for (const std::string& n : unmatched) names += (names.empty() ? "'" : ", '") + excerpt(n) + "'";
   const std::string filter = "--filter '" + excerpt(pattern) + "' matches no context of ";
   if (unmatched.size() == scenarios)
-    throw_input_error(filter + "any of the " + std::to_string(scenarios) + " scenarios (" + names + ")");
+    throw_input_error(filter + "any of the " + std::to_string(scenarios) + " scenarios (" + names +
+                      ")");
   return filter + (unmatched.size() > 1 ? "scenarios " : "scenario ") + names + ": not run";
 }
 

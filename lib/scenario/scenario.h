@@ -52,9 +52,9 @@ struct AttentionShape {
   int32_t num_kv_heads = 8;
   int32_t head_dim = 128;
   int32_t page_size = 16;
-  int32_t kv_len = 1000;          // the probed requests' KV length (decode); axis kv_len overrides
-  int32_t filler_kv_len = -1;     // co-batched requests' KV length; -1: same as kv_len
-  std::optional<float> scale;     // default 1/sqrt(head_dim)
+  int32_t kv_len = 1000;       // the probed requests' KV length (decode); axis kv_len overrides
+  int32_t filler_kv_len = -1;  // co-batched requests' KV length; -1: same as kv_len
+  std::optional<float> scale;  // default 1/sqrt(head_dim)
 };
 
 struct PrefillShape {
@@ -95,10 +95,10 @@ struct ModelSpec {
   int32_t vocab = 1024;
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
-  uint64_t weight_seed = 0;  // 0 = scenario seed
+  uint64_t weight_seed = 0;                   // 0 = scenario seed
   std::vector<std::vector<int32_t>> prompts;  // token ids; or from prompts_file
   std::string prompts_file;                   // one prompt per line, ids separated by spaces
-  int32_t prompt_len = 16;   // synthetic prompts of this length when none are given
+  int32_t prompt_len = 16;  // synthetic prompts of this length when none are given
   int32_t num_prompts = 4;
   int32_t max_new_tokens = 16;
   int32_t prefill_chunk = 0;  // 0 = whole prompt
@@ -146,10 +146,9 @@ struct Scenario {
   uint64_t seed = 0;
   std::vector<int64_t> requests;  // ids of the probed requests (their data is seeded by id)
   SourceLocation requests_where;
-  int32_t repeat = 1;             // runs of each context (>1: run-to-run check)
+  int32_t repeat = 1;  // runs of each context (>1: run-to-run check)
   std::vector<SweepAxis> sweep;
   std::vector<BackendSpec> backends;
 };
-
 
 }  // namespace nvdet

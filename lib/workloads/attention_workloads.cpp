@@ -55,7 +55,8 @@ class AttentionDecodeWorkload final : public Workload {
     const HostTensor out = backend.run(b.args, notes);
     std::vector<RequestOutput> outputs;
     for (size_t p = 0; p < b.layout.probe_slot.size(); ++p) {
-      outputs.push_back({s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}, {}, {}});
+      outputs.push_back(
+          {s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}, {}, {}});
     }
     return outputs;
   }
@@ -140,7 +141,12 @@ class AttentionPrefillWorkload final : public Workload {
     // backend.
     std::vector<RequestOutput> outputs;
     for (int64_t r : s_.requests) {
-      outputs.push_back({r, HostTensor(s_.out_dtype, {st.prompt_len, st.d.heads, st.d.head_dim}), {}, {}, {}, {}});
+      outputs.push_back({r,
+                         HostTensor(s_.out_dtype, {st.prompt_len, st.d.heads, st.d.head_dim}),
+                         {},
+                         {},
+                         {},
+                         {}});
     }
     std::vector<std::pair<int32_t, int32_t>> chunks;  // [start, length)
     if (st.prefix_len > 0) chunks.emplace_back(0, st.prefix_len);
@@ -215,8 +221,8 @@ class AttentionPrefillWorkload final : public Workload {
 
   // The call for the chunk [start, start + len) of every sequence in the batch, on top of a
   // cache whose first `cached_prefix` tokens came from the prefix cache.
-  AttentionPrefillArgs step_args(const Setup& st, int32_t start, int32_t len,
-                                 int32_t cached_prefix, HostTensor& q) const {
+  AttentionPrefillArgs step_args(const Setup& st, int32_t start, int32_t len, int32_t cached_prefix,
+                                 HostTensor& q) const {
     const int64_t batch = static_cast<int64_t>(st.streams.size());
     q = HostTensor(s_.dtype, {batch * len, st.d.heads, st.d.head_dim});
     AttentionPrefillArgs a;
@@ -282,7 +288,7 @@ Footprint attention_prefill_footprint(const Scenario& s) {
   p.kv = batch * prompt * kv_row * in;
   p.inputs = batch * prompt * q_row * in;
   p.outputs = batch * prompt * q_row * out;
-  p.workspace = batch * prompt * a.num_heads * 4 * 2;  // running maxima and sums
+  p.workspace = batch * prompt * a.num_heads * 4 * 2;                     // running maxima and sums
   p.cpu_copies = batch * prompt * q_row * (4 + 8) + prompt * kv_row * 4;  // as for decode
   return p;
 }

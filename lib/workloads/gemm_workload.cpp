@@ -27,10 +27,8 @@ class GemmWorkload final : public RowWorkload {
     if (s.tf32) throw_input_error("'tf32' with the tensor-parallel axes is not implemented");
     const HostTensor* bias = s.bias ? &bias_ : nullptr;
     for (const int tp : tp_values(s)) {
-      if (s.tp_split_row)
-        rows_.emplace(tp, RowParallelLinear(w_, bias, tp));
-      else
-        columns_.emplace(tp, ColumnParallelLinear(w_, bias, tp));
+      if (s.tp_split_row) rows_.emplace(tp, RowParallelLinear(w_, bias, tp));
+      else columns_.emplace(tp, ColumnParallelLinear(w_, bias, tp));
     }
   }
 
@@ -59,13 +57,12 @@ class GemmWorkload final : public RowWorkload {
   // all-reduce, which it would misrepresent.
   std::unique_ptr<BenchCase> bench_case(const Context& context) override {
     if (!rows_.empty() || !columns_.empty())
-      throw_input_error("nvdet bench does not time tensor-parallel contexts (the tp, allreduce "
-                        "and channels axes); audit them instead");
+      throw_input_error(
+          "nvdet bench does not time tensor-parallel contexts (the tp, allreduce "
+          "and channels axes); audit them instead");
     return RowWorkload::bench_case(context);
   }
-  double flops(int64_t rows) const override {
-    return 2.0 * rows * scenario().n * scenario().k;
-  }
+  double flops(int64_t rows) const override { return 2.0 * rows * scenario().n * scenario().k; }
   double bytes(int64_t rows) const override {
     const double in = static_cast<double>(dtype_size(scenario().dtype));
     return in * (rows * scenario().k + scenario().n * scenario().k) +
@@ -94,8 +91,9 @@ Footprint gemm_footprint(const Scenario& s) {
   p.outputs = rows * static_cast<double>(s.n) * out;
   p.workspace = rows * static_cast<double>(s.n) * 4;  // fp32 accumulators / split-K partials
   // fp32 copies of A and of W (its panels), of the bias, and cpu-reference's double output.
-  p.cpu_copies = (rows * static_cast<double>(s.k) + static_cast<double>(s.n) * static_cast<double>(s.k) +
-                  static_cast<double>(s.n)) * 4 +
+  p.cpu_copies = (rows * static_cast<double>(s.k) +
+                  static_cast<double>(s.n) * static_cast<double>(s.k) + static_cast<double>(s.n)) *
+                     4 +
                  rows * static_cast<double>(s.n) * 8;
   for (const SweepAxis& a : s.sweep) {
     if (a.axis != Axis::kTp) continue;

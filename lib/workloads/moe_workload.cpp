@@ -11,10 +11,11 @@
 //    expert of the first probed row, by a double dot product): that logit rises by about 6, so
 //    every filler picks the hot expert first.
 // The probed rows are the same in every context; only their experts' row counts change.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
-#include <fmt/format.h>
 
 #include "lib/core/error.h"
 #include "lib/workloads/batch_layout.h"
@@ -41,20 +42,20 @@ struct MoeBenchCase : BenchCase {
 
 class MoeWorkload final : public Workload {
  public:
-  explicit MoeWorkload(const Scenario& s)
-      : s_(s), source_(s.dtype, s.moe_hidden, s.seed, 1.0f) {
+  explicit MoeWorkload(const Scenario& s) : s_(s), source_(s.dtype, s.moe_hidden, s.seed, 1.0f) {
     const int64_t h = s.moe_hidden, inter = s.moe_intermediate, e = s.moe_experts;
     // Bounds before anything is allocated: one tensor pair per expert, and routing costs
     // rows x experts x log(top_k). Served models use 8 to 384 experts and top-1 to top-10.
     if (e > kMaxExperts || s.moe_top_k > kMaxTopK) {
       throw_input_error(SourceLocation{s.path, 0, 0},
                         fmt::format("moe: shape experts ({}) may be at most {} and top_k ({}) at "
-                                    "most {}", e, kMaxExperts, s.moe_top_k, kMaxTopK));
+                                    "most {}",
+                                    e, kMaxExperts, s.moe_top_k, kMaxTopK));
     }
     if (s.moe_top_k > e) {
-      throw_input_error(SourceLocation{s.path, 0, 0},
-                        fmt::format("moe: shape top_k ({}) is more than experts ({})",
-                                    s.moe_top_k, e));
+      throw_input_error(
+          SourceLocation{s.path, 0, 0},
+          fmt::format("moe: shape top_k ({}) is more than experts ({})", s.moe_top_k, e));
     }
     const float w_in = 1.0f / std::sqrt(static_cast<float>(h));
     router_ = seeded_tensor(s.dtype, {e, h}, s.seed, kRouterStream, w_in);
@@ -186,8 +187,8 @@ Footprint moe_footprint(const Scenario& s) {
   p.workspace = rows * e * 4 + rows * k * (h * in + 2.0 * i * in + i * in + h * 4);
   // A CPU backend widens the weights it multiplies to fp32 (counted for every expert, the bound
   // when all of them receive rows) and the gathered activations; cpu-reference's double outputs.
-  p.cpu_copies = (e * h + e * 3.0 * i * h) * 4 + rows * k * std::max(h, 2.0 * i) * (4 + 8) +
-                 rows * h * 8;
+  p.cpu_copies =
+      (e * h + e * 3.0 * i * h) * 4 + rows * k * std::max(h, 2.0 * i) * (4 + 8) + rows * h * 8;
   return p;
 }
 

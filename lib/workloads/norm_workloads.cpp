@@ -66,7 +66,8 @@ Footprint rmsnorm_footprint(const Scenario& s) {
   p.weights = static_cast<double>(s.d) * dtype_bytes(s.dtype);
   p.outputs = rows * static_cast<double>(s.d) * dtype_bytes(s.out_dtype);
   p.workspace = rows * 4;
-  p.cpu_copies = static_cast<double>(s.d) * 4 + rows * static_cast<double>(s.d) * 8;  // weight; double output
+  p.cpu_copies =
+      static_cast<double>(s.d) * 4 + rows * static_cast<double>(s.d) * 8;  // weight; double output
   return p;
 }
 

@@ -59,8 +59,8 @@ std::vector<int> tp_values(const Scenario& s) {
     for (const AxisValue& v : a.values) {
       const int64_t tp = std::get<int64_t>(v);
       if (tp > kMaxTp)
-        throw_input_error(a.where, "'tp' must be from 1 to " + std::to_string(kMaxTp) +
-                                       ", got " + std::to_string(tp));
+        throw_input_error(a.where, "'tp' must be from 1 to " + std::to_string(kMaxTp) + ", got " +
+                                       std::to_string(tp));
       out.push_back(static_cast<int>(tp));
     }
   }
@@ -111,8 +111,8 @@ ColumnParallelLinear::ColumnParallelLinear(const HostTensor& w, const HostTensor
   const int64_t n = w.dim(0);
   if (groups_.empty()) groups_ = {n};
   if (std::accumulate(groups_.begin(), groups_.end(), int64_t{0}) != n)
-    throw_input_error("a column-parallel weight's groups must add up to its " +
-                      std::to_string(n) + " rows");
+    throw_input_error("a column-parallel weight's groups must add up to its " + std::to_string(n) +
+                      " rows");
   for (const int64_t g : groups_)
     if (g % tp != 0)
       throw_input_error("tp " + std::to_string(tp) + " does not divide " + std::to_string(g) +
@@ -167,7 +167,8 @@ HostTensor ColumnParallelLinear::gather(const std::vector<HostTensor>& per_rank)
   int64_t first = 0;
   for (const int64_t g : groups_) {
     const int64_t part = g / tp();
-    for (const HostTensor& rank_out : per_rank) pieces.push_back(column_slice(rank_out, first, part));
+    for (const HostTensor& rank_out : per_rank)
+      pieces.push_back(column_slice(rank_out, first, part));
     first += part;
   }
   return concat_columns(pieces);
@@ -210,9 +211,8 @@ HostTensor RowParallelLinear::run(Backend& backend, const std::vector<HostTensor
   }
   std::vector<HostTensor> partials;
   for (int r = 0; r < tp(); ++r)
-    partials.push_back(
-        run_rank(backend, gemm_args(x_shards[r], w_[r], r == 0 ? bias : nullptr, out_dtype), r,
-                 notes));
+    partials.push_back(run_rank(
+        backend, gemm_args(x_shards[r], w_[r], r == 0 ? bias : nullptr, out_dtype), r, notes));
   std::vector<const HostTensor*> ranks;
   for (const HostTensor& p : partials) ranks.push_back(&p);
   HostTensor out;
