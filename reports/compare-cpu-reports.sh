@@ -11,6 +11,10 @@
 # The JSON files are compared field by field (python3's json module), not as text: a change to how
 # context values are written (numbers as numbers) is no change of result.
 #
+# On a GPU machine, NVDET_COMPARE_SCENARIOS="scenarios/a.yaml scenarios/b.yaml" audits those
+# scenarios instead of the CPU ones (GPU backends are deterministic run to run, so a change of
+# plumbing must leave their hashes alone too) and leaves out the re-rendering of part 2.
+#
 # Usage: reports/compare-cpu-reports.sh OLD_NVDET NEW_NVDET [OUTDIR]
 # Prints one line per scenario and per report, "same" or "differs: what", then a summary; exits 1
 # when anything differs, 2 on bad usage. OUTDIR (default: a temporary folder, removed) keeps the
@@ -50,8 +54,12 @@ one_line() {
 }
 
 # ---- 1. the CPU scenarios, audited by each binary --------------------------------------------
-scenarios=(scenarios/quickstart.yaml scenarios/fail-expect-invariant.yaml)
-for f in scenarios/*-cpu.yaml; do scenarios+=("$f"); done
+if [[ -n ${NVDET_COMPARE_SCENARIOS:-} ]]; then
+  read -r -d '' -a scenarios <<<"$NVDET_COMPARE_SCENARIOS" || true  # spaces or newlines
+else
+  scenarios=(scenarios/quickstart.yaml scenarios/fail-expect-invariant.yaml)
+  for f in scenarios/*-cpu.yaml; do scenarios+=("$f"); done
+fi
 for scenario in "${scenarios[@]}"; do
   name=$(basename "$scenario" .yaml)
   what=()
@@ -114,7 +122,8 @@ while read -r report; do
     what+=("only one binary wrote $name.json")
   fi
   one_line "report ${report#reports/}" "${what[@]}"
-done < <(find reports/h200 \( -name '*.json' -o -name '*.json.gz' \) | sort)
+done < <([[ -n ${NVDET_COMPARE_SCENARIOS:-} ]] ||
+         find reports/h200 \( -name '*.json' -o -name '*.json.gz' \) | sort)
 
 echo "compared $compared: $same same, $((compared - same)) differ"
 exit $differs
