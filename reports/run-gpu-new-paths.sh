@@ -19,14 +19,7 @@ tests=$build/tests/nvdet_gpu_tests
 cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 mkdir -p "$out"
 
-step() {  # step NAME COMMAND...: run with a timeout, keep its output and exit code
-  local name=$1
-  shift
-  echo "\$ $*" >>"$out/commands.log"
-  local t0=$SECONDS
-  timeout "${NVDET_STEP_TIMEOUT:-420}" "$@" >"$out/$name.txt" 2>&1
-  printf '%-28s exit %3d  %4d s\n' "$name" "$?" "$((SECONDS - t0))" >>"$out/summary.txt"
-}
+source "$(dirname "$0")/step.sh"  # step NAME COMMAND...
 
 # The new paths' GPU tests: op moe on every GPU backend, the MoE checkpoints through the GPU
 # backends' GEMMs, the scoring pass and both samplers, the simulated tensor-parallel GEMM.

@@ -17,14 +17,8 @@ export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$PWD/$build/tools/nvdet
 nvdet=$build/tools/nvdet
 mkdir -p "$out"
 : >"$out/summary.txt"
-step() {  # step NAME COMMAND...
-  local name=$1
-  shift
-  echo "\$ $*" >>"$out/commands.log"
-  local t0=$SECONDS
-  timeout "${NVDET_STEP_TIMEOUT:-420}" "$@" >"$out/$name.txt" 2>&1
-  printf '%-36s exit %3d  %4d s\n' "$name" "$?" "$((SECONDS - t0))" >>"$out/summary.txt"
-}
+step_width=36
+source "$(dirname "$0")/step.sh"  # step NAME COMMAND...
 nvidia-smi topo -m >"$out/topology.txt" 2>&1
 step multigpu-tests "$build/tests/nvdet_multigpu_tests"
 for s in tp-nccl-2gpu model-tp-nccl-defaults-2gpu model-tp-nccl-2gpu; do

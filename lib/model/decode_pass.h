@@ -64,6 +64,10 @@ class PassEngine {
 AttentionDecodeArgs decode_attention_args(const ModelConfig& c, DType dtype, PagedKv kv);
 AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c, DType dtype,
                                             PagedKv kv);
+// The attention call of pass p over host-resident queries q (the host engines, TP ranks included):
+// prefill or decode arguments as the pass asks.
+OpArgs attention_op_args(const Pass& p, const ModelConfig& c, DType dtype, PagedKv kv,
+                         const HostTensor& q);
 
 // The host engine (one Backend::run call per op, KV cache on the host) over a fresh cache of
 // `capacity` tokens per sequence: what the scoring pass (scoring_pass.h) computes with, on every

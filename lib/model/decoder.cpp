@@ -281,15 +281,8 @@ class HostEngine final : public PassEngine {
 
   HostTensor attention(const Pass& p, const PagedKvCache& cache, const HostTensor& q,
                        const char* tag) {
-    if (p.prefill) {
-      AttentionPrefillArgs a =
-          prefill_attention_args(p, c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
-      a.q = &q;
-      return run_op(a, tag, "attention");
-    }
-    AttentionDecodeArgs a = decode_attention_args(c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
-    a.q = &q;
-    return run_op(a, tag, "attention");
+    return run_op(attention_op_args(p, c_, w_.dtype, cache.view(p.seqs, p.kv_lens), q), tag,
+                  "attention");
   }
 
   HostTensor run_op(const OpArgs& args, const char* tag, const char* name) {
@@ -619,6 +612,18 @@ AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c,
   auto a = attention_args<AttentionPrefillArgs>(c, dtype, std::move(kv));
   a.q_start = p.row_start;
   a.prefix_len.assign(p.seqs.size(), 0);
+  return a;
+}
+
+OpArgs attention_op_args(const Pass& p, const ModelConfig& c, DType dtype, PagedKv kv,
+                         const HostTensor& q) {
+  if (p.prefill) {
+    AttentionPrefillArgs a = prefill_attention_args(p, c, dtype, std::move(kv));
+    a.q = &q;
+    return a;
+  }
+  AttentionDecodeArgs a = decode_attention_args(c, dtype, std::move(kv));
+  a.q = &q;
   return a;
 }
 

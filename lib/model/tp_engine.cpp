@@ -105,15 +105,8 @@ class TpHostEngine final : public PassEngine {
 
   HostTensor rank_attention(const Pass& p, const PagedKvCache& cache, const HostTensor& q,
                             const char* tag) {
-    if (p.prefill) {
-      AttentionPrefillArgs a =
-          prefill_attention_args(p, rank_c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
-      a.q = &q;
-      return call(a, tag, "attention");
-    }
-    AttentionDecodeArgs a = decode_attention_args(rank_c_, w_.dtype, cache.view(p.seqs, p.kv_lens));
-    a.q = &q;
-    return call(a, tag, "attention");
+    return call(attention_op_args(p, rank_c_, w_.dtype, cache.view(p.seqs, p.kv_lens), q), tag,
+                "attention");
   }
 
   HostTensor sharded(const RowParallelLinear& linear, const std::vector<HostTensor>& shards,
