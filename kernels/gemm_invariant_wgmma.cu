@@ -27,8 +27,9 @@
 #include "kernels/gemm_invariant_device.cuh"
 #include "kernels/gemm_wgmma_instr.cuh"
 #include "kernels/kernel_image.cuh"
+#include "kernels/sm90_async.cuh"
 
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifdef NVDET_SM90A_DEVICE
 #define NVDET_WGMMA_DEVICE 1
 #endif
 
@@ -54,78 +55,7 @@ struct WgmmaShape {
 
 #ifdef NVDET_WGMMA_DEVICE
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
-                                            int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
-      "{%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
-      : "memory");
-}
-
-// Shared-memory matrix descriptor: K-major operand in 128-byte-swizzled 8-row atoms (1024 bytes
-// apart), starting at `addr` (the atom base plus the k offset within the 128-byte row).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
-  uint64_t d = 0;
-  d |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
-  d |= static_cast<uint64_t>(1) << 16;            // leading byte offset (unused when swizzled)
-  d |= static_cast<uint64_t>(1024 >> 4) << 32;    // stride byte offset: next 8-row atom
-  d |= static_cast<uint64_t>(1) << 62;            // 128-byte swizzle
-  return d;
-}
-
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-// Pins the accumulator registers in program order around wgmma fences and waits: the compiler
-// sees wgmma's outputs as ready at issue, so without this it could read them before the wait.
-template <int R>
-__device__ __forceinline__ void fence_operands(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// acc = 0 one register at a time (a plain loop of stores can be turned into a memset of a stack
-// copy of the array).
-template <int R>
-__device__ __forceinline__ void zero_accumulators(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("mov.b32 %0, 0;\n" : "=f"(d[i]));
-}
-
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
+using namespace sm90;
 
 // Columns past N or a row store that cannot take two columns at once: the generic per-element
 // path (kept out of line so that the unrolled epilogue stays small enough to unroll).
@@ -211,7 +141,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       mbar_init(full_bar(s), 1);
       mbar_init(empty_bar(s), 128 * CONSUMERS);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    mbar_init_fence();
   }
   __syncthreads();
 

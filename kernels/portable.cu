@@ -19,7 +19,8 @@
 //              head) for prefill: a tile's scores are computed by one thread per token (sequential
 //              dot), its max, rescale factor and sum by every thread identically from shared
 //              memory, and acc[j] by the thread that owns j; decode's split states are merged in
-//              split order by a second kernel, one thread per j.
+//              split order by a second kernel, one thread per j, and prefill's by the same block
+//              as it finishes each split, with the same merge steps.
 #include <cuda_runtime.h>
 
 #include "kernels/portable.cuh"
@@ -173,9 +174,11 @@ struct PagedView {
   }
 };
 
-// Shared-memory layout of one attention block: q[d], acc[d], scores[64], p[64].
-size_t attention_smem_bytes(int32_t head_dim) {
-  return (2 * static_cast<size_t>(head_dim) + 2 * pt::kAttentionTile) * sizeof(float);
+// Shared-memory layout of one attention block: q[d], acc[d], (prefill) total[d], scores[64],
+// p[64].
+size_t attention_smem_bytes(int32_t head_dim, bool prefill) {
+  return ((prefill ? 3 : 2) * static_cast<size_t>(head_dim) + 2 * pt::kAttentionTile) *
+         sizeof(float);
 }
 
 // Folds KV tokens [begin, end) of (seq, kvh) into the running (m, l, acc) in tiles of 64
@@ -285,7 +288,8 @@ __global__ void __launch_bounds__(kAttnThreads)
 template <class T, class O>
 __global__ void __launch_bounds__(kAttnThreads)
     portable_prefill_kernel(PagedView<T> kv, const T* q, const int32_t* q_start,
-                            const int32_t* kv_lens, int seqs, int heads, float scale, O* out) {
+                            const int32_t* kv_lens, int seqs, int heads, float scale, int split,
+                            O* out) {
   extern __shared__ float smem[];
   const int d = kv.head_dim;
   const int64_t row = blockIdx.x / heads;
@@ -302,12 +306,34 @@ __global__ void __launch_bounds__(kAttnThreads)
   const int seq = lo;
   const int64_t q_len = q_start[seq + 1] - q_start[seq];
   const int64_t pos = kv_lens[seq] - q_len + (row - q_start[seq]);
-  float *qs = smem, *acc = smem + d, *scores = smem + 2 * d, *p = scores + pt::kAttentionTile;
+  float *qs = smem, *acc = smem + d, *total = smem + 2 * d, *scores = smem + 3 * d,
+        *p = scores + pt::kAttentionTile;
   start_state(q + (row * heads + h) * d, d, qs, acc);
-  float m = negative_infinity(), l = 0.0f;
-  attend_range(kv, seq, h / (heads / kv.kv_heads), 0, pos + 1, 0, scale, qs, acc, scores, p, m, l);
+  // The decode plan of kv_len = pos + 1: splits of `split` tokens, each folded from an empty
+  // state in tiles aligned to its start, merged in split order as the decode merge kernel does.
+  float m_total = negative_infinity(), l_total = 0.0f;
+  for (int64_t begin = 0; begin <= pos; begin += split) {
+    const int64_t end = pos + 1 < begin + split ? pos + 1 : begin + split;
+    float m = negative_infinity(), l = 0.0f;
+    attend_range(kv, seq, h / (heads / kv.kv_heads), begin, end, begin, scale, qs, acc, scores, p,
+                 m, l);
+    if (l != 0.0f) {
+      if (l_total == 0.0f) {
+        for (int j = threadIdx.x; j < d; j += blockDim.x) total[j] = acc[j];
+        m_total = m;
+        l_total = l;
+      } else {
+        const pt::MergeWeights w = pt::merge_weights(m_total, m);
+        for (int j = threadIdx.x; j < d; j += blockDim.x) total[j] = pt::merge_value(total[j], acc[j], w);
+        l_total = pt::merge_value(l_total, l, w);
+        m_total = w.m;
+      }
+    }
+    for (int j = threadIdx.x; j < d; j += blockDim.x) acc[j] = 0.0f;
+    __syncthreads();
+  }
   for (int j = threadIdx.x; j < d; j += blockDim.x) {
-    out[(row * heads + h) * d + j] = pt::from_float<O>(pt::div(acc[j], l));
+    out[(row * heads + h) * d + j] = pt::from_float<O>(pt::div(total[j], l_total));
   }
 }
 
@@ -392,7 +418,7 @@ cudaError_t launch_portable_attention_decode(const PortableAttention& p, int32_t
   if (!attention_args_ok(p) || split <= 0 || max_splits <= 0) return cudaErrorInvalidValue;
   if (p.seqs == 0) return cudaSuccess;
   if (p.seqs > 65535 || p.heads > 65535) return cudaErrorInvalidConfiguration;
-  const size_t smem = attention_smem_bytes(p.head_dim);
+  const size_t smem = attention_smem_bytes(p.head_dim, false);
   return with_type(p.dtype, [&](auto ti) {
     using T = typename decltype(ti)::type;
     const dim3 grid(static_cast<unsigned>(max_splits), static_cast<unsigned>(p.heads),
@@ -413,20 +439,22 @@ cudaError_t launch_portable_attention_decode(const PortableAttention& p, int32_t
   });
 }
 
-cudaError_t launch_portable_attention_prefill(const PortableAttention& p, cudaStream_t stream) {
+cudaError_t launch_portable_attention_prefill(const PortableAttention& p, int32_t split,
+                                              cudaStream_t stream) {
+  if (split <= 0) return cudaErrorInvalidValue;
   if (!attention_args_ok(p) || p.seqs <= 0)
     return p.rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
   if (p.rows == 0) return cudaSuccess;
   const int64_t blocks = static_cast<int64_t>(p.rows) * p.heads;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  const size_t smem = attention_smem_bytes(p.head_dim);
+  const size_t smem = attention_smem_bytes(p.head_dim, true);
   return with_type(p.dtype, [&](auto ti) {
     using T = typename decltype(ti)::type;
     return with_type(p.out_type, [&](auto to) {
       using O = typename decltype(to)::type;
       portable_prefill_kernel<T, O><<<static_cast<unsigned>(blocks), kAttnThreads, smem, stream>>>(
           paged_view<T>(p), static_cast<const T*>(p.q), p.q_start, p.kv_lens, p.seqs, p.heads,
-          p.scale, static_cast<O*>(p.out));
+          p.scale, split, static_cast<O*>(p.out));
       return cudaGetLastError();
     });
   });

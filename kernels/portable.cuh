@@ -50,7 +50,10 @@ size_t portable_decode_workspace_bytes(const PortableAttention& p, int32_t max_s
 cudaError_t launch_portable_attention_decode(const PortableAttention& p, int32_t split,
                                              int32_t max_splits, float* workspace,
                                              cudaStream_t stream);
-// Prefill: one block per (new token, head), folding KV tokens [0, p] in tiles from position 0.
-cudaError_t launch_portable_attention_prefill(const PortableAttention& p, cudaStream_t stream);
+// Prefill: one block per (new token, head) at position p, folding the decode plan of
+// kv_len = p + 1 (splits of `split` tokens, merged in split order): a token's prefill row equals
+// its decode row bit for bit.
+cudaError_t launch_portable_attention_prefill(const PortableAttention& p, int32_t split,
+                                              cudaStream_t stream);
 
 }  // namespace nvdet::kernels

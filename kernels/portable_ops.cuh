@@ -19,8 +19,8 @@
 //              p_t = exp(s_t - m'), l = l * c + (sequential sum of p_t),
 //              acc[j] = acc[j] * c + (sequential sum over t of p_t * v_t[j]).
 //              Decode: splits of S tokens (512 by default) each folded from an empty state with
-//              tiles aligned to the split start, then merged in split order (merge); prefill: one
-//              state over [0, p] with tiles aligned to 0. out = acc / l.
+//              tiles aligned to the split start, then merged in split order (merge); prefill of
+//              the token at position p: the decode plan of kv_len = p + 1. out = acc / l.
 #include "kernels/portable_math.cuh"
 
 namespace nvdet::kernels::portable {

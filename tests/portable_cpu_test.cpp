@@ -175,37 +175,42 @@ HeadData head_data(const AttentionBatch& b, int64_t seq, int64_t q_row, int32_t 
   return hd;
 }
 
+// The portable plan for one row over KV tokens [0, len): splits of `split` tokens, each folded
+// from an empty state in tiles aligned to its start, merged in split order.
+State formula_split_kv(const HeadData& hd, int64_t len, float scale, int64_t split) {
+  State total;
+  bool have = false;
+  for (int64_t b0 = 0; b0 < len; b0 += split) {
+    const State part = formula_attend(hd.q, hd.k, hd.v, b0, std::min(len, b0 + split), b0, scale);
+    if (!have) {
+      total = part;
+      have = true;
+      continue;
+    }
+    const float m = part.m > total.m ? part.m : total.m;
+    const float ea = pt::exp(total.m - m), eb = pt::exp(part.m - m);
+    total.l = total.l * ea + part.l * eb;
+    for (size_t j = 0; j < total.acc.size(); ++j) total.acc[j] = total.acc[j] * ea + part.acc[j] * eb;
+    total.m = m;
+  }
+  return total;
+}
+
 std::vector<float> formula_decode(const AttentionBatch& b, float scale, int64_t split) {
   const int64_t seqs = b.q.dim(0);
   const int32_t H = b.num_heads, D = b.head_dim;
   std::vector<float> out(static_cast<size_t>(seqs * H * D));
   for (int64_t s = 0; s < seqs; ++s) {
     for (int32_t h = 0; h < H; ++h) {
-      const HeadData hd = head_data(b, s, s, h);
-      const int64_t len = b.kv.kv_lens[s];
-      State total;
-      bool have = false;
-      for (int64_t b0 = 0; b0 < len; b0 += split) {
-        const State part =
-            formula_attend(hd.q, hd.k, hd.v, b0, std::min(len, b0 + split), b0, scale);
-        if (!have) {
-          total = part;
-          have = true;
-          continue;
-        }
-        const float m = part.m > total.m ? part.m : total.m;
-        const float ea = pt::exp(total.m - m), eb = pt::exp(part.m - m);
-        total.l = total.l * ea + part.l * eb;
-        for (int32_t j = 0; j < D; ++j) total.acc[j] = total.acc[j] * ea + part.acc[j] * eb;
-        total.m = m;
-      }
+      const State total = formula_split_kv(head_data(b, s, s, h), b.kv.kv_lens[s], scale, split);
       for (int32_t j = 0; j < D; ++j) out[(s * H + h) * D + j] = total.acc[j] / total.l;
     }
   }
   return out;
 }
 
-std::vector<float> formula_prefill(const AttentionBatch& b, float scale) {
+// Prefill of the token at position p: the decode plan of kv_len = p + 1.
+std::vector<float> formula_prefill(const AttentionBatch& b, float scale, int64_t split) {
   const int32_t H = b.num_heads, D = b.head_dim;
   std::vector<float> out(static_cast<size_t>(b.q.dim(0) * H * D));
   for (size_t s = 0; s + 1 < b.q_start.size(); ++s) {
@@ -214,7 +219,7 @@ std::vector<float> formula_prefill(const AttentionBatch& b, float scale) {
       const int64_t row = b.q_start[s] + i, pos = b.kv.kv_lens[s] - q_len + i;
       for (int32_t h = 0; h < H; ++h) {
         const HeadData hd = head_data(b, static_cast<int64_t>(s), row, h);
-        const State st = formula_attend(hd.q, hd.k, hd.v, 0, pos + 1, 0, scale);
+        const State st = formula_split_kv(hd, pos + 1, scale, split);
         for (int32_t j = 0; j < D; ++j) out[(row * H + h) * D + j] = st.acc[j] / st.l;
       }
     }
@@ -300,14 +305,21 @@ TEST_F(CpuPortable, DecodeEqualsTheFormulaAndIsCloseToReference) {
 }
 
 TEST_F(CpuPortable, PrefillEqualsTheFormulaAndIsCloseToReference) {
-  const std::vector<SeqSpec> seqs = {{1, 150, 150, 0}, {2, 70, 5, 64}, {3, 1, 1, 0}};
+  // The third sequence's chunk crosses the 512-token split boundary (and the 100-token ones).
+  const std::vector<SeqSpec> seqs = {
+      {1, 150, 150, 0}, {2, 70, 5, 64}, {3, 1, 1, 0}, {4, 560, 60, 500}};
   for (const auto& [in, out] : kTypePairs) {
     const auto b = make_attention_batch(in, seqs, 4, 1, 32, true, 5, 16);
-    const AttentionPrefillArgs args = b->prefill(out);
-    const HostTensor got = portable->run(args, nullptr);
-    const std::string what = "prefill " + pair_name({in, out});
-    expect_bitwise(got, expected(out, got.shape(), formula_prefill(*b, args.scale)), what);
-    expect_close_to_reference(got, reference->run(args, nullptr), 2e-5, 1, what);
+    for (int32_t split : {0, 100}) {
+      AttentionPrefillArgs args = b->prefill(out);
+      args.splits.split_size = split;
+      const HostTensor got = portable->run(args, nullptr);
+      const std::string what = "prefill split " + std::to_string(split) + " " + pair_name({in, out});
+      expect_bitwise(
+          got, expected(out, got.shape(), formula_prefill(*b, args.scale, split ? split : 512)),
+          what);
+      expect_close_to_reference(got, reference->run(args, nullptr), 2e-5, 1, what);
+    }
   }
 }
 

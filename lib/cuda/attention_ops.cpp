@@ -1,13 +1,16 @@
-// Decode and prefill attention for the CUDA backends: builds the work-item plan
-// (lib/cuda/attention_plans.h), uploads it with the paged KV cache, and launches the split-KV
-// kernels (kernels/split_kv_attention.cuh). cuda-invariant uses the invariant plans; the
-// vendor-policy flavors (cuda-vendor-policy, cublas, cublaslt-nosplit) the batch-dependent ones,
-// with the device's real SM count.
+// Decode and prefill attention for the CUDA backends. cuda-invariant runs the tensor-core kernels
+// (attention_tc_ops.h) where the device and shape allow, else the CUDA-core split-KV kernels
+// (kernels/split_kv_attention.cuh) with the same split plan for decode and prefill; the
+// vendor-policy flavors (cuda-vendor-policy, cublas, cublaslt-nosplit) run the CUDA-core kernels
+// with the batch-dependent plans (lib/cuda/attention_plans.h), with the device's real SM count.
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "kernels/split_kv_attention.cuh"
 #include "lib/core/error.h"
 #include "lib/cuda/attention_plans.h"
+#include "lib/cuda/attention_tc_ops.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
 #include "lib/ops/split_policies.h"
@@ -107,6 +110,15 @@ PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flav
                                              const IndexUpload& upload) {
   check_supported("attention_decode", ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
+  if (invariant && use_attention_tc(ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim)) {
+    std::vector<int32_t> q_start(args.kv.kv_lens.size() + 1);
+    std::iota(q_start.begin(), q_start.end(), 0);
+    return prepare_attention_tc(ctx,
+                                {ops, &args.kv, q_start, args.num_heads, args.num_kv_heads,
+                                 args.head_dim, args.scale,
+                                 invariant_attention_split_size(args.splits), args.out_dtype},
+                                upload, notes);
+  }
   const AttentionPlan plan =
       invariant
           ? invariant_decode_plan(args.kv.kv_lens, invariant_attention_split_size(args.splits))
@@ -145,19 +157,38 @@ PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor fla
                                               const IndexUpload& upload) {
   check_supported("attention_prefill", ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim);
   const bool invariant = flavor == CudaFlavor::kInvariant;
+  const int split_size = invariant_attention_split_size(args.splits);
+  if (invariant && use_attention_tc(ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim)) {
+    PreparedCall call = prepare_attention_tc(
+        ctx,
+        {ops, &args.kv, args.q_start, args.num_heads, args.num_kv_heads, args.head_dim, args.scale,
+         split_size, args.out_dtype},
+        upload, notes);
+    if (notes) (*notes)["kv_segments"] = "the decode plan's splits of kv_len = position + 1";
+    return call;
+  }
   const AttentionPlan plan =
-      invariant ? invariant_prefill_plan(args.q_start, args.kv.kv_lens)
+      invariant ? invariant_prefill_plan(args.q_start, args.kv.kv_lens, split_size)
                 : vendor_prefill_plan(args.q_start, args.prefix_len, args.kv.kv_lens);
   PreparedCall call;
   const kernels::SplitKvAttentionParams p =
       prepare_params(ctx, call, ops, args.kv, args.num_heads, args.num_kv_heads, args.head_dim,
                      args.scale, args.out_dtype, plan, upload);
-  call.launch = [p](cudaStream_t s) { return kernels::launch_attention_prefill(p, s); };
+  // The invariant plan runs on the decode kernel (tiles of 128 from each split's start), so a
+  // token's prefill row is computed exactly as its decode row.
+  call.launch = invariant
+                    ? std::function<cudaError_t(cudaStream_t)>(
+                          [p](cudaStream_t s) { return kernels::launch_attention_decode(p, s); })
+                    : [p](cudaStream_t s) { return kernels::launch_attention_prefill(p, s); };
   if (notes) {
     (*notes)["kernel"] =
-        invariant ? "split_kv_prefill_invariant" : "split_kv_prefill_vendor_policy";
-    (*notes)["tile"] = "64";
-    (*notes)["kv_segments"] = invariant ? "[0, p] in 64-token tiles from position 0"
+        invariant ? "split_kv_decode_invariant" : "split_kv_prefill_vendor_policy";
+    (*notes)["tile"] = invariant ? "128" : "64";
+    if (invariant) {
+      (*notes)["split_size"] = std::to_string(split_size);
+      (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
+    }
+    (*notes)["kv_segments"] = invariant ? "the decode plan's splits of kv_len = position + 1"
                                         : "[0, prefix) | [prefix, chunk start) | [chunk start, p]";
   }
   return call;

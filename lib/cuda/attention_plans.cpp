@@ -59,17 +59,85 @@ AttentionPlan vendor_decode_plan(std::span<const int32_t> kv_lens, int num_kv_he
 }
 
 AttentionPlan invariant_prefill_plan(std::span<const int32_t> q_start,
-                                     std::span<const int32_t> kv_lens) {
+                                     std::span<const int32_t> kv_lens, int split_size) {
   AttentionPlan plan;
+  plan.split_size = split_size;
   plan.row_item_begin.push_back(0);
   for (size_t s = 0; s + 1 < q_start.size(); ++s) {
     const int32_t q_len = q_start[s + 1] - q_start[s];
     const int32_t chunk_start = kv_lens[s] - q_len;
     for (int32_t i = 0; i < q_len; ++i) {
-      plan.items.push_back({q_start[s] + i, static_cast<int32_t>(s), 0, chunk_start + i + 1});
-      plan.row_item_begin.push_back(static_cast<int32_t>(plan.items.size()));
+      add_row_splits(plan, q_start[s] + i, static_cast<int32_t>(s), chunk_start + i + 1,
+                     split_size);
     }
   }
+  if (q_start.size() > 1 && q_start[1] > q_start[0]) {
+    plan.num_splits_seq0 = plan.row_item_begin[static_cast<size_t>(q_start[1])] -
+                           plan.row_item_begin[static_cast<size_t>(q_start[1]) - 1];
+  }
+  return plan;
+}
+
+TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
+                                  std::span<const int32_t> kv_lens, int group, int split_size,
+                                  int consumers, int num_kv_heads, int num_sms,
+                                  TcExecution execution) {
+  TcAttentionPlan plan;
+  plan.consumers = consumers;
+  const int32_t tokens_per_block = kernels::attention_tc_block_rows(consumers) / group;
+  const int32_t rows = q_start.empty() ? 0 : q_start.back();
+  plan.row_slot.assign(static_cast<size_t>(rows), -1);
+  struct Block {
+    kernels::TcAttentionUnit unit;
+    int32_t splits;
+  };
+  std::vector<Block> blocks;
+  for (size_t s = 0; s + 1 < q_start.size(); ++s) {
+    const int32_t q_len = q_start[s + 1] - q_start[s];
+    const int32_t first = kv_lens[s] - q_len;
+    for (int32_t b = 0; b < q_len; b += tokens_per_block) {
+      const int32_t n = std::min(tokens_per_block, q_len - b);
+      const int32_t last = first + b + n - 1;
+      blocks.push_back({{static_cast<int32_t>(s), q_start[s] + b, n, first + b, 0,
+                         last / split_size + 1, 0, 0},
+                        last / split_size + 1});
+    }
+    if (s == 0 && q_len > 0) plan.num_splits_seq0 = (kv_lens[0] - 1) / split_size + 1;
+  }
+  // Split-parallel when the fused blocks would leave SMs idle (or when asked): partial states
+  // cost one write and one read of fp32 O per row and split, against no extra work when fused.
+  const bool split = execution == TcExecution::kSplit ||
+                     (execution == TcExecution::kAuto &&
+                      static_cast<int64_t>(blocks.size()) * num_kv_heads < num_sms);
+  for (const Block& b : blocks) {
+    if (!split || b.splits == 1) {
+      plan.units.push_back(b.unit);
+      continue;
+    }
+    plan.split_parallel = true;
+    for (int32_t t = 0; t < b.unit.num_tokens; ++t) {
+      const int32_t row = b.unit.q_row + t, pos = b.unit.first_pos + t;
+      plan.row_slot[static_cast<size_t>(row)] = static_cast<int32_t>(plan.slots);
+      plan.slots += pos / split_size + 1;
+      plan.merge_rows.push_back(row);
+      plan.merge_pos.push_back(pos);
+    }
+    for (int32_t j = 0; j < b.splits; ++j) {
+      kernels::TcAttentionUnit u = b.unit;
+      u.split_begin = j;
+      u.split_end = j + 1;
+      u.partial = 1;
+      plan.units.push_back(u);
+    }
+  }
+  // Longest first, so that the persistent CTAs' last items are short ones.
+  const auto work = [&](const kernels::TcAttentionUnit& u) {
+    const int64_t last = u.first_pos + u.num_tokens - 1;
+    return std::min<int64_t>(last + 1, static_cast<int64_t>(u.split_end) * split_size) -
+           static_cast<int64_t>(u.split_begin) * split_size;
+  };
+  std::stable_sort(plan.units.begin(), plan.units.end(),
+                   [&](const auto& a, const auto& b) { return work(a) > work(b); });
   return plan;
 }
 

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/attention_tc.cuh"
 #include "kernels/split_kv_attention.cuh"
 #include "lib/ops/op_args.h"
 
@@ -32,9 +33,33 @@ AttentionPlan invariant_decode_plan(std::span<const int32_t> kv_lens, int split_
 AttentionPlan vendor_decode_plan(std::span<const int32_t> kv_lens, int num_kv_heads, int num_sms,
                                  const AttentionSplits& splits);
 
-// Prefill, invariant: one item per new token, [0, p + 1).
+// Prefill, invariant, on the CUDA-core kernels (GPUs without the tensor-core kernels): the new
+// token at position p gets the decode plan of kv_len = p + 1, the splits [0, S), [S, 2S), ... of
+// [0, p + 1), so decode and prefill compute a token's row from the same items.
 AttentionPlan invariant_prefill_plan(std::span<const int32_t> q_start,
-                                     std::span<const int32_t> kv_lens);
+                                     std::span<const int32_t> kv_lens, int split_size);
+
+// How the tensor-core kernel runs a plan's splits (kernels/attention_tc.cuh): every split of a
+// block folded by the block's CTA, or each split of a multi-split block in a CTA of its own with a
+// merge kernel after. Both give the same bits; kAuto picks by the launch's size.
+enum class TcExecution { kAuto, kFused, kSplit };
+
+// The tensor-core kernel's units for decode (q_start = 0, 1, ..., seqs) or prefill: each
+// sequence's new tokens in blocks of block_rows / group tokens, ordered longest first.
+struct TcAttentionPlan {
+  std::vector<kernels::TcAttentionUnit> units;
+  std::vector<int32_t> row_slot;    // [rows]: first partial slot of a split-parallel row, else -1
+  std::vector<int32_t> merge_rows;  // split-parallel rows, with their positions
+  std::vector<int32_t> merge_pos;
+  int64_t slots = 0;
+  int consumers = 1;
+  bool split_parallel = false;  // some blocks run split-parallel
+  int num_splits_seq0 = 0;      // splits of sequence 0's last new token, for notes
+};
+TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
+                                  std::span<const int32_t> kv_lens, int group, int split_size,
+                                  int consumers, int num_kv_heads, int num_sms,
+                                  TcExecution execution);
 
 // Prefill, vendor policy: each new token's [0, p] cut at the prefix length and the chunk start
 // into up to three segments, empty ones left out.

@@ -160,9 +160,15 @@ PreparedCall prepare_prefill(DeviceContext& ctx, const AttentionPrefillArgs& arg
   call.owned.push_back(
       ctx.upload_array(args.q_start.data(), args.q_start.size() * sizeof(int32_t)));
   p.q_start = call.owned.back().as<int32_t>();
-  call.launch = [=](cudaStream_t s) { return kernels::launch_portable_attention_prefill(p, s); };
-  note(notes, "portable_prefill_tiles_from_0");
-  if (notes) (*notes)["tile"] = "64";
+  const int32_t split = invariant_attention_split_size(args.splits);
+  call.launch = [=](cudaStream_t s) {
+    return kernels::launch_portable_attention_prefill(p, split, s);
+  };
+  note(notes, "portable_prefill_decode_splits");
+  if (notes) {
+    (*notes)["split_size"] = std::to_string(split);
+    (*notes)["tile"] = "64";
+  }
   return call;
 }
 

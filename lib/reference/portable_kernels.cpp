@@ -4,13 +4,11 @@
 // register blocking only decide which elements are computed together; every element still sees
 // its own sequence of operations, fixed by the reduction length, hence batch-invariant too.
 //
-// Decode against prefill (sampler/trainer parity): decode attention folds splits of
-// invariant_attention_split_size() tokens (512 by default) and merges them in order; prefill folds
-// one state over [0, p] in tiles aligned to 0. Up to one split (kv_len <= 512) the two plans are
-// the same operations: tiles of 64 aligned to 0, and a merge into the empty state that copies it;
-// so cpu-portable's decode logits equal its scoring pass's bit for bit for sequences of up to 512
-// tokens (tests/parity_cpu_test.cpp). Beyond that the prefill plan would have to split as decode
-// does, which cuda-portable's prefill kernel (kernels/portable_ops.cuh) must then do too.
+// Decode against prefill (sampler/trainer parity): both fold the splits of
+// invariant_attention_split_size() tokens (512 by default) of [0, kv_len) and merge them in
+// order, prefill with kv_len = position + 1; so a token's row is the same operations whether it
+// is decoded or prefilled, and cpu-portable's decode logits equal its scoring pass's bit for bit
+// at any length (tests/parity_cpu_test.cpp), as cuda-portable's do on the GPU.
 #include <algorithm>
 #include <vector>
 
@@ -175,6 +173,23 @@ HostTensor portable_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes) {
   return portable_output(args.out_dtype, {rows, v}, out);
 }
 
+namespace {
+
+// The portable plan for a row over KV tokens [0, len): splits of `split` tokens, each folded from
+// an empty state in tiles aligned to its start, merged in split order.
+void portable_split_kv(const float* q, const SequenceKv& kv, int64_t len, int64_t split,
+                       float scale, float* out) {
+  PortableState total(kv.head_dim);
+  for (int64_t b = 0; b < len; b += split) {
+    PortableState part(kv.head_dim);
+    portable_attend(q, kv, b, std::min(len, b + split), b, scale, part);
+    portable_merge(total, part);
+  }
+  portable_finish(total, out);
+}
+
+}  // namespace
+
 HostTensor portable_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes) {
   const int64_t seqs = args.q->dim(0);
   const int32_t H = args.num_heads, D = args.head_dim;
@@ -182,13 +197,7 @@ HostTensor portable_attention_decode(const AttentionDecodeArgs& args, RunNotes* 
   const std::vector<float> q = to_float(*args.q);
   std::vector<float> out(static_cast<size_t>(seqs * H * D));
   for_each_decode_row(args, [&](int64_t, const SequenceKv& kv, int64_t row) {
-    PortableState total(D);
-    for (int64_t b = 0; b < kv.len; b += split) {
-      PortableState part(D);
-      portable_attend(q.data() + row * D, kv, b, std::min(kv.len, b + split), b, args.scale, part);
-      portable_merge(total, part);
-    }
-    portable_finish(total, out.data() + row * D);
+    portable_split_kv(q.data() + row * D, kv, kv.len, split, args.scale, out.data() + row * D);
   });
   if (notes) {
     (*notes)["kernel"] = "portable-split-kv";
@@ -201,15 +210,15 @@ HostTensor portable_attention_decode(const AttentionDecodeArgs& args, RunNotes* 
 HostTensor portable_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes) {
   const int64_t tokens = args.q->dim(0);
   const int32_t H = args.num_heads, D = args.head_dim;
+  const int64_t split = invariant_attention_split_size(args.splits);
   const std::vector<float> q = to_float(*args.q);
   std::vector<float> out(static_cast<size_t>(tokens * H * D));
   for_each_prefill_row(args, [&](int64_t, const SequenceKv& kv, int64_t, int64_t pos, int64_t row) {
-    PortableState state(D);
-    portable_attend(q.data() + row * D, kv, 0, pos + 1, 0, args.scale, state);
-    portable_finish(state, out.data() + row * D);
+    portable_split_kv(q.data() + row * D, kv, pos + 1, split, args.scale, out.data() + row * D);
   });
   if (notes) {
-    (*notes)["kernel"] = "portable-tiles-from-0";
+    (*notes)["kernel"] = "portable-decode-splits";
+    (*notes)["split_size"] = std::to_string(split);
     (*notes)["tile"] = std::to_string(pt::kAttentionTile);
   }
   return portable_output(args.out_dtype, {tokens, H, D}, out);

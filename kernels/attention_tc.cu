@@ -1,0 +1,545 @@
+// Tensor-core attention over a paged KV cache (sm_90a): the plan is stated in attention_tc.cuh;
+// this file is its execution.
+//
+// A CTA is one producer warpgroup and CONSUMERS consumer warpgroups of 64 query rows each. The
+// CTA's rows are the GQA group's heads of consecutive query tokens (row r: token r / group, head
+// r % group of the unit's KV head), so every K and V tile is read once for the whole group. CTAs
+// are persistent: each walks the (unit, KV head) items blockIdx.x, blockIdx.x + gridDim.x, ...
+//  - producer: cp.async gathers of Q and of K and V tiles through the page table into
+//    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), completing on
+//    mbarriers of a ring of NB tile buffers (K and V tiles alternate in the ring);
+//  - consumers: per tile, S = Q K^T (wgmma, A and B from shared memory), the online-softmax step
+//    in registers, O += P V (wgmma, P from registers, V read transposed from shared memory).
+// Split ends: a fused unit folds the split's state into a running state kept in shared memory
+// (each thread its own elements); a partial unit writes the state for the merge kernel.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/attention_tc.cuh"
+#include "kernels/attention_tc_math.cuh"
+#include "kernels/attention_tc_wgmma.cuh"
+#include "kernels/gemm_wgmma_instr.cuh"
+#include "kernels/kernel_image.cuh"
+#include "kernels/sm90_async.cuh"
+#include "kernels/vec_io.cuh"
+
+namespace nvdet::kernels {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int HD, int CONSUMERS>
+struct TcShape {
+  static constexpr int kKeys = HD <= 128 ? 128 : 64;  // the plan's tile width
+  static constexpr int kRows = 64 * CONSUMERS;
+  static constexpr int kQBytes = kRows * HD * 2;
+  static constexpr int kTileBytes = kKeys * HD * 2;
+  // Ring buffers: as many as fit beside Q and the running state (at least 4).
+  static constexpr int kORegs = HD / 2;   // O accumulators per thread
+  static constexpr int kSRegs = kKeys / 2;  // S accumulators per thread
+  static constexpr int kRunBytes = CONSUMERS * 128 * kORegs * 4;
+  // The largest dynamic shared memory a block may have. The layout needs a 1024-aligned base
+  // (swizzle atoms), which the dynamic window of a kernel without static shared memory has; the
+  // kernel checks it rather than spending 1 KB on padding.
+  static constexpr int kSmemLimit = 227 * 1024;
+  static constexpr int kBarBytes = 256;
+  static constexpr int kOffBytes = 2 * kKeys * 8;
+  static constexpr int kNb = (kSmemLimit - kQBytes - kRunBytes - kBarBytes - kOffBytes) / kTileBytes;
+  static constexpr int kNbUsed = kNb > 8 ? 8 : kNb;
+  static_assert(kNbUsed >= 4, "shared memory for at least 4 ring buffers");
+  static constexpr int kSmemBytes = kQBytes + kNbUsed * kTileBytes + kRunBytes + kOffBytes + kBarBytes;
+  static constexpr int kThreads = 128 * (CONSUMERS + 1);
+};
+
+#ifdef NVDET_SM90A_DEVICE
+
+using namespace sm90;
+
+// Byte offset of 16-byte chunk `chunk` (of HD / 8) of row `row` in a [col block][rows][64] tile
+// of `rows` rows with the 128-byte swizzle (chunk index XOR row % 8 inside a 1024-byte atom).
+__device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk, int rows) {
+  const int block = chunk >> 3, c = chunk & 7;
+  return static_cast<uint32_t>(block * rows * 128 + row * 128 + ((c ^ (row & 7)) << 4));
+}
+
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+template <class TO>
+__device__ __forceinline__ void store_pair(TO* dst, float a, float b) {
+  dst[0] = from_float<TO>(a);
+  dst[1] = from_float<TO>(b);
+}
+
+// Everything the producer and the consumers derive from an item index identically.
+struct Item {
+  TcAttentionUnit u;
+  int kvh;
+  int last_pos;
+};
+
+__device__ __forceinline__ Item load_item(const TcAttentionParams& p, int item) {
+  Item it;
+  it.u = p.units[item / p.num_kv_heads];
+  it.kvh = item % p.num_kv_heads;
+  it.last_pos = it.u.first_pos + it.u.num_tokens - 1;
+  return it;
+}
+// Keys [lo, hi) of split j that a unit ending at last_pos needs.
+__device__ __forceinline__ int split_lo(int j, int s) { return j * s; }
+__device__ __forceinline__ int split_hi(int j, int s, int last_pos) {
+  return min((j + 1) * s, last_pos + 1);
+}
+
+#endif  // NVDET_SM90A_DEVICE
+
+template <class T, int HD, int CONSUMERS>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+    attention_tc_kernel(const TcAttentionParams p) {
+#ifdef NVDET_SM90A_DEVICE
+  using S = TcShape<HD, CONSUMERS>;
+  constexpr int kKeys = S::kKeys, kNb = S::kNbUsed, kRows = S::kRows;
+  constexpr int kChunks = HD / 8;  // 16-byte chunks per row
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t base = smem_addr(smem_raw);
+  if ((base & 1023u) != 0) __trap();
+  const uint32_t q_smem = base;
+  const uint32_t ring = q_smem + S::kQBytes;
+  const uint32_t run_smem = ring + kNb * S::kTileBytes;
+  const uint32_t off_smem = run_smem + S::kRunBytes;
+  const uint32_t bars = off_smem + S::kOffBytes;
+  const uint32_t q_full = bars, q_empty = bars + 8;
+  auto full_bar = [&](int s) { return bars + 16 + 8 * s; };
+  auto empty_bar = [&](int s) { return bars + 16 + 8 * (kNb + s); };
+  auto tile_smem = [&](int s) { return ring + s * S::kTileBytes; };
+  // Generic pointers to the parts the threads read and write with ordinary instructions.
+  float* const run_o = reinterpret_cast<float*>(smem_raw + (run_smem - base));
+  int64_t* const key_off = reinterpret_cast<int64_t*>(smem_raw + (off_smem - base));
+
+  const int group = p.num_heads / p.num_kv_heads;
+  const int num_items = p.num_units * p.num_kv_heads;
+  const int warpgroup = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    mbar_init(q_full, 128);
+    mbar_init(q_empty, 4 * CONSUMERS);
+    for (int s = 0; s < kNb; ++s) {
+      mbar_init(full_bar(s), 128);
+      mbar_init(empty_bar(s), 4 * CONSUMERS);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+    const int t = threadIdx.x;
+    const T* q = static_cast<const T*>(p.q);
+    const T* kv[2] = {static_cast<const T*>(p.k), static_cast<const T*>(p.v)};
+    const int64_t token_stride = static_cast<int64_t>(p.num_kv_heads) * HD;
+    const bool pow2 = (p.page_size & (p.page_size - 1)) == 0;
+    const int shift = __ffs(p.page_size) - 1;
+    int use = 0, items_done = 0, tiles_done = 0;
+    for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
+      const Item it = load_item(p, item);
+      const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
+      // Q: row r is token r / group, head r % group of this KV head; rows past the unit's tokens
+      // are zero.
+      mbar_wait(q_empty, (items_done & 1) ^ 1);
+      for (int i = t; i < kRows * kChunks; i += 128) {
+        const int r = i / kChunks, c = i % kChunks;
+        const int token = r / group;
+        const bool ok = token < it.u.num_tokens;
+        const T* src = q;
+        if (ok) {
+          src = q + (static_cast<int64_t>(it.u.q_row + token) * p.num_heads + it.kvh * group +
+                     r % group) * HD + c * 8;
+        }
+        cp_async16(q_smem + swizzled_offset(r, c, kRows), src, ok ? 16u : 0u);
+      }
+      cp_async_arrive(q_full);
+      for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
+        const int hi = split_hi(j, p.split_size, it.last_pos);
+        for (int t0 = split_lo(j, p.split_size); t0 < hi; t0 += kKeys, ++tiles_done) {
+          // The tile's key offsets (element index of (key, kvh, 0)), -1 past `hi`; double
+          // buffered, so one barrier per tile orders both the writes and the previous reads.
+          int64_t* offs = key_off + (tiles_done & 1) * kKeys;
+          if (t < kKeys) {
+            const int key = t0 + t;
+            int64_t off = -1;
+            if (key < hi) {
+              const int page_index = pow2 ? (key >> shift) : (key / p.page_size);
+              const int slot = pow2 ? (key & (p.page_size - 1)) : (key - page_index * p.page_size);
+              off = (static_cast<int64_t>(pages[page_index]) * p.page_size + slot) * token_stride +
+                    static_cast<int64_t>(it.kvh) * HD;
+            }
+            offs[t] = off;
+          }
+          named_barrier(1, 128);
+#pragma unroll
+          for (int operand = 0; operand < 2; ++operand, ++use) {
+            const int s = use % kNb;
+            mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
+            const uint32_t dst = tile_smem(s);
+#pragma unroll 4
+            for (int i = t; i < kKeys * kChunks; i += 128) {
+              const int r = i / kChunks, c = i % kChunks;
+              const int64_t off = offs[r];
+              const T* src = off >= 0 ? kv[operand] + off + c * 8 : kv[operand];
+              cp_async16(dst + swizzled_offset(r, c, kKeys), src, off >= 0 ? 16u : 0u);
+            }
+            cp_async_arrive(full_bar(s));
+          }
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------------- consumers
+    if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+    const int wg = warpgroup - 1;
+    const int tid = threadIdx.x - 128 * warpgroup;  // 0..127 inside the warpgroup
+    const int warp = tid / 32, lane = tid & 31;
+    const int quad = lane & 3;
+    const float c = p.scale * kLog2e;
+    const float neg_c = -c;
+    // This thread's two rows of the CTA block, and its accumulator columns 8 j + 2 quad + {0, 1}.
+    const int row0 = wg * 64 + warp * 16 + (lane >> 2);
+    const int rows[2] = {row0, row0 + 8};
+    float* const my_run = run_o + wg * 128 * S::kORegs + tid;  // element i at my_run[i * 128]
+    int use = 0, items_done = 0;
+    for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
+      const Item it = load_item(p, item);
+      int pos[2];
+      bool valid[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int token = rows[h] / group;
+        valid[h] = token < it.u.num_tokens;
+        pos[h] = valid[h] ? it.u.first_pos + token : -1;
+      }
+      float run_m[2] = {-INFINITY, -INFINITY}, run_l[2] = {0.0f, 0.0f};
+      if (!it.u.partial) {
+#pragma unroll
+        for (int i = 0; i < S::kORegs; ++i) my_run[i * 128] = 0.0f;
+      }
+      mbar_wait(q_full, items_done & 1);
+      fence_proxy_async();
+      const int last_split = it.u.split_end - 1;
+      for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
+        const int lo = split_lo(j, p.split_size);
+        const int hi = split_hi(j, p.split_size, it.last_pos);
+        const int split_end_key = (j + 1) * p.split_size;
+        // A key k is in row h's split range when k < lim[h] (its own position + 1, or the split
+        // end); rows that are padding have lim -1 and see only -inf.
+        int lim[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) lim[h] = valid[h] ? min(pos[h] + 1, split_end_key) : -1;
+        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+        float o[S::kORegs];
+        zero_accumulators(o);
+        for (int t0 = lo; t0 < hi; t0 += kKeys) {
+          // ---- S = Q K^T
+          const int sk = use % kNb;
+          mbar_wait(full_bar(sk), (use / kNb) & 1);
+          fence_proxy_async();
+          float s[S::kSRegs];
+          zero_accumulators(s);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            const uint64_t dq = smem_desc(q_smem + (kk / 4) * (kRows * 128) + wg * 64 * 128 +
+                                          (kk % 4) * 32);
+            const uint64_t dk = smem_desc(tile_smem(sk) + (kk / 4) * (kKeys * 128) + (kk % 4) * 32);
+            Wgmma<kKeys, T>::mma(s, dq, dk);
+          }
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_operands(s);
+          if (lane == 0) {
+            mbar_arrive(empty_bar(sk));
+            if (j == last_split && t0 + kKeys >= hi) mbar_arrive(q_empty);
+          }
+          ++use;
+          // ---- the online-softmax step (one arithmetic body for every tile)
+          float alpha[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int jb = 0; jb < kKeys / 8; ++jb) {
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int key = t0 + 8 * jb + 2 * quad + e;
+                float& v = s[4 * jb + 2 * h + e];
+                v = key < lim[h] ? v : -INFINITY;
+                mx = fmaxf(mx, v);
+              }
+            }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m[h], mx);
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+            alpha[h] = tc::rescale_factor(m[h], m_use, c);
+            const float nmc = __fmul_rn(m_use, neg_c);
+            float part[kKeys / 8];
+#pragma unroll
+            for (int jb = 0; jb < kKeys / 8; ++jb) {
+              float& a = s[4 * jb + 2 * h];
+              float& b = s[4 * jb + 2 * h + 1];
+              a = tc::exp2_approx(__fmaf_rn(a, c, nmc));
+              b = tc::exp2_approx(__fmaf_rn(b, c, nmc));
+              part[jb] = __fadd_rn(a, b);
+            }
+            // The thread's sum of its p in a fixed pairwise tree.
+#pragma unroll
+            for (int i = 0; i < kKeys / 16; ++i) part[i] = __fadd_rn(part[i], part[i + kKeys / 16]);
+#pragma unroll
+            for (int i = 0; i < kKeys / 32; ++i) part[i] = __fadd_rn(part[i], part[i + kKeys / 32]);
+#pragma unroll
+            for (int i = 0; i < kKeys / 64; ++i) part[i] = __fadd_rn(part[i], part[i + kKeys / 64]);
+            if constexpr (kKeys == 128) part[0] = __fadd_rn(part[0], part[1]);
+            l[h] = __fmaf_rn(l[h], alpha[h], part[0]);
+            m[h] = m_new;
+          }
+#pragma unroll
+          for (int i = 0; i < S::kORegs; ++i) o[i] = __fmul_rn(o[i], alpha[(i >> 1) & 1]);
+          uint32_t pa[kKeys / 16][4];
+#pragma unroll
+          for (int kc = 0; kc < kKeys / 16; ++kc) {
+            pa[kc][0] = pack2<T>(s[8 * kc + 0], s[8 * kc + 1]);
+            pa[kc][1] = pack2<T>(s[8 * kc + 2], s[8 * kc + 3]);
+            pa[kc][2] = pack2<T>(s[8 * kc + 4], s[8 * kc + 5]);
+            pa[kc][3] = pack2<T>(s[8 * kc + 6], s[8 * kc + 7]);
+          }
+          // ---- O += P V
+          const int sv = use % kNb;
+          mbar_wait(full_bar(sv), (use / kNb) & 1);
+          fence_proxy_async();
+          fence_operands(o);
+          wgmma_fence();
+#pragma unroll
+          for (int kc = 0; kc < kKeys / 16; ++kc) {
+            const uint64_t dv = smem_desc_sw128(tile_smem(sv) + kc * 16 * 128, kKeys * 128, 1024);
+            WgmmaRegA<HD, T>::mma(o, pa[kc], dv);
+          }
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_operands(o);
+          if (lane == 0) mbar_arrive(empty_bar(sv));
+          ++use;
+        }
+        // ---- the split's state: l summed over the quad (butterfly: every lane the same bits)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          l[h] = __fadd_rn(l[h], __shfl_xor_sync(0xffffffffu, l[h], 1));
+          l[h] = __fadd_rn(l[h], __shfl_xor_sync(0xffffffffu, l[h], 2));
+        }
+        if (!it.u.partial) {
+          tc::FoldWeights w[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            w[h] = tc::fold_weights(run_m[h], m[h], c);
+            run_l[h] = tc::fold_value(run_l[h], l[h], w[h]);
+            run_m[h] = w[h].m;
+          }
+#pragma unroll
+          for (int i = 0; i < S::kORegs; ++i) {
+            my_run[i * 128] = tc::fold_value(my_run[i * 128], o[i], w[(i >> 1) & 1]);
+          }
+        } else {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            if (!valid[h] || pos[h] < lo) continue;
+            const int token_row = it.u.q_row + rows[h] / group;
+            const int head = it.kvh * group + rows[h] % group;
+            const int64_t slot = static_cast<int64_t>(p.row_slot[token_row]) + j;
+            const int64_t sh = slot * p.num_heads + head;
+            float* dst = p.partial_o + sh * HD + 2 * quad;
+#pragma unroll
+            for (int jb = 0; jb < HD / 8; ++jb) {
+              *reinterpret_cast<float2*>(dst + 8 * jb) =
+                  make_float2(o[4 * jb + 2 * h], o[4 * jb + 2 * h + 1]);
+            }
+            if (quad == 0) *reinterpret_cast<float2*>(p.partial_ml + 2 * sh) = make_float2(m[h], l[h]);
+          }
+        }
+      }
+      if (!it.u.partial) {
+        // ---- out = O / L, rounded once
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (!valid[h]) continue;
+          const int token_row = it.u.q_row + rows[h] / group;
+          const int head = it.kvh * group + rows[h] % group;
+          const int64_t oi = (static_cast<int64_t>(token_row) * p.num_heads + head) * HD + 2 * quad;
+          const float total = run_l[h];
+#pragma unroll
+          for (int jb = 0; jb < HD / 8; ++jb) {
+            const float a = __fdiv_rn(my_run[(4 * jb + 2 * h) * 128], total);
+            const float b = __fdiv_rn(my_run[(4 * jb + 2 * h + 1) * 128], total);
+            if (p.out_dtype == ElemType::kBF16) {
+              store_pair(static_cast<__nv_bfloat16*>(p.out) + oi + 8 * jb, a, b);
+            } else if (p.out_dtype == ElemType::kFP16) {
+              store_pair(static_cast<__half*>(p.out) + oi + 8 * jb, a, b);
+            } else {
+              store_pair(static_cast<float*>(p.out) + oi + 8 * jb, a, b);
+            }
+          }
+        }
+      }
+    }
+  }
+#else
+  __trap();  // never launched: attention_tc_available() is false without sm_90a code
+#endif
+}
+
+// The merge of split-parallel rows: for each (token row, head, element), the row's splits
+// 0 .. pos / S folded in ascending order with the plan's fold, then O / L rounded once.
+template <class TO>
+__global__ void __launch_bounds__(128) attention_tc_merge_kernel(const TcAttentionParams p) {
+  const int r = blockIdx.x;
+  const int token_row = p.merge_rows[r];
+  const int splits = p.merge_pos[r] / p.split_size + 1;
+  const int64_t first = p.row_slot[token_row];
+  const float c = p.scale * kLog2e;
+  const int hd = p.head_dim;
+  for (int i = threadIdx.x; i < p.num_heads * hd; i += blockDim.x) {
+    const int h = i / hd, d = i % hd;
+    float run_m = -INFINITY, run_l = 0.0f, run_o = 0.0f;
+    for (int j = 0; j < splits; ++j) {
+      const int64_t sh = (first + j) * p.num_heads + h;
+      const float m = p.partial_ml[2 * sh], l = p.partial_ml[2 * sh + 1];
+      const tc::FoldWeights w = tc::fold_weights(run_m, m, c);
+      run_l = tc::fold_value(run_l, l, w);
+      run_o = tc::fold_value(run_o, p.partial_o[sh * hd + d], w);
+      run_m = w.m;
+    }
+    static_cast<TO*>(p.out)[(static_cast<int64_t>(token_row) * p.num_heads + h) * hd + d] =
+        from_float<TO>(__fdiv_rn(run_o, run_l));
+  }
+}
+
+template <class T, int HD, int CONSUMERS>
+cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
+  using S = TcShape<HD, CONSUMERS>;
+  auto kernel = attention_tc_kernel<T, HD, CONSUMERS>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const int64_t items = static_cast<int64_t>(p.num_units) * p.num_kv_heads;
+  if (items > INT32_MAX) return cudaErrorInvalidValue;
+  int ctas = p.ctas;
+  if (ctas <= 0) {
+    int device = 0, sms = 0;
+    cudaError_t st = cudaGetDevice(&device);
+    if (st == cudaSuccess) st = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (st != cudaSuccess) return st;
+    ctas = sms;
+  }
+  const int grid = static_cast<int>(items < ctas ? items : ctas);
+  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <class T, int HD>
+cudaError_t launch_head_dim(const TcAttentionParams& p, cudaStream_t stream) {
+  if constexpr (HD == 256) {
+    return launch_units<T, HD, 1>(p, stream);
+  } else {
+    return p.consumers == 2 ? launch_units<T, HD, 2>(p, stream) : launch_units<T, HD, 1>(p, stream);
+  }
+}
+
+template <class T>
+cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
+  switch (p.head_dim) {
+    case 64: return launch_head_dim<T, 64>(p, stream);
+    case 128: return launch_head_dim<T, 128>(p, stream);
+    case 256: return launch_head_dim<T, 256>(p, stream);
+    default: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_merge(const TcAttentionParams& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.num_merge_rows));
+  switch (p.out_dtype) {
+    case ElemType::kBF16: attention_tc_merge_kernel<__nv_bfloat16><<<grid, 128, 0, stream>>>(p); break;
+    case ElemType::kFP16: attention_tc_merge_kernel<__half><<<grid, 128, 0, stream>>>(p); break;
+    case ElemType::kFP32: attention_tc_merge_kernel<float><<<grid, 128, 0, stream>>>(p); break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int attention_tc_tile_keys(int head_dim) {
+  switch (head_dim) {
+    case 64: return TcShape<64, 1>::kKeys;
+    case 128: return TcShape<128, 1>::kKeys;
+    case 256: return TcShape<256, 1>::kKeys;
+    default: return 0;
+  }
+}
+
+bool attention_tc_supported(ElemType dtype, int head_dim, int group) {
+  return (dtype == ElemType::kBF16 || dtype == ElemType::kFP16) && attention_tc_tile_keys(head_dim) > 0 &&
+         group >= 1 && group <= 64;
+}
+
+bool attention_tc_consumers_supported(int head_dim, int consumers) {
+  return consumers == 1 || (consumers == 2 && head_dim <= 128);
+}
+
+bool attention_tc_available() {
+  static const bool available = [] {
+    const KernelImage& img = kernel_image();
+    if (!img.ok || !img.arch_specific || img.device_arch != 90) return false;
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, attention_tc_kernel<__nv_bfloat16, 128, 2>) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return attr.binaryVersion == 90;
+  }();
+  return available;
+}
+
+size_t attention_tc_partial_o_bytes(int64_t slots, int num_heads, int head_dim) {
+  return static_cast<size_t>(slots) * num_heads * head_dim * sizeof(float);
+}
+size_t attention_tc_partial_ml_bytes(int64_t slots, int num_heads) {
+  return static_cast<size_t>(slots) * num_heads * 2 * sizeof(float);
+}
+
+cudaError_t launch_attention_tc(const TcAttentionParams& p, cudaStream_t stream) {
+  if (p.num_units < 0 || p.num_merge_rows < 0) return cudaErrorInvalidValue;
+  if (p.num_units == 0) return cudaSuccess;
+  if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0 || p.split_size <= 0)
+    return cudaErrorInvalidValue;
+  if (!attention_tc_supported(p.dtype, p.head_dim, p.num_heads / p.num_kv_heads) ||
+      !attention_tc_consumers_supported(p.head_dim, p.consumers) ||
+      p.num_heads / p.num_kv_heads > attention_tc_block_rows(p.consumers))
+    return cudaErrorInvalidValue;
+  cudaError_t st = cudaErrorInvalidValue;
+  if (p.dtype == ElemType::kBF16) st = launch_typed<__nv_bfloat16>(p, stream);
+  if (p.dtype == ElemType::kFP16) st = launch_typed<__half>(p, stream);
+  if (st != cudaSuccess || p.num_merge_rows == 0) return st;
+  return launch_merge(p, stream);
+}
+
+}  // namespace nvdet::kernels

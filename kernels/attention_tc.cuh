@@ -1,0 +1,99 @@
+#pragma once
+// Host interface of the tensor-core attention kernels (attention_tc.cu, sm_90a): one kernel for
+// decode and prefill over a paged KV cache, following one plan so that a query row's output bits
+// do not depend on how it reached the kernel.
+//
+// THE PLAN (for a query row at absolute position p of its sequence, one query head):
+//  1. Splits. Keys [0, p] are cut into splits [j*S, (j+1)*S) at absolute positions, S the split
+//     size (a setting, 512 by default); split j ends at min((j+1)*S, p + 1).
+//  2. Tiles. Inside split j, key tiles of W keys start at j*S, j*S + W, ... (W = 128 for head_dim
+//     64 and 128, 64 for head_dim 256), taken in ascending order. Each tile is one pass of the
+//     same arithmetic (attention_tc_math.cuh): s = q.k by wgmma m64nWk16 in k steps of 16
+//     ascending; keys at or past the split end or past p are set to -inf by a select; the tile's
+//     row max; p = exp2(s * c - m * c) (c = scale * log2 e); the row sum; l and O rescaled by
+//     alpha = exp2((m_old - m_new) * c) (exactly 1 when the max did not move); O += P V by wgmma
+//     m64nDk16 in k steps of 16 keys ascending, P rounded to the input type.
+//  3. Merge. The splits' states (m, l, O) are folded into an empty state in ascending j with
+//     tc_fold(), then out = O / L, rounded once.
+// Nothing in that depends on the batch, the other sequences, the chunk the row arrived in, the
+// prefix-cache length, the row's place in the CTA's 64-row block or how many CTAs work on it:
+//  - rows of an MMA never mix, so a row's scores and P V products are the same in any block;
+//  - a tile past a row's last key is an exact no-op (max unchanged: alpha = 1, p = 0, O + 0 V),
+//    so a block may walk further than some of its rows need; V rows past the sequence's last
+//    key are zero-filled in shared memory so that 0 x (unwritten slot) cannot be NaN;
+//  - a split may be folded inside the CTA that computed it (fused), or written as a partial state
+//    and folded by the merge kernel (split-parallel): both apply tc_fold in the same order to the
+//    same fp32 values. Which one runs, and how many query rows share a CTA, follow the launch
+//    (tests force each and compare bits); what is computed does not.
+// Decode is the special case of one query token per sequence: the GQA group's heads fill the
+// rows of one block, and its splits usually run in parallel CTAs.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/element_type.cuh"
+
+namespace nvdet::kernels {
+
+// One CTA's work for one KV head (the launcher pairs every unit with every KV head): query tokens
+// [q_row, q_row + num_tokens) of sequence `seq`, at positions first_pos, first_pos + 1, ...,
+// over splits [split_begin, split_end). partial == 0: the CTA folds those splits (all of the
+// tokens' splits) and writes the output. partial == 1: the unit has exactly one split and writes
+// each row's partial state for the merge kernel.
+struct TcAttentionUnit {
+  int32_t seq;
+  int32_t q_row;
+  int32_t num_tokens;
+  int32_t first_pos;
+  int32_t split_begin;
+  int32_t split_end;
+  int32_t partial;
+  int32_t pad_;
+};
+
+struct TcAttentionParams {
+  ElemType dtype = ElemType::kBF16;  // q, k, v
+  ElemType out_dtype = ElemType::kFP32;
+  const void* q = nullptr;  // [rows, num_heads, head_dim]
+  const void* k = nullptr;  // [num_pages, page_size, num_kv_heads, head_dim]
+  const void* v = nullptr;
+  const int32_t* page_table = nullptr;  // device, [num_seqs * max_pages_per_seq]
+  int32_t max_pages_per_seq = 0;
+  int32_t page_size = 16;
+  int32_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  int32_t split_size = 512;
+  int32_t consumers = 1;  // warpgroups of 64 query rows per CTA (1 or 2)
+  const TcAttentionUnit* units = nullptr;  // device
+  int32_t num_units = 0;
+  int32_t ctas = 0;  // persistent CTAs (0: one per SM)
+  // Split-parallel units: token row r's split j state lives in slot row_slot[r] + j
+  // (row_slot[r] = -1 for rows no partial unit covers); the merge kernel folds merge_rows.
+  const int32_t* row_slot = nullptr;   // device, [rows]
+  const int32_t* merge_rows = nullptr;  // device: token rows to fold, with their positions
+  const int32_t* merge_pos = nullptr;   // device
+  int32_t num_merge_rows = 0;
+  float* partial_o = nullptr;   // [slots, num_heads, head_dim]
+  float* partial_ml = nullptr;  // [slots, num_heads, 2]
+  void* out = nullptr;          // [rows, num_heads, head_dim] of out_dtype
+};
+
+// The plan's key-tile width for a head_dim (0 when the kernels do not take it).
+int attention_tc_tile_keys(int head_dim);
+// Query rows (tokens x heads of one KV head) of a CTA with `consumers` warpgroups.
+inline int attention_tc_block_rows(int consumers) { return 64 * consumers; }
+// Whether the kernels take this dtype (bf16, fp16), head_dim (64, 128, 256) and GQA group
+// (1..64 query heads per KV head), and with which warpgroup counts (head_dim 256: 1 only).
+bool attention_tc_supported(ElemType dtype, int head_dim, int group);
+bool attention_tc_consumers_supported(int head_dim, int consumers);
+// Whether this process can run them: sm_90a code built and a compute capability 9.0 device.
+bool attention_tc_available();
+
+size_t attention_tc_partial_o_bytes(int64_t slots, int num_heads, int head_dim);
+size_t attention_tc_partial_ml_bytes(int64_t slots, int num_heads);
+
+// Runs the units, then (when num_merge_rows > 0) the merge kernel.
+cudaError_t launch_attention_tc(const TcAttentionParams& p, cudaStream_t stream);
+
+}  // namespace nvdet::kernels

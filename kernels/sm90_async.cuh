@@ -1,0 +1,143 @@
+#pragma once
+// Hopper (sm_90a) building blocks shared by the warp-specialized kernels (the invariant GEMM in
+// gemm_invariant_wgmma.cu and the tensor-core attention in attention_tc.cu): mbarriers, the bulk
+// tensor copy and cp.async with mbarrier completion, shared-memory matrix descriptors for
+// 128-byte-swizzled tiles, and the wgmma fences. None of them does arithmetic on data.
+//
+// Everything here is defined only where sm_90a code is generated (NVDET_SM90A_DEVICE); the kernels
+// that use it compile to a trap elsewhere and are never launched there.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define NVDET_SM90A_DEVICE 1
+#endif
+
+namespace nvdet::kernels::sm90 {
+
+#ifdef NVDET_SM90A_DEVICE
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarriers ----------------------------------------------------------------------------------
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Waits until the barrier's phase with the given parity has completed. A fresh barrier is in
+// phase 0, so waiting for parity 1 returns at once: producers wait on "empty" barriers with the
+// parity of the previous pass.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// ---- copies -------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// 16 bytes global -> shared, bypassing L1; src_bytes 0 writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+// Arrives on `bar` once every cp.async this thread issued before has landed (the arrival counts
+// towards the barrier's expected count: no pending-count increment).
+__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// Orders this thread's view of shared memory written by ordinary stores or cp.async before the
+// async proxy (wgmma operand reads) that it issues next.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Barrier among `threads` threads (a multiple of 32) with id 1..15 (0 is __syncthreads).
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- shared-memory matrix descriptors ------------------------------------------------------------
+
+// A 128-byte-swizzled operand (8-row atoms of 128-byte rows, 1024 bytes each, 1024-aligned)
+// starting at `addr`. K-major (the reduction dimension contiguous): `sbo` is the distance between
+// 8-row atoms along M/N and `addr` may point inside an atom's row at the k offset; `lbo` unused.
+// MN-major (M/N contiguous, the transposed-B form): `lbo` is the distance between 64-element
+// column blocks along N, `sbo` between 8-row atoms along K.
+__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  uint64_t d = 0;
+  d |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
+  d |= static_cast<uint64_t>((lbo >> 4) & 0x3FFF) << 16;
+  d |= static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32;
+  d |= static_cast<uint64_t>(1) << 62;  // 128-byte swizzle
+  return d;
+}
+// The K-major form with 8-row atoms packed 1024 bytes apart (the layout TMA writes for a box of
+// 64 16-bit elements per row).
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
+  return smem_desc_sw128(addr, 16, 1024);
+}
+
+// ---- wgmma ordering -----------------------------------------------------------------------------
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Pins the accumulator registers in program order around wgmma fences and waits: the compiler
+// sees wgmma's outputs as ready at issue, so without this it could read them before the wait.
+template <int R>
+__device__ __forceinline__ void fence_operands(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int R>
+__device__ __forceinline__ void fence_operands(uint32_t (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+// acc = 0 one register at a time (a plain loop of stores can be turned into a memset of a stack
+// copy of the array).
+template <int R>
+__device__ __forceinline__ void zero_accumulators(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("mov.b32 %0, 0;\n" : "=f"(d[i]));
+}
+
+#endif  // NVDET_SM90A_DEVICE
+
+}  // namespace nvdet::kernels::sm90

@@ -1,0 +1,143 @@
+// cuda-invariant's attention on the tensor-core kernels (kernels/attention_tc.cuh): decode and
+// prefill both become a list of units over the one split plan, so a token's attention row has the
+// same bits whether it was decoded, prefilled whole or in chunks, or scored by a trainer pass.
+//
+// Settings for tests and bisecting, read at each call (a bad value exits 2):
+//   NVDET_ATTENTION_TC=0                      the CUDA-core kernels with the same plan instead
+//   NVDET_ATTENTION_TC_EXECUTION=fused|split  every split in the block's CTA, or split-parallel
+//   NVDET_ATTENTION_TC_CONSUMERS=1|2          warpgroups of 64 query rows per CTA
+// None of them changes what a row computes within the tensor-core path: the GPU tests run each
+// and compare bits.
+#include "lib/cuda/attention_tc_ops.h"
+
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <string_view>
+
+#include "kernels/attention_tc.cuh"
+#include "lib/core/error.h"
+#include "lib/cuda/attention_plans.h"
+#include "lib/cuda/elem_type.h"
+
+namespace nvdet::cuda {
+namespace {
+
+std::string_view env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string_view(v) : std::string_view();
+}
+
+TcExecution execution_setting() {
+  const std::string_view v = env("NVDET_ATTENTION_TC_EXECUTION");
+  if (v.empty() || v == "auto") return TcExecution::kAuto;
+  if (v == "fused") return TcExecution::kFused;
+  if (v == "split") return TcExecution::kSplit;
+  throw_input_error("NVDET_ATTENTION_TC_EXECUTION must be auto, fused or split, got '" +
+                    std::string(v) + "'");
+}
+
+// 0: by the batch's shape.
+int consumers_setting() {
+  const std::string_view v = env("NVDET_ATTENTION_TC_CONSUMERS");
+  if (v.empty() || v == "auto") return 0;
+  if (v == "1") return 1;
+  if (v == "2") return 2;
+  throw_input_error("NVDET_ATTENTION_TC_CONSUMERS must be auto, 1 or 2, got '" + std::string(v) +
+                    "'");
+}
+
+}  // namespace
+
+bool use_attention_tc(DType dtype, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim) {
+  const std::string_view v = env("NVDET_ATTENTION_TC");
+  if (v == "0") return false;
+  if (!v.empty() && v != "1") {
+    throw_input_error("NVDET_ATTENTION_TC must be 0 or 1, got '" + std::string(v) + "'");
+  }
+  if (num_kv_heads <= 0 || num_heads % num_kv_heads != 0) return false;
+  return kernels::attention_tc_supported(elem_type(dtype), head_dim, num_heads / num_kv_heads) &&
+         kernels::attention_tc_available();
+}
+
+PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
+                                  const IndexUpload& upload, RunNotes* notes) {
+  const int group = c.num_heads / c.num_kv_heads;
+  const int32_t seqs = static_cast<int32_t>(c.q_start.size()) - 1;
+  const int32_t rows = c.q_start.empty() ? 0 : c.q_start.back();
+  // One warpgroup when every sequence's new tokens fit in 64 rows (decode, verify passes), two
+  // for longer prompts where the K and V tiles then serve 128 rows.
+  int consumers = consumers_setting();
+  if (consumers == 0) {
+    int32_t longest = 0;
+    for (int32_t s = 0; s < seqs; ++s) longest = std::max(longest, c.q_start[s + 1] - c.q_start[s]);
+    consumers = static_cast<int64_t>(longest) * group > 64 ? 2 : 1;
+  }
+  if (!kernels::attention_tc_consumers_supported(c.head_dim, consumers)) consumers = 1;
+  const TcAttentionPlan plan =
+      tc_attention_plan(c.q_start, c.kv->kv_lens, group, c.split_size, consumers, c.num_kv_heads,
+                        ctx.sm_count(), execution_setting());
+
+  PreparedCall call;
+  const auto put = [&](const void* data, size_t bytes) -> const void* {
+    if (upload) return upload(data, bytes);
+    call.owned.push_back(ctx.upload_array(data, bytes));
+    return call.owned.back().get();
+  };
+  kernels::TcAttentionParams p;
+  p.dtype = elem_type(c.ops.dtype);
+  p.out_dtype = elem_type(c.out_dtype);
+  p.q = c.ops.q;
+  p.k = c.ops.k;
+  p.v = c.ops.v;
+  p.page_table = static_cast<const int32_t*>(
+      put(c.kv->page_table.data(), c.kv->page_table.size() * sizeof(int32_t)));
+  p.max_pages_per_seq = c.kv->max_pages_per_seq;
+  p.page_size = c.kv->page_size;
+  p.num_heads = c.num_heads;
+  p.num_kv_heads = c.num_kv_heads;
+  p.head_dim = c.head_dim;
+  p.scale = c.scale;
+  p.split_size = c.split_size;
+  p.consumers = plan.consumers;
+  p.units = static_cast<const kernels::TcAttentionUnit*>(
+      put(plan.units.data(), plan.units.size() * sizeof(kernels::TcAttentionUnit)));
+  p.num_units = static_cast<int32_t>(plan.units.size());
+  if (plan.split_parallel) {
+    p.row_slot = static_cast<const int32_t*>(
+        put(plan.row_slot.data(), plan.row_slot.size() * sizeof(int32_t)));
+    p.merge_rows = static_cast<const int32_t*>(
+        put(plan.merge_rows.data(), plan.merge_rows.size() * sizeof(int32_t)));
+    p.merge_pos = static_cast<const int32_t*>(
+        put(plan.merge_pos.data(), plan.merge_pos.size() * sizeof(int32_t)));
+    p.num_merge_rows = static_cast<int32_t>(plan.merge_rows.size());
+    const size_t o_bytes = kernels::attention_tc_partial_o_bytes(plan.slots, c.num_heads, c.head_dim);
+    const size_t ml_bytes = kernels::attention_tc_partial_ml_bytes(plan.slots, c.num_heads);
+    auto* ws = static_cast<char*>(ctx.workspace(o_bytes + ml_bytes));
+    p.partial_o = reinterpret_cast<float*>(ws);
+    p.partial_ml = reinterpret_cast<float*>(ws + o_bytes);
+  }
+  call.out_dtype = c.out_dtype;
+  call.out_shape = {rows, c.num_heads, c.head_dim};
+  if (c.ops.out) {
+    p.out = c.ops.out;
+  } else {
+    call.owned.emplace_back(static_cast<size_t>(rows) * c.num_heads * c.head_dim *
+                            dtype_size(c.out_dtype));
+    p.out = call.owned.back().get();
+  }
+  call.output = p.out;
+  call.launch = [p](cudaStream_t s) { return kernels::launch_attention_tc(p, s); };
+  if (notes) {
+    (*notes)["kernel"] = "attention_tc_wgmma";
+    (*notes)["split_size"] = std::to_string(c.split_size);
+    (*notes)["tile"] = std::to_string(kernels::attention_tc_tile_keys(c.head_dim));
+    (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
+    (*notes)["warpgroups"] = std::to_string(plan.consumers);
+    (*notes)["splits_run"] = plan.split_parallel ? "split-parallel, merged in split order"
+                                                 : "fused in each block's CTA";
+  }
+  return call;
+}
+
+}  // namespace nvdet::cuda

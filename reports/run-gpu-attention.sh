@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The attention plan's GPU checks and benches, run from the repository root on a GPU machine with
+# an nvdet build in $NVDET_BUILD (default build-gpu/): the attention and parity GPU tests, then
+# `nvdet bench` of decode-kv-sweep and prefill-chunk-sweep (cuda-invariant against cuDNN; vendor
+# policy left out to save device time) and the parity scenarios. Everything goes under $1
+# (default reports/out), one step per file, commands in commands.log; prints the summary last.
+#   NVDET_ATTN_TESTS   gtest filter of the test step (default: the attention and parity tests)
+#   NVDET_ATTN_BENCH   0 skips the benches; NVDET_ATTN_AUDIT=0 skips the audits
+#   NVDET_DECODE_FILTER / NVDET_PREFILL_FILTER  --filter of the two benches
+set -uo pipefail
+out=${1:-reports/out}
+mkdir -p "$out"
+build=${NVDET_BUILD:-build-gpu}
+export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [[ -z ${NVDET_CUDNN_LIBRARY_PATH:-} ]]; then
+  NVDET_CUDNN_LIBRARY_PATH=$(python3 -c 'import nvidia.cudnn, os
+print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null) && export NVDET_CUDNN_LIBRARY_PATH
+fi
+nvdet=$build/tools/nvdet
+step_width=36
+# shellcheck source=reports/step.sh
+source "$(dirname "$0")/step.sh"
+: >"$out/summary.txt"
+step info "$nvdet" info
+step gpu-tests "$build/tests/nvdet_gpu_tests" \
+  --gtest_filter="${NVDET_ATTN_TESTS:-GpuAttention*:GpuParity*:GpuCudnnAttention*:GpuDeviceDecoder*}"
+if [[ ${NVDET_ATTN_BENCH:-1} != 0 ]]; then
+  step bench-decode-kv-sweep "$nvdet" bench scenarios/decode-kv-sweep.yaml \
+    --backends cuda-invariant,cudnn --baseline cudnn --report-dir "$out" --format md,json,csv \
+    --filter "${NVDET_DECODE_FILTER:-position=first}"
+  step bench-prefill-chunk-sweep "$nvdet" bench scenarios/prefill-chunk-sweep.yaml \
+    --backends cuda-invariant,cudnn --baseline cudnn --report-dir "$out" --format md,json,csv \
+    --filter "${NVDET_PREFILL_FILTER:-.}"
+fi
+if [[ ${NVDET_ATTN_AUDIT:-1} != 0 ]]; then
+  for s in scenarios/model-parity-gpu.yaml scenarios/model-parity-long-gpu.yaml; do
+    step "audit-$(basename "$s" .yaml)" "$nvdet" audit "$s" --report-dir "$out" --format md,json
+  done
+fi
+cat "$out/summary.txt"

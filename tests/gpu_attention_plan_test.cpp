@@ -1,0 +1,277 @@
+// One attention plan for decode and prefill on the GPU (kernels/attention_tc.cuh): a token's
+// output row from cuda-invariant and cuda-portable has the same bits whether it is decoded (one
+// query token over kv_len = position + 1), prefilled with the whole prompt, prefilled in a chunk
+// after a prefix (chunk starts at residues 1, 63, 64, 127 and 129 of the 128-key tile), packed
+// beside other sequences or alone; with the tensor-core kernel's CTAs folding the splits
+// themselves or running them in parallel with the merge kernel after, and with one or two
+// warpgroups of query rows per CTA (NVDET_ATTENTION_TC_*); and unchanged when every KV slot the
+// sequences do not own holds NaN. Shapes: head_dim 64, 128 and 256, bf16 and fp16, GQA groups
+// 1, 3, 4 and 8, page sizes 1, 7, 16 and 32, split sizes 512 (the default) and 200 (a split end
+// inside a tile).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "tests/cpu_kernel_fixtures.h"
+#include "tests/test_support.h"
+
+namespace nvdet::testing {
+namespace {
+
+struct PlanCase {
+  DType dtype;
+  int32_t heads, kv_heads, head_dim, page_size, split_size;
+};
+
+const PlanCase kCases[] = {
+    {DType::kBF16, 32, 8, 128, 16, 0},   // Llama-3-8B's attention, the default split
+    {DType::kFP16, 12, 4, 128, 7, 200},  // 3 heads per KV head, pages of 7, splits of 200
+    {DType::kBF16, 8, 8, 64, 32, 0},     // MHA, head 64
+    {DType::kFP16, 16, 2, 256, 1, 0},    // 8 heads per KV head, head 256, pages of one token
+};
+
+std::string name_of(const PlanCase& c) {
+  return std::string(dtype_name(c.dtype)) + " H" + std::to_string(c.heads) + "/KVH" +
+         std::to_string(c.kv_heads) + " D" + std::to_string(c.head_dim) + " page " +
+         std::to_string(c.page_size) + " split " + std::to_string(c.split_size);
+}
+
+// Sets an environment variable for the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) {
+      unsetenv(name_);
+    } else {
+      setenv(name_, old_.c_str(), 1);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+// A prompt of `len` tokens prefilled whole: the pool, page table and every token's query.
+struct Prompt {
+  std::unique_ptr<AttentionBatch> batch;
+  int32_t len = 0;
+};
+
+Prompt make_prompt(const PlanCase& c, int32_t len, uint64_t stream) {
+  Prompt p;
+  p.len = len;
+  p.batch = make_attention_batch(c.dtype, {{stream, len, len, 0}}, c.heads, c.kv_heads,
+                                 c.head_dim, true, stream, c.page_size);
+  return p;
+}
+
+AttentionPrefillArgs whole(const Prompt& p, const PlanCase& c) {
+  AttentionPrefillArgs a = p.batch->prefill(DType::kFP32);
+  a.splits.split_size = c.split_size;
+  return a;
+}
+
+// Tokens [begin, end) as one chunk after a prefix of `begin` tokens (the cache holds [0, end)).
+struct Chunk {
+  HostTensor q;
+  AttentionPrefillArgs args;
+};
+std::unique_ptr<Chunk> chunk(const Prompt& p, const PlanCase& c, int32_t begin, int32_t end) {
+  auto ch = std::make_unique<Chunk>();
+  ch->q = p.batch->q.slice_rows(begin, end - begin);
+  ch->args = whole(p, c);
+  ch->args.q = &ch->q;
+  ch->args.q_start = {0, end - begin};
+  ch->args.prefix_len = {begin};
+  ch->args.kv.kv_lens = {end};
+  return ch;
+}
+
+// The prompt's last token decoded.
+struct LastToken {
+  HostTensor q;
+  AttentionDecodeArgs args;
+};
+std::unique_ptr<LastToken> last_token_decoded(const Prompt& p, const PlanCase& c) {
+  auto d = std::make_unique<LastToken>();
+  d->q = p.batch->q.slice_rows(p.len - 1, 1);
+  d->args = p.batch->decode(DType::kFP32);
+  d->args.q = &d->q;
+  d->args.splits.split_size = c.split_size;
+  return d;
+}
+
+// Every token decoded: one sequence per position p with kv_len = p + 1 over the prompt's pages.
+AttentionDecodeArgs every_token_decoded(const Prompt& p, const PlanCase& c) {
+  AttentionDecodeArgs a = p.batch->decode(DType::kFP32);
+  a.splits.split_size = c.split_size;
+  const std::vector<int32_t> pages = p.batch->kv.page_table;
+  a.kv.page_table.clear();
+  a.kv.kv_lens.clear();
+  for (int32_t t = 0; t < p.len; ++t) {
+    a.kv.page_table.insert(a.kv.page_table.end(), pages.begin(), pages.end());
+    a.kv.kv_lens.push_back(t + 1);
+  }
+  return a;
+}
+
+// Rows [first, first + count) of `a` against rows [0, count) of `b`, bit for bit; names the first
+// row that differs.
+void expect_same_rows(const HostTensor& a, int64_t first, const HostTensor& b, int64_t count,
+                      const std::string& what) {
+  ASSERT_GE(a.dim(0), first + count) << what;
+  ASSERT_GE(b.dim(0), count) << what;
+  const size_t row = static_cast<size_t>(a.row_elems()) * dtype_size(a.dtype());
+  for (int64_t r = 0; r < count; ++r) {
+    if (std::memcmp(a.data() + (first + r) * row, b.data() + r * row, row) != 0) {
+      ADD_FAILURE() << what << ": token " << first + r << " differs";
+      return;
+    }
+  }
+}
+
+bool all_finite(const HostTensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(t.get(i))) return false;
+  return true;
+}
+
+TEST(GpuAttentionPlan, DecodeEqualsPrefillWholeAndChunkedAtAnyLength) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  for (const char* backend : {"cuda-invariant", "cuda-portable"}) {
+    std::unique_ptr<Backend> b = make_backend(backend);
+    for (const PlanCase& c : kCases) {
+      for (const int32_t len : {700, 3000}) {
+        if (std::string(backend) == "cuda-portable" && len > 700) continue;  // slow CUDA cores
+        SCOPED_TRACE(std::string(backend) + " " + name_of(c) + " len " + std::to_string(len));
+        const Prompt p = make_prompt(c, len, 40 + len);
+        RunNotes notes;
+        const HostTensor full = b->run(whole(p, c), &notes);
+        ASSERT_TRUE(all_finite(full));
+        if (std::string(backend) == "cuda-invariant") {
+          EXPECT_EQ(notes["kernel"], "attention_tc_wgmma") << "the tensor-core kernels ran";
+        }
+        expect_same_rows(full, 0, b->run(every_token_decoded(p, c), nullptr), len,
+                         "decode against whole prefill");
+        for (const int32_t start : {1, 63, 64, 127, 129, 513, 640}) {
+          for (const int32_t n : {1, 17, 200}) {
+            const int32_t end = std::min(len, start + n);
+            const auto ch = chunk(p, c, start, end);
+            expect_same_rows(full, start, b->run(ch->args, nullptr), end - start,
+                             "chunk [" + std::to_string(start) + ", " + std::to_string(end) + ")");
+          }
+        }
+      }
+    }
+  }
+}
+
+// The same prompt beside other sequences in one call: its rows do not move.
+TEST(GpuAttentionPlan, PrefillRowsIgnoreTheOtherSequences) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
+  const PlanCase& c = kCases[0];
+  const Prompt alone = make_prompt(c, 900, 77);
+  const HostTensor want = b->run(whole(alone, c), nullptr);
+  // The probe third of four, with its own pages among the others'.
+  auto batch = make_attention_batch(c.dtype, {{5, 300, 300, 0}, {6, 2000, 64, 1936}, {77, 900, 900, 0},
+                                              {8, 40, 1, 39}},
+                                    c.heads, c.kv_heads, c.head_dim, true, 99, c.page_size);
+  const HostTensor got = b->run(batch->prefill(DType::kFP32), nullptr);
+  expect_same_rows(got, 300 + 64, want, 900, "the probe packed with three others");
+}
+
+// Fused splits against split-parallel units with the merge kernel, one warpgroup against two:
+// the same bits, and the notes say which ran.
+TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
+  for (const PlanCase& c : kCases) {
+    SCOPED_TRACE(name_of(c));
+    const Prompt p = make_prompt(c, 1500, 12);
+    const auto ch = chunk(p, c, 1100, 1500);
+    const AttentionDecodeArgs dec = every_token_decoded(p, c);
+    HostTensor base_prefill, base_chunk, base_decode;
+    bool first = true;
+    for (const char* execution : {"fused", "split"}) {
+      for (const char* consumers : {"1", "2"}) {
+        const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", execution);
+        const ScopedEnv w("NVDET_ATTENTION_TC_CONSUMERS", consumers);
+        const std::string what = std::string(execution) + " x" + consumers;
+        RunNotes notes;
+        HostTensor pf = b->run(whole(p, c), &notes);
+        EXPECT_EQ(notes["splits_run"], std::string(execution) == "split"
+                                           ? "split-parallel, merged in split order"
+                                           : "fused in each block's CTA")
+            << what;
+        HostTensor ck = b->run(ch->args, nullptr);
+        HostTensor dc = b->run(dec, nullptr);
+        if (first) {
+          base_prefill = std::move(pf);
+          base_chunk = std::move(ck);
+          base_decode = std::move(dc);
+          first = false;
+          continue;
+        }
+        expect_same_rows(pf, 0, base_prefill, p.len, what + " prefill");
+        expect_same_rows(ck, 0, base_chunk, 400, what + " chunk");
+        expect_same_rows(dc, 0, base_decode, p.len, what + " decode");
+      }
+    }
+  }
+}
+
+// Every slot no sequence owns (past each sequence's last token in its last page, and the spare
+// pages) set to NaN: the outputs keep their bits, so 0 x (unwritten slot) never reaches them.
+TEST(GpuAttentionPlan, NaNInFreeKvSlotsChangesNothing) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  for (const char* backend : {"cuda-invariant", "cuda-portable"}) {
+    std::unique_ptr<Backend> b = make_backend(backend);
+    for (const PlanCase& c : kCases) {
+      SCOPED_TRACE(std::string(backend) + " " + name_of(c));
+      const Prompt p = make_prompt(c, 333, 21);
+      const auto ch = chunk(p, c, 129, 333);
+      const auto dec = last_token_decoded(p, c);
+      const HostTensor clean_prefill = b->run(whole(p, c), nullptr);
+      const HostTensor clean_chunk = b->run(ch->args, nullptr);
+      const HostTensor clean_decode = b->run(dec->args, nullptr);
+      expect_same_rows(clean_prefill, p.len - 1, clean_decode, 1, "decode against prefill");
+      // Poison: mark the owned slots, then NaN everything else.
+      AttentionBatch& kv = *p.batch;
+      const int64_t slot_elems = int64_t{c.kv_heads} * c.head_dim;
+      std::vector<bool> owned(static_cast<size_t>(kv.k.dim(0) * kv.k.dim(1)), false);
+      for (int32_t t = 0; t < p.len; ++t) {
+        owned[static_cast<size_t>(kv.kv.page_table[t / c.page_size]) * c.page_size +
+              t % c.page_size] = true;
+      }
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      for (size_t s = 0; s < owned.size(); ++s) {
+        if (owned[s]) continue;
+        for (int64_t e = 0; e < slot_elems; ++e) {
+          kv.k.set(static_cast<int64_t>(s) * slot_elems + e, nan);
+          kv.v.set(static_cast<int64_t>(s) * slot_elems + e, nan);
+        }
+      }
+      expect_same_rows(b->run(whole(p, c), nullptr), 0, clean_prefill, p.len, "prefill");
+      expect_same_rows(b->run(ch->args, nullptr), 0, clean_chunk, 333 - 129, "chunk");
+      expect_same_rows(b->run(dec->args, nullptr), 0, clean_decode, 1, "decode");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nvdet::testing
