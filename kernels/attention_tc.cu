@@ -24,7 +24,6 @@
 #include "kernels/gemm_wgmma_instr.cuh"
 #include "kernels/kernel_image.cuh"
 #include "kernels/sm90_async.cuh"
-#include "kernels/tensor_map.cuh"
 #include "kernels/vec_io.cuh"
 
 namespace nvdet::kernels {
@@ -41,13 +40,15 @@ struct TcShape {
   // Ring buffers: as many as fit beside Q and the running state (at least 4).
   static constexpr int kORegs = HD / 2;   // O accumulators per thread
   static constexpr int kSRegs = kKeys / 2;  // S accumulators per thread
+  static_assert(kSRegs == Wgmma<kKeys, __nv_bfloat16>::kRegs, "one S accumulator per 2 keys");
+  static_assert(kORegs == WgmmaRegA<HD, __nv_bfloat16>::kRegs, "one O accumulator per 2 dims");
   static constexpr int kRunBytes = CONSUMERS * 128 * kORegs * 4;
   // The largest dynamic shared memory a block may have. The layout needs a 1024-aligned base
   // (swizzle atoms), which the dynamic window of a kernel without static shared memory has; the
   // kernel checks it rather than spending 1 KB on padding.
   static constexpr int kSmemLimit = 227 * 1024;
   static constexpr int kBarBytes = 256;
-  static constexpr int kOffBytes = 2 * kKeys * 4;
+  static constexpr int kOffBytes = 2 * kKeys * 8;
   static constexpr int kNb = (kSmemLimit - kQBytes - kRunBytes - kBarBytes - kOffBytes) / kTileBytes;
   static constexpr int kNbUsed = kNb > 8 ? 8 : kNb;
   static_assert(kNbUsed >= 4, "shared memory for at least 4 ring buffers");
@@ -56,8 +57,6 @@ struct TcShape {
 };
 
 #ifdef NVDET_SM90A_DEVICE
-
-using namespace sm90;
 
 // Byte offset of 16-byte chunk `chunk` (of HD / 8) of row `row` in a [col block][rows][64] tile
 // of `rows` rows with the 128-byte swizzle (chunk index XOR row % 8 inside a 1024-byte atom).
@@ -109,8 +108,7 @@ __device__ __forceinline__ int split_hi(int j, int s, int last_pos) {
 
 template <class T, int HD, int CONSUMERS>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
-    attention_tc_kernel(const __grid_constant__ CUtensorMap map_k,
-                        const __grid_constant__ CUtensorMap map_v, const TcAttentionParams p) {
+    attention_tc_kernel(const TcAttentionParams p) {
 #ifdef NVDET_SM90A_DEVICE
   using S = TcShape<HD, CONSUMERS>;
   constexpr int kKeys = S::kKeys, kNb = S::kNbUsed, kRows = S::kRows;
@@ -129,7 +127,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   auto tile_smem = [&](int s) { return ring + s * S::kTileBytes; };
   // Generic pointers to the parts the threads read and write with ordinary instructions.
   float* const run_o = reinterpret_cast<float*>(smem_raw + (run_smem - base));
-  int32_t* const key_slot = reinterpret_cast<int32_t*>(smem_raw + (off_smem - base));
+  int64_t* const key_off = reinterpret_cast<int64_t*>(smem_raw + (off_smem - base));
 
   const int group = p.num_heads / p.num_kv_heads;
   const int num_items = p.num_units * p.num_kv_heads;
@@ -176,55 +174,34 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
         const int hi = split_hi(j, p.split_size, it.last_pos);
         for (int t0 = split_lo(j, p.split_size); t0 < hi; t0 += kKeys, ++tiles_done) {
-          // The tile's cache slots (page * page_size + offset), -1 past `hi`; double buffered, so
-          // one barrier per tile orders both the writes and the previous tile's reads.
-          int32_t* slots = key_slot + (tiles_done & 1) * kKeys;
+          // The tile's key offsets (element index of (key, kvh, 0)), -1 past `hi`; double
+          // buffered, so one barrier per tile orders both the writes and the previous reads.
+          int64_t* offs = key_off + (tiles_done & 1) * kKeys;
           if (t < kKeys) {
             const int key = t0 + t;
-            int32_t slot = -1;
+            int64_t off = -1;
             if (key < hi) {
               const int page_index = pow2 ? (key >> shift) : (key / p.page_size);
-              const int offset = pow2 ? (key & (p.page_size - 1)) : (key - page_index * p.page_size);
-              slot = pages[page_index] * p.page_size + offset;
+              const int slot = pow2 ? (key & (p.page_size - 1)) : (key - page_index * p.page_size);
+              off = (static_cast<int64_t>(pages[page_index]) * p.page_size + slot) * token_stride +
+                    static_cast<int64_t>(it.kvh) * HD;
             }
-            slots[t] = slot;
+            offs[t] = off;
           }
           named_barrier(1, 128);
-          // A tile of whole pages (or inside one page) with every key needed goes by the bulk
-          // tensor copy, one box of tma_rows keys x 64 columns per page and column block; any
-          // other tile by cp.async, 16 bytes per thread, zero-filling the keys past `hi`.
-          const bool bulk = p.tma_rows > 0 && t0 + kKeys <= hi;
 #pragma unroll
           for (int operand = 0; operand < 2; ++operand, ++use) {
             const int s = use % kNb;
             mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
             const uint32_t dst = tile_smem(s);
-            if (bulk) {
-              if (t == 0) {
-                mbar_expect_tx(full_bar(s), S::kTileBytes);
-                const CUtensorMap* map = operand == 0 ? &map_k : &map_v;
-                for (int r = 0; r < kKeys; r += p.tma_rows) {
-#pragma unroll
-                  for (int cb = 0; cb < HD / 64; ++cb) {
-                    tma_load_3d(dst + cb * (kKeys * 128) + r * 128, map, full_bar(s), cb * 64,
-                                it.kvh, slots[r]);
-                  }
-                }
-              } else {
-                mbar_arrive(full_bar(s));
-              }
-            } else {
 #pragma unroll 4
-              for (int i = t; i < kKeys * kChunks; i += 128) {
-                const int r = i / kChunks, c = i % kChunks;
-                const int32_t slot = slots[r];
-                const T* src = slot >= 0 ? kv[operand] + static_cast<int64_t>(slot) * token_stride +
-                                               it.kvh * HD + c * 8
-                                         : kv[operand];
-                cp_async16(dst + swizzled_offset(r, c, kKeys), src, slot >= 0 ? 16u : 0u);
-              }
-              cp_async_arrive(full_bar(s));
+            for (int i = t; i < kKeys * kChunks; i += 128) {
+              const int r = i / kChunks, c = i % kChunks;
+              const int64_t off = offs[r];
+              const T* src = off >= 0 ? kv[operand] + off + c * 8 : kv[operand];
+              cp_async16(dst + swizzled_offset(r, c, kKeys), src, off >= 0 ? 16u : 0u);
             }
+            cp_async_arrive(full_bar(s));
           }
         }
       }
@@ -242,11 +219,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int row0 = wg * 64 + warp * 16 + (lane >> 2);
     const int rows[2] = {row0, row0 + 8};
     float* const my_run = run_o + wg * 128 * S::kORegs + tid;  // element i at my_run[i * 128]
-    // Ping-pong: warpgroup 0 issues first; every pass waits on its own barrier, which the other
-    // warpgroup's previous pass arrived on.
-    if constexpr (CONSUMERS == 2) {
-      if (wg == 1) named_barrier_arrive(2, 256);
-    }
     int use = 0, items_done = 0;
     for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
       const Item it = load_item(p, item);
@@ -278,61 +250,29 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
         float o[S::kORegs];
         zero_accumulators(o);
-        // Each pass issues this tile's S = Q K^T together with the previous tile's O += P V
-        // (software pipelining: the same operations in the same order as tile by tile), waits
-        // for both, then runs the softmax step; with two warpgroups the passes alternate
-        // between them (named barriers 2 and 3), so one's softmax overlaps the other's wgmma.
-        uint32_t pa[kKeys / 16][4];
-        bool pending = false;  // pa holds a tile whose P V is not issued yet (its V is at use - 1)
-        for (int t0 = lo;; t0 += kKeys) {
-          const bool has_tile = t0 < hi;  // past the last tile a pass only drains the pending P V
-          if (!has_tile && !pending) break;
-          if (has_tile) {
-            mbar_wait(full_bar(use % kNb), (use / kNb) & 1);
-          }
-          if (pending) {
-            mbar_wait(full_bar((use - 1) % kNb), ((use - 1) / kNb) & 1);
-          }
+        for (int t0 = lo; t0 < hi; t0 += kKeys) {
+          // ---- S = Q K^T
+          const int sk = use % kNb;
+          mbar_wait(full_bar(sk), (use / kNb) & 1);
           fence_proxy_async();
           float s[S::kSRegs];
           zero_accumulators(s);
-          if constexpr (CONSUMERS == 2) named_barrier(2 + wg, 256);
-          fence_operands(o);
           wgmma_fence();
-          if (pending) {
-            const uint32_t v_tile = tile_smem((use - 1) % kNb);
 #pragma unroll
-            for (int kc = 0; kc < kKeys / 16; ++kc) {
-              const uint64_t dv = smem_desc_sw128(v_tile + kc * 16 * 128, kKeys * 128, 1024);
-              WgmmaRegA<HD, T>::mma(o, pa[kc], dv);
-            }
-          }
-          if (has_tile) {
-            const uint32_t k_tile = tile_smem(use % kNb);
-#pragma unroll
-            for (int kk = 0; kk < HD / 16; ++kk) {
-              const uint64_t dq = smem_desc(q_smem + (kk / 4) * (kRows * 128) + wg * 64 * 128 +
-                                            (kk % 4) * 32);
-              const uint64_t dk = smem_desc(k_tile + (kk / 4) * (kKeys * 128) + (kk % 4) * 32);
-              Wgmma<kKeys, T>::mma(s, dq, dk);
-            }
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            const uint64_t dq = smem_desc(q_smem + (kk / 4) * (kRows * 128) + wg * 64 * 128 +
+                                          (kk % 4) * 32);
+            const uint64_t dk = smem_desc(tile_smem(sk) + (kk / 4) * (kKeys * 128) + (kk % 4) * 32);
+            Wgmma<kKeys, T>::mma(s, dq, dk);
           }
           wgmma_commit();
-          if constexpr (CONSUMERS == 2) named_barrier_arrive(2 + (1 - wg), 256);
           wgmma_wait<0>();
           fence_operands(s);
-          fence_operands(o);
           if (lane == 0) {
-            if (pending) mbar_arrive(empty_bar((use - 1) % kNb));
-            if (has_tile) {
-              mbar_arrive(empty_bar(use % kNb));
-              if (j == last_split && t0 + kKeys >= hi) mbar_arrive(q_empty);
-            }
+            mbar_arrive(empty_bar(sk));
+            if (j == last_split && t0 + kKeys >= hi) mbar_arrive(q_empty);
           }
-          pending = false;
-          if (!has_tile) break;
-          use += 2;  // this tile's K and V
-          pending = true;
+          ++use;
           // ---- the online-softmax step (one arithmetic body for every tile)
           float alpha[2];
 #pragma unroll
@@ -352,15 +292,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float m_new = fmaxf(m[h], mx);
             const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-            alpha[h] = tc::rescale_factor(m[h], m_use, c);
+            alpha[h] = tc_rescale_factor(m[h], m_use, c);
             const float nmc = __fmul_rn(m_use, neg_c);
             float part[kKeys / 8];
 #pragma unroll
             for (int jb = 0; jb < kKeys / 8; ++jb) {
               float& a = s[4 * jb + 2 * h];
               float& b = s[4 * jb + 2 * h + 1];
-              a = tc::exp2_approx(__fmaf_rn(a, c, nmc));
-              b = tc::exp2_approx(__fmaf_rn(b, c, nmc));
+              a = tc_exp2(__fmaf_rn(a, c, nmc));
+              b = tc_exp2(__fmaf_rn(b, c, nmc));
               part[jb] = __fadd_rn(a, b);
             }
             // The thread's sum of its p in a fixed pairwise tree.
@@ -376,6 +316,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
 #pragma unroll
           for (int i = 0; i < S::kORegs; ++i) o[i] = __fmul_rn(o[i], alpha[(i >> 1) & 1]);
+          uint32_t pa[kKeys / 16][4];
 #pragma unroll
           for (int kc = 0; kc < kKeys / 16; ++kc) {
             pa[kc][0] = pack2<T>(s[8 * kc + 0], s[8 * kc + 1]);
@@ -383,6 +324,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             pa[kc][2] = pack2<T>(s[8 * kc + 4], s[8 * kc + 5]);
             pa[kc][3] = pack2<T>(s[8 * kc + 6], s[8 * kc + 7]);
           }
+          // ---- O += P V
+          const int sv = use % kNb;
+          mbar_wait(full_bar(sv), (use / kNb) & 1);
+          fence_proxy_async();
+          fence_operands(o);
+          wgmma_fence();
+#pragma unroll
+          for (int kc = 0; kc < kKeys / 16; ++kc) {
+            const uint64_t dv = smem_desc_sw128(tile_smem(sv) + kc * 16 * 128, kKeys * 128, 1024);
+            WgmmaRegA<HD, T>::mma(o, pa[kc], dv);
+          }
+          wgmma_commit();
+          wgmma_wait<0>();
+          fence_operands(o);
+          if (lane == 0) mbar_arrive(empty_bar(sv));
+          ++use;
         }
         // ---- the split's state: l summed over the quad (butterfly: every lane the same bits)
 #pragma unroll
@@ -391,16 +348,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           l[h] = __fadd_rn(l[h], __shfl_xor_sync(0xffffffffu, l[h], 2));
         }
         if (!it.u.partial) {
-          tc::FoldWeights w[2];
+          TcFoldWeights w[2];
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            w[h] = tc::fold_weights(run_m[h], m[h], c);
-            run_l[h] = tc::fold_value(run_l[h], l[h], w[h]);
+            w[h] = tc_fold_weights(run_m[h], m[h], c);
+            run_l[h] = tc_fold_value(run_l[h], l[h], w[h]);
             run_m[h] = w[h].m;
           }
 #pragma unroll
           for (int i = 0; i < S::kORegs; ++i) {
-            my_run[i * 128] = tc::fold_value(my_run[i * 128], o[i], w[(i >> 1) & 1]);
+            my_run[i * 128] = tc_fold_value(my_run[i * 128], o[i], w[(i >> 1) & 1]);
           }
         } else {
 #pragma unroll
@@ -444,10 +401,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
       }
     }
-    // Warpgroup 1's last pass arrived on barrier 2: consume it, so both barriers end balanced.
-    if constexpr (CONSUMERS == 2) {
-      if (wg == 0) named_barrier(2, 256);
-    }
   }
 #else
   __trap();  // never launched: attention_tc_available() is false without sm_90a code
@@ -484,45 +437,15 @@ __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttenti
 #pragma unroll
     for (int u = 0; u < kMergeBatch; ++u) {
       if (j0 + u < splits) {
-        const tc::FoldWeights w = tc::fold_weights(run_m, m[u], c);
-        run_l = tc::fold_value(run_l, l[u], w);
-        run_o = tc::fold_value(run_o, o[u], w);
+        const TcFoldWeights w = tc_fold_weights(run_m, m[u], c);
+        run_l = tc_fold_value(run_l, l[u], w);
+        run_o = tc_fold_value(run_o, o[u], w);
         run_m = w.m;
       }
     }
   }
   static_cast<TO*>(p.out)[(static_cast<int64_t>(token_row) * p.num_heads + h) * hd + d] =
       from_float<TO>(__fdiv_rn(run_o, run_l));
-}
-
-// The K or V cache as a 3-D tensor (head_dim, KV heads, cache slots) for the bulk tensor copy,
-// boxes of 64 columns x one head x `rows` slots, 128-byte swizzle (the layout the cp.async path
-// writes by hand). The slot count is a bound, not the pool's size (which the device decoder does
-// not pass): the kernel only asks for slots its page table names.
-bool make_kv_map(CUtensorMap* map, const void* base, ElemType dtype, int kv_heads, int head_dim,
-                 int rows) {
-  const auto fn = tensor_map_encoder();
-  if (!fn) return false;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(kv_heads),
-                              static_cast<cuuint64_t>(INT32_MAX)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(head_dim) * 2,
-                                 static_cast<cuuint64_t>(kv_heads) * head_dim * 2};
-  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(rows)};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType type = dtype == ElemType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  return fn(map, type, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
-// Keys per bulk copy box: whole pages when a tile is whole pages, the tile when a page holds
-// whole tiles, 0 (cp.async only) when pages are not powers of two of at least 8 slots or the
-// split size leaves tiles off the 128-key grid.
-int bulk_rows(const TcAttentionParams& p, int keys) {
-  const int ps = p.page_size;
-  if (ps < 8 || (ps & (ps - 1)) != 0 || p.split_size % keys != 0) return 0;
-  return ps < keys ? ps : keys;
 }
 
 template <class T, int HD, int CONSUMERS>
@@ -542,15 +465,8 @@ cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
     if (st != cudaSuccess) return st;
     ctas = sms;
   }
-  TcAttentionParams q = p;
-  q.tma_rows = bulk_rows(p, S::kKeys);
-  CUtensorMap map_k{}, map_v{};
-  if (q.tma_rows > 0 && (!make_kv_map(&map_k, p.k, p.dtype, p.num_kv_heads, HD, q.tma_rows) ||
-                         !make_kv_map(&map_v, p.v, p.dtype, p.num_kv_heads, HD, q.tma_rows))) {
-    q.tma_rows = 0;  // the driver would not describe it: every tile by cp.async
-  }
   const int grid = static_cast<int>(items < ctas ? items : ctas);
-  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_k, map_v, q);
+  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -68,7 +68,6 @@ struct TcAttentionParams {
   const TcAttentionUnit* units = nullptr;  // device
   int32_t num_units = 0;
   int32_t ctas = 0;  // persistent CTAs (0: one per SM)
-  int32_t tma_rows = 0;  // set by the launcher: keys per bulk-copy box, 0 for cp.async only
   // Split-parallel units: token row r's split j state lives in slot row_slot[r] + j
   // (row_slot[r] = -1 for rows no partial unit covers); the merge kernel folds merge_rows.
   const int32_t* row_slot = nullptr;   // device, [rows]

@@ -15,7 +15,7 @@
 #define NVDET_SM90A_DEVICE 1
 #endif
 
-namespace nvdet::kernels::sm90 {
+namespace nvdet::kernels {
 
 #ifdef NVDET_SM90A_DEVICE
 
@@ -64,15 +64,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
-                                            int c0, int c1, int c2) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
-      "{%2, %3, %4}], [%5];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
-}
-
 // 16 bytes global -> shared, bypassing L1; src_bytes 0 writes 16 zero bytes and reads nothing.
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
@@ -92,10 +83,6 @@ __device__ __forceinline__ void fence_proxy_async() {
 // Barrier among `threads` threads (a multiple of 32) with id 1..15 (0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-// Counts this warp towards the barrier's `threads` without waiting for it.
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // ---- shared-memory matrix descriptors ------------------------------------------------------------
@@ -153,4 +140,4 @@ __device__ __forceinline__ void zero_accumulators(float (&d)[R]) {
 
 #endif  // NVDET_SM90A_DEVICE
 
-}  // namespace nvdet::kernels::sm90
+}  // namespace nvdet::kernels

@@ -23,7 +23,10 @@ mkdir -p "$out"
 
 everything_but_sweep='*-GpuGemmInvariant.Bf16ProbeRowIsIdenticalForEveryBatchFrom1To512AndPowersOfTwo'
 everything_but_sweep+=':GpuPortable.CpuManifestVerifiesOnTheGpu:GpuModelOracle.*'
+# The one-plan attention tests at 700 and 3000 tokens: the same kernels as the shorter ones below.
+everything_but_sweep+=':GpuAttentionPlan.DecodeEqualsPrefillWholeAndChunkedAtAnyLength'
 one_per_family='GpuAttention.DecodeMatchesReference:GpuAttention.PrefillMatchesReference'
+one_per_family+=':GpuAttentionPlan.NaNInFreeKvSlotsChangesNothing'
 one_per_family+=':GpuNorm.RmsNormMatchesReference:GpuNorm.LogSoftmaxMatchesReference'
 one_per_family+=':InvariantKernels.ForcedSchedulesGiveIdenticalBitsOnThePortablePath'
 one_per_family+=':InvariantKernels.EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits'

@@ -39,8 +39,8 @@ TEST(AttentionPlanCpu, DecodeRowEqualsPrefillRowAtAnyLength) {
     std::unique_ptr<Backend> b = make_cpu_backend(name);
     for (const int32_t split : {0, 200}) {
       SCOPED_TRACE(std::string(name) + " split " + std::to_string(split));
-      const auto prompt = make_attention_batch(DType::kBF16, {{31, kLen, kLen, 0}}, 4, 2, 32, true,
-                                               7, 16);
+      const auto prompt =
+          make_attention_batch(DType::kBF16, {{31, kLen, kLen, 0}}, 4, 2, 32, true, 7, 16);
       AttentionPrefillArgs whole = prompt->prefill(DType::kFP32);
       whole.splits.split_size = split;
       const HostTensor full = b->run(whole, nullptr);

@@ -74,8 +74,8 @@ struct Prompt {
 Prompt make_prompt(const PlanCase& c, int32_t len, uint64_t stream) {
   Prompt p;
   p.len = len;
-  p.batch = make_attention_batch(c.dtype, {{stream, len, len, 0}}, c.heads, c.kv_heads,
-                                 c.head_dim, true, stream, c.page_size);
+  p.batch = make_attention_batch(c.dtype, {{stream, len, len, 0}}, c.heads, c.kv_heads, c.head_dim,
+                                 true, stream, c.page_size);
   return p;
 }
 
@@ -188,9 +188,9 @@ TEST(GpuAttentionPlan, PrefillRowsIgnoreTheOtherSequences) {
   const Prompt alone = make_prompt(c, 900, 77);
   const HostTensor want = b->run(whole(alone, c), nullptr);
   // The probe third of four, with its own pages among the others'.
-  auto batch = make_attention_batch(c.dtype, {{5, 300, 300, 0}, {6, 2000, 64, 1936}, {77, 900, 900, 0},
-                                              {8, 40, 1, 39}},
-                                    c.heads, c.kv_heads, c.head_dim, true, 99, c.page_size);
+  auto batch = make_attention_batch(
+      c.dtype, {{5, 300, 300, 0}, {6, 2000, 64, 1936}, {77, 900, 900, 0}, {8, 40, 1, 39}}, c.heads,
+      c.kv_heads, c.head_dim, true, 99, c.page_size);
   const HostTensor got = b->run(batch->prefill(DType::kFP32), nullptr);
   expect_same_rows(got, 300 + 64, want, 900, "the probe packed with three others");
 }

@@ -65,6 +65,22 @@ TEST(ParityCpu, InvariantBackendsGiveBitwiseParityAndVariantDoesNot) {
   }
 }
 
+// Past one attention split (600-token prompts: every decoded token merges the splits [0, 512)
+// and [512, kv_len)): decode and scoring pass still part nowhere, for the whole pass and for
+// verify passes of 5 tokens (the prefill_chunk=whole half of the scenario, to keep it short).
+TEST(ParityCpu, InvariantBackendsHoldBitwiseParityPastOneSplit) {
+  AuditOptions options;
+  options.context_filter = "prefill_chunk=whole";
+  const AuditResult r = run_audit(shipped("model-parity-long-cpu.yaml"), options);
+  for (const char* name : {"cpu-invariant", "cpu-portable"}) {
+    const BackendOutcome& o = outcome(r, name);
+    ASSERT_TRUE(o.parity.has_value()) << name;
+    EXPECT_EQ(o.parity->tokens, 32) << name;  // 4 contexts x 8 generated tokens
+    EXPECT_EQ(o.parity->bitwise_equal_tokens, o.parity->tokens) << name << ": " << o.verdict;
+    EXPECT_TRUE(o.passed) << o.verdict;
+  }
+}
+
 // The scoring pass and the metrics from the logits themselves, for one context of cpu-variant.
 TEST(ParityCpu, MetricsMatchAnIndependentComputationFromBothRows) {
   const Scenario s = shipped("model-parity-cpu.yaml");

@@ -190,7 +190,8 @@ State formula_split_kv(const HeadData& hd, int64_t len, float scale, int64_t spl
     const float m = part.m > total.m ? part.m : total.m;
     const float ea = pt::exp(total.m - m), eb = pt::exp(part.m - m);
     total.l = total.l * ea + part.l * eb;
-    for (size_t j = 0; j < total.acc.size(); ++j) total.acc[j] = total.acc[j] * ea + part.acc[j] * eb;
+    for (size_t j = 0; j < total.acc.size(); ++j)
+      total.acc[j] = total.acc[j] * ea + part.acc[j] * eb;
     total.m = m;
   }
   return total;
@@ -314,7 +315,8 @@ TEST_F(CpuPortable, PrefillEqualsTheFormulaAndIsCloseToReference) {
       AttentionPrefillArgs args = b->prefill(out);
       args.splits.split_size = split;
       const HostTensor got = portable->run(args, nullptr);
-      const std::string what = "prefill split " + std::to_string(split) + " " + pair_name({in, out});
+      const std::string what =
+          "prefill split " + std::to_string(split) + " " + pair_name({in, out});
       expect_bitwise(
           got, expected(out, got.shape(), formula_prefill(*b, args.scale, split ? split : 512)),
           what);

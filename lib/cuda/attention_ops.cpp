@@ -113,11 +113,11 @@ PreparedCall prepare_attention_decode_device(DeviceContext& ctx, CudaFlavor flav
   if (invariant && use_attention_tc(ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim)) {
     std::vector<int32_t> q_start(args.kv.kv_lens.size() + 1);
     std::iota(q_start.begin(), q_start.end(), 0);
-    return prepare_attention_tc(ctx,
-                                {ops, &args.kv, q_start, args.num_heads, args.num_kv_heads,
-                                 args.head_dim, args.scale,
-                                 invariant_attention_split_size(args.splits), args.out_dtype},
-                                upload, notes);
+    return prepare_attention_tc(
+        ctx,
+        {ops, &args.kv, q_start, args.num_heads, args.num_kv_heads, args.head_dim, args.scale,
+         invariant_attention_split_size(args.splits), args.out_dtype},
+        upload, notes);
   }
   const AttentionPlan plan =
       invariant
@@ -159,11 +159,11 @@ PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor fla
   const bool invariant = flavor == CudaFlavor::kInvariant;
   const int split_size = invariant_attention_split_size(args.splits);
   if (invariant && use_attention_tc(ops.dtype, args.num_heads, args.num_kv_heads, args.head_dim)) {
-    PreparedCall call = prepare_attention_tc(
-        ctx,
-        {ops, &args.kv, args.q_start, args.num_heads, args.num_kv_heads, args.head_dim, args.scale,
-         split_size, args.out_dtype},
-        upload, notes);
+    PreparedCall call =
+        prepare_attention_tc(ctx,
+                             {ops, &args.kv, args.q_start, args.num_heads, args.num_kv_heads,
+                              args.head_dim, args.scale, split_size, args.out_dtype},
+                             upload, notes);
     if (notes) (*notes)["kv_segments"] = "the decode plan's splits of kv_len = position + 1";
     return call;
   }
@@ -176,13 +176,12 @@ PreparedCall prepare_attention_prefill_device(DeviceContext& ctx, CudaFlavor fla
                      args.scale, args.out_dtype, plan, upload);
   // The invariant plan runs on the decode kernel (tiles of 128 from each split's start), so a
   // token's prefill row is computed exactly as its decode row.
-  call.launch = invariant
-                    ? std::function<cudaError_t(cudaStream_t)>(
-                          [p](cudaStream_t s) { return kernels::launch_attention_decode(p, s); })
-                    : [p](cudaStream_t s) { return kernels::launch_attention_prefill(p, s); };
+  call.launch = invariant ? std::function<cudaError_t(cudaStream_t)>([p](cudaStream_t s) {
+    return kernels::launch_attention_decode(p, s);
+  })
+                          : [p](cudaStream_t s) { return kernels::launch_attention_prefill(p, s); };
   if (notes) {
-    (*notes)["kernel"] =
-        invariant ? "split_kv_decode_invariant" : "split_kv_prefill_vendor_policy";
+    (*notes)["kernel"] = invariant ? "split_kv_decode_invariant" : "split_kv_prefill_vendor_policy";
     (*notes)["tile"] = invariant ? "128" : "64";
     if (invariant) {
       (*notes)["split_size"] = std::to_string(split_size);

@@ -98,9 +98,9 @@ TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
     for (int32_t b = 0; b < q_len; b += tokens_per_block) {
       const int32_t n = std::min(tokens_per_block, q_len - b);
       const int32_t last = first + b + n - 1;
-      blocks.push_back({{static_cast<int32_t>(s), q_start[s] + b, n, first + b, 0,
-                         last / split_size + 1, 0, 0},
-                        last / split_size + 1});
+      blocks.push_back(
+          {{static_cast<int32_t>(s), q_start[s] + b, n, first + b, 0, last / split_size + 1, 0, 0},
+           last / split_size + 1});
     }
     if (s == 0 && q_len > 0) plan.num_splits_seq0 = (kv_lens[0] - 1) / split_size + 1;
   }

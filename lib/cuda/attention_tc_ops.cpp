@@ -111,7 +111,8 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     p.merge_pos = static_cast<const int32_t*>(
         put(plan.merge_pos.data(), plan.merge_pos.size() * sizeof(int32_t)));
     p.num_merge_rows = static_cast<int32_t>(plan.merge_rows.size());
-    const size_t o_bytes = kernels::attention_tc_partial_o_bytes(plan.slots, c.num_heads, c.head_dim);
+    const size_t o_bytes =
+        kernels::attention_tc_partial_o_bytes(plan.slots, c.num_heads, c.head_dim);
     const size_t ml_bytes = kernels::attention_tc_partial_ml_bytes(plan.slots, c.num_heads);
     auto* ws = static_cast<char*>(ctx.workspace(o_bytes + ml_bytes));
     p.partial_o = reinterpret_cast<float*>(ws);
@@ -134,8 +135,8 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     (*notes)["tile"] = std::to_string(kernels::attention_tc_tile_keys(c.head_dim));
     (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
     (*notes)["warpgroups"] = std::to_string(plan.consumers);
-    (*notes)["splits_run"] = plan.split_parallel ? "split-parallel, merged in split order"
-                                                 : "fused in each block's CTA";
+    (*notes)["splits_run"] =
+        plan.split_parallel ? "split-parallel, merged in split order" : "fused in each block's CTA";
   }
   return call;
 }

@@ -19,9 +19,10 @@ using cuda::needs_sm80;
 
 using OpDtypes = std::vector<std::pair<OpKind, std::vector<DType>>>;
 
-// The vendor and invariant flavors share their kernels: GEMM in every dtype (cuBLASLt, or the
-// invariant GEMM's FFMA path for fp32), the row kernels in every dtype, the split-KV attention
-// kernels in bf16 and fp16 only (kernels/split_kv_attention.cuh).
+// The vendor and invariant flavors share their dtypes: GEMM in every dtype (cuBLASLt, or the
+// invariant GEMM's FFMA path for fp32), the row kernels in every dtype, attention in bf16 and
+// fp16 only (kernels/split_kv_attention.cuh; cuda-invariant's tensor-core kernels,
+// kernels/attention_tc.cuh, take the same).
 OpDtypes flavor_ops() {
   const std::vector<DType> all = {DType::kBF16, DType::kFP16, DType::kFP32};
   const std::vector<DType> half = {DType::kBF16, DType::kFP16};
@@ -43,7 +44,8 @@ std::function<std::string()> flavor_path(cuda::CudaFlavor kind) {
     return [] {
       return std::string(
                  "GEMM: the invariant GEMM's plan for the device (a CUDA build's nvdet "
-                 "info names it); other ops: ") +
+                 "info names it); attention: one split plan for decode and prefill, on tensor "
+                 "cores where the device has them; other ops: ") +
              cuda::kCudaCoresPath;
     };
 #endif

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_tc.cuh"
 #include "kernels/gemm_invariant.cuh"
 #include "kernels/kernel_image.cuh"
 #include "lib/cuda/cuda_factories.h"
@@ -67,9 +68,13 @@ std::string invariant_kernel_path() {
   dev.sm_count = props.multiProcessorCount;
   const std::string invariant_gemm =
       nvdet::kernels::gemm_path_name(nvdet::kernels::gemm_invariant_plan(prob, dev).path);
+  const std::string attention = nvdet::kernels::attention_tc_available()
+                                    ? "tensor cores (wgmma)"
+                                    : "CUDA cores (no sm_90a image for this device)";
   return "GEMM bf16/fp16: " + invariant_gemm +
          ", fp32: " + nvdet::kernels::gemm_path_name(nvdet::kernels::GemmPath::kFfma) +
-         "; other ops: " + kCudaCoresPath;
+         "; attention: " + attention +
+         ", one split plan for decode and prefill; other ops: " + kCudaCoresPath;
 }
 
 }  // namespace nvdet::cuda
