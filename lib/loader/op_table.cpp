@@ -66,7 +66,7 @@ const std::vector<OpSpec>& op_table() {
                  "a Llama-style decoder, synthetic or from a checkpoint, decoding greedily",
                  {},
                  "",
-                 {"model", "nccl"},
+                 {"model", "nccl", "traffic"},
                  {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
                  make_model_workload,
                  model_footprint});

@@ -193,6 +193,11 @@ class ScenarioParser {
   void parse_nccl(const Field& f, Scenario& s);
   void parse_model(const Field& f, Scenario& s);
   void read_prompts_file(const Field& f, ModelSpec& m);
+  void parse_traffic(const Field& f, Scenario& s);
+  UniformRange uniform_range(const Field& f, int64_t lo, int64_t hi);
+  bool on_off(const Field& f) const;
+  double fraction(const Field& f) const;
+  void check_traffic(const Scenario& s) const;
   void parse_requests(const Field* f, Scenario& s);
   void parse_sweep(const Field& f, Scenario& s);
   void parse_axis(const Field& axis, const std::vector<std::string>& valid, Scenario& s);
@@ -209,6 +214,10 @@ class ScenarioParser {
   // Locations of values that the cross-field checks point at.
   std::vector<AxisSource> axis_sources_;  // parallel to Scenario::sweep
   SourceLocation tf32_where_, prompt_len_where_, prefix_len_where_, parity_where_;
+  // The traffic block and its keys, for the checks across keys (check_traffic).
+  SourceLocation traffic_where_;
+  std::map<std::string, SourceLocation> traffic_keys_;
+  std::map<std::string, SourceLocation> model_keys_;
 };
 
 std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const SourceLocation& where,
@@ -346,7 +355,8 @@ const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
       "name",     "description", "op",    "dtype",     "out_dtype",      "shape",    "tokens",
       "bias",     "tf32",        "eps",   "attention", "prefill",        "model",    "seed",
-      "requests", "repeat",      "sweep", "backends",  "norm_topk_prob", "tp_split", "nccl"};
+      "requests", "repeat",      "sweep", "backends",  "norm_topk_prob", "tp_split", "nccl",
+      "traffic"};
   return keys;
 }
 
@@ -419,6 +429,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
     s.model.where = at(root);
     if (const Field* f = find(top, "model")) parse_model(*f, s);
   }
+  if (const Field* f = find(top, "traffic")) parse_traffic(*f, s);
 
   s.seed = unsigned64(require("seed"));
   parse_requests(find(top, "requests"), s);
@@ -440,6 +451,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
          "'model.score_batch' or 'model.score_chunk' (or either as a sweep axis)");
 
   cross_check(s);
+  check_traffic(s);
   return s;
 }
 
@@ -624,6 +636,7 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
   m.where = at(f);
 
   const Field* checkpoint = find(fields, "checkpoint");
+  for (const auto& x : fields) model_keys_[x.name] = at(x.key);
   for (const auto& x : fields) {
     const bool arch =
         std::find(architecture.begin(), architecture.end(), x.name) != architecture.end();
@@ -742,6 +755,221 @@ void ScenarioParser::read_prompts_file(const Field& f, ModelSpec& m) {
                 std::strerror(std::filesystem::is_directory(m.prompts_file, ec) ? EISDIR : ENOENT));
   m.prompts =
       nvdet::read_prompts_file(m.prompts_file, m.checkpoint.empty() ? m.vocab - 1 : kMaxDim);
+}
+
+// ---- traffic (README "Serving traffic") --------------------------------------------------------
+
+// `16` (fixed) or `{min: 8, max: 48}` (uniform), each in [lo, hi].
+UniformRange ScenarioParser::uniform_range(const Field& f, int64_t lo, int64_t hi) {
+  if (!f.value.IsMap()) {
+    const int32_t v = static_cast<int32_t>(integer_in(f, lo, hi));
+    return {v, v};
+  }
+  const auto fields = fields_of(f.value, at(f), "'traffic." + f.name + "'", {"min", "max"});
+  const Field* min = find(fields, "min");
+  const Field* max = find(fields, "max");
+  if (!min || !max) fail(f, "'traffic." + f.name + "' needs both 'min' and 'max'");
+  const UniformRange r{static_cast<int32_t>(integer_in(*min, lo, hi)),
+                       static_cast<int32_t>(integer_in(*max, lo, hi))};
+  if (r.max < r.min)
+    fail(*max, "'max' (" + std::to_string(r.max) + ") must not be less than 'min' (" +
+                   std::to_string(r.min) + ")");
+  return r;
+}
+
+bool ScenarioParser::on_off(const Field& f) const {
+  const std::string w = f.value.IsScalar() ? f.value.Scalar() : "";
+  if (w == "on") return true;
+  if (w == "off") return false;
+  fail(f, "'" + f.name + "' must be on or off, got " + describe(f.value) +
+              typo_hint(w, {"on", "off"}));
+}
+
+// A number in [0, 1].
+double ScenarioParser::fraction(const Field& f) const {
+  if (f.value.IsScalar() && (f.value.Scalar() == "0" || f.value.Scalar() == "0.0")) return 0.0;
+  const double v = positive_real(f);
+  if (v > 1.0) fail(f, "'" + f.name + "' must be from 0 to 1, got " + describe(f.value));
+  return v;
+}
+
+void ScenarioParser::parse_traffic(const Field& f, Scenario& s) {
+  TrafficSpec& t = s.traffic;
+  t.enabled = true;
+  traffic_where_ = at(f.key);
+  const auto fields = fields_of(
+      f.value, at(f), "'traffic'",
+      {"requests", "arrival", "prompt_len", "max_new_tokens", "prompts_file", "eos",
+       "shared_prefix", "probe_prefix", "probe_arrival", "max_num_batched_tokens", "max_num_seqs",
+       "prefix_caching", "chunked_prefill", "traffic_seed"});
+  for (const auto& x : fields) {
+    traffic_keys_[x.name] = at(x.key);
+    if (x.name == "requests") t.requests = static_cast<int32_t>(integer_in(x, 0, 1 << 16));
+    if (x.name == "arrival") {
+      const auto a = fields_of(x.value, at(x), "'traffic.arrival'", {"rate", "burst", "every"});
+      const Field* rate = find(a, "rate");
+      const Field* burst = find(a, "burst");
+      const Field* every = find(a, "every");
+      if (rate && (burst || every))
+        fail(rate->key, "'traffic.arrival' takes 'rate' or 'burst' with 'every', not both");
+      if (!rate && !(burst && every))
+        fail(x, "'traffic.arrival' needs 'rate' (requests a step) or 'burst' and 'every'");
+      if (rate) {
+        t.rate = positive_real(*rate);
+        if (t.rate > 1e6) fail(*rate, "'rate' must be at most 1000000 requests a step");
+      } else {
+        t.burst_size = static_cast<int32_t>(integer_in(*burst, 1, 1 << 16));
+        t.burst_every = static_cast<int32_t>(integer_in(*every, 1, 1 << 20));
+      }
+    }
+    if (x.name == "prompt_len") t.prompt_len = uniform_range(x, 1, 1 << 20);
+    if (x.name == "max_new_tokens") t.max_new_tokens = uniform_range(x, 1, 1 << 16);
+    if (x.name == "prompts_file") {
+      const std::string name = string(x);
+      if (name.empty()) fail(x, "'prompts_file' must name a file, got an empty string");
+      t.prompts_file = resolve(name);
+      std::error_code ec;
+      if (!std::filesystem::exists(t.prompts_file, ec) ||
+          std::filesystem::is_directory(t.prompts_file, ec))
+        fail(x, "cannot read prompts file '" + t.prompts_file + "': " +
+                    std::strerror(std::filesystem::is_directory(t.prompts_file, ec) ? EISDIR
+                                                                                    : ENOENT));
+      t.prompts = nvdet::read_prompts_file(t.prompts_file,
+                                           s.model.checkpoint.empty() ? s.model.vocab - 1 : kMaxDim);
+    }
+    if (x.name == "eos") {
+      const std::string w = x.value.IsScalar() ? x.value.Scalar() : "";
+      if (w == "off") {
+        t.eos = EosRule::kOff;
+      } else if (w == "on") {
+        if (s.model.checkpoint.empty())
+          fail(x, "'eos: on' takes the checkpoint's eos_token_id; a synthetic model has none: "
+                  "give the token id (eos: 2) or off");
+        t.eos = EosRule::kCheckpoint;
+      } else if (is_integer_text(x.value)) {
+        t.eos = EosRule::kTokens;
+        t.eos_tokens = {static_cast<int32_t>(integer_in(x, 0, kMaxDim))};
+      } else {
+        fail(x, "'eos' must be on, off or a token id, got " + describe(x.value));
+      }
+    }
+    if (x.name == "shared_prefix") {
+      const auto p = fields_of(x.value, at(x), "'traffic.shared_prefix'",
+                               {"groups", "length", "fraction"});
+      for (const auto& y : p) {
+        if (y.name == "groups") t.prefix_groups = static_cast<int32_t>(integer_in(y, 1, 64));
+        if (y.name == "length") t.prefix_len = static_cast<int32_t>(integer_in(y, 1, 1 << 20));
+        if (y.name == "fraction") t.prefix_fraction = fraction(y);
+      }
+      for (const char* key : {"groups", "length"})
+        if (!find(p, key))
+          fail(x, std::string("'traffic.shared_prefix' needs '") + key + "' (and 'fraction')");
+    }
+    if (x.name == "probe_prefix") t.probe_prefix = static_cast<int32_t>(integer_in(x, 0, 63));
+    if (x.name == "probe_arrival")
+      t.probe_arrival = static_cast<int32_t>(integer_in(x, 0, 1 << 20));
+    if (x.name == "max_num_batched_tokens")
+      t.max_num_batched_tokens = check_axis_integer(
+          axis_spec(Axis::kMaxNumBatchedTokens), integer(x.value, at(x), "'" + x.name + "'"),
+          at(x));
+    if (x.name == "max_num_seqs")
+      t.max_num_seqs = check_axis_integer(axis_spec(Axis::kMaxNumSeqs),
+                                          integer(x.value, at(x), "'" + x.name + "'"), at(x));
+    if (x.name == "prefix_caching") t.prefix_caching = on_off(x);
+    if (x.name == "chunked_prefill") t.chunked_prefill = on_off(x);
+    if (x.name == "traffic_seed")
+      t.seed = check_axis_integer(axis_spec(Axis::kTrafficSeed),
+                                  integer(x.value, at(x), "'" + x.name + "'"), at(x));
+  }
+  if (find(fields, "prompts_file") && find(fields, "prompt_len"))
+    fail(find(fields, "prompt_len")->key,
+         "'traffic.prompt_len' sets seeded prompts and cannot be combined with 'prompts_file'");
+  if (t.probe_prefix >= t.prefix_groups)
+    fail(find(fields, "probe_prefix")->key,
+         "'traffic.probe_prefix' names shared prefix " + std::to_string(t.probe_prefix) +
+             " but 'traffic.shared_prefix' has " + std::to_string(t.prefix_groups) + " groups");
+}
+
+// What a traffic scenario computes is a replay of the probed requests among the co-traffic, so
+// the keys and axes that shape a fixed batch are refused with it (never silently ignored), and
+// the scheduler must be able to run every request of every context.
+void ScenarioParser::check_traffic(const Scenario& s) const {
+  static const std::vector<Axis> traffic_axes = {Axis::kTrafficSeed, Axis::kMaxNumBatchedTokens,
+                                                 Axis::kMaxNumSeqs, Axis::kPrefixCaching,
+                                                 Axis::kChunkedPrefill};
+  const TrafficSpec& t = s.traffic;
+  for (const SweepAxis& a : s.sweep) {
+    const bool traffic_axis =
+        std::find(traffic_axes.begin(), traffic_axes.end(), a.axis) != traffic_axes.end();
+    if (traffic_axis && !t.enabled)
+      fail(a.where, "sweep axis '" + a.name() +
+                        "' sets the serving traffic's scheduler; it needs a 'traffic' block");
+    static const std::vector<Axis> fixed_batch = {Axis::kBatch,      Axis::kPosition,
+                                                  Axis::kPrefillChunk, Axis::kScoreBatch,
+                                                  Axis::kScoreChunk, Axis::kSampler,
+                                                  Axis::kTp,         Axis::kAllreduce,
+                                                  Axis::kChannels};
+    if (t.enabled &&
+        std::find(fixed_batch.begin(), fixed_batch.end(), a.axis) != fixed_batch.end())
+      fail(a.where, "sweep axis '" + a.name() +
+                        "' is not implemented with 'traffic': under serving traffic the scheduler "
+                        "makes up each step (README \"Serving traffic\")");
+  }
+  if (!t.enabled) return;
+  for (const char* key : {"prefill_chunk", "score_batch", "score_chunk", "sampling"}) {
+    if (const auto it = model_keys_.find(key); it != model_keys_.end())
+      fail(it->second, std::string("'model.") + key +
+                           "' is not implemented with 'traffic': under serving traffic the "
+                           "scheduler cuts the prompts, and tokens are greedy");
+  }
+  if (s.nccl.algo.size() || s.nccl.proto.size() || s.nccl.min_channels || s.nccl.max_channels)
+    fail(traffic_where_, "'nccl' is not implemented with 'traffic' (the replay runs on one device)");
+  const auto where = [&](const char* key) {
+    const auto it = traffic_keys_.find(key);
+    return it != traffic_keys_.end() ? it->second : traffic_where_;
+  };
+  const auto values_of = [&](Axis axis, AxisValue fixed) {
+    for (const SweepAxis& a : s.sweep)
+      if (a.axis == axis) return a.values;
+    return std::vector<AxisValue>{std::move(fixed)};
+  };
+  int64_t least_budget = std::numeric_limits<int64_t>::max(), most_seqs = 0;
+  for (const AxisValue& v : values_of(Axis::kMaxNumBatchedTokens, t.max_num_batched_tokens))
+    least_budget = std::min(least_budget, std::get<int64_t>(v));
+  for (const AxisValue& v : values_of(Axis::kMaxNumSeqs, t.max_num_seqs))
+    most_seqs = std::max(most_seqs, std::get<int64_t>(v));
+  if (least_budget < most_seqs)
+    fail(where("max_num_batched_tokens"),
+         "max_num_batched_tokens " + std::to_string(least_budget) +
+             " is less than max_num_seqs " + std::to_string(most_seqs) +
+             ": every running request's decode token must fit one step");
+  // Without chunked prefill a prompt must fit one step's budget whole.
+  bool unchunked = false;
+  for (const AxisValue& v : values_of(Axis::kChunkedPrefill, std::string(t.chunked_prefill ? "on" : "off")))
+    unchunked = unchunked || std::get<std::string>(v) == "off";
+  if (unchunked) {
+    int64_t longest = t.prefix_groups > 0 ? t.prefix_len : 0;
+    if (t.prompts.empty()) {
+      longest += t.prompt_len.max;
+    } else {
+      size_t file_longest = 0;
+      for (const auto& p : t.prompts) file_longest = std::max(file_longest, p.size());
+      longest += static_cast<int64_t>(file_longest);
+    }
+    const int64_t probe_prefix = t.probe_prefix >= 0 ? t.prefix_len : 0;
+    if (s.model.prompts.empty()) {
+      longest = std::max<int64_t>(longest, probe_prefix + s.model.prompt_len);
+    } else {
+      for (const int64_t r : s.requests)
+        longest = std::max<int64_t>(
+            longest, probe_prefix + static_cast<int64_t>(s.model.prompts.at(r).size()));
+    }
+    if (longest > least_budget)
+      fail(where("chunked_prefill"),
+           "with chunked_prefill off a prompt of " + std::to_string(longest) +
+               " tokens cannot fit a step of max_num_batched_tokens " +
+               std::to_string(least_budget) + "; raise max_num_batched_tokens or turn it on");
+  }
 }
 
 void ScenarioParser::parse_requests(const Field* f, Scenario& s) {

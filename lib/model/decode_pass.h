@@ -7,24 +7,35 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "lib/backend/backend.h"
+#include "lib/model/decoder.h"
+#include "lib/model/kv_cache.h"
 #include "lib/model/model_config.h"
 #include "lib/model/model_weights.h"
 
 namespace nvdet {
 
-// One forward pass over some rows of some sequences: a prefill chunk or a decode step.
+// One forward pass over some rows of some sequences: a prefill chunk or a decode step, or, in a
+// serving replay (traffic_replay.h), both in one step.
 struct Pass {
-  bool prefill = false;
+  bool prefill = false;  // the pass holds prompt chunks (attention_prefill)
+  // A serving step's decode rows go before its prompt chunks: with prefill set, its first
+  // `decode_seqs` sequences are decode rows, one row each (attention_decode), and every GEMM and
+  // RMSNorm runs over all the pass's rows at once. 0 in a pass that is all one kind.
+  size_t decode_seqs = 0;
   int32_t step = 0;
   std::vector<size_t> seqs;        // the sequences in this pass, in batch order
   std::vector<int32_t> row_start;  // [seqs + 1]: each sequence's rows in the pass
   std::vector<int32_t> tokens;     // per row
   std::vector<int32_t> positions;  // per row: absolute position in its sequence
   std::vector<int32_t> kv_lens;    // per sequence: cached tokens once this pass has written
+  // Per sequence: its prompt tokens served from the prefix cache (attention_prefill's
+  // prefix_len); empty: none.
+  std::vector<int32_t> prefix_lens;
   std::vector<size_t> head_seqs;   // sequences whose next-token logits this pass produces
   std::vector<int64_t> head_rows;  // their rows (each one's last row in the pass)
 };
@@ -57,7 +68,19 @@ class PassEngine {
   // notes tag, layer 0's and the head's backend notes are kept as "<tag>.<op>.<key>".
   virtual PassOutput forward(const Pass& p, const std::vector<bool>& want_logits,
                              const char* notes_tag) = 0;
+  // The cached K and V of tokens [0, count) of sequence `seq` in layer `layer`, [count, 2 *
+  // kv_dim] (each row K then V): what a test compares bit for bit between a prefix-cache hit and
+  // a cold prefill.
+  virtual HostTensor cached_kv(int32_t layer, size_t seq, int32_t count) = 0;
 };
+
+// A serving step's two parts for the attention ops: its decode rows (the first decode_seqs
+// sequences) and its prompt chunks, each a pass of its own kind with rows counted from 0. Only
+// what the attention ops read is kept (seqs, row_start, kv_lens, prefix_lens).
+struct ServingParts {
+  Pass decode, prefill;
+};
+ServingParts split_serving_pass(const Pass& p);
 
 // The attention ops' arguments for a decode step / a prefill pass of the model (everything but
 // q; the KV view's tensors are the caller's).
@@ -75,6 +98,16 @@ OpArgs attention_op_args(const Pass& p, const ModelConfig& c, DType dtype, Paged
 std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeights& weights,
                                              const std::vector<int32_t>& capacity,
                                              int32_t page_size, PassTrace& trace, RunNotes* notes);
+
+// The engine a serving replay computes its steps with (traffic_replay.h), over the pages it hands
+// out: the device-resident one where the backend offers it and `path` allows (as greedy_decode
+// chooses), else the host engine. A pass holds at most max_rows rows and max_heads head rows.
+// `decoder` receives the words the case's "decoder" note gives.
+std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWeights& weights,
+                                                std::shared_ptr<const KvPageMap> pages,
+                                                int64_t max_rows, int64_t max_heads,
+                                                DecodePath path, PassTrace& trace, RunNotes* notes,
+                                                std::string& decoder);
 
 // Rows of `t` as a RowFetch (by reference: `t` must outlive the fetch).
 RowFetch rows_of(const HostTensor& t);

@@ -13,6 +13,9 @@ struct DecodeProgress {
   std::string backend, context;
   int steps_done = 0, steps_total = 0;
   double tokens_per_second = 0;  // generated tokens of the whole batch / seconds since the start
+  // Set under serving traffic, whose step count is not known ahead: what to show instead of
+  // "step N of M" ("step 57, 12 of 40 requests finished").
+  std::string detail;
 };
 
 using DecodeProgressSink = std::function<void(const DecodeProgress&)>;

@@ -70,14 +70,22 @@ bool use_device_path(DecodePath path) {
   return v == nullptr || std::string_view(v) != "0";
 }
 
+// The "decoder" note's words for the engines (the case's notes say which decoded it).
+constexpr const char* kDeviceDecoderNote =
+    "device-resident (weights, KV cache and activations on the GPU)";
+constexpr const char* kHostDecoderNote = "host (each op through the backend's run)";
+constexpr const char* kHostMoeDecoderNote =
+    "host (each op through the backend's run): the device-resident decoder does not compute MoE "
+    "layers";
+
 class HostEngine final : public PassEngine {
  public:
-  HostEngine(Backend& backend, const ModelWeights& w, const std::vector<int32_t>& capacity,
-             const DecodeOptions& options, PassTrace& trace, RunNotes* notes)
+  HostEngine(Backend& backend, const ModelWeights& w, std::shared_ptr<const KvPageMap> pages,
+             PassTrace& trace, RunNotes* notes)
       : backend_(backend), w_(w), c_(w.config), trace_(trace), notes_(notes), rope_(w.config) {
     const double bytes =
-        c_.layers * PagedKvCache::bytes_for(capacity, options.page_size, c_.num_kv_heads,
-                                            c_.head_dim, w_.dtype);
+        c_.layers * PagedKvCache::bytes_for_pages(pages->total_pages(), pages->page_size(),
+                                                  c_.num_kv_heads, c_.head_dim, w_.dtype);
     if (bytes > kMaxKvBytes) {
       throw_input_error("the batch's KV cache would take " +
                         std::to_string(static_cast<int64_t>(bytes / (1 << 20))) +
@@ -86,9 +94,13 @@ class HostEngine final : public PassEngine {
                         " MiB); lower batch, prompt length or max_new_tokens");
     }
     for (int32_t l = 0; l < c_.layers; ++l) {
-      caches_.push_back(std::make_unique<PagedKvCache>(capacity, options.page_size, c_.num_kv_heads,
-                                                       c_.head_dim, w_.dtype));
+      caches_.push_back(
+          std::make_unique<PagedKvCache>(pages, c_.num_kv_heads, c_.head_dim, w_.dtype));
     }
+  }
+
+  HostTensor cached_kv(int32_t layer, size_t seq, int32_t count) override {
+    return caches_.at(static_cast<size_t>(layer))->read(seq, count);
   }
 
   PassOutput forward(const Pass& p, const std::vector<bool>& want_logits,
@@ -281,8 +293,24 @@ class HostEngine final : public PassEngine {
 
   HostTensor attention(const Pass& p, const PagedKvCache& cache, const HostTensor& q,
                        const char* tag) {
-    return run_op(attention_op_args(p, c_, w_.dtype, cache.view(p.seqs, p.kv_lens), q), tag,
-                  "attention");
+    if (p.decode_seqs == 0) {
+      return run_op(attention_op_args(p, c_, w_.dtype, cache.view(p.seqs, p.kv_lens), q), tag,
+                    "attention");
+    }
+    // A serving step: its decode rows through attention_decode, its prompt chunks through
+    // attention_prefill, the outputs back in row order (decode rows first).
+    const ServingParts parts = split_serving_pass(p);
+    const int64_t d = static_cast<int64_t>(p.decode_seqs);
+    const HostTensor q_decode = q.slice_rows(0, d), q_prefill = q.slice_rows(d, q.dim(0) - d);
+    const HostTensor decoded = run_op(
+        attention_op_args(parts.decode, c_, w_.dtype,
+                          cache.view(parts.decode.seqs, parts.decode.kv_lens), q_decode),
+        tag, "attention_decode");
+    const HostTensor prefilled = run_op(
+        attention_op_args(parts.prefill, c_, w_.dtype,
+                          cache.view(parts.prefill.seqs, parts.prefill.kv_lens), q_prefill),
+        tag, "attention_prefill");
+    return concat_rows({decoded, prefilled});
   }
 
   HostTensor run_op(const OpArgs& args, const char* tag, const char* name) {
@@ -331,7 +359,9 @@ class BatchDecoder final : public PassTrace {
     } else if (device) {
       engine_ = make_device_engine(*device, w_, capacity, max_pass_rows(), options_, *this, notes_);
     } else {
-      engine_ = std::make_unique<HostEngine>(backend_, w_, capacity, options_, *this, notes_);
+      engine_ = std::make_unique<HostEngine>(
+          backend_, w_, std::make_shared<KvPageLayout>(capacity, options_.page_size), *this,
+          notes_);
     }
     watch_index_.assign(prompts_.size(), -1);
     for (size_t i = 0; i < watched_.size(); ++i) watch_index_.at(watched_[i]) = static_cast<int>(i);
@@ -350,13 +380,11 @@ class BatchDecoder final : public PassTrace {
     if (notes_) {
       (*notes_)["batch"] = std::to_string(prompts_.size());
       (*notes_)["decoder"] =
-          device               ? "device-resident (weights, KV cache and activations on the GPU)"
+          device               ? kDeviceDecoderNote
           : options_.tp.tp > 1 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
                                      " simulated ranks (each shard through the backend's run)"
-          : c_.is_moe() && backend_.device_decode_ops()
-              ? "host (each op through the backend's run): the device-resident decoder does not "
-                "compute MoE layers"
-              : "host (each op through the backend's run)";
+          : c_.is_moe() && backend_.device_decode_ops() ? kHostMoeDecoderNote
+                                                        : kHostDecoderNote;
     }
     return std::move(results_);
   }
@@ -611,8 +639,26 @@ AttentionPrefillArgs prefill_attention_args(const Pass& p, const ModelConfig& c,
                                             PagedKv kv) {
   auto a = attention_args<AttentionPrefillArgs>(c, dtype, std::move(kv));
   a.q_start = p.row_start;
-  a.prefix_len.assign(p.seqs.size(), 0);
+  a.prefix_len = p.prefix_lens;
+  a.prefix_len.resize(p.seqs.size(), 0);
   return a;
+}
+
+ServingParts split_serving_pass(const Pass& p) {
+  ServingParts parts;
+  parts.prefill.prefill = true;
+  const size_t d = p.decode_seqs;
+  parts.decode.row_start.push_back(0);
+  parts.prefill.row_start.push_back(0);
+  for (size_t i = 0; i < p.seqs.size(); ++i) {
+    Pass& part = i < d ? parts.decode : parts.prefill;
+    part.seqs.push_back(p.seqs[i]);
+    part.kv_lens.push_back(p.kv_lens[i]);
+    part.prefix_lens.push_back(p.prefix_lens.empty() ? 0 : p.prefix_lens[i]);
+    const int32_t first = i < d ? 0 : p.row_start[d];
+    part.row_start.push_back(p.row_start[i + 1] - first);
+  }
+  return parts;
 }
 
 OpArgs attention_op_args(const Pass& p, const ModelConfig& c, DType dtype, PagedKv kv,
@@ -630,9 +676,26 @@ OpArgs attention_op_args(const Pass& p, const ModelConfig& c, DType dtype, Paged
 std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeights& weights,
                                              const std::vector<int32_t>& capacity,
                                              int32_t page_size, PassTrace& trace, RunNotes* notes) {
-  DecodeOptions options;
-  options.page_size = page_size;
-  return std::make_unique<HostEngine>(backend, weights, capacity, options, trace, notes);
+  return std::make_unique<HostEngine>(
+      backend, weights, std::make_shared<KvPageLayout>(capacity, page_size), trace, notes);
+}
+
+std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWeights& weights,
+                                                std::shared_ptr<const KvPageMap> pages,
+                                                int64_t max_rows, int64_t max_heads,
+                                                DecodePath path, PassTrace& trace, RunNotes* notes,
+                                                std::string& decoder) {
+  DeviceDecodeOps* device = use_device_path(path) && !weights.config.is_moe()
+                                ? backend.device_decode_ops()
+                                : nullptr;
+  if (device) {
+    decoder = kDeviceDecoderNote;
+    return make_serving_device_engine(*device, weights, std::move(pages), max_rows, max_heads,
+                                      trace, notes);
+  }
+  decoder = weights.config.is_moe() && backend.device_decode_ops() ? kHostMoeDecoderNote
+                                                                    : kHostDecoderNote;
+  return std::make_unique<HostEngine>(backend, weights, std::move(pages), trace, notes);
 }
 
 std::vector<SequenceResult> greedy_decode(Backend& backend, const ModelWeights& weights,

@@ -28,6 +28,7 @@
 #include "lib/backend/backend.h"
 #include "lib/model/model_weights.h"
 #include "lib/workloads/tp_gemm.h"
+#include "lib/workloads/traffic_steps.h"
 
 namespace nvdet {
 
@@ -86,6 +87,9 @@ class TensorObserver {
 struct SequenceResult {
   HostTensor logits;                // fp32 [max_new_tokens, vocab]; row t chose completion[t]
   std::vector<int32_t> completion;  // max_new_tokens tokens (greedy, or the sampler's)
+  // Under serving traffic (traffic_replay.h): a completion that EOS cut short (its logits rows
+  // past it are zeros), and what shared each of the request's steps.
+  std::vector<ProbeStep> steps;
 };
 
 // Decodes all `prompts` together and returns the results of the sequences listed in `watched`

@@ -33,19 +33,32 @@ void* bytes_at(void* p, size_t offset) { return static_cast<std::byte*>(p) + off
 
 class DeviceEngine final : public PassEngine {
  public:
-  DeviceEngine(DeviceDecodeOps& ops, const ModelWeights& w, const std::vector<int32_t>& capacity,
-               int64_t max_rows, const DecodeOptions& options, PassTrace& trace, RunNotes* notes)
+  // max_heads: the most head rows (LM head inputs) of any pass.
+  DeviceEngine(DeviceDecodeOps& ops, const ModelWeights& w, std::shared_ptr<const KvPageMap> pages,
+               int64_t max_rows, int64_t max_heads, PassTrace& trace, RunNotes* notes)
       : ops_(ops),
         w_(w),
         c_(w.config),
         trace_(trace),
         notes_(notes),
         rope_(w.config),
-        layout_(capacity, options.page_size),
+        pages_(std::move(pages)),
         elem_(dtype_size(w.dtype)) {
-    check_memory(capacity, max_rows, options.page_size);
+    check_memory(max_rows, max_heads);
     upload_weights();
-    allocate(static_cast<int64_t>(capacity.size()), max_rows);
+    allocate(max_heads, max_rows);
+  }
+
+  HostTensor cached_kv(int32_t layer, size_t seq, int32_t count) override {
+    const size_t row_bytes = static_cast<size_t>(c_.kv_dim()) * elem_;
+    HostTensor out(w_.dtype, {count, 2 * c_.kv_dim()});
+    for (int32_t t = 0; t < count; ++t) {
+      const size_t at = static_cast<size_t>(pages_->slot(seq, t)) * row_bytes;
+      ops_.download(out.mutable_data() + 2 * t * row_bytes, bytes_at(k_.at(layer), at), row_bytes);
+      ops_.download(out.mutable_data() + (2 * t + 1) * row_bytes, bytes_at(v_.at(layer), at),
+                    row_bytes);
+    }
+    return out;
   }
 
   PassOutput forward(const Pass& p, const std::vector<bool>& want_logits,
@@ -55,7 +68,6 @@ class DeviceEngine final : public PassEngine {
     const int64_t q_dim = c_.q_dim(), kv_dim = c_.kv_dim(), qkv_dim = c_.qkv_dim();
     upload_pass_inputs(p);
     begin_trace(p);
-    const PagedKv kv = layout_.view(p.seqs, p.kv_lens);
 
     ops_.gather_rows(embed_, tokens_, rows, hidden * elem_, x_);
     emit(p, -1, "embed", {x_, w_.dtype, {rows, hidden}});
@@ -77,7 +89,7 @@ class DeviceEngine final : public PassEngine {
       ops_.kv_write(w_.dtype, qkv_, rows, qkv_dim, q_dim, kv_dim, slots_, k_[l], v_[l]);
       // The attention ops take the queries as [rows, heads, head_dim], contiguous.
       ops_.copy_rows(q_, q_dim * elem_, qkv_, qkv_dim * elem_, q_dim * elem_, rows);
-      attention(p, kv, l, tag);
+      attention(p, l, tag);
       emit(p, l, "attention", {attn_, w_.dtype, {rows, c_.num_heads, c_.head_dim}});
       gemm(attn_, L.o_proj, L.o_bias, o_, rows, hidden, q_dim, w_.dtype, tag, "o_proj");
       emit(p, l, "o_proj", {o_, w_.dtype, {rows, hidden}});
@@ -141,7 +153,7 @@ class DeviceEngine final : public PassEngine {
         *gate_up_bias, *down, *down_bias;
   };
 
-  void check_memory(const std::vector<int32_t>& capacity, int64_t max_rows, int32_t page_size) {
+  void check_memory(int64_t max_rows, int64_t max_heads) {
     const std::vector<const HostTensor*> tensors = weight_tensors(w_);
     std::vector<uint64_t> uids;
     for (const HostTensor* t : tensors) uids.push_back(t->uid());
@@ -151,7 +163,8 @@ class DeviceEngine final : public PassEngine {
       if (!ops_.is_resident(*t)) upload += static_cast<double>(t->nbytes());
     }
     const DeviceDecodeFootprint f =
-        device_decode_footprint(w_, capacity, max_rows, page_size, upload, trace_.tracing());
+        device_decode_footprint(w_, pages_->total_pages(), pages_->page_size(), max_heads, max_rows,
+                                upload, trace_.tracing());
     const double free = static_cast<double>(ops_.free_bytes());
     if (f.total() > free) {
       throw_runtime_error(fmt::format(
@@ -214,7 +227,7 @@ class DeviceEngine final : public PassEngine {
       trace_rows_ = static_cast<int32_t*>(buffer(r * sizeof(int32_t)));
       trace_heads_ = static_cast<int32_t*>(buffer(static_cast<double>(batch) * sizeof(int32_t)));
     }
-    const double cache = static_cast<double>(layout_.total_pages()) * layout_.page_size() *
+    const double cache = static_cast<double>(pages_->total_pages()) * pages_->page_size() *
                          static_cast<double>(c_.kv_dim()) * e;
     for (int32_t l = 0; l < c_.layers; ++l) {
       k_.push_back(buffer(cache));
@@ -238,7 +251,7 @@ class DeviceEngine final : public PassEngine {
     std::vector<int64_t> slots(rows);
     for (size_t i = 0; i < p.seqs.size(); ++i) {
       for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
-        slots[r] = layout_.slot(p.seqs[i], p.positions[r]);
+        slots[r] = pages_->slot(p.seqs[i], p.positions[r]);
       }
     }
     ops_.upload(slots_, slots.data(), slots.size() * sizeof(int64_t));
@@ -285,19 +298,35 @@ class DeviceEngine final : public PassEngine {
     with_notes(tag, name, [&](RunNotes* nt) { ops_.gemm(g, nt); });
   }
 
-  void attention(const Pass& p, const PagedKv& kv, int32_t l, const char* tag) {
+  void attention(const Pass& p, int32_t l, const char* tag) {
+    if (p.decode_seqs == 0) {
+      attention_call(p, l, 0, tag, "attention");
+      return;
+    }
+    // A serving step: its decode rows through attention_decode, then its prompt chunks through
+    // attention_prefill, each reading and writing its own rows of q_ and attn_.
+    const ServingParts parts = split_serving_pass(p);
+    attention_call(parts.decode, l, 0, tag, "attention_decode");
+    attention_call(parts.prefill, l, static_cast<int64_t>(p.decode_seqs), tag,
+                   "attention_prefill");
+  }
+
+  // One attention call over pass p's rows, which start at row `first` of q_ and attn_.
+  void attention_call(const Pass& p, int32_t l, int64_t first, const char* tag, const char* name) {
+    const PagedKv kv = pages_->view(p.seqs, p.kv_lens);
+    const size_t offset = static_cast<size_t>(first * c_.q_dim()) * elem_;
     DeviceAttentionCall t;
-    t.q = q_;
+    t.q = bytes_at(q_, offset);
     t.k = k_[l];
     t.v = v_[l];
-    t.out = attn_;
+    t.out = bytes_at(attn_, offset);
     t.dtype = w_.dtype;
     if (p.prefill) {
       const AttentionPrefillArgs a = prefill_attention_args(p, c_, w_.dtype, kv);
-      with_notes(tag, "attention", [&](RunNotes* n) { ops_.attention_prefill(a, t, n); });
+      with_notes(tag, name, [&](RunNotes* n) { ops_.attention_prefill(a, t, n); });
     } else {
       const AttentionDecodeArgs a = decode_attention_args(c_, w_.dtype, kv);
-      with_notes(tag, "attention", [&](RunNotes* n) { ops_.attention_decode(a, t, n); });
+      with_notes(tag, name, [&](RunNotes* n) { ops_.attention_decode(a, t, n); });
     }
   }
 
@@ -399,7 +428,7 @@ class DeviceEngine final : public PassEngine {
   PassTrace& trace_;
   RunNotes* notes_;
   Rope rope_;
-  KvPageLayout layout_;
+  std::shared_ptr<const KvPageMap> pages_;
   size_t elem_;
 
   const void* embed_ = nullptr;
@@ -451,13 +480,23 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
                                               const std::vector<int32_t>& capacity,
                                               int64_t max_rows, int32_t page_size,
                                               double weights_to_upload, bool tracing) {
+  double pages = 0;
+  for (const int32_t c : capacity) pages += std::max(1, (c + page_size - 1) / page_size);
+  return device_decode_footprint(w, pages, page_size, static_cast<int64_t>(capacity.size()),
+                                 max_rows, weights_to_upload, tracing);
+}
+
+DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w, double total_pages,
+                                              int32_t page_size, int64_t max_heads,
+                                              int64_t max_rows, double weights_to_upload,
+                                              bool tracing) {
   const ModelConfig& c = w.config;
   const double e = static_cast<double>(dtype_size(w.dtype));
-  const double r = static_cast<double>(max_rows), b = static_cast<double>(capacity.size());
+  const double r = static_cast<double>(max_rows), b = static_cast<double>(max_heads);
   DeviceDecodeFootprint f;
   f.weights = weights_to_upload;
-  f.kv_cache =
-      c.layers * PagedKvCache::bytes_for(capacity, page_size, c.num_kv_heads, c.head_dim, w.dtype);
+  f.kv_cache = c.layers * PagedKvCache::bytes_for_pages(total_pages, page_size, c.num_kv_heads,
+                                                        c.head_dim, w.dtype);
   const double per_row = (4.0 * c.hidden + c.qkv_dim() + 2.0 * c.q_dim() + 3.0 * c.intermediate +
                           (c.qk_norm ? 2.0 * c.q_dim() : 0.0)) *
                              e +
@@ -465,10 +504,7 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
   f.activations = r * per_row + b * (2.0 * c.hidden * e + c.vocab * sizeof(float) + 8.0);
   const double items = 3.0 * r + kMaxDecodeSplits * b;
   f.workspace = kLibraryBytes + items * c.num_heads * (c.head_dim + 2.0) * sizeof(float);
-  if (tracing) {
-    f.trace = trace_staging_bytes(w, max_rows, static_cast<int64_t>(capacity.size())) +
-              (r + b) * sizeof(int32_t);
-  }
+  if (tracing) f.trace = trace_staging_bytes(w, max_rows, max_heads) + (r + b) * sizeof(int32_t);
   return f;
 }
 
@@ -488,7 +524,18 @@ std::unique_ptr<PassEngine> make_device_engine(DeviceDecodeOps& ops, const Model
                                                const std::vector<int32_t>& capacity,
                                                int64_t max_rows, const DecodeOptions& options,
                                                PassTrace& trace, RunNotes* notes) {
-  return std::make_unique<DeviceEngine>(ops, w, capacity, max_rows, options, trace, notes);
+  return std::make_unique<DeviceEngine>(ops, w,
+                                        std::make_shared<KvPageLayout>(capacity, options.page_size),
+                                        max_rows, static_cast<int64_t>(capacity.size()), trace,
+                                        notes);
+}
+
+std::unique_ptr<PassEngine> make_serving_device_engine(DeviceDecodeOps& ops, const ModelWeights& w,
+                                                       std::shared_ptr<const KvPageMap> pages,
+                                                       int64_t max_rows, int64_t max_heads,
+                                                       PassTrace& trace, RunNotes* notes) {
+  return std::make_unique<DeviceEngine>(ops, w, std::move(pages), max_rows, max_heads, trace,
+                                        notes);
 }
 
 }  // namespace nvdet

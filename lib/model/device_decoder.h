@@ -17,6 +17,7 @@
 #include "lib/backend/device_decode_ops.h"
 #include "lib/model/decode_pass.h"
 #include "lib/model/decoder.h"
+#include "lib/model/kv_cache.h"
 #include "lib/model/model_weights.h"
 
 namespace nvdet {
@@ -37,6 +38,12 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w,
                                               int64_t max_rows, int32_t page_size,
                                               double weights_to_upload, bool tracing);
 
+// The same for a cache of `total_pages` pages and passes of at most max_heads head rows.
+DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w, double total_pages,
+                                              int32_t page_size, int64_t max_heads,
+                                              int64_t max_rows, double weights_to_upload,
+                                              bool tracing);
+
 // Device bytes the traced rows of a pass are staged in before one download: 256 MiB, or the
 // largest single traced tensor when that is larger.
 double trace_staging_bytes(const ModelWeights& w, int64_t max_rows, int64_t batch);
@@ -48,5 +55,14 @@ std::unique_ptr<PassEngine> make_device_engine(DeviceDecodeOps& ops, const Model
                                                const std::vector<int32_t>& capacity,
                                                int64_t max_rows, const DecodeOptions& options,
                                                PassTrace& trace, RunNotes* notes);
+
+// The engine of a serving replay (traffic_replay.h): the KV pages handed out by `pages` (its
+// total is allocated per layer), passes of up to max_rows rows, of which up to max_heads produce
+// logits, and serving steps that hold decode rows and prompt chunks together (Pass::decode_seqs:
+// two attention calls, each on its own rows, every other op over all rows at once).
+std::unique_ptr<PassEngine> make_serving_device_engine(DeviceDecodeOps& ops, const ModelWeights& w,
+                                                       std::shared_ptr<const KvPageMap> pages,
+                                                       int64_t max_rows, int64_t max_heads,
+                                                       PassTrace& trace, RunNotes* notes);
 
 }  // namespace nvdet

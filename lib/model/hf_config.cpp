@@ -420,6 +420,15 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   if (type == "qwen3_moe" || type == "qwen2_moe" || type == "mixtral") parse_moe(j, path, c);
   c.sliding_window = sliding_window_of(j, path, arch, c.layers);
   out.tie_word_embeddings = bool_field(j, path, "tie_word_embeddings", false);
+  if (has(j, "eos_token_id")) {
+    const json& e = j["eos_token_id"];
+    for (const json& id : e.is_array() ? e : json::array({e})) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= c.vocab)
+        refuse(path, "'eos_token_id' must be token ids of the vocabulary (0.." +
+                         std::to_string(c.vocab - 1) + "), got " + excerpt(e.dump()));
+      out.eos_token_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  }
   validate_config(c, path);
   return out;
 }

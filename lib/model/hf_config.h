@@ -23,6 +23,7 @@
 // (ModelConfig::sliding_window) and refused by the decoder when a run outgrows them.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "lib/model/model_config.h"
 
@@ -31,6 +32,9 @@ namespace nvdet {
 struct HfConfig {
   ModelConfig model;
   bool tie_word_embeddings = false;
+  // eos_token_id (one id or a list; empty when absent or null): the tokens that end a request
+  // under serving traffic with `eos: on` (README "Serving traffic"). No effect on the logits.
+  std::vector<int32_t> eos_token_ids;
 };
 
 // `j` is config.json's parsed contents; `path` names it in messages.

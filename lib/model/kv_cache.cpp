@@ -49,13 +49,23 @@ double PagedKvCache::bytes_for(std::span<const int32_t> capacity, int32_t page_s
                                int32_t kv_heads, int32_t head_dim, DType dtype) {
   double pages = 0;
   for (int32_t c : capacity) pages += pages_for(c, page_size);
+  return bytes_for_pages(pages, page_size, kv_heads, head_dim, dtype);
+}
+
+double PagedKvCache::bytes_for_pages(double pages, int32_t page_size, int32_t kv_heads,
+                                     int32_t head_dim, DType dtype) {
   return 2.0 * pages * page_size * kv_heads * head_dim * static_cast<double>(dtype_size(dtype));
 }
 
 PagedKvCache::PagedKvCache(std::span<const int32_t> capacity, int32_t page_size, int32_t kv_heads,
                            int32_t head_dim, DType dtype)
-    : layout_(capacity, page_size), row_elems_(int64_t{kv_heads} * head_dim) {
-  k_ = HostTensor(dtype, {layout_.total_pages(), page_size, kv_heads, head_dim});
+    : PagedKvCache(std::make_shared<KvPageLayout>(capacity, page_size), kv_heads, head_dim,
+                   dtype) {}
+
+PagedKvCache::PagedKvCache(std::shared_ptr<const KvPageMap> pages, int32_t kv_heads,
+                           int32_t head_dim, DType dtype)
+    : pages_(std::move(pages)), row_elems_(int64_t{kv_heads} * head_dim) {
+  k_ = HostTensor(dtype, {pages_->total_pages(), pages_->page_size(), kv_heads, head_dim});
   v_ = HostTensor(dtype, k_.shape());
 }
 
@@ -66,17 +76,29 @@ void PagedKvCache::write(size_t seq, int32_t position, const HostTensor& qkv, in
   }
   const size_t elem = dtype_size(k_.dtype());
   const size_t row_bytes = static_cast<size_t>(row_elems_) * elem;
-  const int64_t slot = layout_.slot(seq, position);
+  const int64_t slot = pages_->slot(seq, position);
   const std::byte* src = qkv.data() + static_cast<size_t>(row * qkv.dim(1) + q_dim) * elem;
   std::memcpy(k_.mutable_data() + slot * row_bytes, src, row_bytes);
   std::memcpy(v_.mutable_data() + slot * row_bytes, src + row_bytes, row_bytes);
 }
 
 PagedKv PagedKvCache::view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens) const {
-  PagedKv v = layout_.view(seqs, kv_lens);
+  PagedKv v = pages_->view(seqs, kv_lens);
   v.k = &k_;
   v.v = &v_;
   return v;
+}
+
+HostTensor PagedKvCache::read(size_t seq, int32_t count) const {
+  HostTensor out(k_.dtype(), {count, 2 * row_elems_});
+  const size_t row_bytes = static_cast<size_t>(row_elems_) * dtype_size(k_.dtype());
+  for (int32_t t = 0; t < count; ++t) {
+    const int64_t slot = pages_->slot(seq, t);
+    std::memcpy(out.mutable_data() + 2 * t * row_bytes, k_.data() + slot * row_bytes, row_bytes);
+    std::memcpy(out.mutable_data() + (2 * t + 1) * row_bytes, v_.data() + slot * row_bytes,
+                row_bytes);
+  }
+  return out;
 }
 
 }  // namespace nvdet

@@ -6,6 +6,7 @@
 
 #include "lib/core/error.h"
 #include "lib/model/checkpoint.h"
+#include "lib/model/hf_config.h"
 #include "lib/model/decode_progress.h"
 #include "lib/model/sampler.h"
 #include "lib/model/synthetic_checkpoint.h"
@@ -29,6 +30,21 @@ ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
   // Every tp the sweep names must shard this model (checked before any context runs).
   for (const int tp : tp_values(s)) check_tp_degree(weights_->config, tp);
   prompts_ = scenario_prompts(s, weights_->config.vocab);
+  if (s.traffic.enabled) {
+    traffic_ = std::make_shared<TrafficSource>(s_, prompts_, weights_->config.vocab);
+    eos_tokens_ = s.traffic.eos == EosRule::kCheckpoint
+                      ? read_hf_config_json(s.model.checkpoint).eos_token_ids
+                      : s.traffic.eos_tokens;
+    if (s.traffic.eos == EosRule::kCheckpoint && eos_tokens_.empty())
+      throw_input_error(s.path + ": 'traffic.eos: on' takes the checkpoint's eos_token_id, but " +
+                        s.model.checkpoint + "/config.json gives none");
+    for (const int32_t id : eos_tokens_) {
+      if (id >= weights_->config.vocab)
+        throw_input_error(s.path + ": 'traffic.eos' token " + std::to_string(id) +
+                          " is outside the model's vocabulary (0.." +
+                          std::to_string(weights_->config.vocab - 1) + ")");
+    }
+  }
   for (size_t i = 0; i < prompts_.size(); ++i) {
     for (int32_t id : prompts_[i]) {
       if (id < 0 || id >= weights_->config.vocab) {
@@ -57,17 +73,44 @@ ModelBatch ModelRunner::batch_for(const Context& c) const {
 
 std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
                                              const std::vector<int64_t>& requests,
-                                             TensorObserver* observer, RunNotes* notes) const {
-  const ModelBatch b = batch_for(c);
-  std::vector<size_t> watched;
+                                             TensorObserver* observer, RunNotes* notes,
+                                             int64_t* generated) const {
+  std::vector<size_t> probes;  // each request's index among the scenario's probed requests
   for (int64_t r : requests) {
     const auto it = std::find(s_.requests.begin(), s_.requests.end(), r);
     if (it == s_.requests.end()) {
       throw_input_error("request " + std::to_string(r) +
                         " is not one of the scenario's probed requests");
     }
-    watched.push_back(b.probe_slot[static_cast<size_t>(it - s_.requests.begin())]);
+    probes.push_back(static_cast<size_t>(it - s_.requests.begin()));
   }
+  const DecodeProgressSink& sink = decode_progress_sink();
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (traffic_) {
+    TrafficRunOptions options = traffic_options_for(c);
+    if (sink) {
+      options.on_step = [&](const TrafficProgress& p) {
+        const double s = seconds();
+        sink({backend.info().name, c.id, static_cast<int>(p.steps), 0,
+              s > 0 ? static_cast<double>(p.generated_tokens) / s : 0.0,
+              "step " + std::to_string(p.steps) + ", " + std::to_string(p.finished) + " of " +
+                  std::to_string(p.requests) + " requests finished"});
+      };
+    }
+    const int32_t max_new = static_cast<int32_t>(c.integer(Axis::kMaxNewTokens));
+    TrafficReplay replay(backend, *weights_,
+                         traffic_->requests(c.integer(Axis::kTrafficSeed), max_new), options,
+                         probes, observer, notes);
+    std::vector<SequenceResult> out = replay.run();
+    if (generated) *generated = replay.generated_tokens();
+    return out;
+  }
+  const ModelBatch b = batch_for(c);
+  std::vector<size_t> watched;
+  for (const size_t i : probes) watched.push_back(b.probe_slot[i]);
   DecodeOptions options = options_for(c);
   std::unique_ptr<TokenSampler> sampler;
   if (s_.model.sampling.enabled && s_.model.sampling.temperature > 0.0) {
@@ -75,16 +118,26 @@ std::vector<SequenceResult> ModelRunner::run(Backend& backend, const Context& c,
     options.sampler = sampler.get();
     options.sampling_ids = b.request_ids;
   }
-  if (const DecodeProgressSink& sink = decode_progress_sink()) {
-    const auto start = std::chrono::steady_clock::now();
+  if (sink) {
     const double batch = static_cast<double>(b.prompts.size());
-    options.on_step = [&sink, &backend, &c, start, batch](int32_t done, int32_t total) {
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      sink({backend.info().name, c.id, done, total, s > 0 ? batch * done / s : 0.0});
+    options.on_step = [&sink, &backend, &c, seconds, batch](int32_t done, int32_t total) {
+      const double s = seconds();
+      sink({backend.info().name, c.id, done, total, s > 0 ? batch * done / s : 0.0, ""});
     };
   }
+  if (generated) *generated = static_cast<int64_t>(b.prompts.size()) * options.max_new_tokens;
   return greedy_decode(backend, *weights_, b.prompts, watched, options, observer, notes);
+}
+
+TrafficRunOptions ModelRunner::traffic_options_for(const Context& c) const {
+  TrafficRunOptions o;
+  o.scheduler.max_num_batched_tokens = c.integer(Axis::kMaxNumBatchedTokens);
+  o.scheduler.max_num_seqs = c.integer(Axis::kMaxNumSeqs);
+  o.scheduler.prefix_caching = c.word(Axis::kPrefixCaching) == "on";
+  o.scheduler.chunked_prefill = c.word(Axis::kChunkedPrefill) == "on";
+  o.page_size = static_cast<int32_t>(c.integer(Axis::kPageSize));
+  o.eos_tokens = eos_tokens_;
+  return o;
 }
 
 ScoreOptions ModelRunner::score_options_for(const Context& c) const {

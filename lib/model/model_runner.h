@@ -7,6 +7,8 @@
 #include "lib/model/decoder.h"
 #include "lib/model/prompts.h"
 #include "lib/model/scoring_pass.h"
+#include "lib/model/traffic_replay.h"
+#include "lib/model/traffic_requests.h"
 #include "lib/scenario/context.h"
 
 namespace nvdet {
@@ -35,10 +37,16 @@ class ModelRunner {
 
   // Decodes the context's batch and returns the results of the probed requests `requests`
   // (ids from the scenario's requests), in that order; the observer's `watched` index is the
-  // position in `requests`.
+  // position in `requests`. Under serving traffic (a traffic block), the context's replay
+  // instead (traffic_replay.h). `generated`, when given, receives the tokens the whole run
+  // generated.
   std::vector<SequenceResult> run(Backend& backend, const Context& c,
                                   const std::vector<int64_t>& requests, TensorObserver* observer,
-                                  RunNotes* notes) const;
+                                  RunNotes* notes, int64_t* generated = nullptr) const;
+
+  // Serving traffic: the context's replay requests and settings (null source without traffic).
+  const TrafficSource* traffic() const { return traffic_.get(); }
+  TrafficRunOptions traffic_options_for(const Context& c) const;
 
   // Scores each probed request's prompt + completion (completions[i] for requests[i]) in the
   // context's scoring pass (scoring_pass.h) and returns its logits rows, [T, vocab] each.
@@ -51,6 +59,8 @@ class ModelRunner {
   Scenario s_;
   std::shared_ptr<const ModelWeights> weights_;
   std::vector<Prompt> prompts_;
+  std::shared_ptr<const TrafficSource> traffic_;
+  std::vector<int32_t> eos_tokens_;  // the traffic's EOS tokens (empty: off)
 };
 
 }  // namespace nvdet

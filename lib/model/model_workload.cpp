@@ -5,6 +5,7 @@
 // op whose bits parted (decoder.h lists the ops and their order).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "lib/model/checkpoint.h"
 #include "lib/model/model_runner.h"
@@ -49,11 +50,13 @@ class ModelWorkload final : public Workload {
     const Scenario& s = runner_.scenario();
     std::vector<RequestOutput> outputs(s.requests.size());
     TraceHasher hasher(outputs, false);
-    std::vector<SequenceResult> results = runner_.run(backend, c, s.requests, &hasher, notes);
+    std::vector<SequenceResult> results =
+        runner_.run(backend, c, s.requests, &hasher, notes, &generated_[c.index]);
     for (size_t i = 0; i < outputs.size(); ++i) {
       outputs[i].request = s.requests[i];
       outputs[i].output = std::move(results[i].logits);
       outputs[i].completion = std::move(results[i].completion);
+      outputs[i].traffic_steps = std::move(results[i].steps);
     }
     if (runner_.scoring()) {
       std::vector<std::vector<int32_t>> completions;
@@ -71,9 +74,11 @@ class ModelWorkload final : public Workload {
     return outputs;
   }
 
+  // What the context's last run generated: batch x max_new_tokens, or under serving traffic
+  // every request's tokens until the probes finished.
   int64_t generated_tokens(const Context& c) const override {
-    return static_cast<int64_t>(runner_.batch_for(c).prompts.size()) *
-           runner_.options_for(c).max_new_tokens;
+    const auto it = generated_.find(c.index);
+    return it != generated_.end() ? it->second : 0;
   }
 
   std::unique_ptr<BenchCase> bench_case(const Context& c) override {
@@ -96,6 +101,7 @@ class ModelWorkload final : public Workload {
 
  private:
   ModelRunner runner_;
+  std::map<int, int64_t> generated_;  // by context index
 };
 
 }  // namespace
@@ -124,8 +130,31 @@ Footprint model_footprint(const Scenario& s) {
   double prompt = m.prompt_len;
   for (const auto& pr : m.prompts) prompt = std::max(prompt, static_cast<double>(pr.size()));
   prompt = axis_max(s, Axis::kPromptLen, prompt);
-  const double new_tokens = axis_max(s, Axis::kMaxNewTokens, m.max_new_tokens);
-  const double batch = batch_max(s), in = dtype_bytes(s.dtype);
+  double new_tokens = axis_max(s, Axis::kMaxNewTokens, m.max_new_tokens);
+  double batch = batch_max(s);
+  // The sequences decoded over the run and the rows of its largest pass: the batch and its
+  // prompts in a fixed batch; under serving traffic every request of the replay, at most
+  // max_num_seqs of them at once (the KV pool) and max_num_batched_tokens rows a step.
+  double sequences = batch, pass_rows = batch * prompt, probed = batch;
+  if (const TrafficSpec& t = s.traffic; t.enabled) {
+    const double prefix = t.prefix_groups > 0 ? t.prefix_len : 0;
+    double traffic_prompt = t.prompt_len.max;
+    if (!t.prompts.empty()) {
+      traffic_prompt = 0;
+      for (const auto& pr : t.prompts)
+        traffic_prompt = std::max(traffic_prompt, static_cast<double>(pr.size()));
+    }
+    prompt = std::max(prompt + (t.probe_prefix >= 0 ? prefix : 0), traffic_prompt + prefix);
+    new_tokens = std::max<double>(new_tokens, t.max_new_tokens.max);
+    probed = static_cast<double>(s.requests.size());
+    sequences = probed + t.requests;
+    batch = std::min(axis_max(s, Axis::kMaxNumSeqs, static_cast<double>(t.max_num_seqs)),
+                     sequences);
+    pass_rows = std::min(axis_max(s, Axis::kMaxNumBatchedTokens,
+                                  static_cast<double>(t.max_num_batched_tokens)),
+                         sequences * (prompt + new_tokens));
+  }
+  const double in = dtype_bytes(s.dtype);
   const double q = heads * head_dim, kv = kv_heads * head_dim;
   Footprint p;
   const double per_layer = hidden * (q + 2 * kv) + q * hidden + 2 * hidden;
@@ -134,17 +163,17 @@ Footprint model_footprint(const Scenario& s) {
   // tp > 1 (tp_engine.h): every rank's shards of the layers' projections, a second copy of them.
   if (axis_max(s, Axis::kTp, 1) > 1) p.weights += (layers * per_layer + mlp_weights) * in;
   p.kv = batch * (prompt + new_tokens) * layers * 2 * kv * in;
-  p.inputs = batch * prompt * hidden * in;
-  p.outputs = batch * new_tokens * vocab * 4;  // the probed requests' logits rows
+  p.inputs = sequences * prompt * hidden * in;
+  p.outputs = probed * new_tokens * vocab * 4;  // the probed requests' logits rows
   // Activations of one prefill pass in fp32: residual, q/k/v, MLP (gate and up), logits row.
-  p.workspace = batch * prompt * (2 * hidden + q + 2 * kv + 2 * inter) * 4 + batch * vocab * 4;
+  p.workspace = pass_rows * (2 * hidden + q + 2 * kv + 2 * inter) * 4 + batch * vocab * 4;
   // A CPU backend widens each GEMM's weight to fp32 when it runs it (the largest: the LM head or
   // an MLP projection) and the activations it multiplies; cpu-reference accumulates in double.
   const double widest = std::max({vocab * hidden, inter * hidden, hidden * (q + 2 * kv)});
-  const double rows = batch * prompt;
+  const double rows = pass_rows;
   const double tokens = prompt + new_tokens;
-  p.token_layers = batch * tokens * layers;
-  p.attention_pair_layers = batch * tokens * (tokens + 1) / 2 * layers;
+  p.token_layers = sequences * tokens * layers;
+  p.attention_pair_layers = sequences * tokens * (tokens + 1) / 2 * layers;
   p.cpu_copies = widest * 4 + rows * std::max(hidden, inter) * (4 + 8) + batch * vocab * 8;
   if (m.score) {
     // The scoring pass: score_batch sequences of prompt + completion in one pass (its KV cache,

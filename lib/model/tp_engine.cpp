@@ -63,6 +63,25 @@ class TpHostEngine final : public PassEngine {
     return head_output(p, trace_, logits, want_logits);
   }
 
+  // Every rank's KV heads side by side in rank order: the unsharded cache's row layout.
+  HostTensor cached_kv(int32_t layer, size_t seq, int32_t count) override {
+    const size_t elem = dtype_size(w_.dtype);
+    const size_t rank_bytes = static_cast<size_t>(rank_c_.kv_dim()) * elem;
+    const size_t full_bytes = static_cast<size_t>(c_.kv_dim()) * elem;
+    HostTensor out(w_.dtype, {count, 2 * c_.kv_dim()});
+    for (int r = 0; r < tp_.tp; ++r) {
+      const HostTensor part =
+          caches_.at(static_cast<size_t>(layer * tp_.tp + r))->read(seq, count);
+      for (int32_t t = 0; t < count; ++t) {
+        const std::byte* src = part.data() + 2 * t * rank_bytes;
+        std::byte* dst = out.mutable_data() + 2 * t * full_bytes + r * rank_bytes;
+        std::memcpy(dst, src, rank_bytes);                            // K heads of rank r
+        std::memcpy(dst + full_bytes, src + rank_bytes, rank_bytes);  // V heads of rank r
+      }
+    }
+    return out;
+  }
+
  private:
   static ModelConfig rank_config(const ModelConfig& c, int tp) {
     check_tp_degree(c, tp);

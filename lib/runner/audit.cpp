@@ -77,6 +77,7 @@ ScenarioSummary summarize(const Scenario& s, const Workload& w) {
     m.axes.emplace_back(a.name(), std::move(values));
   }
   m.coord_names = w.coord_names();
+  if (s.traffic.enabled) m.traffic = traffic_summary(s.traffic);
   return m;
 }
 
@@ -92,6 +93,7 @@ std::optional<Divergence> compare_request(const RequestOutput& reference_out,
   if (cmp.first) d.first_mismatch = *cmp.first;
   d.completion = compare_completions(reference_out, output_out);
   d.first_op = first_trace_difference(reference_out, output_out);
+  d.traffic = traffic_parting(reference_out, output_out, d.first_op, d.completion);
   d.max_abs_diff = cmp.max_abs_diff;
   d.max_rel_diff = cmp.max_rel_diff;
   d.mismatch_count = cmp.mismatch_count;

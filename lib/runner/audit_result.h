@@ -17,6 +17,7 @@
 #include "lib/runner/verify_result.h"
 #include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
+#include "lib/workloads/traffic_steps.h"
 
 namespace nvdet {
 
@@ -34,6 +35,8 @@ struct ScenarioSummary {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;  // name -> values
   std::vector<std::string>
       coord_names;  // what each output coordinate means: token, col / head, dim
+  // Model scenarios under serving traffic: the traffic in one line (traffic_summary); "" else.
+  std::string traffic;
 };
 
 // Model scenarios: the first intermediate tensor whose bits differ.
@@ -109,6 +112,13 @@ struct CompletionDivergence {
   double baseline_prob_of_baseline_token = 0.0, baseline_prob_of_token = 0.0;
 };
 
+// Model scenarios under serving traffic: the probed request's step where the two replays' bits
+// first parted (the first op's step), with what shared that step on each side.
+struct TrafficParting {
+  int32_t step = 0;
+  ProbeStep baseline, here;
+};
+
 // What an output was compared with when it differed.
 enum class DivergenceKind {
   kContext,   // the same request in its group's baseline context (repeat 0 of both)
@@ -144,6 +154,7 @@ struct Divergence {
   RunNotes baseline_notes, notes;                  // why: the algorithms/splits each side used
   std::optional<CompletionDivergence> completion;  // model scenarios, when the tokens differ
   std::optional<OpDivergence> first_op;            // model scenarios
+  std::optional<TrafficParting> traffic;           // model scenarios under serving traffic
 };
 
 struct BackendOutcome {

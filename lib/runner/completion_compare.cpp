@@ -78,4 +78,21 @@ std::optional<OpDivergence> first_trace_difference(const RequestOutput& ref,
   return std::nullopt;
 }
 
+std::optional<TrafficParting> traffic_parting(const RequestOutput& ref, const RequestOutput& out,
+                                              const std::optional<OpDivergence>& first_op,
+                                              const std::optional<CompletionDivergence>& flip) {
+  if (ref.traffic_steps.empty() || out.traffic_steps.empty() || (!first_op && !flip))
+    return std::nullopt;
+  const int32_t step = first_op ? first_op->step : static_cast<int32_t>(flip->step);
+  const auto at = [step](const std::vector<ProbeStep>& steps) -> const ProbeStep* {
+    for (const ProbeStep& p : steps)
+      if (p.step == step) return &p;
+    return nullptr;
+  };
+  const ProbeStep* a = at(ref.traffic_steps);
+  const ProbeStep* b = at(out.traffic_steps);
+  if (!a || !b) return std::nullopt;
+  return TrafficParting{step, *a, *b};
+}
+
 }  // namespace nvdet

@@ -17,4 +17,11 @@ void add_sampling_probabilities(CompletionDivergence& d, const RequestOutput& re
 std::optional<OpDivergence> first_trace_difference(const RequestOutput& reference,
                                                    const RequestOutput& output);
 
+// Under serving traffic: what shared the probe's step where the two runs parted (the first op's
+// step, else the first token flip's); nullopt without traffic steps on both sides.
+std::optional<TrafficParting> traffic_parting(const RequestOutput& reference,
+                                              const RequestOutput& output,
+                                              const std::optional<OpDivergence>& first_op,
+                                              const std::optional<CompletionDivergence>& flip);
+
 }  // namespace nvdet

@@ -45,8 +45,13 @@ enum class Axis : uint8_t {
   kTp,
   kAllreduce,
   kChannels,
+  kTrafficSeed,
+  kMaxNumBatchedTokens,
+  kMaxNumSeqs,
+  kPrefixCaching,
+  kChunkedPrefill,
 };
-inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kChannels) + 1;
+inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kChunkedPrefill) + 1;
 
 enum class AxisValueType {
   kInteger,        // integers from `min`

@@ -15,6 +15,7 @@
 #include "lib/ops/allreduce.h"
 #include "lib/ops/op_kind.h"
 #include "lib/scenario/axis.h"
+#include "lib/scenario/traffic_spec.h"
 
 namespace nvdet {
 
@@ -142,6 +143,8 @@ struct Scenario {
   AttentionShape attention;
   PrefillShape prefill;
   ModelSpec model;
+  // op model: the serving traffic the probed requests are replayed under (`traffic:`).
+  TrafficSpec traffic;
 
   uint64_t seed = 0;
   std::vector<int64_t> requests;  // ids of the probed requests (their data is seeded by id)

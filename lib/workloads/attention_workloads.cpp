@@ -56,7 +56,7 @@ class AttentionDecodeWorkload final : public Workload {
     std::vector<RequestOutput> outputs;
     for (size_t p = 0; p < b.layout.probe_slot.size(); ++p) {
       outputs.push_back(
-          {s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}, {}, {}});
+          {s_.requests[p], out.slice_rows(b.layout.probe_slot[p], 1), {}, {}, {}, {}, {}});
     }
     return outputs;
   }
@@ -143,6 +143,7 @@ class AttentionPrefillWorkload final : public Workload {
     for (int64_t r : s_.requests) {
       outputs.push_back({r,
                          HostTensor(s_.out_dtype, {st.prompt_len, st.d.heads, st.d.head_dim}),
+                         {},
                          {},
                          {},
                          {},

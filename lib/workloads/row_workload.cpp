@@ -20,7 +20,7 @@ std::vector<RequestOutput> RowWorkload::run(Backend& backend, const Context& con
   std::vector<RequestOutput> outputs;
   for (size_t p = 0; p < layout.probe_slot.size(); ++p) {
     outputs.push_back(
-        {scenario_.requests[p], out.slice_rows(layout.probe_slot[p] * t, t), {}, {}, {}, {}});
+        {scenario_.requests[p], out.slice_rows(layout.probe_slot[p] * t, t), {}, {}, {}, {}, {}});
   }
   return outputs;
 }

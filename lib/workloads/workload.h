@@ -11,6 +11,7 @@
 #include "lib/hash/hash.h"
 #include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
+#include "lib/workloads/traffic_steps.h"
 
 namespace nvdet {
 
@@ -32,6 +33,9 @@ struct RequestOutput {
   // [tokens, vocab] like `output` (empty without one), and its trace in the same layout.
   HostTensor score_logits;
   std::vector<TraceEntry> score_trace;
+  // Model workloads under serving traffic: what shared each of the request's steps (in step
+  // order; empty without traffic).
+  std::vector<ProbeStep> traffic_steps;
 };
 
 // One representative op call of a context, for `nvdet bench`: its arguments borrow tensors that
