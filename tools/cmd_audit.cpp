@@ -454,7 +454,10 @@ int run(const AuditFlags& f) {
       set_decode_progress_sink([&](const DecodeProgress& d) {
         progress.update(last.done, last.total, d.backend, d.context, last.context_number,
                         last.contexts,
-                        fmt::format("step {} of {}, {:.0f} tokens/s", d.steps_done, d.steps_total,
+                        fmt::format("{}, {:.0f} tokens/s",
+                                    d.detail.empty() ? fmt::format("step {} of {}", d.steps_done,
+                                                                   d.steps_total)
+                                                     : d.detail,
                                     d.tokens_per_second));
       });
     }

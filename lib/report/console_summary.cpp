@@ -12,6 +12,7 @@
 
 #include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
+#include "lib/report/traffic_section.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/verdict.h"
 
@@ -134,6 +135,7 @@ std::string render_console_summary(const AuditResult& r) {
       if (!t->sampled.empty()) s += "       sampled: " + t->sampled + "\n";
       if (!t->first_op.empty()) s += "       its bits parted first at " + t->first_op + "\n";
     }
+    s += traffic_console_lines(r, o);
     const std::string where = divergent_contexts_line(r, o.name);
     if (!where.empty()) s += "       diverging contexts: " + where + "\n";
   }

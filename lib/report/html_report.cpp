@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
+#include "lib/report/traffic_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
@@ -172,6 +173,26 @@ void write_token_level(std::ostringstream& o, const AuditResult& r) {
        "<th>Backend</th><th>Completions</th><th>First token flip</th><th>First op whose bits "
        "parted</th></tr></thead>\n<tbody>\n"
     << rows.str() << "</tbody>\n</table>\n</section>\n";
+}
+
+// Serving traffic: the Markdown report's tables (traffic_section.h).
+void write_traffic(std::ostringstream& o, const AuditResult& r) {
+  const std::optional<TrafficReport> t = traffic_report(r);
+  if (!t) return;
+  o << "<section id=\"traffic\">\n<h2>Serving traffic</h2>\n<p>" << esc(t->summary) << ".</p>\n";
+  for (const TrafficTable* table : {&t->replays, &t->partings}) {
+    if (table->rows.empty()) continue;
+    o << "<table>\n<thead><tr>";
+    for (const std::string& h : table->heads) o << "<th>" << esc(h) << "</th>";
+    o << "</tr></thead>\n<tbody>\n";
+    for (const std::vector<std::string>& row : table->rows) {
+      o << "<tr>";
+      for (const std::string& v : row) o << "<td>" << esc(v) << "</td>";
+      o << "</tr>\n";
+    }
+    o << "</tbody>\n</table>\n";
+  }
+  o << "</section>\n";
 }
 
 // Cell colours. A cell says whether the request's bits equal those of the baseline of its own
@@ -663,6 +684,7 @@ std::string render_html_report(const AuditResult& r) {
   write_backends(o, r);
   write_throughput(o, r);
   write_token_level(o, r);
+  write_traffic(o, r);
   o << parity_html_section(r);
   write_heatmaps(o, r);
   write_divergences(o, r);

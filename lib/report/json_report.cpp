@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "lib/report/system_info_json.h"
+#include "lib/report/traffic_section.h"
+#include "lib/runner/traffic_steps_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
@@ -24,17 +26,19 @@ json scenario_json(const ScenarioSummary& s) {
   // An array, not an object: the order of the axes is the order of the sweep (the last varies
   // fastest), and JSON objects carry no order.
   for (const auto& [name, values] : s.axes) axes.push_back({{"name", name}, {"values", values}});
-  return {{"name", s.name},
-          {"path", s.path},
-          {"description", s.description},
-          {"op", s.op},
-          {"dtype", s.dtype},
-          {"out_dtype", s.out_dtype},
-          {"seed", s.seed},
-          {"requests", s.requests},
-          {"repeat", s.repeat},
-          {"axes", axes},
-          {"coord_names", s.coord_names}};
+  json j = {{"name", s.name},
+            {"path", s.path},
+            {"description", s.description},
+            {"op", s.op},
+            {"dtype", s.dtype},
+            {"out_dtype", s.out_dtype},
+            {"seed", s.seed},
+            {"requests", s.requests},
+            {"repeat", s.repeat},
+            {"axes", axes},
+            {"coord_names", s.coord_names}};
+  if (!s.traffic.empty()) j["traffic"] = s.traffic;  // serving traffic: the traffic in one line
+  return j;
 }
 
 json device_json(const SystemInfo& s) { return system_info_json<json>(s); }
@@ -160,7 +164,28 @@ json divergence_json(const Divergence& d) {
     }
   }
   if (d.first_op) j["first_op"] = op_json(*d.first_op);
+  if (d.traffic) {
+    j["traffic"] = {{"step", d.traffic->step},
+                    {"baseline", probe_step_json(d.traffic->baseline)},
+                    {"here", probe_step_json(d.traffic->here)}};
+  }
   return j;
+}
+
+// Serving traffic: per backend and probed request, the distinct completions of its replays and
+// how many replays gave each (from the cases; nvdet report derives it again).
+json traffic_json(const AuditResult& r) {
+  json replays = json::array();
+  for (const BackendOutcome& b : r.backends) {
+    for (const ReplayCounts& c : replay_counts(r, b.name)) {
+      replays.push_back({{"backend", b.name},
+                         {"group", c.group},
+                         {"request", c.request},
+                         {"replays", c.replays},
+                         {"replays_per_completion", c.counts}});
+    }
+  }
+  return {{"summary", r.scenario.traffic}, {"replays", replays}};
 }
 
 json summary_json(const AuditResult& r) {
@@ -214,6 +239,7 @@ json audit_to_json(const AuditResult& r) {
             {"cases", cases},
             {"divergences", divergences},
             {"summary", summary_json(r)}};
+  if (!r.scenario.traffic.empty()) j["traffic"] = traffic_json(r);
   if (r.verify) j["verify"] = json::parse(verify_to_json(*r.verify).dump());
   if (r.shard) {
     j["shard"] = {{"index", r.shard->index},

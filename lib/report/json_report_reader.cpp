@@ -170,6 +170,31 @@ void read_parity_metrics(const json& j, P& p) {
   if (j.contains("first_op")) p.first_op = op_divergence(j.at("first_op"));
 }
 
+// Serving traffic: what shared a probed request's step (json_report.cpp's probe_step_json).
+ProbeStep probe_step(const json& j) {
+  ProbeStep p;
+  p.step = integer_at<int32_t>(j, "step", 0);
+  p.cached_tokens = integer_at<int32_t>(j, "cached_tokens", 0);
+  for (const json& e : j.at("engine_steps")) {
+    EngineStep step;
+    step.step = integer_at<int64_t>(e, "step", 0);
+    step.decode_rows = integer_at<int32_t>(e, "decode_rows", 0);
+    step.prefill_rows = integer_at<int32_t>(e, "prefill_rows", 0);
+    for (const json& q : e.at("requests")) {
+      step.requests.push_back({q.at("request").get<std::string>(),
+                               integer_at<int32_t>(q, "rows", 0), q.at("decode").get<bool>()});
+    }
+    step.notes = notes(e.at("notes"));
+    p.engine_steps.push_back(std::move(step));
+  }
+  return p;
+}
+
+TrafficParting traffic_parting(const json& j) {
+  return TrafficParting{integer_at<int32_t>(j, "step", 0), probe_step(j.at("baseline")),
+                        probe_step(j.at("here"))};
+}
+
 ParityRecord parity_record(const json& j) {
   ParityRecord p;
   read_parity_metrics(j, p);
@@ -225,6 +250,7 @@ AuditResult parse(const json& j, const std::string& what) {
                         a.at("values").get<std::vector<std::string>>());
   }
   s.coord_names = sj.value("coord_names", std::vector<std::string>{});
+  s.traffic = sj.value("traffic", "");
   const OpSpec* op_record = find_op(s.op);
   if (!op_record) refuse(sj.at("op"), "unknown op '" + excerpt(s.op) + "'");
   const OpKind op = op_record->kind;
@@ -362,6 +388,7 @@ AuditResult parse(const json& j, const std::string& what) {
       v.completion = cd;
     }
     if (d.contains("first_op")) v.first_op = op_divergence(d.at("first_op"));
+    if (d.contains("traffic")) v.traffic = traffic_parting(d.at("traffic"));
     r.divergences.push_back(std::move(v));
   }
   const json& sum = j.at("summary");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
+#include "lib/report/traffic_section.h"
 #include "lib/report/report_text.h"
 #include "lib/scenario/scenario.h"
 
@@ -280,6 +281,7 @@ std::string render_junit_report(const AuditResult& r) {
                     {"max_distinct_results", std::to_string(b.max_distinct_results)},
                     {"verdict", b.skipped ? "skipped: " + b.skip_reason : b.verdict}};
     add_token_level_properties(r, b, s.properties);
+    add_traffic_properties(r, b, s.properties);
     write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped,
                 total_seconds);
   }

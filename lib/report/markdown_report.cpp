@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
+#include "lib/report/traffic_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
@@ -130,6 +131,27 @@ void write_token_level(std::ostringstream& o, const AuditResult& r) {
   o << "\n## Token-level result\n\n| Backend | Completions | First token flip | First op whose "
        "bits parted |\n|---|---|---|---|\n"
     << rows.str();
+}
+
+// Serving traffic: per probed request the distinct completions of its replays and how many
+// replays gave each, and where the first replay apart parted (traffic_section.h).
+void write_traffic(std::ostringstream& o, const AuditResult& r) {
+  const std::optional<TrafficReport> t = traffic_report(r);
+  if (!t) return;
+  o << "\n## Serving traffic\n\n" << text(t->summary) << ".\n";
+  for (const TrafficTable* table : {&t->replays, &t->partings}) {
+    if (table->rows.empty()) continue;
+    o << "\n|";
+    for (const std::string& h : table->heads) o << " " << h << " |";
+    o << "\n|";
+    for (size_t i = 0; i < table->heads.size(); ++i) o << "---|";
+    o << "\n";
+    for (const std::vector<std::string>& row : table->rows) {
+      o << "|";
+      for (size_t i = 0; i < row.size(); ++i) o << " " << (i == 0 ? code(row[i]) : cell(row[i])) << " |";
+      o << "\n";
+    }
+  }
 }
 
 void write_divergence_table(std::ostringstream& o, const AuditResult& r,
@@ -279,6 +301,7 @@ std::string render_markdown_report(const AuditResult& r) {
   write_backend_table(o, r);
   write_throughput_table(o, r);
   write_token_level(o, r);
+  write_traffic(o, r);
   o << parity_markdown_section(r);
   for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
   if (r.verify) write_verify(o, r);

@@ -15,6 +15,7 @@
 #include "lib/model/model_runner.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/completion_compare.h"
+#include "lib/runner/traffic_steps_text.h"
 #include "lib/scenario/context.h"
 
 namespace nvdet {
@@ -72,6 +73,7 @@ RequestOutput as_output(int64_t request, SequenceResult r) {
   o.request = request;
   o.output = std::move(r.logits);
   o.completion = std::move(r.completion);
+  o.traffic_steps = std::move(r.steps);
   return o;
 }
 
@@ -125,6 +127,12 @@ class Bisector {
     compare_traces(cap_a.entries, cap_b.entries, r);
     r.diverged =
         r.first_op.has_value() || r.first_flip.has_value() || out_a.completion != out_b.completion;
+    std::optional<OpDivergence> first_op;
+    if (r.first_op) first_op = OpDivergence{r.first_op->step, r.first_op->layer, r.first_op->op};
+    if (const auto t = traffic_parting(out_a, out_b, first_op, r.first_flip)) {
+      r.step_a = t->baseline;
+      r.step_b = t->here;
+    }
     return r;
   }
 
@@ -337,6 +345,9 @@ nlohmann::json bisect_to_json(const BisectResult& r) {
     growth.push_back({{"step", g.step}, {"max_abs_diff", cells}});
   }
   j["growth"] = growth;
+  if (r.step_a && r.step_b) {
+    j["traffic"] = {{"a", probe_step_json(*r.step_a)}, {"b", probe_step_json(*r.step_b)}};
+  }
   return j;
 }
 
@@ -363,6 +374,10 @@ std::string render_bisect_text(const BisectResult& r) {
                        m.b_bits, m.ulp == UINT64_MAX ? std::string("nan") : std::to_string(m.ulp));
     out += fmt::format("  {} of {} elements differ, max |diff| {}\n", f.mismatch_count, f.numel,
                        cell_text(f.max_abs_diff));
+  }
+  if (r.step_a && r.step_b) {
+    out += fmt::format("  the step's batch in A: {}\n  the step's batch in B: {}\n",
+                       probe_step_text(*r.step_a), probe_step_text(*r.step_b));
   }
   if (r.first_flip) {
     const CompletionDivergence& d = *r.first_flip;

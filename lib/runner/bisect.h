@@ -64,6 +64,9 @@ struct BisectResult {
   std::vector<int32_t> completion_a, completion_b;
   std::vector<std::string> columns;  // "embed", "layer 0", ..., "final_norm", "logits"
   std::vector<BisectStepGrowth> growth;
+  // Serving traffic: what shared the step where A and B parted (first_op's step, else the
+  // flip's), on each side.
+  std::optional<ProbeStep> step_a, step_b;
 };
 
 // Throws kBadInput for a scenario that is not a model, an unknown request, axis or backend.
