@@ -452,13 +452,12 @@ int run(const AuditFlags& f) {
         progress.update(pr.done, pr.total, pr.backend, pr.context, pr.context_number, pr.contexts);
       };
       set_decode_progress_sink([&](const DecodeProgress& d) {
-        progress.update(last.done, last.total, d.backend, d.context, last.context_number,
-                        last.contexts,
-                        fmt::format("{}, {:.0f} tokens/s",
-                                    d.detail.empty() ? fmt::format("step {} of {}", d.steps_done,
-                                                                   d.steps_total)
-                                                     : d.detail,
-                                    d.tokens_per_second));
+        progress.update(
+            last.done, last.total, d.backend, d.context, last.context_number, last.contexts,
+            fmt::format("{}, {:.0f} tokens/s",
+                        d.detail.empty() ? fmt::format("step {} of {}", d.steps_done, d.steps_total)
+                                         : d.detail,
+                        d.tokens_per_second));
       });
     }
     struct SinkReset {  // the sink refers to this iteration's locals

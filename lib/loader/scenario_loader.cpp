@@ -353,10 +353,10 @@ DType ScenarioParser::dtype(const Field& f) const {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
-      "name",     "description", "op",    "dtype",     "out_dtype",      "shape",    "tokens",
-      "bias",     "tf32",        "eps",   "attention", "prefill",        "model",    "seed",
-      "requests", "repeat",      "sweep", "backends",  "norm_topk_prob", "tp_split", "nccl",
-      "traffic"};
+      "name",           "description", "op",       "dtype",  "out_dtype", "shape",
+      "tokens",         "bias",        "tf32",     "eps",    "attention", "prefill",
+      "model",          "seed",        "requests", "repeat", "sweep",     "backends",
+      "norm_topk_prob", "tp_split",    "nccl",     "traffic"};
   return keys;
 }
 
@@ -797,11 +797,11 @@ void ScenarioParser::parse_traffic(const Field& f, Scenario& s) {
   TrafficSpec& t = s.traffic;
   t.enabled = true;
   traffic_where_ = at(f.key);
-  const auto fields = fields_of(
-      f.value, at(f), "'traffic'",
-      {"requests", "arrival", "prompt_len", "max_new_tokens", "prompts_file", "eos",
-       "shared_prefix", "probe_prefix", "probe_arrival", "max_num_batched_tokens", "max_num_seqs",
-       "prefix_caching", "chunked_prefill", "traffic_seed"});
+  const auto fields =
+      fields_of(f.value, at(f), "'traffic'",
+                {"requests", "arrival", "prompt_len", "max_new_tokens", "prompts_file", "eos",
+                 "shared_prefix", "probe_prefix", "probe_arrival", "max_num_batched_tokens",
+                 "max_num_seqs", "prefix_caching", "chunked_prefill", "traffic_seed"});
   for (const auto& x : fields) {
     traffic_keys_[x.name] = at(x.key);
     if (x.name == "requests") t.requests = static_cast<int32_t>(integer_in(x, 0, 1 << 16));
@@ -834,8 +834,8 @@ void ScenarioParser::parse_traffic(const Field& f, Scenario& s) {
         fail(x, "cannot read prompts file '" + t.prompts_file + "': " +
                     std::strerror(std::filesystem::is_directory(t.prompts_file, ec) ? EISDIR
                                                                                     : ENOENT));
-      t.prompts = nvdet::read_prompts_file(t.prompts_file,
-                                           s.model.checkpoint.empty() ? s.model.vocab - 1 : kMaxDim);
+      t.prompts = nvdet::read_prompts_file(
+          t.prompts_file, s.model.checkpoint.empty() ? s.model.vocab - 1 : kMaxDim);
     }
     if (x.name == "eos") {
       const std::string w = x.value.IsScalar() ? x.value.Scalar() : "";
@@ -843,8 +843,9 @@ void ScenarioParser::parse_traffic(const Field& f, Scenario& s) {
         t.eos = EosRule::kOff;
       } else if (w == "on") {
         if (s.model.checkpoint.empty())
-          fail(x, "'eos: on' takes the checkpoint's eos_token_id; a synthetic model has none: "
-                  "give the token id (eos: 2) or off");
+          fail(x,
+               "'eos: on' takes the checkpoint's eos_token_id; a synthetic model has none: "
+               "give the token id (eos: 2) or off");
         t.eos = EosRule::kCheckpoint;
       } else if (is_integer_text(x.value)) {
         t.eos = EosRule::kTokens;
@@ -854,8 +855,8 @@ void ScenarioParser::parse_traffic(const Field& f, Scenario& s) {
       }
     }
     if (x.name == "shared_prefix") {
-      const auto p = fields_of(x.value, at(x), "'traffic.shared_prefix'",
-                               {"groups", "length", "fraction"});
+      const auto p =
+          fields_of(x.value, at(x), "'traffic.shared_prefix'", {"groups", "length", "fraction"});
       for (const auto& y : p) {
         if (y.name == "groups") t.prefix_groups = static_cast<int32_t>(integer_in(y, 1, 64));
         if (y.name == "length") t.prefix_len = static_cast<int32_t>(integer_in(y, 1, 1 << 20));
@@ -869,9 +870,9 @@ void ScenarioParser::parse_traffic(const Field& f, Scenario& s) {
     if (x.name == "probe_arrival")
       t.probe_arrival = static_cast<int32_t>(integer_in(x, 0, 1 << 20));
     if (x.name == "max_num_batched_tokens")
-      t.max_num_batched_tokens = check_axis_integer(
-          axis_spec(Axis::kMaxNumBatchedTokens), integer(x.value, at(x), "'" + x.name + "'"),
-          at(x));
+      t.max_num_batched_tokens =
+          check_axis_integer(axis_spec(Axis::kMaxNumBatchedTokens),
+                             integer(x.value, at(x), "'" + x.name + "'"), at(x));
     if (x.name == "max_num_seqs")
       t.max_num_seqs = check_axis_integer(axis_spec(Axis::kMaxNumSeqs),
                                           integer(x.value, at(x), "'" + x.name + "'"), at(x));
@@ -904,13 +905,10 @@ void ScenarioParser::check_traffic(const Scenario& s) const {
     if (traffic_axis && !t.enabled)
       fail(a.where, "sweep axis '" + a.name() +
                         "' sets the serving traffic's scheduler; it needs a 'traffic' block");
-    static const std::vector<Axis> fixed_batch = {Axis::kBatch,      Axis::kPosition,
-                                                  Axis::kPrefillChunk, Axis::kScoreBatch,
-                                                  Axis::kScoreChunk, Axis::kSampler,
-                                                  Axis::kTp,         Axis::kAllreduce,
-                                                  Axis::kChannels};
-    if (t.enabled &&
-        std::find(fixed_batch.begin(), fixed_batch.end(), a.axis) != fixed_batch.end())
+    static const std::vector<Axis> fixed_batch = {
+        Axis::kBatch,   Axis::kPosition, Axis::kPrefillChunk, Axis::kScoreBatch, Axis::kScoreChunk,
+        Axis::kSampler, Axis::kTp,       Axis::kAllreduce,    Axis::kChannels};
+    if (t.enabled && std::find(fixed_batch.begin(), fixed_batch.end(), a.axis) != fixed_batch.end())
       fail(a.where, "sweep axis '" + a.name() +
                         "' is not implemented with 'traffic': under serving traffic the scheduler "
                         "makes up each step (README \"Serving traffic\")");
@@ -923,7 +921,8 @@ void ScenarioParser::check_traffic(const Scenario& s) const {
                            "scheduler cuts the prompts, and tokens are greedy");
   }
   if (s.nccl.algo.size() || s.nccl.proto.size() || s.nccl.min_channels || s.nccl.max_channels)
-    fail(traffic_where_, "'nccl' is not implemented with 'traffic' (the replay runs on one device)");
+    fail(traffic_where_,
+         "'nccl' is not implemented with 'traffic' (the replay runs on one device)");
   const auto where = [&](const char* key) {
     const auto it = traffic_keys_.find(key);
     return it != traffic_keys_.end() ? it->second : traffic_where_;
@@ -940,12 +939,13 @@ void ScenarioParser::check_traffic(const Scenario& s) const {
     most_seqs = std::max(most_seqs, std::get<int64_t>(v));
   if (least_budget < most_seqs)
     fail(where("max_num_batched_tokens"),
-         "max_num_batched_tokens " + std::to_string(least_budget) +
-             " is less than max_num_seqs " + std::to_string(most_seqs) +
+         "max_num_batched_tokens " + std::to_string(least_budget) + " is less than max_num_seqs " +
+             std::to_string(most_seqs) +
              ": every running request's decode token must fit one step");
   // Without chunked prefill a prompt must fit one step's budget whole.
   bool unchunked = false;
-  for (const AxisValue& v : values_of(Axis::kChunkedPrefill, std::string(t.chunked_prefill ? "on" : "off")))
+  for (const AxisValue& v :
+       values_of(Axis::kChunkedPrefill, std::string(t.chunked_prefill ? "on" : "off")))
     unchunked = unchunked || std::get<std::string>(v) == "off";
   if (unchunked) {
     int64_t longest = t.prefix_groups > 0 ? t.prefix_len : 0;

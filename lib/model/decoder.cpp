@@ -302,14 +302,14 @@ class HostEngine final : public PassEngine {
     const ServingParts parts = split_serving_pass(p);
     const int64_t d = static_cast<int64_t>(p.decode_seqs);
     const HostTensor q_decode = q.slice_rows(0, d), q_prefill = q.slice_rows(d, q.dim(0) - d);
-    const HostTensor decoded = run_op(
-        attention_op_args(parts.decode, c_, w_.dtype,
-                          cache.view(parts.decode.seqs, parts.decode.kv_lens), q_decode),
-        tag, "attention_decode");
-    const HostTensor prefilled = run_op(
-        attention_op_args(parts.prefill, c_, w_.dtype,
-                          cache.view(parts.prefill.seqs, parts.prefill.kv_lens), q_prefill),
-        tag, "attention_prefill");
+    const HostTensor decoded =
+        run_op(attention_op_args(parts.decode, c_, w_.dtype,
+                                 cache.view(parts.decode.seqs, parts.decode.kv_lens), q_decode),
+               tag, "attention_decode");
+    const HostTensor prefilled =
+        run_op(attention_op_args(parts.prefill, c_, w_.dtype,
+                                 cache.view(parts.prefill.seqs, parts.prefill.kv_lens), q_prefill),
+               tag, "attention_prefill");
     return concat_rows({decoded, prefilled});
   }
 
@@ -379,12 +379,12 @@ class BatchDecoder final : public PassTrace {
     }
     if (notes_) {
       (*notes_)["batch"] = std::to_string(prompts_.size());
-      (*notes_)["decoder"] =
-          device               ? kDeviceDecoderNote
-          : options_.tp.tp > 1 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
-                                     " simulated ranks (each shard through the backend's run)"
-          : c_.is_moe() && backend_.device_decode_ops() ? kHostMoeDecoderNote
-                                                        : kHostDecoderNote;
+      (*notes_)["decoder"] = device ? kDeviceDecoderNote
+                             : options_.tp.tp > 1
+                                 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
+                                       " simulated ranks (each shard through the backend's run)"
+                             : c_.is_moe() && backend_.device_decode_ops() ? kHostMoeDecoderNote
+                                                                           : kHostDecoderNote;
     }
     return std::move(results_);
   }
@@ -685,16 +685,15 @@ std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWei
                                                 int64_t max_rows, int64_t max_heads,
                                                 DecodePath path, PassTrace& trace, RunNotes* notes,
                                                 std::string& decoder) {
-  DeviceDecodeOps* device = use_device_path(path) && !weights.config.is_moe()
-                                ? backend.device_decode_ops()
-                                : nullptr;
+  DeviceDecodeOps* device =
+      use_device_path(path) && !weights.config.is_moe() ? backend.device_decode_ops() : nullptr;
   if (device) {
     decoder = kDeviceDecoderNote;
     return make_serving_device_engine(*device, weights, std::move(pages), max_rows, max_heads,
                                       trace, notes);
   }
   decoder = weights.config.is_moe() && backend.device_decode_ops() ? kHostMoeDecoderNote
-                                                                    : kHostDecoderNote;
+                                                                   : kHostDecoderNote;
   return std::make_unique<HostEngine>(backend, weights, std::move(pages), trace, notes);
 }
 

@@ -307,8 +307,7 @@ class DeviceEngine final : public PassEngine {
     // attention_prefill, each reading and writing its own rows of q_ and attn_.
     const ServingParts parts = split_serving_pass(p);
     attention_call(parts.decode, l, 0, tag, "attention_decode");
-    attention_call(parts.prefill, l, static_cast<int64_t>(p.decode_seqs), tag,
-                   "attention_prefill");
+    attention_call(parts.prefill, l, static_cast<int64_t>(p.decode_seqs), tag, "attention_prefill");
   }
 
   // One attention call over pass p's rows, which start at row `first` of q_ and attn_.
@@ -524,10 +523,9 @@ std::unique_ptr<PassEngine> make_device_engine(DeviceDecodeOps& ops, const Model
                                                const std::vector<int32_t>& capacity,
                                                int64_t max_rows, const DecodeOptions& options,
                                                PassTrace& trace, RunNotes* notes) {
-  return std::make_unique<DeviceEngine>(ops, w,
-                                        std::make_shared<KvPageLayout>(capacity, options.page_size),
-                                        max_rows, static_cast<int64_t>(capacity.size()), trace,
-                                        notes);
+  return std::make_unique<DeviceEngine>(
+      ops, w, std::make_shared<KvPageLayout>(capacity, options.page_size), max_rows,
+      static_cast<int64_t>(capacity.size()), trace, notes);
 }
 
 std::unique_ptr<PassEngine> make_serving_device_engine(DeviceDecodeOps& ops, const ModelWeights& w,

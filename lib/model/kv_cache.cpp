@@ -59,8 +59,8 @@ double PagedKvCache::bytes_for_pages(double pages, int32_t page_size, int32_t kv
 
 PagedKvCache::PagedKvCache(std::span<const int32_t> capacity, int32_t page_size, int32_t kv_heads,
                            int32_t head_dim, DType dtype)
-    : PagedKvCache(std::make_shared<KvPageLayout>(capacity, page_size), kv_heads, head_dim,
-                   dtype) {}
+    : PagedKvCache(std::make_shared<KvPageLayout>(capacity, page_size), kv_heads, head_dim, dtype) {
+}
 
 PagedKvCache::PagedKvCache(std::shared_ptr<const KvPageMap> pages, int32_t kv_heads,
                            int32_t head_dim, DType dtype)

@@ -72,8 +72,8 @@ class PagedKvCache {
   static double bytes_for(std::span<const int32_t> capacity, int32_t page_size, int32_t kv_heads,
                           int32_t head_dim, DType dtype);
   // The same for a cache of `pages` pages.
-  static double bytes_for_pages(double pages, int32_t page_size, int32_t kv_heads,
-                                int32_t head_dim, DType dtype);
+  static double bytes_for_pages(double pages, int32_t page_size, int32_t kv_heads, int32_t head_dim,
+                                DType dtype);
 
  private:
   std::shared_ptr<const KvPageMap> pages_;

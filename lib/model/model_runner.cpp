@@ -6,8 +6,8 @@
 
 #include "lib/core/error.h"
 #include "lib/model/checkpoint.h"
-#include "lib/model/hf_config.h"
 #include "lib/model/decode_progress.h"
+#include "lib/model/hf_config.h"
 #include "lib/model/sampler.h"
 #include "lib/model/synthetic_checkpoint.h"
 #include "lib/model/tp_engine.h"

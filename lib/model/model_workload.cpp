@@ -148,11 +148,11 @@ Footprint model_footprint(const Scenario& s) {
     new_tokens = std::max<double>(new_tokens, t.max_new_tokens.max);
     probed = static_cast<double>(s.requests.size());
     sequences = probed + t.requests;
-    batch = std::min(axis_max(s, Axis::kMaxNumSeqs, static_cast<double>(t.max_num_seqs)),
-                     sequences);
-    pass_rows = std::min(axis_max(s, Axis::kMaxNumBatchedTokens,
-                                  static_cast<double>(t.max_num_batched_tokens)),
-                         sequences * (prompt + new_tokens));
+    batch =
+        std::min(axis_max(s, Axis::kMaxNumSeqs, static_cast<double>(t.max_num_seqs)), sequences);
+    pass_rows = std::min(
+        axis_max(s, Axis::kMaxNumBatchedTokens, static_cast<double>(t.max_num_batched_tokens)),
+        sequences * (prompt + new_tokens));
   }
   const double in = dtype_bytes(s.dtype);
   const double q = heads * head_dim, kv = kv_heads * head_dim;

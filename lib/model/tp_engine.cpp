@@ -70,8 +70,7 @@ class TpHostEngine final : public PassEngine {
     const size_t full_bytes = static_cast<size_t>(c_.kv_dim()) * elem;
     HostTensor out(w_.dtype, {count, 2 * c_.kv_dim()});
     for (int r = 0; r < tp_.tp; ++r) {
-      const HostTensor part =
-          caches_.at(static_cast<size_t>(layer * tp_.tp + r))->read(seq, count);
+      const HostTensor part = caches_.at(static_cast<size_t>(layer * tp_.tp + r))->read(seq, count);
       for (int32_t t = 0; t < count; ++t) {
         const std::byte* src = part.data() + 2 * t * rank_bytes;
         std::byte* dst = out.mutable_data() + 2 * t * full_bytes + r * rank_bytes;

@@ -46,9 +46,9 @@ RunNotes serving_note_names(const RunNotes& notes, const Pass& p) {
 }  // namespace
 
 TrafficReplay::TrafficReplay(Backend& backend, const ModelWeights& weights,
-                             std::vector<TrafficRequest> requests,
-                             const TrafficRunOptions& options, const std::vector<size_t>& watched,
-                             TensorObserver* observer, RunNotes* notes)
+                             std::vector<TrafficRequest> requests, const TrafficRunOptions& options,
+                             const std::vector<size_t>& watched, TensorObserver* observer,
+                             RunNotes* notes)
     : backend_(backend),
       w_(weights),
       requests_(std::move(requests)),
@@ -153,14 +153,19 @@ std::vector<SequenceResult> TrafficReplay::run() {
     ++steps;
     if (after_step) after_step(plan);
     if (options_.on_step) {
-      options_.on_step({steps, scheduler_->finished(), static_cast<int64_t>(requests_.size()),
-                        generated_});
+      options_.on_step(
+          {steps, scheduler_->finished(), static_cast<int64_t>(requests_.size()), generated_});
     }
   }
   if (notes_) {
     (*notes_)["decoder"] = decoder_;
     (*notes_)["traffic.steps"] = std::to_string(steps);
     (*notes_)["traffic.cached_prompt_tokens"] = std::to_string(cached);
+    if (!options_.eos_tokens.empty()) {
+      int64_t at_eos = 0;
+      for (size_t r = 0; r < requests_.size(); ++r) at_eos += scheduler_->state(r).ended_at_eos;
+      (*notes_)["traffic.ended_at_eos"] = std::to_string(at_eos);
+    }
   }
   std::vector<SequenceResult> results(logits_.size());
   for (size_t r = 0; r < requests_.size(); ++r) {
@@ -248,7 +253,8 @@ void TrafficReplay::emit(const Pass& p, int32_t layer, std::string_view op, cons
     // A prompt chunk: its rows from the probe's trace_from position on.
     const int32_t skip =
         std::max(0, requests_[p.seqs[i]].trace_from - p.positions[static_cast<size_t>(begin)]);
-    if (begin + skip < end) keep(static_cast<size_t>(w), layer, op, rows(begin + skip, end - begin - skip));
+    if (begin + skip < end)
+      keep(static_cast<size_t>(w), layer, op, rows(begin + skip, end - begin - skip));
   }
 }
 

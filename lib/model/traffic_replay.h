@@ -7,10 +7,10 @@
 // is the one greedy_decode would take for the backend (device-resident where offered).
 //
 // What comes back for each watched probe is what a fixed-batch decode gives (decoder.h): its
-// logits rows and completion (shorter when EOS ended it; the rows past it zeros) and its trace, step 0 being its prompt's
-// rows from its trace_from position on, gathered over its chunks, and step t the pass that gave
-// its t-th token; plus what shared each of its steps (ProbeStep). The replay stops once every
-// watched probe has finished: what runs after cannot change them.
+// logits rows and completion (shorter when EOS ended it; the rows past it zeros) and its trace,
+// step 0 being its prompt's rows from its trace_from position on, gathered over its chunks, and
+// step t the pass that gave its t-th token; plus what shared each of its steps (ProbeStep). The
+// replay stops once every watched probe has finished: what runs after cannot change them.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,9 +42,9 @@ class TrafficReplay final : public PassTrace {
   // `watched`: indices into the probes (TrafficRequest::probe) whose results come back, in that
   // order; the observer's `watched` index is the position in it. `notes` receives the case's
   // notes (the decoder, the replay's steps and prefix-cache hits).
-  TrafficReplay(Backend& backend, const ModelWeights& weights,
-                std::vector<TrafficRequest> requests, const TrafficRunOptions& options,
-                const std::vector<size_t>& watched, TensorObserver* observer, RunNotes* notes);
+  TrafficReplay(Backend& backend, const ModelWeights& weights, std::vector<TrafficRequest> requests,
+                const TrafficRunOptions& options, const std::vector<size_t>& watched,
+                TensorObserver* observer, RunNotes* notes);
   ~TrafficReplay() override;
 
   std::vector<SequenceResult> run();

@@ -14,7 +14,14 @@ namespace {
 constexpr uint64_t kTrafficPromptStream = uint64_t{1} << 44;
 constexpr uint64_t kSharedPrefixStream = uint64_t{1} << 45;
 // The draws of one co-traffic request: one key per field.
-enum Draw : uint64_t { kArrivalGap = 1, kPromptLen, kMaxNew, kPrefixTaken, kPrefixGroup, kFilePrompt };
+enum Draw : uint64_t {
+  kArrivalGap = 1,
+  kPromptLen,
+  kMaxNew,
+  kPrefixTaken,
+  kPrefixGroup,
+  kFilePrompt
+};
 
 // A uniform double in [0, 1) from a 64-bit draw.
 double unit(uint64_t x) { return static_cast<double>(x >> 11) * 0x1.0p-53; }
@@ -48,9 +55,8 @@ std::vector<AxisValue> values_of(const Scenario& s, Axis axis) {
 TrafficSource::TrafficSource(const Scenario& s, const std::vector<Prompt>& prompts, int32_t vocab)
     : t_(s.traffic), seed_(s.seed), vocab_(vocab) {
   for (int32_t g = 0; g < t_.prefix_groups; ++g) {
-    prefixes_.push_back(
-        synthetic_prompt(s.seed, kSharedPrefixStream + static_cast<uint64_t>(g), t_.prefix_len,
-                         vocab));
+    prefixes_.push_back(synthetic_prompt(s.seed, kSharedPrefixStream + static_cast<uint64_t>(g),
+                                         t_.prefix_len, vocab));
   }
   for (const std::vector<int32_t>& p : t_.prompts) {
     for (const int32_t id : p) {
@@ -115,18 +121,17 @@ std::vector<TrafficRequest> TrafficSource::requests(int64_t traffic_seed,
       q.prompt = prefixes_[draw(kPrefixGroup) % prefixes_.size()];
     }
     const std::vector<int32_t> own =
-        t_.prompts.empty()
-            ? synthetic_prompt(key, kTrafficPromptStream + static_cast<uint64_t>(i),
-                               uniform_in(draw(kPromptLen), t_.prompt_len), vocab_)
-            : t_.prompts[draw(kFilePrompt) % t_.prompts.size()];
+        t_.prompts.empty() ? synthetic_prompt(key, kTrafficPromptStream + static_cast<uint64_t>(i),
+                                              uniform_in(draw(kPromptLen), t_.prompt_len), vocab_)
+                           : t_.prompts[draw(kFilePrompt) % t_.prompts.size()];
     q.prompt.insert(q.prompt.end(), own.begin(), own.end());
     q.max_new_tokens = uniform_in(draw(kMaxNew), t_.max_new_tokens);
     out.push_back(std::move(q));
   }
   // The probes join the queue after the co-traffic that arrives at their step.
-  const auto at = std::upper_bound(
-      out.begin(), out.end(), int64_t{t_.probe_arrival},
-      [](int64_t step, const TrafficRequest& q) { return step < q.arrival; });
+  const auto at =
+      std::upper_bound(out.begin(), out.end(), int64_t{t_.probe_arrival},
+                       [](int64_t step, const TrafficRequest& q) { return step < q.arrival; });
   std::vector<TrafficRequest> probes;
   for (size_t i = 0; i < probe_prompts_.size(); ++i) {
     TrafficRequest q;

@@ -15,8 +15,8 @@
 namespace nvdet {
 
 struct TrafficRequest {
-  std::string label;  // "probe 0" (by the probed request's id) or "r12" (co-traffic request 12)
-  int64_t probe = -1;  // index into the scenario's requests; -1 for co-traffic
+  std::string label;    // "probe 0" (by the probed request's id) or "r12" (co-traffic request 12)
+  int64_t probe = -1;   // index into the scenario's requests; -1 for co-traffic
   int64_t arrival = 0;  // the step it arrives at
   std::vector<int32_t> prompt;
   int32_t max_new_tokens = 1;

@@ -106,9 +106,10 @@ bool TrafficScheduler::start(size_t r, int64_t& budget, StepPlan& plan) {
           ? pages_.cached_prefix(q.prompt, std::min(len - 1, q.max_cached_tokens))
           : 0;
   const int32_t rest = len - cached;
-  const int32_t n = settings_.chunked_prefill ? static_cast<int32_t>(std::min<int64_t>(rest, budget))
-                    : rest <= budget          ? rest
-                                              : 0;
+  const int32_t n = settings_.chunked_prefill
+                        ? static_cast<int32_t>(std::min<int64_t>(rest, budget))
+                    : rest <= budget ? rest
+                                     : 0;
   if (n == 0) return false;
   if (cached > 0) pages_.take_cached(r, q.prompt, cached);
   pages_.reserve(r, cached + n);

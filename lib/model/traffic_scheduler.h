@@ -48,8 +48,8 @@ enum class RequestStatus { kNotArrived, kWaiting, kRunning, kFinished };
 
 struct RequestState {
   RequestStatus status = RequestStatus::kNotArrived;
-  int32_t computed = 0;        // tokens whose K and V are in the cache
-  int32_t cached = 0;          // prompt tokens taken from the prefix cache when it started
+  int32_t computed = 0;         // tokens whose K and V are in the cache
+  int32_t cached = 0;           // prompt tokens taken from the prefix cache when it started
   std::vector<int32_t> output;  // generated tokens
   bool ended_at_eos = false;
 };

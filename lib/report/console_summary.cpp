@@ -113,7 +113,10 @@ std::string render_console_summary(const AuditResult& r) {
         break;
       }
     }
-    if (!first) continue;
+    if (!first) {
+      s += traffic_console_lines(r, o);
+      continue;
+    }
     s += "       first mismatch: " + describe_first_mismatch(*first, r.scenario.coord_names) + "\n";
     s += fmt::format("       max |diff| {:.3g}, {} elements in {} of {} tokens differ\n",
                      first->max_abs_diff, first->mismatch_count, first->mismatched_tokens,

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
-#include "lib/report/traffic_section.h"
 #include "lib/report/report_text.h"
+#include "lib/report/traffic_section.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 

@@ -6,8 +6,8 @@
 
 #include "lib/report/system_info_json.h"
 #include "lib/report/traffic_section.h"
-#include "lib/runner/traffic_steps_text.h"
 #include "lib/report/verify_report.h"
+#include "lib/runner/traffic_steps_text.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
-#include "lib/report/traffic_section.h"
 #include "lib/report/report_text.h"
+#include "lib/report/traffic_section.h"
 #include "lib/scenario/scenario.h"
 
 namespace nvdet {

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
-#include "lib/report/traffic_section.h"
 #include "lib/report/report_text.h"
+#include "lib/report/traffic_section.h"
 #include "lib/report/verify_report.h"
 #include "lib/scenario/scenario.h"
 
@@ -148,7 +148,8 @@ void write_traffic(std::ostringstream& o, const AuditResult& r) {
     o << "\n";
     for (const std::vector<std::string>& row : table->rows) {
       o << "|";
-      for (size_t i = 0; i < row.size(); ++i) o << " " << (i == 0 ? code(row[i]) : cell(row[i])) << " |";
+      for (size_t i = 0; i < row.size(); ++i)
+        o << " " << (i == 0 ? code(row[i]) : cell(row[i])) << " |";
       o << "\n";
     }
   }

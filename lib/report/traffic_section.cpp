@@ -67,10 +67,9 @@ std::optional<Parting> parting(const AuditResult& r, const BackendOutcome& b) {
       "request {} in {} from its step {}{}", d->request,
       report_text::context_label(r, d->context_index, d->context), t.step,
       d->first_op ? fmt::format(" (layer {}, op {})", d->first_op->layer, d->first_op->op) : "");
-  p.baseline = fmt::format("{}: {}",
-                           report_text::context_label(r, d->baseline_context_index,
-                                                      d->baseline_context),
-                           probe_step_text(t.baseline));
+  p.baseline = fmt::format(
+      "{}: {}", report_text::context_label(r, d->baseline_context_index, d->baseline_context),
+      probe_step_text(t.baseline));
   p.here = probe_step_text(t.here);
   p.plans = plan_changes(t.baseline, t.here);
   return p;
@@ -84,8 +83,8 @@ std::optional<TrafficReport> traffic_report(const AuditResult& r) {
   t.summary = r.scenario.traffic;
   t.replays.heads = {"Backend", "Request", "Replays", "Distinct completions",
                      "Replays per completion"};
-  t.partings.heads = {"Backend", "First replay apart", "The baseline's step",
-                      "That replay's step", "Plans that changed there"};
+  t.partings.heads = {"Backend", "First replay apart", "The baseline's step", "That replay's step",
+                      "Plans that changed there"};
   for (const BackendOutcome& b : r.backends) {
     if (b.skipped) continue;
     for (const ReplayCounts& c : replay_counts(r, b.name)) {

@@ -13,9 +13,9 @@ std::string range_text(const UniformRange& r) {
 
 std::string traffic_summary(const TrafficSpec& t) {
   std::string out = fmt::format("{} request{} ", t.requests, t.requests == 1 ? "" : "s");
-  out += t.burst_size > 0 ? fmt::format("arriving {} at a time every {} steps", t.burst_size,
-                                        t.burst_every)
-                          : fmt::format("arriving at {:g} a step", t.rate);
+  out += t.burst_size > 0
+             ? fmt::format("arriving {} at a time every {} steps", t.burst_size, t.burst_every)
+             : fmt::format("arriving at {:g} a step", t.rate);
   out += t.prompts.empty() ? ", prompts of " + range_text(t.prompt_len) + " tokens"
                            : fmt::format(", prompts drawn from {} in a file", t.prompts.size());
   if (t.prefix_groups > 0 && t.prefix_fraction > 0) {
