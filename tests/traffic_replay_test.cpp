@@ -20,12 +20,10 @@
 namespace nvdet::testing {
 namespace {
 
+// The fixture's Llama layout (GQA, llama3 RoPE scaling) at a quarter of its width.
 ModelConfig tiny_model() {
-  ModelConfig c;
+  ModelConfig c = decode_cases().front().config;
   c.hidden = 64;
-  c.layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
   c.head_dim = 16;
   c.intermediate = 128;
   c.vocab = 256;

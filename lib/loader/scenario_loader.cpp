@@ -192,7 +192,8 @@ class ScenarioParser {
   void parse_prefill(const Field& f, Scenario& s);
   void parse_nccl(const Field& f, Scenario& s);
   void parse_model(const Field& f, Scenario& s);
-  void read_prompts_file(const Field& f, ModelSpec& m);
+  std::vector<std::vector<int32_t>> read_prompts_file(const Field& f, const ModelSpec& m,
+                                                      std::string& path);
   void parse_traffic(const Field& f, Scenario& s);
   UniformRange uniform_range(const Field& f, int64_t lo, int64_t hi);
   bool on_off(const Field& f) const;
@@ -740,21 +741,23 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
       m.prompts.push_back(std::move(ids));
     }
   }
-  if (prompts_file) read_prompts_file(*prompts_file, m);
+  if (prompts_file) m.prompts = read_prompts_file(*prompts_file, m, m.prompts_file);
 }
 
 // The prompts file is read here, so that a missing file is reported at the key that names it.
-void ScenarioParser::read_prompts_file(const Field& f, ModelSpec& m) {
+// A prompts file named by `f` (model.prompts_file, traffic.prompts_file): its resolved path and
+// prompts, token ids within the model's vocabulary (a checkpoint's is checked when it is read).
+std::vector<std::vector<int32_t>> ScenarioParser::read_prompts_file(const Field& f,
+                                                                    const ModelSpec& m,
+                                                                    std::string& path) {
   const std::string name = string(f);
   if (name.empty()) fail(f, "'prompts_file' must name a file, got an empty string");
-  m.prompts_file = resolve(name);
+  path = resolve(name);
   std::error_code ec;
-  if (!std::filesystem::exists(m.prompts_file, ec) ||
-      std::filesystem::is_directory(m.prompts_file, ec))
-    fail(f, "cannot read prompts file '" + m.prompts_file + "': " +
-                std::strerror(std::filesystem::is_directory(m.prompts_file, ec) ? EISDIR : ENOENT));
-  m.prompts =
-      nvdet::read_prompts_file(m.prompts_file, m.checkpoint.empty() ? m.vocab - 1 : kMaxDim);
+  if (!std::filesystem::exists(path, ec) || std::filesystem::is_directory(path, ec))
+    fail(f, "cannot read prompts file '" + path +
+                "': " + std::strerror(std::filesystem::is_directory(path, ec) ? EISDIR : ENOENT));
+  return nvdet::read_prompts_file(path, m.checkpoint.empty() ? m.vocab - 1 : kMaxDim);
 }
 
 // ---- traffic (README "Serving traffic") --------------------------------------------------------
@@ -824,19 +827,7 @@ void ScenarioParser::parse_traffic(const Field& f, Scenario& s) {
     }
     if (x.name == "prompt_len") t.prompt_len = uniform_range(x, 1, 1 << 20);
     if (x.name == "max_new_tokens") t.max_new_tokens = uniform_range(x, 1, 1 << 16);
-    if (x.name == "prompts_file") {
-      const std::string name = string(x);
-      if (name.empty()) fail(x, "'prompts_file' must name a file, got an empty string");
-      t.prompts_file = resolve(name);
-      std::error_code ec;
-      if (!std::filesystem::exists(t.prompts_file, ec) ||
-          std::filesystem::is_directory(t.prompts_file, ec))
-        fail(x, "cannot read prompts file '" + t.prompts_file + "': " +
-                    std::strerror(std::filesystem::is_directory(t.prompts_file, ec) ? EISDIR
-                                                                                    : ENOENT));
-      t.prompts = nvdet::read_prompts_file(
-          t.prompts_file, s.model.checkpoint.empty() ? s.model.vocab - 1 : kMaxDim);
-    }
+    if (x.name == "prompts_file") t.prompts = read_prompts_file(x, s.model, t.prompts_file);
     if (x.name == "eos") {
       const std::string w = x.value.IsScalar() ? x.value.Scalar() : "";
       if (w == "off") {

@@ -112,6 +112,9 @@ std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWei
 // Rows of `t` as a RowFetch (by reference: `t` must outlive the fetch).
 RowFetch rows_of(const HostTensor& t);
 
+// The pieces' rows one after another (pieces of one dtype and row shape, at least one).
+HostTensor concat_rows(const std::vector<HostTensor>& pieces);
+
 // The end of every host engine's pass: traces the head's fp32 logits [head_seqs, vocab] as
 // "logits" and returns each head sequence's greedy token and, where want_logits asks, its row.
 PassOutput head_output(const Pass& p, PassTrace& trace, const HostTensor& logits,

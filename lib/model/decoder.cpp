@@ -46,20 +46,6 @@ HostTensor query_of(const HostTensor& qkv, const ModelConfig& c) {
   return q;
 }
 
-HostTensor concat_rows(const std::vector<HostTensor>& pieces) {
-  if (pieces.size() == 1) return pieces.front();
-  std::vector<int64_t> shape = pieces.front().shape();
-  shape[0] = 0;
-  for (const HostTensor& p : pieces) shape[0] += p.dim(0);
-  HostTensor out(pieces.front().dtype(), shape);
-  int64_t row = 0;
-  for (const HostTensor& p : pieces) {
-    copy_rows(p, out, row);
-    row += p.dim(0);
-  }
-  return out;
-}
-
 // The host engine: every op through Backend::run with host tensors, the KV cache on the host,
 // the elementwise steps in host_ops.h.
 // kAuto: the device-resident path wherever a backend offers it (its equality with the host path
@@ -573,6 +559,20 @@ class BatchDecoder final : public PassTrace {
 };
 
 }  // namespace
+
+HostTensor concat_rows(const std::vector<HostTensor>& pieces) {
+  if (pieces.size() == 1) return pieces.front();
+  std::vector<int64_t> shape = pieces.front().shape();
+  shape[0] = 0;
+  for (const HostTensor& p : pieces) shape[0] += p.dim(0);
+  HostTensor out(pieces.front().dtype(), shape);
+  int64_t row = 0;
+  for (const HostTensor& p : pieces) {
+    copy_rows(p, out, row);
+    row += p.dim(0);
+  }
+  return out;
+}
 
 RowFetch rows_of(const HostTensor& t) {
   return [&t](int64_t first, int64_t count) { return t.slice_rows(first, count); };

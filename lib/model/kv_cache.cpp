@@ -30,19 +30,25 @@ int64_t KvPageLayout::slot(size_t seq, int32_t position) const {
          position % page_size_;
 }
 
-PagedKv KvPageLayout::view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens) const {
+PagedKv paged_view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens,
+                   int32_t page_size, int32_t max_pages_per_seq,
+                   const std::function<int32_t(size_t seq, int32_t page)>& page_of) {
   PagedKv v;
-  v.page_size = page_size_;
-  v.max_pages_per_seq = max_pages_;
-  v.page_table.assign(seqs.size() * static_cast<size_t>(max_pages_), 0);
+  v.page_size = page_size;
+  v.max_pages_per_seq = max_pages_per_seq;
+  v.page_table.assign(seqs.size() * static_cast<size_t>(max_pages_per_seq), 0);
   for (size_t i = 0; i < seqs.size(); ++i) {
-    const int32_t used = pages_for(kv_lens[i], page_size_);
-    for (int32_t p = 0; p < used; ++p) {
-      v.page_table[i * max_pages_ + p] = first_page_.at(seqs[i]) + p;
-    }
+    const int32_t used = pages_for(kv_lens[i], page_size);
+    for (int32_t p = 0; p < used; ++p)
+      v.page_table[i * max_pages_per_seq + p] = page_of(seqs[i], p);
   }
   v.kv_lens.assign(kv_lens.begin(), kv_lens.end());
   return v;
+}
+
+PagedKv KvPageLayout::view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens) const {
+  return paged_view(seqs, kv_lens, page_size_, max_pages_,
+                    [this](size_t seq, int32_t page) { return first_page_.at(seq) + page; });
 }
 
 double PagedKvCache::bytes_for(std::span<const int32_t> capacity, int32_t page_size,

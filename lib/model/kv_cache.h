@@ -3,6 +3,7 @@
 // out in batch order, so a sequence's physical pages move with its slot in the batch (as in a
 // serving engine), while its contents (keys and values by position) do not.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -28,6 +29,12 @@ class KvPageMap {
   // each; k and v are left null for the caller to set.
   virtual PagedKv view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens) const = 0;
 };
+
+// The view of the sequences `seqs` holding kv_lens[i] tokens each, page p of sequence s being
+// page_of(s, p), in tables of max_pages_per_seq pages: what every KvPageMap's view() returns.
+PagedKv paged_view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens,
+                   int32_t page_size, int32_t max_pages_per_seq,
+                   const std::function<int32_t(size_t seq, int32_t page)>& page_of);
 
 // The fixed layout: each sequence owns consecutive pages for its capacity, in batch order.
 class KvPageLayout final : public KvPageMap {

@@ -26,17 +26,9 @@ int64_t TrafficPages::slot(size_t seq, int32_t position) const {
 }
 
 PagedKv TrafficPages::view(std::span<const size_t> seqs, std::span<const int32_t> kv_lens) const {
-  PagedKv v;
-  v.page_size = page_size_;
-  v.max_pages_per_seq = max_pages_per_seq_;
-  v.page_table.assign(seqs.size() * static_cast<size_t>(max_pages_per_seq_), 0);
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const std::vector<int32_t>& table = tables_.at(seqs[i]);
-    const size_t used = static_cast<size_t>((kv_lens[i] + page_size_ - 1) / page_size_);
-    for (size_t p = 0; p < used; ++p) v.page_table[i * max_pages_per_seq_ + p] = table.at(p);
-  }
-  v.kv_lens.assign(kv_lens.begin(), kv_lens.end());
-  return v;
+  return paged_view(
+      seqs, kv_lens, page_size_, max_pages_per_seq_,
+      [this](size_t seq, int32_t page) { return tables_.at(seq).at(static_cast<size_t>(page)); });
 }
 
 std::vector<int32_t> TrafficPages::page_tokens(const std::vector<int32_t>& prompt,

@@ -15,19 +15,6 @@ int32_t pages_for(const TrafficRequest& q, int32_t page_size) {
   return static_cast<int32_t>(std::max<int64_t>(1, (tokens + page_size - 1) / page_size));
 }
 
-HostTensor concat(const std::vector<HostTensor>& pieces) {
-  std::vector<int64_t> shape = pieces.front().shape();
-  shape[0] = 0;
-  for (const HostTensor& p : pieces) shape[0] += p.dim(0);
-  HostTensor out(pieces.front().dtype(), shape);
-  int64_t row = 0;
-  for (const HostTensor& p : pieces) {
-    copy_rows(p, out, row);
-    row += p.dim(0);
-  }
-  return out;
-}
-
 // A step's notes under the names a serving step gives them: a pass of one kind calls its
 // attention "attention"; here it is named by the op, as in a step that holds both.
 RunNotes serving_note_names(const RunNotes& notes, const Pass& p) {
@@ -141,7 +128,7 @@ std::vector<SequenceResult> TrafficReplay::run() {
     for (const ScheduledRows& rows : plan.rows) {
       const int w = watch_[rows.request];
       if (w < 0 || rows.decode || !rows.produces_token || !observer_) continue;
-      for (Pending& e : pending_[w]) observer_->observe(w, 0, e.layer, e.op, concat(e.pieces));
+      for (Pending& e : pending_[w]) observer_->observe(w, 0, e.layer, e.op, concat_rows(e.pieces));
       pending_[w].clear();
     }
     for (const ScheduledRows& rows : plan.rows) {
@@ -176,7 +163,7 @@ std::vector<SequenceResult> TrafficReplay::run() {
     // [max_new_tokens, vocab] whatever EOS did, so that every replay's output has one shape:
     // the rows past an EOS are zeros (the completions already differ before them).
     out.logits = HostTensor(DType::kFP32, {requests_[r].max_new_tokens, w_.config.vocab});
-    copy_rows(concat(logits_[w]), out.logits, 0);
+    copy_rows(concat_rows(logits_[w]), out.logits, 0);
     out.steps = std::move(steps_[w]);
   }
   return results;
