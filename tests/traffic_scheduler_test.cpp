@@ -105,11 +105,10 @@ TEST(TrafficScheduler, FollowsTheHandWorkedScheduleWithChunkedPrefill) {
   EXPECT_EQ(scheduler.state(3).computed, 3);
 }
 
-TEST(TrafficScheduler, WithoutChunkedPrefillAPromptWaitsUntilItFitsWhole) {
-  const std::vector<TrafficRequest> requests = hand_worked_requests();
-  const SchedulerSettings settings{6, 3, true, false};
-  TrafficPages pages(12, 2, 6, requests.size());
-  TrafficScheduler scheduler(requests, settings, {kEos}, pages);
+std::vector<std::string> run_with_token(const std::vector<TrafficRequest>& requests,
+                                        const SchedulerSettings& settings) {
+  TrafficPages pages(16, 2, 8, requests.size());
+  TrafficScheduler scheduler(requests, settings, {}, pages);
   std::vector<std::string> steps;
   for (int guard = 0; guard < 100; ++guard) {
     const StepPlan plan = scheduler.schedule();
@@ -117,13 +116,24 @@ TEST(TrafficScheduler, WithoutChunkedPrefillAPromptWaitsUntilItFitsWhole) {
     steps.push_back(plan_text(plan, requests));
     std::vector<int32_t> tokens;
     for (const ScheduledRows& r : plan.rows)
-      if (r.produces_token) tokens.push_back(requests[r.request].label == "C" ? kEos : 5);
+      if (r.produces_token) tokens.push_back(5);
     scheduler.commit(plan, tokens);
   }
-  // B's 4 uncached tokens do not fit the 1 token left at step 0, and C waits behind B at step 1.
-  const std::vector<std::string> expected = {"step 0: A p0+5*", "step 1: A d5 B p4+4*",
-                                             "step 2: A d6 B d8 C p0+2*", "step 5: D p0+3*"};
-  EXPECT_EQ(steps, expected);
+  return steps;
+}
+
+TEST(TrafficScheduler, WithoutChunkedPrefillAPromptWaitsUntilItFitsWhole) {
+  // A (6 tokens, 2 new), B (6 tokens), C (2 tokens) arrive together; 8 tokens a step.
+  const std::vector<TrafficRequest> requests = {request("A", 0, {1, 2, 3, 4, 5, 6}, 2),
+                                                request("B", 0, {7, 8, 9, 10, 11, 12}, 1),
+                                                request("C", 0, {13, 14}, 1)};
+  // Whole prompts only: B does not fit the 2 tokens A leaves, and C, which would, waits behind it.
+  EXPECT_EQ(
+      run_with_token(requests, {8, 3, false, false}),
+      (std::vector<std::string>{"step 0: A p0+6*", "step 1: A d6 B p0+6*", "step 2: C p0+2*"}));
+  // Chunked: B takes those 2 tokens, and its rest goes beside A's decode token and C's prompt.
+  EXPECT_EQ(run_with_token(requests, {8, 3, false, true}),
+            (std::vector<std::string>{"step 0: A p0+6* B p0+2", "step 1: A d6 B p2+4* C p0+2*"}));
 }
 
 TEST(TrafficScheduler, MaxNumSeqsBoundsTheRunningRequests) {

@@ -42,8 +42,9 @@ TrafficScheduler::TrafficScheduler(const std::vector<TrafficRequest>& requests,
         static_cast<int64_t>(q.prompt.size()) > settings_.max_num_batched_tokens) {
       throw_input_error("with chunked_prefill off, the prompt of " + q.label + " (" +
                         std::to_string(q.prompt.size()) +
-                        " tokens) can never fit a step of max_num_batched_tokens " +
-                        std::to_string(settings_.max_num_batched_tokens));
+                        " tokens) cannot fit a step of max_num_batched_tokens " +
+                        std::to_string(settings_.max_num_batched_tokens) +
+                        " when the prefix cache does not hold it");
     }
   }
 }
