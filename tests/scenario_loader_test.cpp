@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -494,14 +495,20 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  // sampler, filler_routing and allreduce take words only (sampler chooses how model.sampling
-  // draws).
+  // sampler, filler_routing, allreduce, prefix_caching and chunked_prefill take words only
+  // (sampler chooses how model.sampling draws; the serving scheduler's axes set a traffic block's
+  // scheduler).
   const std::string value = axis == "position"         ? "[first, last]"
                             : axis == "sampler"        ? "[per_request, batch_stream]"
                             : axis == "filler_routing" ? "[random, hot]"
                             : axis == "allreduce"      ? "[ring, fixed]"
-                                                       : "[1, 2]";
+                            : axis == "prefix_caching" || axis == "chunked_prefill" ? "[on, off]"
+                                                                                    : "[1, 2]";
   if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
+  const std::set<std::string> scheduler = {"traffic_seed", "max_num_batched_tokens", "max_num_seqs",
+                                           "prefix_caching", "chunked_prefill"};
+  if (scheduler.count(axis) && op.accepts_key("traffic"))
+    text += "traffic: {requests: 2, max_num_seqs: 1}\n";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
 }
 
