@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <system_error>
@@ -33,6 +34,23 @@ TEST(ParallelFor, EveryItemOnceWhateverTheWorkerCount) {
   const std::vector<uint64_t> one = run(1, 1001);
   for (uint64_t v : one) ASSERT_NE(v, 0u);
   for (int64_t w : {2, 3, 16, 5000}) EXPECT_EQ(run(w, 1001), one) << w << " workers";
+}
+
+// Small work runs on the calling thread; large work gets every worker; the count grows with the
+// work in between and an overflowing product saturates instead of wrapping to a small count.
+TEST(ParallelFor, WorkersFollowTheWork) {
+  const int64_t all = parallel_workers();
+  EXPECT_EQ(workers_for(0, 1000), 1);
+  EXPECT_EQ(workers_for(1, kMinWorkPerWorker * 64), 1);  // one item cannot be split
+  EXPECT_EQ(workers_for(64, 256), 1);                    // a tiny model's norm: 16 Ki
+  EXPECT_EQ(workers_for(1000, kMinWorkPerWorker), std::min<int64_t>(all, 1000));
+  EXPECT_EQ(workers_for(2, kMinWorkPerWorker), std::min<int64_t>(all, 2));
+  EXPECT_EQ(workers_for(int64_t{1} << 40, int64_t{1} << 40), all);
+  EXPECT_EQ(workers_for(4, -5), 1);  // a nonsense estimate counts as the least work
+  // Whatever the count, every item runs once.
+  std::vector<int> seen(5000, 0);
+  parallel_for(5000, kMinWorkPerWorker, [&](int64_t i) { ++seen[static_cast<size_t>(i)]; });
+  for (int v : seen) ASSERT_EQ(v, 1);
 }
 
 // In the death test's child: limits the address space to what is in use plus 1 MiB (no 8 MiB

@@ -56,15 +56,30 @@ void parallel_for_ranges_with(int64_t workers, int64_t n, Body&& body) {
   }
 }
 
+// Below this much work (a rough count of scalar multiply-adds or element conversions) a worker
+// does not pay for itself: starting and joining a thread costs tens of microseconds, and far more
+// on a loaded machine, where the new thread waits for a time slice while the caller waits for it.
+// The tiny models of the test suite issue thousands of calls of a few microseconds' work each; a
+// thread per call made them several times slower than one thread.
+inline constexpr int64_t kMinWorkPerWorker = int64_t{1} << 17;
+
+// How many workers n items of work_per_item each get: parallel_workers(), fewer when there is not
+// kMinWorkPerWorker of work for each, at least 1.
+int64_t workers_for(int64_t n, int64_t work_per_item);
+
+// Calls body(begin, end) on disjoint contiguous ranges covering [0, n), split as
+// parallel_for_ranges_with does among workers_for(n, work_per_item) workers.
 template <class Body>
-void parallel_for_ranges(int64_t n, Body&& body) {
-  parallel_for_ranges_with(parallel_workers(), n, std::forward<Body>(body));
+void parallel_for_ranges(int64_t n, int64_t work_per_item, Body&& body) {
+  parallel_for_ranges_with(workers_for(n, work_per_item), n, std::forward<Body>(body));
 }
 
-// Calls body(i) for every i in [0, n), split as parallel_for_ranges does.
+// Calls body(i) for every i in [0, n), split as parallel_for_ranges does. work_per_item is the
+// caller's estimate of one item's work in the units of kMinWorkPerWorker; it decides only how
+// many threads run, never what an item computes.
 template <class Body>
-void parallel_for(int64_t n, Body&& body) {
-  parallel_for_ranges(n, [&](int64_t begin, int64_t end) {
+void parallel_for(int64_t n, int64_t work_per_item, Body&& body) {
+  parallel_for_ranges(n, work_per_item, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) body(i);
   });
 }

@@ -164,7 +164,7 @@ class TensorSource {
     HostTensor out(dtype, t.shape());
     const int64_t n = t.numel();
     constexpr int64_t kBlock = 1 << 16;
-    parallel_for((n + kBlock - 1) / kBlock, [&](int64_t b) {
+    parallel_for((n + kBlock - 1) / kBlock, kBlock, [&](int64_t b) {
       for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) out.set(i, t.get(i));
     });
     return out;

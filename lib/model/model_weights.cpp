@@ -29,7 +29,7 @@ void fill_rows(HostTensor& t, uint64_t seed, uint64_t stream, float stddev, floa
   const int64_t cols = t.rank() == 1 ? t.dim(0) : t.row_elems();
   std::byte* base = t.mutable_data();
   const DType dtype = t.dtype();
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, cols * 8, [&](int64_t r) {  // a normal draw costs several flops
     std::vector<float> row(static_cast<size_t>(cols));
     fill_normal(std::span<float>(row), seed, stream + static_cast<uint64_t>(r), stddev);
     for (int64_t c = 0; c < cols; ++c) store_element(base, dtype, r * cols + c, row[c] + offset);

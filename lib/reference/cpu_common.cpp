@@ -38,7 +38,7 @@ std::vector<float> to_float(const HostTensor& t) {
                               static_cast<uint64_t>(n) * sizeof(float));
   }
   constexpr int64_t kBlock = 1 << 16;
-  parallel_for((n + kBlock - 1) / kBlock, [&](int64_t b) {
+  parallel_for((n + kBlock - 1) / kBlock, kBlock, [&](int64_t b) {
     const int64_t begin = b * kBlock;
     to_float(t, begin, std::min(kBlock, n - begin), out.data() + begin);
   });

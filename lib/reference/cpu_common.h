@@ -37,6 +37,14 @@ struct SequenceKv {
 void gather_sequence_kv(const PagedKv& kv, int64_t seq, int32_t kv_head, int32_t num_kv_heads,
                         int32_t head_dim, SequenceKv& out);
 
+// The mean cached length of the batch's sequences (0 when there are none).
+inline int64_t mean_kv_len(const PagedKv& kv) {
+  if (kv.kv_lens.empty()) return 0;
+  int64_t total = 0;
+  for (const auto len : kv.kv_lens) total += len;
+  return total / static_cast<int64_t>(kv.kv_lens.size());
+}
+
 // The loops every CPU attention kernel shares: one parallel task per (sequence, KV head) gathers
 // that head's cache once, then calls `row_fn` for each query head that reads it. `row` indexes
 // the [rows * num_heads] rows of q and of the output (head_dim values each).
@@ -45,7 +53,9 @@ template <class RowFn>
 void for_each_decode_row(const AttentionDecodeArgs& args, RowFn&& row_fn) {
   const int64_t seqs = args.q->dim(0);
   const int32_t H = args.num_heads, KH = args.num_kv_heads, group = H / KH;
-  parallel_for(seqs * KH, [&](int64_t item) {
+  // An item's work: its group's rows, each two dot products per cached key (the average length).
+  const int64_t work = mean_kv_len(args.kv) * args.head_dim * 2 * (group + 1);
+  parallel_for(seqs * KH, work, [&](int64_t item) {
     const int64_t s = item / KH;
     const int32_t kvh = static_cast<int32_t>(item % KH);
     SequenceKv kv;
@@ -59,7 +69,10 @@ template <class RowFn>
 void for_each_prefill_row(const AttentionPrefillArgs& args, RowFn&& row_fn) {
   const int64_t seqs = static_cast<int64_t>(args.q_start.size()) - 1;
   const int32_t H = args.num_heads, KH = args.num_kv_heads, group = H / KH;
-  parallel_for(seqs * KH, [&](int64_t item) {
+  // An item's work: every new row of its group against the (average) cache; causal halves it.
+  const int64_t new_rows = seqs > 0 ? (args.q_start.back() - args.q_start.front()) / seqs : 0;
+  const int64_t work = mean_kv_len(args.kv) * args.head_dim * (2 * group * new_rows + 2);
+  parallel_for(seqs * KH, work, [&](int64_t item) {
     const int64_t s = item / KH;
     const int32_t kvh = static_cast<int32_t>(item % KH);
     SequenceKv kv;

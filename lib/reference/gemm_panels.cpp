@@ -23,7 +23,7 @@ PackedGemm pack_gemm(const GemmArgs& args) {
         "the fp32 panels of a [" + std::to_string(g.n) + ", " + std::to_string(g.k) + "] weight",
         panel_floats * sizeof(float));
   }
-  parallel_for(g.num_panels(), [&](int64_t p) {
+  parallel_for(g.num_panels(), g.k * kGemmLanes, [&](int64_t p) {
     std::vector<float> row(static_cast<size_t>(g.k));
     float* panel = g.panels.data() + p * g.k * kGemmLanes;
     for (int l = 0; l < kGemmLanes; ++l) {

@@ -26,6 +26,8 @@ struct PackedGemm {
   std::vector<float> bias;    // [n], empty when there is no bias
   int64_t num_panels() const { return (n + kGemmLanes - 1) / kGemmLanes; }
   int64_t num_row_blocks() const { return (m + kGemmRows - 1) / kGemmRows; }
+  // Multiply-adds of one panel (all rows against its kGemmLanes columns): parallel_for's cost.
+  int64_t panel_work() const { return m * k * kGemmLanes; }
 };
 
 PackedGemm pack_gemm(const GemmArgs& args);

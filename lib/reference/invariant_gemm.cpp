@@ -19,7 +19,7 @@ namespace nvdet::cpu {
 HostTensor invariant_gemm(const GemmArgs& args, RunNotes* notes) {
   const PackedGemm g = pack_gemm(args);
   std::vector<float> out(static_cast<size_t>(g.m * g.n));
-  parallel_for(g.num_panels(), [&](int64_t p) {
+  parallel_for(g.num_panels(), g.panel_work(), [&](int64_t p) {
     float part[kGemmRows][kGemmLanes];
     float total[kGemmRows][kGemmLanes];
     for (int64_t rb = 0; rb < g.num_row_blocks(); ++rb) {
@@ -50,7 +50,7 @@ HostTensor invariant_gemm_chunk_partials(const GemmArgs& args, RunNotes* notes) 
   const PackedGemm g = pack_gemm(args);
   const int64_t chunks = (g.k + kInvariantKChunk - 1) / kInvariantKChunk;
   std::vector<float> out(static_cast<size_t>(chunks * g.m * g.n));
-  parallel_for(g.num_panels(), [&](int64_t p) {
+  parallel_for(g.num_panels(), g.panel_work(), [&](int64_t p) {
     float part[kGemmRows][kGemmLanes];
     for (int64_t rb = 0; rb < g.num_row_blocks(); ++rb) {
       for (int64_t c = 0; c < chunks; ++c) {

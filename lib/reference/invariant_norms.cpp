@@ -38,7 +38,7 @@ HostTensor invariant_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), d = args.x->dim(1);
   const std::vector<float> w = to_float(*args.weight);
   std::vector<float> out(static_cast<size_t>(rows * d));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * d, [&](int64_t r) {
     float* x = out.data() + r * d;  // converted in place, then overwritten by the result
     to_float(*args.x, r * d, d, x);
     const float ss = lane_sum(x, d, [](float v) { return v * v; });
@@ -55,7 +55,7 @@ HostTensor invariant_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
 HostTensor invariant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), v = args.x->dim(1);
   std::vector<float> out(static_cast<size_t>(rows * v));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * v, [&](int64_t r) {
     float* x = out.data() + r * v;
     to_float(*args.x, r * v, v, x);
     float mx = -INFINITY;

@@ -102,7 +102,7 @@ HostTensor portable_gemm(const GemmArgs& args, RunNotes* notes) {
   // vectorise across them); each accumulator runs exactly pt::gemm_element's sequence.
   const PackedGemm g = pack_gemm(args);
   std::vector<float> out(static_cast<size_t>(g.m * g.n));
-  parallel_for(g.num_panels(), [&](int64_t panel) {
+  parallel_for(g.num_panels(), g.panel_work(), [&](int64_t panel) {
     const float* w = g.panels.data() + panel * g.k * kGemmLanes;
     for (int64_t rb = 0; rb < g.num_row_blocks(); ++rb) {
       const float* rows[kGemmRows];
@@ -138,7 +138,7 @@ HostTensor portable_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), d = args.x->dim(1);
   const std::vector<float> w = to_float(*args.weight);
   std::vector<float> out(static_cast<size_t>(rows * d));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * d, [&](int64_t r) {
     float* x = out.data() + r * d;  // converted in place (exact), then overwritten by the result
     to_float(*args.x, r * d, d, x);
     float lanes[pt::kLanes];
@@ -156,7 +156,7 @@ HostTensor portable_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
 HostTensor portable_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), v = args.x->dim(1);
   std::vector<float> out(static_cast<size_t>(rows * v));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * v, [&](int64_t r) {
     float* x = out.data() + r * v;
     to_float(*args.x, r * v, v, x);
     float lanes[pt::kLanes];

@@ -17,7 +17,7 @@ namespace nvdet::cpu {
 HostTensor reference_gemm(const GemmArgs& args, RunNotes* notes) {
   const PackedGemm g = pack_gemm(args);
   std::vector<double> out(static_cast<size_t>(g.m * g.n));
-  parallel_for(g.num_panels(), [&](int64_t p) {
+  parallel_for(g.num_panels(), g.panel_work(), [&](int64_t p) {
     double acc[kGemmRows][kGemmLanes];
     for (int64_t rb = 0; rb < g.num_row_blocks(); ++rb) {
       gemm_segment<double>(g, rb * kGemmRows, p, 0, g.k, acc);
@@ -38,7 +38,7 @@ HostTensor reference_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), d = args.x->dim(1);
   const std::vector<float> w = to_float(*args.weight);
   std::vector<double> out(static_cast<size_t>(rows * d));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * d, [&](int64_t r) {
     std::vector<float> x(static_cast<size_t>(d));
     to_float(*args.x, r * d, d, x.data());
     double ss = 0.0;
@@ -53,7 +53,7 @@ HostTensor reference_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
 HostTensor reference_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), v = args.x->dim(1);
   std::vector<double> out(static_cast<size_t>(rows * v));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * v, [&](int64_t r) {
     std::vector<float> x(static_cast<size_t>(v));
     to_float(*args.x, r * v, v, x.data());
     double mx = -INFINITY;

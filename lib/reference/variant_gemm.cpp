@@ -32,7 +32,7 @@ HostTensor variant_gemm_with_split_k(const GemmArgs& args, int split_k, RunNotes
   while (padded < num_splits) padded *= 2;
 
   std::vector<float> out(static_cast<size_t>(g.m * g.n));
-  parallel_for(g.num_panels(), [&](int64_t p) {
+  parallel_for(g.num_panels(), g.panel_work(), [&](int64_t p) {
     std::vector<float> partials(static_cast<size_t>(padded) * kGemmRows * kGemmLanes, 0.0f);
     auto part_at = [&](int s, int r, int l) -> float& {
       return partials[(static_cast<size_t>(s) * kGemmRows + r) * kGemmLanes + l];

@@ -58,7 +58,7 @@ HostTensor variant_rmsnorm(const RmsNormArgs& args, RunNotes* notes) {
   const RowPlan plan = row_plan(rows, d);
   const std::vector<float> w = to_float(*args.weight);
   std::vector<float> out(static_cast<size_t>(rows * d));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * d, [&](int64_t r) {
     std::vector<float> scratch;
     float* x = out.data() + r * d;
     to_float(*args.x, r * d, d, x);
@@ -79,7 +79,7 @@ HostTensor variant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes) {
   const int64_t rows = args.x->dim(0), v = args.x->dim(1);
   const RowPlan plan = row_plan(rows, v);
   std::vector<float> out(static_cast<size_t>(rows * v));
-  parallel_for(rows, [&](int64_t r) {
+  parallel_for(rows, 4 * v, [&](int64_t r) {
     std::vector<float> scratch;
     float* x = out.data() + r * v;
     to_float(*args.x, r * v, v, x);

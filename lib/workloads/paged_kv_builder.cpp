@@ -69,7 +69,7 @@ void build_paged_kv(const std::vector<KvSequence>& seqs, int32_t page_size, int3
     for (int32_t t = 0; t < seqs[s].kv_len; t += page_size)
       tasks.emplace_back(static_cast<int32_t>(s), t);
   }
-  parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
+  parallel_for(static_cast<int64_t>(tasks.size()), 2 * page_size * row * 4, [&](int64_t i) {
     const auto [s, t0] = tasks[i];
     const uint64_t kkey = mix(seed ^ mix(seqs[s].stream * 2 + 0x51));
     const uint64_t vkey = mix(seed ^ mix(seqs[s].stream * 2 + 0x52));
