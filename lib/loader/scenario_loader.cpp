@@ -42,6 +42,10 @@
 //                                 (model_runner.h); score_batch / score_chunk (or those axes) turn
 //                                 on the scoring pass; a backend's `parity: bitwise | report` needs
 //                                 it
+//   fp8: {format, act_scale, weight_scale, accumulation, static_scale}
+//                                 gemm, moe, model: FP8 quantisation (README "FP8"); all optional;
+//                                 model: act_scale, accumulation only (the checkpoint gives the
+//                                 rest); static needs static_scale and is for gemm only
 //   seed: 1234                    required, unsigned 64-bit integer
 //   requests: [0, 1, 7]           probed request ids: distinct, >= 0; or a count N = [0 .. N-1];
 //                                 default [0]; for op model each must be < the number of prompts
