@@ -96,6 +96,27 @@ TEST(Fp8Scenarios, Fp8CheckpointDecodesInvariantlyWithPerRowScales) {
   }
 }
 
+// Sampler against trainer on the FP8 checkpoint (README "Sampler against trainer"): with
+// group_128 every FP8 GEMM's row is the row's own, so the decode's logits and the scoring pass's
+// are bitwise equal on cpu-invariant; with dynamic_tensor the scoring pass's scale is a max over
+// another set of rows (the whole sequence at once), and parity breaks.
+TEST(Fp8Scenarios, Fp8CheckpointSamplerMatchesTrainerOnlyWithPerRowScales) {
+  const auto dir = make_temp_dir("fp8-parity");
+  for (const std::string act : {"group_128", "dynamic_tensor"}) {
+    write_file(dir / "p.yaml",
+               "name: fp8-parity\nop: model\ndtype: bf16\nmodel:\n  checkpoint: " +
+                   (source_dir() / "tests/fixtures/checkpoints/qwen3moe-fp8").string() +
+                   "\n  prompt_len: 8\n  num_prompts: 2\n  max_new_tokens: 4\n"
+                   "  score_chunk: whole\nfp8: {act_scale: " +
+                   act +
+                   "}\nseed: 5\n"
+                   "requests: [0]\nsweep:\n  batch: [1, 2]\nbackends:\n"
+                   "  cpu-invariant: {expect: report, parity: bitwise}\n");
+    const AuditResult r = run_audit(load_scenario((dir / "p.yaml").string()), AuditOptions{});
+    EXPECT_EQ(r.summary.passed, act == "group_128") << act;
+  }
+}
+
 TEST(Fp8Scenarios, EveryBackendThatComputesNoFp8IsRefusedNamingTheKey) {
   const DeviceFacts device = device_facts();
   const Scenario gemm = shipped("fp8-gemm-cpu");
