@@ -117,6 +117,11 @@ class Backend {
 
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
+// A backend's answer to "can you compute `op` (gemm, moe or model) with this FP8 scheme?"
+// (README "FP8"): "" when it can, else the clause that follows "backend 'NAME' ", naming what it
+// does not compute and why, e.g. "does not compute FP8 accumulation 'fast': ...".
+using Fp8SupportFn = std::function<std::string(OpKind op, const Fp8Scheme& scheme)>;
+
 // The part a backend plays in `nvdet bench` when --baseline is not given: the ratios are taken
 // against the timed backend that is the baseline of the scenario's op, else the timed fallback
 // baseline, else the first timed vendor-style backend (neither invariant by design nor a
@@ -138,6 +143,8 @@ struct BackendRegistration {
   // take on device 0 (asked only where a GPU answers). Every record has one.
   std::function<std::string()> kernel_path;
   BenchRole bench;
+  // FP8 (README "FP8"): null for a backend that computes no FP8 (every GPU backend so far).
+  Fp8SupportFn fp8 = {};
 };
 
 // All backends known to this build, CPU ones first. GPU backends are listed even in a CPU-only
@@ -153,6 +160,10 @@ void register_backend(BackendRegistration registration);
 
 // `name`'s answer for `op` in `dtype` on `device`; kUnsupportedOp when the name is unknown.
 Support backend_supports(std::string_view name, OpKind op, DType dtype, const DeviceFacts& device);
+
+// `name`'s refusal of `scheme` for `op` ("" when it computes it): its Fp8SupportFn's clause, or
+// that it computes no FP8 at all.
+std::string backend_fp8_refusal(std::string_view name, OpKind op, const Fp8Scheme& scheme);
 
 // `nvdet bench`'s baseline among `timed` (registered names, in timing order) for `op` when
 // --baseline is not given (BenchRole); "" when `timed` is empty.

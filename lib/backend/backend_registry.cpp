@@ -153,6 +153,16 @@ std::string default_bench_baseline(OpKind op, const std::vector<std::string>& ti
   return timed.empty() ? "" : timed.front();
 }
 
+std::string backend_fp8_refusal(std::string_view name, OpKind op, const Fp8Scheme& scheme) {
+  const BackendRegistration* r = find_backend(name);
+  if (!r) return "is not a known backend";
+  if (!r->fp8) {
+    return "does not compute FP8: FP8 GEMMs run on cpu-reference, cpu-invariant and cpu-variant "
+           "only so far";
+  }
+  return r->fp8(op, scheme);
+}
+
 Support backend_supports(std::string_view name, OpKind op, DType dtype, const DeviceFacts& device) {
   const BackendRegistration* r = find_backend(name);
   if (!r) return {Support::Status::kUnsupportedOp, "is not a known backend"};

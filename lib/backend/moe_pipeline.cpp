@@ -118,16 +118,35 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
   };
   std::vector<HostTensor> xe(n);
   std::vector<GemmArgs> calls(n);
-  for (size_t i = 0; i < n; ++i) {
-    xe[i] = gather_rows(x, grouped, active[i]);
-    calls[i] = GemmArgs{&xe[i], args.gate_up[active[i]], nullptr, x.dtype(), false};
-  }
+  // FP8 experts: each stage's activations are quantised as one input of all its (token, top-k)
+  // rows, as a fused MoE kernel quantises its whole input buffer: with dynamic_tensor every
+  // expert's GEMM takes that one stage-wide scale (fp8_stage_scheme), noted for the stage.
+  const auto stage_scheme = [&](const std::vector<const HostTensor*>& inputs, const char* name) {
+    const Fp8Scheme scheme = fp8_stage_scheme(args.fp8, inputs);
+    if (notes && scheme.stage_scale > 0)
+      (*notes)[std::string(name) + " act_scale"] = fp8_stage_note(scheme, inputs);
+    return scheme;
+  };
+  const auto expert_call = [&](const HostTensor& input, size_t i, bool down, DType out,
+                               const Fp8Scheme& scheme) {
+    const int32_t e = active[i];
+    if (!args.is_fp8())
+      return GemmArgs{&input, (down ? args.down : args.gate_up)[e], nullptr, out, false};
+    return GemmArgs{
+        &input, nullptr, nullptr, out, false, (down ? args.fp8_down : args.fp8_gate_up)[e], scheme};
+  };
+  for (size_t i = 0; i < n; ++i) xe[i] = gather_rows(x, grouped, active[i]);
+  const Fp8Scheme gate_up_scheme = args.is_fp8() ? stage_scheme({&x}, "gate_up") : args.fp8;
+  for (size_t i = 0; i < n; ++i) calls[i] = expert_call(xe[i], i, false, x.dtype(), gate_up_scheme);
   const std::vector<HostTensor> gu = stage(MoeGemmSite::Stage::kGateUp, calls, gu_note_ptrs);
   std::vector<HostTensor> h(n);
+  std::vector<const HostTensor*> h_parts;
   for (size_t i = 0; i < n; ++i) {
     h[i] = swiglu(gu[i], kernels);
-    calls[i] = GemmArgs{&h[i], args.down[active[i]], nullptr, DType::kFP32, false};
+    h_parts.push_back(&h[i]);
   }
+  const Fp8Scheme down_scheme = args.is_fp8() ? stage_scheme(h_parts, "down") : args.fp8;
+  for (size_t i = 0; i < n; ++i) calls[i] = expert_call(h[i], i, true, DType::kFP32, down_scheme);
   // y[e]: expert e's down-projection output in fp32, one row per entry of its sorted-layout range.
   std::vector<HostTensor> y(experts);
   std::vector<HostTensor> down = stage(MoeGemmSite::Stage::kDown, calls, down_note_ptrs);

@@ -14,7 +14,7 @@ const std::vector<OpSpec>& op_table() {
                  "out[m, n] = a[m, k] · w[n, k]^T (+ bias[n]); m = batch x tokens",
                  {{"n", &Scenario::n}, {"k", &Scenario::k}},
                  " (expected n, k; the row count m is the sweep axis 'batch')",
-                 {"shape", "tokens", "bias", "tf32", "tp_split", "nccl"},
+                 {"shape", "tokens", "bias", "tf32", "tp_split", "nccl", "fp8"},
                  {O::kGemm},
                  make_gemm_workload,
                  gemm_footprint});
@@ -58,7 +58,7 @@ const std::vector<OpSpec>& op_table() {
                   {"top_k", &Scenario::moe_top_k},
                   {"experts", &Scenario::moe_experts}},
                  " (expected hidden, intermediate, top_k, experts)",
-                 {"shape", "tokens", "norm_topk_prob"},
+                 {"shape", "tokens", "norm_topk_prob", "fp8"},
                  {O::kMoe},
                  make_moe_workload,
                  moe_footprint});
@@ -66,7 +66,7 @@ const std::vector<OpSpec>& op_table() {
                  "a Llama-style decoder, synthetic or from a checkpoint, decoding greedily",
                  {},
                  "",
-                 {"model", "nccl", "traffic"},
+                 {"model", "nccl", "traffic", "fp8"},
                  {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
                  make_model_workload,
                  model_footprint});

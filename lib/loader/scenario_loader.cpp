@@ -42,6 +42,10 @@
 //                                 (model_runner.h); score_batch / score_chunk (or those axes) turn
 //                                 on the scoring pass; a backend's `parity: bitwise | report` needs
 //                                 it
+//   fp8: {format, act_scale, weight_scale, accumulation, static_scale}
+//                                 gemm, moe, model: FP8 quantisation (README "FP8"); all optional;
+//                                 model: act_scale, accumulation only (the checkpoint gives the
+//                                 rest); static needs static_scale and is for gemm only
 //   seed: 1234                    required, unsigned 64-bit integer
 //   requests: [0, 1, 7]           probed request ids: distinct, >= 0; or a count N = [0 .. N-1];
 //                                 default [0]; for op model each must be < the number of prompts
@@ -191,6 +195,8 @@ class ScenarioParser {
   void parse_attention(const Field& f, Scenario& s);
   void parse_prefill(const Field& f, Scenario& s);
   void parse_nccl(const Field& f, Scenario& s);
+  void parse_fp8(const Field& f, Scenario& s);
+  void check_fp8(const Scenario& s) const;
   void parse_model(const Field& f, Scenario& s);
   std::vector<std::vector<int32_t>> read_prompts_file(const Field& f, const ModelSpec& m,
                                                       std::string& path);
@@ -219,6 +225,8 @@ class ScenarioParser {
   SourceLocation traffic_where_;
   std::map<std::string, SourceLocation> traffic_keys_;
   std::map<std::string, SourceLocation> model_keys_;
+  // The fp8 block's act_scale and static_scale (check_fp8).
+  SourceLocation fp8_act_scale_where_, fp8_static_scale_where_;
 };
 
 std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const SourceLocation& where,
@@ -354,10 +362,10 @@ DType ScenarioParser::dtype(const Field& f) const {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
-      "name",           "description", "op",       "dtype",  "out_dtype", "shape",
-      "tokens",         "bias",        "tf32",     "eps",    "attention", "prefill",
-      "model",          "seed",        "requests", "repeat", "sweep",     "backends",
-      "norm_topk_prob", "tp_split",    "nccl",     "traffic"};
+      "name",           "description", "op",       "dtype",   "out_dtype", "shape",
+      "tokens",         "bias",        "tf32",     "eps",     "attention", "prefill",
+      "model",          "seed",        "requests", "repeat",  "sweep",     "backends",
+      "norm_topk_prob", "tp_split",    "nccl",     "traffic", "fp8"};
   return keys;
 }
 
@@ -426,6 +434,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
     s.tp_split_row = word == "row";
   }
   if (const Field* f = find(top, "nccl")) parse_nccl(*f, s);
+  if (const Field* f = find(top, "fp8")) parse_fp8(*f, s);
   if (spec.accepts_key("model")) {
     s.model.where = at(root);
     if (const Field* f = find(top, "model")) parse_model(*f, s);
@@ -453,6 +462,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
 
   cross_check(s);
   check_traffic(s);
+  check_fp8(s);
   return s;
 }
 
@@ -1138,6 +1148,90 @@ void ScenarioParser::apply_axis_overrides(Scenario& s) {
     parse_axis(Field{o.axis, value, value}, valid, s);
   }
   path_ = file;
+}
+
+// ---- fp8 ------------------------------------------------------------------------------------
+
+// fp8: {format, act_scale, weight_scale, accumulation, static_scale} (README "FP8"), each
+// optional (the defaults: e4m3, group_128, block_128x128, promoted). A model's format and weight
+// scales are its FP8 checkpoint's, so it takes act_scale, accumulation and static_scale only.
+void ScenarioParser::parse_fp8(const Field& f, Scenario& s) {
+  const auto fields =
+      fields_of(f.value, at(f), "'fp8'",
+                {"format", "act_scale", "weight_scale", "accumulation", "static_scale"});
+  s.fp8.enabled = true;
+  s.fp8.where = at(f.key);
+  const auto word = [&](const Field& x, const std::vector<std::string>& words) {
+    const std::string w = string(x);
+    if (std::find(words.begin(), words.end(), w) == words.end())
+      fail(x, "'fp8." + x.name + "' must be one of " + quoted_list(words) + ", got " +
+                  describe(x.value) + typo_hint(w, words));
+    return w;
+  };
+  Fp8Scheme& scheme = s.fp8.scheme;
+  for (const auto& x : fields) {
+    if (s.op == OpKind::kModel && (x.name == "format" || x.name == "weight_scale"))
+      fail(x.key, "'fp8." + x.name +
+                      "' does not apply to op 'model': the FP8 checkpoint's quantization_config "
+                      "gives the format and the weight scales");
+    if (x.name == "format") scheme.format = *parse_fp8_format(word(x, fp8_format_words()));
+    if (x.name == "act_scale") {
+      scheme.act_scale = *parse_fp8_act_scale(word(x, fp8_act_scale_words()));
+      fp8_act_scale_where_ = at(x);
+    }
+    if (x.name == "weight_scale")
+      scheme.weight_scale = *parse_fp8_weight_scale(word(x, fp8_weight_scale_words()));
+    if (x.name == "accumulation")
+      scheme.accumulation = *parse_fp8_accumulation(word(x, fp8_accumulation_words()));
+    if (x.name == "static_scale") {
+      scheme.static_scale = static_cast<float>(positive_real(x));
+      if (!(scheme.static_scale >= std::numeric_limits<float>::min()))
+        fail(x, "'fp8.static_scale' is below the smallest normal float, got " + text_of(x));
+      fp8_static_scale_where_ = at(x);
+    }
+  }
+}
+
+// The FP8 scheme across keys and axes: the FP8 axes need the key (a model may take FP8 from its
+// checkpoint instead: its workload checks that), act_scale static needs static_scale and is for
+// gemm only (an MoE block or a model would need a calibrated scale per GEMM), and what FP8 does
+// not combine with is refused.
+void ScenarioParser::check_fp8(const Scenario& s) const {
+  bool uses_static = s.fp8.enabled && s.fp8.scheme.act_scale == Fp8ActScale::kStatic;
+  SourceLocation static_where = fp8_act_scale_where_;
+  const std::string_view static_word = fp8_act_scale_name(Fp8ActScale::kStatic);
+  for (size_t i = 0; i < s.sweep.size(); ++i) {
+    const SweepAxis& a = s.sweep[i];
+    const bool fp8_axis = a.axis == Axis::kFp8Format || a.axis == Axis::kActScale ||
+                          a.axis == Axis::kWeightScale || a.axis == Axis::kAccumulation;
+    if (fp8_axis && !s.fp8.enabled && s.op != OpKind::kModel)
+      fail(a.where, "sweep axis '" + a.name() +
+                        "' sets the FP8 scheme; give the key 'fp8' (README \"FP8\") or leave the "
+                        "axis out");
+    if ((a.axis == Axis::kTp || a.axis == Axis::kAllreduce || a.axis == Axis::kChannels) &&
+        s.fp8.enabled)
+      fail(a.where,
+           "sweep axis '" + a.name() + "' (tensor parallel) is not implemented with 'fp8'");
+    if (a.axis != Axis::kActScale) continue;
+    uses_static = false;  // the axis replaces the key's act_scale
+    for (size_t v = 0; v < a.values.size(); ++v) {
+      if (std::get<std::string>(a.values[v]) != static_word) continue;
+      uses_static = true;
+      static_where = axis_sources_[i].value_where[v];
+    }
+  }
+  if (uses_static && s.op != OpKind::kGemm)
+    fail(static_where,
+         "act_scale 'static' applies to op gemm only: an MoE block or a model needs "
+         "a calibrated scale per GEMM, which nvdet does not read");
+  if (uses_static && s.fp8.scheme.static_scale <= 0)
+    fail(static_where,
+         "act_scale 'static' needs 'fp8.static_scale' (the activation scale, "
+         "calibrated offline)");
+  if (!uses_static && fp8_static_scale_where_.line)
+    fail(fp8_static_scale_where_, "'fp8.static_scale' is read only with act_scale 'static'");
+  if (s.fp8.enabled && s.tf32)
+    fail(tf32_where_, "'tf32' does not apply to FP8 GEMMs (their inputs are FP8 codes)");
 }
 
 // ---- backends -------------------------------------------------------------------------------

@@ -127,6 +127,54 @@ class TensorSource {
 
   bool contains(const std::string& name) const { return where_.count(name) > 0; }
 
+  // The file's dtype of a tensor the checkpoint holds ("BF16", "F8_E4M3", ...).
+  std::string dtype_of(const std::string& name) {
+    const auto it = where_.find(name);
+    if (it == where_.end()) return "";
+    const SafetensorsFile& st = file(it->second);
+    return st.contains(name) ? st.dtype(name) : "";
+  }
+
+  // An FP8 linear layer `module` of [rows, cols] (README "FP8"): `module`.weight in F8_E4M3 and
+  // `module`.weight_scale_inv in F32, one scale per 128 x 128 block.
+  Fp8Weight read_fp8_block(const std::string& module, int64_t rows, int64_t cols) {
+    const std::string weight = module + ".weight", scale = module + ".weight_scale_inv";
+    const auto raw = [&](const std::string& name, const char* dtype, std::vector<int64_t> shape) {
+      const auto it = where_.find(name);
+      if (it == where_.end()) {
+        throw_input_error(folder_.string() + ": tensor '" + excerpt(name, kNameChars) +
+                          "' is missing from the checkpoint (an FP8 weight needs its block "
+                          "scales)");
+      }
+      read_.insert(name);
+      const SafetensorsFile& st = file(it->second);
+      const auto where = [&] {
+        return it->second + ": tensor '" + excerpt(name, kNameChars) + "'";
+      };
+      if (!st.contains(name))
+        throw_input_error(where() + " is missing (the index says it is here)");
+      if (st.dtype(name) != dtype) {
+        throw_input_error(where() + " is " + st.dtype(name) +
+                          " but an FP8 checkpoint stores it as " + dtype);
+      }
+      if (st.shape(name) != shape) {
+        throw_input_error(where() + " has shape " + shape_text(st.shape(name)) +
+                          " but config.json implies " + shape_text(shape));
+      }
+      return st.read_raw(name);
+    };
+    const int64_t blocks_r = (rows + kFp8Group - 1) / kFp8Group;
+    const int64_t blocks_c = (cols + kFp8Group - 1) / kFp8Group;
+    const std::vector<std::byte> codes = raw(weight, "F8_E4M3", {rows, cols});
+    const std::vector<std::byte> scales = raw(scale, "F32", {blocks_r, blocks_c});
+    std::vector<uint8_t> c(codes.size());
+    std::memcpy(c.data(), codes.data(), codes.size());
+    std::vector<float> sc(static_cast<size_t>(blocks_r * blocks_c));
+    std::memcpy(sc.data(), scales.data(), sc.size() * sizeof(float));
+    return fp8_block_weight(rows, cols, std::move(c), std::move(sc), Fp8Format::kE4M3,
+                            where_.at(weight) + ": tensor '" + excerpt(weight, kNameChars) + "'");
+  }
+
   // The checkpoint's tensors that no read() asked for, in name order.
   std::vector<std::string> unread() const {
     std::vector<std::string> out;
@@ -157,7 +205,8 @@ class TensorSource {
     const std::string type = st.dtype(name);
     if (type != "BF16" && type != "F16" && type != "F32") {
       throw_input_error(it->second + ": tensor '" + excerpt(name, kNameChars) + "' is " + type +
-                        "; only BF16, F16 and F32 checkpoints are read");
+                        "; only BF16, F16 and F32 tensors are read (and F8_E4M3 as the weight of "
+                        "a linear layer of an FP8 checkpoint, README \"FP8\")");
     }
     HostTensor t = st.read(name);
     if (t.dtype() == dtype) return t;
@@ -209,44 +258,131 @@ HostTensor expert_of(const HostTensor& stacked, int64_t e) {
   return out;
 }
 
+// A linear layer's weight as the checkpoint stores it: in the activation dtype (`dense`), or in
+// FP8 with its block scales (`fp8`, README "FP8").
+struct LinearWeight {
+  HostTensor dense;
+  LayerFp8::Weight fp8;
+};
+
+// Reads linear layers, deciding by the stored dtype whether each is FP8, and checking that
+// against config.json: FP8 weights need its quantization_config (quant_method fp8), a module it
+// lists in modules_to_not_convert must not be FP8, and every other module it quantises must be
+// (the LM head, the MoE router and Qwen2-MoE's shared-expert gate may stay unquantised, as the
+// hub's FP8 checkpoints keep them).
+class LinearReader {
+ public:
+  LinearReader(TensorSource& src, const Fp8CheckpointConfig& fp8, DType dtype, std::string config)
+      : src_(src), fp8_(fp8), dtype_(dtype), config_(std::move(config)) {}
+
+  LinearWeight read(const std::string& module, int64_t rows, int64_t cols,
+                    bool may_stay_unquantised = false) {
+    const std::string weight = module + ".weight";
+    const std::string type = src_.dtype_of(weight);
+    if (type.rfind("F8_", 0) == 0) {
+      if (!fp8_.enabled) {
+        throw_input_error(config_ + ": the checkpoint stores '" + excerpt(weight, kNameChars) +
+                          "' in " + type +
+                          " but config.json has no quantization_config (quant_method fp8)");
+      }
+      if (fp8_.keeps(module)) {
+        throw_input_error(config_ + ": quantization_config lists '" + excerpt(module, kNameChars) +
+                          "' in modules_to_not_convert, but the checkpoint stores it in " + type);
+      }
+      return {HostTensor(),
+              std::make_shared<const Fp8Weight>(src_.read_fp8_block(module, rows, cols))};
+    }
+    if (fp8_.enabled && !may_stay_unquantised && !fp8_.keeps(module) && src_.contains(weight)) {
+      throw_input_error(config_ + ": quantization_config (quant_method fp8) quantises '" +
+                        excerpt(module, kNameChars) +
+                        "', but the checkpoint stores its weight in " + type +
+                        " (without weight_scale_inv)");
+    }
+    return {src_.read(weight, {rows, cols}, dtype_), nullptr};
+  }
+
+  DType dtype() const { return dtype_; }
+
+  // Linear layers fused into one GEMM along their rows (q, k, v; gate, up): all FP8 or none.
+  LinearWeight stacked(const std::vector<std::pair<std::string, int64_t>>& modules, int64_t cols) {
+    std::vector<LinearWeight> parts;
+    for (const auto& [module, rows] : modules) parts.push_back(read(module, rows, cols));
+    const size_t fp8 = static_cast<size_t>(std::count_if(
+        parts.begin(), parts.end(), [](const LinearWeight& p) { return p.fp8 != nullptr; }));
+    if (fp8 == 0) {
+      std::vector<HostTensor> dense;
+      for (LinearWeight& p : parts) dense.push_back(std::move(p.dense));
+      return {stack_rows(dense), nullptr};
+    }
+    if (fp8 != parts.size()) {
+      throw_input_error(config_ + ": '" + excerpt(modules.front().first, kNameChars) +
+                        "' and the layers computed with it in one GEMM must all be FP8 or none");
+    }
+    std::vector<const Fp8Weight*> w;
+    for (const LinearWeight& p : parts) w.push_back(p.fp8.get());
+    return {HostTensor(), std::make_shared<const Fp8Weight>(stack_fp8_rows(w))};
+  }
+
+ private:
+  TensorSource& src_;
+  const Fp8CheckpointConfig& fp8_;
+  DType dtype_;
+  std::string config_;
+};
+
 // An MoE layer's router and experts, in either layout a checkpoint holds them in: one tensor per
 // expert (what transformers 4 and 5 save: Qwen3-MoE mlp.experts.{e}.gate_proj/up_proj/down_proj,
 // Mixtral block_sparse_moe.experts.{e}.w1 (gate), w3 (up), w2 (down)), or the stacked tensors
 // transformers 5's modules hold (mlp.experts.gate_up_proj [experts, 2 inter, hidden], gate rows
 // first; mlp.experts.down_proj [experts, hidden, inter]), which from_pretrained reads as well.
-template <class Read>
-void read_moe_layer(TensorSource& src, const Read& read, const ModelConfig& c,
+void read_moe_layer(TensorSource& src, LinearReader& linear, const ModelConfig& c,
                     const std::string& layer_prefix, LayerWeights& L) {
   const int64_t h = c.hidden, inter = c.expert_intermediate, experts = c.num_experts;
+  // Each linear layer into its HostTensor or its FP8 weight.
+  const auto put = [](LinearWeight w, HostTensor& dense, LayerFp8::Weight& fp8) {
+    dense = std::move(w.dense);
+    fp8 = std::move(w.fp8);
+  };
   if (const int64_t si = c.shared_expert_intermediate; si > 0) {
     const std::string s = layer_prefix + "mlp.shared_expert.";
-    L.shared_gate_up =
-        stack_rows({read(s + "gate_proj.weight", {si, h}), read(s + "up_proj.weight", {si, h})});
-    L.shared_down = read(s + "down_proj.weight", {h, si});
-    L.shared_gate = read(layer_prefix + "mlp.shared_expert_gate.weight", {1, h});
+    put(linear.stacked({{s + "gate_proj", si}, {s + "up_proj", si}}, h), L.shared_gate_up,
+        L.fp8.shared_gate_up);
+    put(linear.read(s + "down_proj", h, si), L.shared_down, L.fp8.shared_down);
+    put(linear.read(layer_prefix + "mlp.shared_expert_gate", 1, h, true), L.shared_gate,
+        L.fp8.shared_gate);
   }
   const bool mixtral = c.architecture == "mixtral";
   const std::string stacked = layer_prefix + "mlp.experts.gate_up_proj";
+  L.expert_gate_up.resize(static_cast<size_t>(experts));
+  L.expert_down.resize(static_cast<size_t>(experts));
+  L.fp8.expert_gate_up.resize(static_cast<size_t>(experts));
+  L.fp8.expert_down.resize(static_cast<size_t>(experts));
   if (src.contains(stacked)) {
-    L.router = read(layer_prefix + "mlp.gate.weight", {experts, h});
-    const HostTensor gate_up = read(stacked, {experts, 2 * inter, h});
-    const HostTensor down = read(layer_prefix + "mlp.experts.down_proj", {experts, h, inter});
+    if (src.dtype_of(stacked).rfind("F8_", 0) == 0) {
+      throw_input_error("tensor '" + excerpt(stacked, kNameChars) +
+                        "': stacked FP8 experts are not read (FP8 checkpoints store one tensor "
+                        "per expert)");
+    }
+    put(linear.read(layer_prefix + "mlp.gate", experts, h, true), L.router, L.fp8.router);
+    const HostTensor gate_up = src.read(stacked, {experts, 2 * inter, h}, linear.dtype());
+    const HostTensor down =
+        src.read(layer_prefix + "mlp.experts.down_proj", {experts, h, inter}, linear.dtype());
     for (int64_t e = 0; e < experts; ++e) {
-      L.expert_gate_up.push_back(expert_of(gate_up, e));
-      L.expert_down.push_back(expert_of(down, e));
+      L.expert_gate_up[e] = expert_of(gate_up, e);
+      L.expert_down[e] = expert_of(down, e);
     }
     return;
   }
   const std::string m = layer_prefix + (mixtral ? "block_sparse_moe." : "mlp.");
-  L.router = read(m + "gate.weight", {experts, h});
+  put(linear.read(m + "gate", experts, h, true), L.router, L.fp8.router);
   const char* gate = mixtral ? "w1" : "gate_proj";
   const char* up = mixtral ? "w3" : "up_proj";
   const char* down = mixtral ? "w2" : "down_proj";
   for (int64_t e = 0; e < experts; ++e) {
     const std::string x = m + "experts." + std::to_string(e) + ".";
-    L.expert_gate_up.push_back(
-        stack_rows({read(x + gate + ".weight", {inter, h}), read(x + up + ".weight", {inter, h})}));
-    L.expert_down.push_back(read(x + down + ".weight", {h, inter}));
+    put(linear.stacked({{x + gate, inter}, {x + up, inter}}, h), L.expert_gate_up[e],
+        L.fp8.expert_gate_up[e]);
+    put(linear.read(x + down, h, inter), L.expert_down[e], L.fp8.expert_down[e]);
   }
 }
 
@@ -270,6 +406,12 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
   auto read = [&](const std::string& name, std::vector<int64_t> shape) {
     return src.read(name, shape, dtype);
   };
+  const std::string cfg = (fs::path(folder) / "config.json").string();
+  LinearReader linear(src, hf.fp8, dtype, cfg);
+  const auto put = [](LinearWeight lw, HostTensor& dense, LayerFp8::Weight& fp8) {
+    dense = std::move(lw.dense);
+    fp8 = std::move(lw.fp8);
+  };
 
   ModelWeights w;
   w.config = c;
@@ -280,8 +422,8 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
     const std::string a = p + "self_attn.", m = p + "mlp.";
     LayerWeights L;
     L.attn_norm = read(p + "input_layernorm.weight", {h});
-    L.qkv = stack_rows({read(a + "q_proj.weight", {q, h}), read(a + "k_proj.weight", {kv, h}),
-                        read(a + "v_proj.weight", {kv, h})});
+    put(linear.stacked({{a + "q_proj", q}, {a + "k_proj", kv}, {a + "v_proj", kv}}, h), L.qkv,
+        L.fp8.qkv);
     if (c.qkv_bias) {
       L.qkv_bias = stack_rows({read(a + "q_proj.bias", {q}), read(a + "k_proj.bias", {kv}),
                                read(a + "v_proj.bias", {kv})});
@@ -290,17 +432,17 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
       L.q_norm = read(a + "q_norm.weight", {c.head_dim});
       L.k_norm = read(a + "k_norm.weight", {c.head_dim});
     }
-    L.o_proj = read(a + "o_proj.weight", {h, q});
+    put(linear.read(a + "o_proj", h, q), L.o_proj, L.fp8.o_proj);
     if (c.o_bias) L.o_bias = read(a + "o_proj.bias", {h});
     L.mlp_norm = read(p + "post_attention_layernorm.weight", {h});
     if (c.is_moe_layer(l)) {
-      read_moe_layer(src, read, c, p, L);
+      read_moe_layer(src, linear, c, p, L);
       w.layers.push_back(std::move(L));
       continue;
     }
-    L.gate_up = stack_rows(
-        {read(m + "gate_proj.weight", {inter, h}), read(m + "up_proj.weight", {inter, h})});
-    L.down = read(m + "down_proj.weight", {h, inter});
+    put(linear.stacked({{m + "gate_proj", inter}, {m + "up_proj", inter}}, h), L.gate_up,
+        L.fp8.gate_up);
+    put(linear.read(m + "down_proj", h, inter), L.down, L.fp8.down);
     if (c.mlp_bias) {
       L.gate_up_bias =
           stack_rows({read(m + "gate_proj.bias", {inter}), read(m + "up_proj.bias", {inter})});
@@ -309,9 +451,8 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
     w.layers.push_back(std::move(L));
   }
   w.final_norm = read("model.norm.weight", {h});
-  const std::string cfg = (fs::path(folder) / "config.json").string();
   if (!hf.tie_word_embeddings) {
-    w.lm_head = read("lm_head.weight", {c.vocab, h});
+    put(linear.read("lm_head", c.vocab, h, true), w.lm_head, w.fp8_lm_head);
   } else {
     w.lm_head = w.embed;  // tied: the same values (a separate tensor, uploaded on its own)
     // Some checkpoints store the tied head anyway; it must then be the embedding itself.
@@ -324,6 +465,7 @@ ModelWeights load_hf_checkpoint(const std::string& folder, DType dtype) {
       }
     }
   }
+  w.fp8 = hf.fp8.enabled;
   // Every tensor must have been read: one the loader skipped (an MoE expert, a bias the config
   // does not announce, a norm of another architecture) would make nvdet compute another model.
   const std::vector<std::string> extra = src.unread();

@@ -95,9 +95,11 @@ OpArgs attention_op_args(const Pass& p, const ModelConfig& c, DType dtype, Paged
 // The host engine (one Backend::run call per op, KV cache on the host) over a fresh cache of
 // `capacity` tokens per sequence: what the scoring pass (scoring_pass.h) computes with, on every
 // backend, so that it never shares a cache with the decode it checks.
+// `fp8`: an FP8 checkpoint's activation scheme (DecodeOptions::fp8).
 std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeights& weights,
                                              const std::vector<int32_t>& capacity,
-                                             int32_t page_size, PassTrace& trace, RunNotes* notes);
+                                             int32_t page_size, const Fp8Scheme& fp8,
+                                             PassTrace& trace, RunNotes* notes);
 
 // The engine a serving replay computes its steps with (traffic_replay.h), over the pages it hands
 // out: the device-resident one where the backend offers it and `path` allows (as greedy_decode

@@ -67,8 +67,14 @@ constexpr const char* kHostMoeDecoderNote =
 class HostEngine final : public PassEngine {
  public:
   HostEngine(Backend& backend, const ModelWeights& w, std::shared_ptr<const KvPageMap> pages,
-             PassTrace& trace, RunNotes* notes)
-      : backend_(backend), w_(w), c_(w.config), trace_(trace), notes_(notes), rope_(w.config) {
+             PassTrace& trace, RunNotes* notes, const Fp8Scheme& fp8 = {})
+      : backend_(backend),
+        w_(w),
+        c_(w.config),
+        trace_(trace),
+        notes_(notes),
+        rope_(w.config),
+        fp8_(fp8) {
     const double bytes =
         c_.layers * PagedKvCache::bytes_for_pages(pages->total_pages(), pages->page_size(),
                                                   c_.num_kv_heads, c_.head_dim, w_.dtype);
@@ -98,7 +104,7 @@ class HostEngine final : public PassEngine {
       const char* tag = l == 0 ? notes_tag : nullptr;
       const HostTensor h = rmsnorm(x, L.attn_norm, tag, "attn_norm");
       emit(p, l, "attn_norm", h);
-      HostTensor qkv = gemm(h, L.qkv, bias_of(L.qkv_bias), w_.dtype, tag, "qkv");
+      HostTensor qkv = gemm(h, L.qkv, L.fp8.qkv, bias_of(L.qkv_bias), w_.dtype, tag, "qkv");
       emit(p, l, "qkv", qkv);
       if (c_.qk_norm) {
         normalize_heads(qkv, 0, c_.num_heads, L.q_norm, tag, "q_norm");
@@ -114,7 +120,7 @@ class HostEngine final : public PassEngine {
       }
       const HostTensor attn = attention(p, *caches_[l], query_of(qkv, c_), tag);
       emit(p, l, "attention", attn);
-      const HostTensor o = gemm(reshaped(attn, {attn.dim(0), c_.q_dim()}), L.o_proj,
+      const HostTensor o = gemm(reshaped(attn, {attn.dim(0), c_.q_dim()}), L.o_proj, L.fp8.o_proj,
                                 bias_of(L.o_bias), w_.dtype, tag, "o_proj");
       emit(p, l, "o_proj", o);
       x = add(x, o);
@@ -130,7 +136,8 @@ class HostEngine final : public PassEngine {
     const HostTensor last = gather_rows(x, p.head_rows);
     const HostTensor fn = rmsnorm(last, w_.final_norm, notes_tag, "final_norm");
     if (trace_.tracing()) trace_.emit_head(p, "final_norm", rows_of(fn));
-    const HostTensor logits = gemm(fn, w_.lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
+    const HostTensor logits =
+        gemm(fn, w_.lm_head, w_.fp8_lm_head, nullptr, DType::kFP32, notes_tag, "lm_head");
     return head_output(p, trace_, logits, want_logits);
   }
 
@@ -146,11 +153,12 @@ class HostEngine final : public PassEngine {
 
   HostTensor dense_mlp(const Pass& p, int32_t l, const LayerWeights& L, const HostTensor& h,
                        const char* tag) {
-    const HostTensor gu = gemm(h, L.gate_up, bias_of(L.gate_up_bias), w_.dtype, tag, "gate_up");
+    const HostTensor gu =
+        gemm(h, L.gate_up, L.fp8.gate_up, bias_of(L.gate_up_bias), w_.dtype, tag, "gate_up");
     emit(p, l, "gate_up", gu);
     const HostTensor act = swiglu(gu);
     emit(p, l, "swiglu", act);
-    const HostTensor d = gemm(act, L.down, bias_of(L.down_bias), w_.dtype, tag, "down");
+    const HostTensor d = gemm(act, L.down, L.fp8.down, bias_of(L.down_bias), w_.dtype, tag, "down");
     emit(p, l, "down", d);
     return d;
   }
@@ -166,51 +174,83 @@ class HostEngine final : public PassEngine {
   HostTensor moe_mlp(const Pass& p, int32_t l, const LayerWeights& L, const HostTensor& h,
                      const char* tag) {
     const int rows = static_cast<int>(h.dim(0)), experts = c_.num_experts;
-    const HostTensor logits = gemm(h, L.router, nullptr, DType::kFP32, tag, "router");
+    const HostTensor logits = gemm(h, L.router, L.fp8.router, nullptr, DType::kFP32, tag, "router");
     emit(p, l, "router", logits);
     const MoeRoute route =
         route_tokens({logits.data_as<float>(), static_cast<size_t>(logits.numel())}, rows, experts,
                      c_.experts_per_token, c_.norm_topk_prob);
     const MoeExpertRows by_expert = group_rows_by_expert(route, experts);
     const std::vector<bool> noted = tag && notes_ ? watched_experts(p, route) : std::vector<bool>();
+    // Every expert's gate/up first, then every down: an FP8 dynamic_tensor scale is a max over a
+    // whole stage's (token, top-k) rows, as a fused MoE kernel quantises its input buffer
+    // (fp8_stage_scheme). The trace keeps the per-expert order.
+    const auto fp8_of = [](const std::vector<LayerFp8::Weight>& w, int e) {
+      return w.empty() ? nullptr : w[static_cast<size_t>(e)];
+    };
+    std::vector<std::vector<int64_t>> routed(static_cast<size_t>(experts));
+    std::vector<HostTensor> gate_ups(static_cast<size_t>(experts)),
+        acts(static_cast<size_t>(experts));
     std::vector<HostTensor> outputs(static_cast<size_t>(experts));
+    const auto tag_of = [&](int e) { return !noted.empty() && noted[e] ? tag : nullptr; };
+    const Fp8Scheme gate_up_fp8 = stage_fp8({&h}, tag, "experts.gate_up");
     for (int e = 0; e < experts; ++e) {
       const int32_t begin = by_expert.offsets[e], end = by_expert.offsets[e + 1];
-      const std::vector<int64_t> routed(by_expert.row.begin() + begin, by_expert.row.begin() + end);
+      routed[e].assign(by_expert.row.begin() + begin, by_expert.row.begin() + end);
+      if (routed[e].empty()) continue;
       const std::string name = "expert" + std::to_string(e);
-      const std::string gu_name = name + ".gate_up", down_name = name + ".down";
-      if (routed.empty()) {
-        emit_expert(p, l, gu_name, nullptr, routed, 2 * int64_t{c_.expert_intermediate});
-        emit_expert(p, l, down_name, nullptr, routed, c_.hidden);
-        continue;
-      }
-      const char* etag = !noted.empty() && noted[e] ? tag : nullptr;
-      if (etag) (*notes_)[std::string(tag) + "." + name + ".rows"] = std::to_string(routed.size());
-      const HostTensor gu = gemm(gather_rows(h, routed), L.expert_gate_up[e], nullptr, w_.dtype,
-                                 etag, gu_name.c_str());
-      emit_expert(p, l, gu_name, &gu, routed, gu.dim(1));
-      outputs[e] = gemm(swiglu(gu), L.expert_down[e], nullptr, w_.dtype, etag, down_name.c_str());
-      emit_expert(p, l, down_name, &outputs[e], routed, c_.hidden);
+      if (tag_of(e))
+        (*notes_)[std::string(tag) + "." + name + ".rows"] = std::to_string(routed[e].size());
+      gate_ups[e] =
+          gemm(gather_rows(h, routed[e]), L.expert_gate_up[e], fp8_of(L.fp8.expert_gate_up, e),
+               nullptr, w_.dtype, tag_of(e), (name + ".gate_up").c_str(), &gate_up_fp8);
+      acts[e] = swiglu(gate_ups[e]);
     }
-    if (L.shared_gate_up.empty()) {
+    std::vector<const HostTensor*> down_inputs;
+    for (const HostTensor& a : acts)
+      if (!a.empty()) down_inputs.push_back(&a);
+    const Fp8Scheme down_fp8 = stage_fp8(down_inputs, tag, "experts.down");
+    for (int e = 0; e < experts; ++e) {
+      if (routed[e].empty()) continue;
+      outputs[e] = gemm(acts[e], L.expert_down[e], fp8_of(L.fp8.expert_down, e), nullptr, w_.dtype,
+                        tag_of(e), ("expert" + std::to_string(e) + ".down").c_str(), &down_fp8);
+    }
+    for (int e = 0; e < experts; ++e) {
+      const std::string name = "expert" + std::to_string(e);
+      const bool any = !routed[e].empty();
+      emit_expert(p, l, name + ".gate_up", any ? &gate_ups[e] : nullptr, routed[e],
+                  2 * int64_t{c_.expert_intermediate});
+      emit_expert(p, l, name + ".down", any ? &outputs[e] : nullptr, routed[e], c_.hidden);
+    }
+    if (L.shared_gate_up.empty() && !L.fp8.shared_gate_up) {
       HostTensor out = combine_experts(route, by_expert, outputs, c_.hidden, w_.dtype);
       emit(p, l, "combine", out);
       return out;
     }
     // Qwen2-MoE's shared expert: every row, gated by sigmoid(x · shared_gate) in the combine.
-    const HostTensor sgu =
-        gemm(h, L.shared_gate_up, nullptr, w_.dtype, tag, "shared_expert.gate_up");
+    const HostTensor sgu = gemm(h, L.shared_gate_up, L.fp8.shared_gate_up, nullptr, w_.dtype, tag,
+                                "shared_expert.gate_up");
     emit(p, l, "shared_expert.gate_up", sgu);
-    const HostTensor shared =
-        gemm(swiglu(sgu), L.shared_down, nullptr, w_.dtype, tag, "shared_expert.down");
+    const HostTensor shared = gemm(swiglu(sgu), L.shared_down, L.fp8.shared_down, nullptr, w_.dtype,
+                                   tag, "shared_expert.down");
     emit(p, l, "shared_expert.down", shared);
     const HostTensor gate =
-        gemm(h, L.shared_gate, nullptr, DType::kFP32, tag, "shared_expert_gate");
+        gemm(h, L.shared_gate, L.fp8.shared_gate, nullptr, DType::kFP32, tag, "shared_expert_gate");
     emit(p, l, "shared_expert_gate", gate);
     HostTensor out =
         combine_experts(route, by_expert, outputs, c_.hidden, w_.dtype, &shared, &gate);
     emit(p, l, "combine", out);
     return out;
+  }
+
+  // An MoE stage's FP8 scheme over all its inputs (fp8_stage_scheme): with dynamic_tensor, the
+  // stage-wide scale, noted as "<tag>.<name>.act_scale".
+  Fp8Scheme stage_fp8(const std::vector<const HostTensor*>& inputs, const char* tag,
+                      const char* name) {
+    if (!w_.fp8) return fp8_;
+    const Fp8Scheme s = fp8_stage_scheme(fp8_, inputs);
+    if (tag && notes_ && s.stage_scale > 0)
+      (*notes_)[std::string(tag) + "." + name + ".act_scale"] = fp8_stage_note(s, inputs);
+    return s;
   }
 
   // The experts that a watched sequence's rows are routed to (those whose calls' notes are kept).
@@ -267,13 +307,23 @@ class HostEngine final : public PassEngine {
     return run_op(rmsnorm_args(x, weight, c_, w_.dtype), tag, name);
   }
 
-  HostTensor gemm(const HostTensor& a, const HostTensor& weight, const HostTensor* bias,
-                  DType out_dtype, const char* tag, const char* name) {
+  // One linear layer: `weight` in the activation dtype, or `fp8` (an FP8 checkpoint's layer)
+  // with the run's activation scheme, or an MoE stage's (`stage`).
+  HostTensor gemm(const HostTensor& a, const HostTensor& weight, const LayerFp8::Weight& fp8,
+                  const HostTensor* bias, DType out_dtype, const char* tag, const char* name,
+                  const Fp8Scheme* stage = nullptr) {
     GemmArgs g;
     g.a = &a;
     g.w = &weight;
     g.bias = bias;
     g.out_dtype = out_dtype;
+    if (fp8) {
+      g.w = nullptr;
+      g.fp8_w = fp8.get();
+      g.fp8 = stage ? *stage : fp8_;
+      g.fp8.format = fp8->format;
+      g.fp8.weight_scale = fp8->scale_kind;
+    }
     return run_op(g, tag, name);
   }
 
@@ -310,6 +360,7 @@ class HostEngine final : public PassEngine {
   RunNotes* notes_;
   Rope rope_;
   std::vector<std::unique_ptr<PagedKvCache>> caches_;
+  Fp8Scheme fp8_;  // an FP8 checkpoint's activation scheme and accumulation (DecodeOptions::fp8)
 };
 
 // The scheduler: checks the inputs, cuts the prompts into prefill passes and then decode steps,
@@ -336,18 +387,22 @@ class BatchDecoder final : public PassTrace {
       capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
     }
     // MoE layers are computed on the host path only (one backend call per op): the device
-    // engine declines them; so is tensor parallelism (each rank's shard through the backend).
-    DeviceDecodeOps* device = use_device_path(options_.path) && !c_.is_moe() && options_.tp.tp == 1
-                                  ? backend_.device_decode_ops()
-                                  : nullptr;
+    // engine declines them, and FP8 layers; so is tensor parallelism (each rank's shard through
+    // the backend).
+    DeviceDecodeOps* device =
+        use_device_path(options_.path) && !c_.is_moe() && !w_.fp8 && options_.tp.tp == 1
+            ? backend_.device_decode_ops()
+            : nullptr;
+    if (w_.fp8 && options_.tp.tp > 1)
+      throw_input_error("tensor parallelism ('tp') is not implemented for FP8 checkpoints");
     if (options_.tp.tp > 1) {
       engine_ = make_tp_engine(backend_, w_, capacity, options_, *this, notes_);
     } else if (device) {
       engine_ = make_device_engine(*device, w_, capacity, max_pass_rows(), options_, *this, notes_);
     } else {
       engine_ = std::make_unique<HostEngine>(
-          backend_, w_, std::make_shared<KvPageLayout>(capacity, options_.page_size), *this,
-          notes_);
+          backend_, w_, std::make_shared<KvPageLayout>(capacity, options_.page_size), *this, notes_,
+          options_.fp8);
     }
     watch_index_.assign(prompts_.size(), -1);
     for (size_t i = 0; i < watched_.size(); ++i) watch_index_.at(watched_[i]) = static_cast<int>(i);
@@ -675,9 +730,10 @@ OpArgs attention_op_args(const Pass& p, const ModelConfig& c, DType dtype, Paged
 
 std::unique_ptr<PassEngine> make_host_engine(Backend& backend, const ModelWeights& weights,
                                              const std::vector<int32_t>& capacity,
-                                             int32_t page_size, PassTrace& trace, RunNotes* notes) {
+                                             int32_t page_size, const Fp8Scheme& fp8,
+                                             PassTrace& trace, RunNotes* notes) {
   return std::make_unique<HostEngine>(
-      backend, weights, std::make_shared<KvPageLayout>(capacity, page_size), trace, notes);
+      backend, weights, std::make_shared<KvPageLayout>(capacity, page_size), trace, notes, fp8);
 }
 
 std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWeights& weights,
@@ -685,6 +741,7 @@ std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWei
                                                 int64_t max_rows, int64_t max_heads,
                                                 DecodePath path, PassTrace& trace, RunNotes* notes,
                                                 std::string& decoder) {
+  if (weights.fp8) throw_input_error("serving traffic is not implemented for FP8 checkpoints");
   DeviceDecodeOps* device =
       use_device_path(path) && !weights.config.is_moe() ? backend.device_decode_ops() : nullptr;
   if (device) {

@@ -61,6 +61,10 @@ struct DecodeOptions {
   // per-request key). Without one, tokens are the greedy argmax.
   TokenSampler* sampler = nullptr;
   std::vector<uint64_t> sampling_ids;
+  // An FP8 checkpoint (ModelWeights::fp8, README "FP8"): how its FP8 GEMMs quantise their
+  // activations and accumulate (the format and weight scales are the weights' own). FP8 models
+  // decode on the host engine, without tensor parallelism.
+  Fp8Scheme fp8 = {};
 };
 
 // The ops of the trace, in the order one pass computes them. Layer -1 holds the ops outside the

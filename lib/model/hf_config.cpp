@@ -60,7 +60,6 @@ const std::pair<const char*, const char*> kRefusedMoeKeys[] = {
     {"first_k_dense_replace", "DeepSeek's dense-first layer schedule"},
     {"moe_layer_freq", "DeepSeek's MoE layer frequency"},
     {"ep_size", "expert-parallel layouts"},
-    {"quantization_config", "quantized weights"},
 };
 
 // Keys every supported architecture shares: the ones read below, and metadata that does not
@@ -97,7 +96,8 @@ const std::set<std::string> kSharedKeys = {"architectures",
                                            "rope_scaling",
                                            "rope_parameters",
                                            "partial_rotary_factor",
-                                           "layer_types"};
+                                           "layer_types",
+                                           "quantization_config"};
 
 [[noreturn]] void refuse(const std::string& path, const std::string& what) {
   throw_input_error(path + ": " + what);
@@ -420,6 +420,8 @@ HfConfig parse_hf_config(const json& j, const std::string& path) {
   if (type == "qwen3_moe" || type == "qwen2_moe" || type == "mixtral") parse_moe(j, path, c);
   c.sliding_window = sliding_window_of(j, path, arch, c.layers);
   out.tie_word_embeddings = bool_field(j, path, "tie_word_embeddings", false);
+  if (has(j, "quantization_config"))
+    out.fp8 = parse_quantization_config(j["quantization_config"], path);
   if (has(j, "eos_token_id")) {
     const json& e = j["eos_token_id"];
     for (const json& id : e.is_array() ? e : json::array({e})) {

@@ -17,14 +17,16 @@
 // Refused (Error kBadInput, one sentence naming the key): another model_type or architectures
 // entry; hidden_act other than silu; rope types other than the three; partial rotary; mrope;
 // pretraining_tp other than 1; the MoE variants nvdet does not compute (grouped routing,
-// routed_scaling_factor, sigmoid scoring, shared experts but Qwen2-MoE's, expert-parallel and
-// quantized layouts) in their own sentence; and every key not on the list of
-// keys known to be understood or known not to change the logits. Sliding windows are recorded
-// (ModelConfig::sliding_window) and refused by the decoder when a run outgrows them.
+// routed_scaling_factor, sigmoid scoring, shared experts but Qwen2-MoE's, expert-parallel
+// layouts) in their own sentence; a quantization_config other than FP8's (fp8_checkpoint.h); and
+// every key not on the list of keys known to be understood or known not to change the logits.
+// Sliding windows are recorded (ModelConfig::sliding_window) and refused by the decoder when a run
+// outgrows them.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "lib/model/fp8_checkpoint.h"
 #include "lib/model/model_config.h"
 
 namespace nvdet {
@@ -35,6 +37,8 @@ struct HfConfig {
   // eos_token_id (one id or a list; empty when absent or null): the tokens that end a request
   // under serving traffic with `eos: on` (README "Serving traffic"). No effect on the logits.
   std::vector<int32_t> eos_token_ids;
+  // quantization_config (README "FP8"): an FP8 checkpoint; any other quantisation is refused.
+  Fp8CheckpointConfig fp8;
 };
 
 // `j` is config.json's parsed contents; `path` names it in messages.

@@ -11,8 +11,36 @@
 #include "lib/model/sampler.h"
 #include "lib/model/synthetic_checkpoint.h"
 #include "lib/model/tp_engine.h"
+#include "lib/workloads/fp8_context.h"
 
 namespace nvdet {
+namespace {
+
+// FP8 (README "FP8") comes from an FP8 checkpoint: the key 'fp8' and the FP8 axes only choose
+// how its GEMMs quantise activations and accumulate, and what FP8 models are not run with is
+// refused before any context runs.
+void check_fp8_model(const Scenario& s, const ModelWeights& w) {
+  const SweepAxis* fp8_axis = nullptr;
+  const SweepAxis* tp_axis = nullptr;
+  for (const SweepAxis& a : s.sweep) {
+    if (a.axis == Axis::kActScale || a.axis == Axis::kAccumulation) fp8_axis = &a;
+    if (a.axis == Axis::kTp) tp_axis = &a;
+  }
+  const std::string needs_checkpoint =
+      " sets how an FP8 checkpoint's GEMMs quantise, but the model is not FP8 ('model.checkpoint' "
+      "must name a checkpoint whose config.json has a quantization_config with quant_method fp8)";
+  if (!w.fp8 && s.fp8.enabled) throw_input_error(s.fp8.where, "the key 'fp8'" + needs_checkpoint);
+  if (!w.fp8 && fp8_axis)
+    throw_input_error(fp8_axis->where, "sweep axis '" + fp8_axis->name() + "'" + needs_checkpoint);
+  if (!w.fp8) return;
+  if (tp_axis)
+    throw_input_error(tp_axis->where,
+                      "sweep axis 'tp' (tensor parallel) is not implemented for FP8 checkpoints");
+  if (s.traffic.enabled)
+    throw_input_error(s.model.where, "'traffic' is not implemented for FP8 checkpoints");
+}
+
+}  // namespace
 
 ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
   if (s.model.checkpoint.empty()) {
@@ -29,6 +57,7 @@ ModelRunner::ModelRunner(const Scenario& s) : s_(s) {
   }
   // Every tp the sweep names must shard this model (checked before any context runs).
   for (const int tp : tp_values(s)) check_tp_degree(weights_->config, tp);
+  check_fp8_model(s, *weights_);
   prompts_ = scenario_prompts(s, weights_->config.vocab);
   if (s.traffic.enabled) {
     traffic_ = std::make_shared<TrafficSource>(s_, prompts_, weights_->config.vocab);
@@ -64,6 +93,7 @@ DecodeOptions ModelRunner::options_for(const Context& c) const {
   o.page_size = static_cast<int32_t>(c.integer(Axis::kPageSize));
   o.max_new_tokens = static_cast<int32_t>(c.integer(Axis::kMaxNewTokens));
   o.tp = tp_options(s_, c);
+  if (weights_->fp8) o.fp8 = fp8_scheme(s_, c);
   return o;
 }
 
@@ -145,7 +175,9 @@ ScoreOptions ModelRunner::score_options_for(const Context& c) const {
   o.batch = static_cast<int32_t>(c.integer(Axis::kScoreBatch));
   const auto* chunk = std::get_if<int64_t>(&c.value(Axis::kScoreChunk));  // null: "whole"
   o.chunk = chunk ? static_cast<int32_t>(*chunk) : 0;
-  o.page_size = options_for(c).page_size;
+  const DecodeOptions decode = options_for(c);
+  o.page_size = decode.page_size;
+  o.fp8 = decode.fp8;
   o.seed = s_.seed;
   return o;
 }

@@ -6,12 +6,24 @@
 // separate ones, so fusing changes no bits of an invariant kernel and only the shape a vendor
 // heuristic sees. Every tensor is in the activation dtype.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "lib/core/tensor.h"
 #include "lib/model/model_config.h"
+#include "lib/ops/fp8_quant.h"
 
 namespace nvdet {
+
+// FP8 checkpoints (README "FP8"): the linear layers stored in FP8 with their block scales. Where
+// one is set, the layer's HostTensor of the same name is empty and its GEMM is an FP8 GEMM; null
+// where the layer is in the activation dtype (norms, embeddings, and what the checkpoint keeps
+// unquantised, such as the LM head and the MoE router).
+struct LayerFp8 {
+  using Weight = std::shared_ptr<const Fp8Weight>;
+  Weight qkv, o_proj, gate_up, down, router, shared_gate_up, shared_down, shared_gate;
+  std::vector<Weight> expert_gate_up, expert_down;  // [num_experts] in an MoE layer
+};
 
 struct LayerWeights {
   HostTensor attn_norm;  // [hidden]
@@ -36,6 +48,7 @@ struct LayerWeights {
   HostTensor shared_gate_up;  // [2 shared_expert_intermediate, hidden]
   HostTensor shared_down;     // [hidden, shared_expert_intermediate]
   HostTensor shared_gate;     // [1, hidden]: sigmoid(x · shared_gate) scales the shared expert
+  LayerFp8 fp8;
 };
 
 struct ModelWeights {
@@ -43,8 +56,12 @@ struct ModelWeights {
   DType dtype = DType::kBF16;
   HostTensor embed;  // [vocab, hidden]
   std::vector<LayerWeights> layers;
-  HostTensor final_norm;  // [hidden]
-  HostTensor lm_head;     // [vocab, hidden] (a copy of embed when the checkpoint ties them)
+  HostTensor final_norm;         // [hidden]
+  HostTensor lm_head;            // [vocab, hidden] (a copy of embed when the checkpoint ties them)
+  LayerFp8::Weight fp8_lm_head;  // an FP8 checkpoint's LM head in FP8 (lm_head then empty)
+  // Whether any linear layer is FP8 (an FP8 checkpoint): its GEMMs need an activation scheme
+  // (DecodeOptions::fp8) and run on the host engine only.
+  bool fp8 = false;
 };
 
 // Seeded synthetic weights: projections ~ N(0, 1/sqrt(fan_in)) so that each GEMM keeps the scale

@@ -78,7 +78,7 @@ HostTensor score_sequence(Backend& backend, const ModelWeights& weights,
   const std::vector<int32_t> capacity(seqs.size(), total);
   ScoreTrace trace(observer, watched, len);
   std::unique_ptr<PassEngine> engine =
-      make_host_engine(backend, weights, capacity, options.page_size, trace, notes);
+      make_host_engine(backend, weights, capacity, options.page_size, options.fp8, trace, notes);
 
   HostTensor logits(DType::kFP32, {steps, c.vocab});
   const size_t row_bytes = static_cast<size_t>(c.vocab) * sizeof(float);

@@ -26,6 +26,7 @@ struct ScoreOptions {
   int32_t page_size = 16;
   uint64_t seed = 0;  // the fillers' tokens: seeded by (seed, filler_key, filler index)
   uint64_t filler_key = 0;
+  Fp8Scheme fp8 = {};  // an FP8 checkpoint's activation scheme (DecodeOptions::fp8)
 };
 
 // Scores one sequence and returns its logits rows, fp32 [T, vocab] (row t: the distribution

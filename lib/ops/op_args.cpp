@@ -41,13 +41,39 @@ void require_matrix_pair(std::string_view op, const HostTensor* a, const char* a
   require_same_dtype(op, *a, a_name, *b, b_name);
 }
 
+// An FP8 call's scheme against its quantised weight, and the activation scheme's own numbers.
+void validate_fp8(std::string_view op, const Fp8Scheme& s, const Fp8Weight& w, const char* name) {
+  if (s.format != w.format || s.weight_scale != w.scale_kind) {
+    fail(op, std::string(name) + " is " + std::string(fp8_format_name(w.format)) + " with " +
+                 std::string(fp8_weight_scale_name(w.scale_kind)) + " scales but the scheme says " +
+                 fp8_scheme_text(s));
+  }
+  if (static_cast<int64_t>(w.codes.size()) != w.rows * w.cols ||
+      static_cast<int64_t>(w.scale_row.size()) != w.rows || w.scales.empty()) {
+    fail(op, std::string(name) + " is not a complete FP8 weight of [" + str(w.rows) + ", " +
+                 str(w.cols) + "]");
+  }
+  if (s.act_scale == Fp8ActScale::kStatic &&
+      (!std::isfinite(s.static_scale) || s.static_scale <= 0.0f)) {
+    fail(op, "the static activation scale must be a positive finite number");
+  }
+}
+
 void validate(const GemmArgs& g) {
   constexpr std::string_view op = "gemm";
-  require_matrix_pair(op, g.a, "a", g.w, "w");
-  const int64_t m = g.a->dim(0), k = g.a->dim(1), n = g.w->dim(0);
-  if (g.w->dim(1) != k) {
-    fail(op, "a.k (" + str(k) + ") != w.k (" + str(g.w->dim(1)) + "): a is " + g.a->shape_string() +
-                 ", w is " + g.w->shape_string() + " ([n, k])");
+  if (g.is_fp8()) {
+    require_tensor(op, g.a, "a", 2);
+    if (g.w != nullptr) fail(op, "an FP8 GEMM takes its weight as fp8_w, with w null");
+    validate_fp8(op, g.fp8, *g.fp8_w, "fp8_w");
+  } else {
+    require_matrix_pair(op, g.a, "a", g.w, "w");
+  }
+  const int64_t m = g.a->dim(0), k = g.a->dim(1);
+  const int64_t n = g.is_fp8() ? g.fp8_w->rows : g.w->dim(0);
+  const int64_t w_k = g.is_fp8() ? g.fp8_w->cols : g.w->dim(1);
+  if (w_k != k) {
+    fail(op, "a.k (" + str(k) + ") != w.k (" + str(w_k) + "): a is " + g.a->shape_string() +
+                 ", w is [" + str(n) + ", " + str(w_k) + "] ([n, k])");
   }
   if (m <= 0 || n <= 0 || k <= 0) {
     fail(op, "m, n and k must be positive (m=" + str(m) + ", n=" + str(n) + ", k=" + str(k) + ")");
@@ -205,27 +231,43 @@ void validate(const MoeArgs& m) {
   if (m.router->dim(1) != hidden) {
     fail(op, "router is " + m.router->shape_string() + " but x has " + str(hidden) + " columns");
   }
-  if (static_cast<int64_t>(m.gate_up.size()) != experts ||
-      static_cast<int64_t>(m.down.size()) != experts) {
+  const bool fp8 = m.is_fp8();
+  const size_t gate_ups = fp8 ? m.fp8_gate_up.size() : m.gate_up.size();
+  const size_t downs = fp8 ? m.fp8_down.size() : m.down.size();
+  if (static_cast<int64_t>(gate_ups) != experts || static_cast<int64_t>(downs) != experts ||
+      (fp8 && (!m.gate_up.empty() || !m.down.empty()))) {
     fail(op, "the router has " + str(experts) + " experts but there are " +
-                 str(static_cast<int64_t>(m.gate_up.size())) + " gate_up and " +
-                 str(static_cast<int64_t>(m.down.size())) + " down weights");
+                 str(static_cast<int64_t>(gate_ups)) + " gate_up and " +
+                 str(static_cast<int64_t>(downs)) + " down weights" +
+                 (fp8 ? " (FP8 experts take fp8_gate_up and fp8_down only)" : ""));
   }
   if (m.top_k < 1 || m.top_k > experts) {
     fail(op, "top_k (" + str(m.top_k) + ") must be 1 .. experts (" + str(experts) + ")");
   }
+  // Each expert's [rows, cols] of gate_up and down.
+  const auto dims = [&](int64_t e, bool down) -> std::pair<int64_t, int64_t> {
+    if (fp8) {
+      const Fp8Weight* w = down ? m.fp8_down[e] : m.fp8_gate_up[e];
+      if (w == nullptr) fail(op, "expert " + str(e) + " has no FP8 weight");
+      validate_fp8(op, m.fp8, *w, down ? "down" : "gate_up");
+      return {w->rows, w->cols};
+    }
+    const HostTensor* w = down ? m.down[e] : m.gate_up[e];
+    require_tensor(op, w, down ? "down" : "gate_up", 2);
+    require_same_dtype(op, *m.x, "x", *w, down ? "down" : "gate_up");
+    return {w->dim(0), w->dim(1)};
+  };
   int64_t inter = 0;
   for (int64_t e = 0; e < experts; ++e) {
-    require_tensor(op, m.gate_up[e], "gate_up", 2);
-    require_tensor(op, m.down[e], "down", 2);
-    require_same_dtype(op, *m.x, "x", *m.gate_up[e], "gate_up");
-    require_same_dtype(op, *m.x, "x", *m.down[e], "down");
-    if (e == 0) inter = m.gate_up[0]->dim(0) / 2;
-    if (m.gate_up[e]->dim(0) != 2 * inter || inter <= 0 || m.gate_up[e]->dim(1) != hidden ||
-        m.down[e]->dim(0) != hidden || m.down[e]->dim(1) != inter) {
-      fail(op, "expert " + str(e) + " has gate_up " + m.gate_up[e]->shape_string() + " and down " +
-                   m.down[e]->shape_string() + " but [2 x " + str(inter) + ", " + str(hidden) +
-                   "] and [" + str(hidden) + ", " + str(inter) + "] were expected");
+    const auto [gu_rows, gu_cols] = dims(e, false);
+    const auto [d_rows, d_cols] = dims(e, true);
+    if (e == 0) inter = gu_rows / 2;
+    if (gu_rows != 2 * inter || inter <= 0 || gu_cols != hidden || d_rows != hidden ||
+        d_cols != inter) {
+      fail(op, "expert " + str(e) + " has gate_up [" + str(gu_rows) + ", " + str(gu_cols) +
+                   "] and down [" + str(d_rows) + ", " + str(d_cols) + "] but [2 x " + str(inter) +
+                   ", " + str(hidden) + "] and [" + str(hidden) + ", " + str(inter) +
+                   "] were expected");
     }
   }
   for (int64_t r : m.noted_rows) {
@@ -278,7 +320,18 @@ DType input_dtype(const OpArgs& args) {
   return t->dtype();
 }
 
-void validate_op_args(const OpArgs& args) {
+bool is_fp8(const OpArgs& args) {
+  if (const auto* g = std::get_if<GemmArgs>(&args)) return g->is_fp8();
+  if (const auto* m = std::get_if<MoeArgs>(&args)) return m->is_fp8();
+  return false;
+}
+
+void validate_op_args(const OpArgs& args, bool computes_fp8) {
+  if (!computes_fp8 && is_fp8(args)) {
+    throw_input_error(std::string(op_name(op_kind(args))) +
+                      ": this backend does not compute FP8 (the key 'fp8'); README.md \"FP8\" "
+                      "lists the backends that do");
+  }
   std::visit([](const auto& a) { validate(a); }, args);
 }
 

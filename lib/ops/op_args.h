@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/core/tensor.h"
+#include "lib/ops/fp8_quant.h"
 #include "lib/ops/op_kind.h"
 
 namespace nvdet {
@@ -22,6 +23,12 @@ struct GemmArgs {
   const HostTensor* bias = nullptr;  // [n] or null
   DType out_dtype = DType::kFP32;
   bool allow_tf32 = false;  // fp32 inputs only: let vendor kernels use TF32
+  // FP8 (lib/ops/fp8_quant.h): with `fp8_w` set, `w` is null and the GEMM multiplies `a`
+  // quantised by `fp8`'s activation scheme with the quantised weight `fp8_w` (whose format and
+  // scale kind `fp8` repeats); the bias is added in full precision after the scales.
+  const Fp8Weight* fp8_w = nullptr;
+  Fp8Scheme fp8 = {};
+  bool is_fp8() const { return fp8_w != nullptr; }
 };
 
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]
@@ -105,6 +112,14 @@ struct MoeArgs {
   // row count and the plan its GEMMs got. Changes no result.
   std::vector<int64_t> noted_rows;
   DType out_dtype = DType::kFP32;
+  // FP8 experts (lib/ops/fp8_quant.h): with these set (one per expert), gate_up and down are
+  // empty and each expert GEMM is an FP8 GEMM of scheme `fp8`; the router stays in x's dtype.
+  // dynamic_tensor takes one scale over all (token, top-k) rows of a stage, as a fused MoE
+  // kernel quantises its whole input (lib/backend/moe_pipeline.h).
+  std::vector<const Fp8Weight*> fp8_gate_up;  // [experts] x [2 * intermediate, hidden]
+  std::vector<const Fp8Weight*> fp8_down;     // [experts] x [hidden, intermediate]
+  Fp8Scheme fp8 = {};
+  bool is_fp8() const { return !fp8_gate_up.empty(); }
 };
 
 using OpArgs = std::variant<GemmArgs, RmsNormArgs, LogSoftmaxArgs, AttentionDecodeArgs,
@@ -113,7 +128,11 @@ using OpArgs = std::variant<GemmArgs, RmsNormArgs, LogSoftmaxArgs, AttentionDeco
 OpKind op_kind(const OpArgs& args);
 DType input_dtype(const OpArgs& args);
 
-// Checks shapes and dtypes for consistency; throws Error(kBadInput) with a clear sentence.
-void validate_op_args(const OpArgs& args);
+// Checks shapes and dtypes for consistency; throws Error(kBadInput) with a clear sentence. FP8
+// arguments pass only where the caller computes FP8 (`computes_fp8`): a backend that does not
+// refuses them here, before it reads a null `w`.
+void validate_op_args(const OpArgs& args, bool computes_fp8 = false);
+// Whether the call is an FP8 GEMM or an MoE block with FP8 experts.
+bool is_fp8(const OpArgs& args);
 
 }  // namespace nvdet

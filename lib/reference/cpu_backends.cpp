@@ -3,12 +3,31 @@
 #include <memory>
 
 #include "lib/backend/backend.h"
+#include "lib/core/error.h"
 #include "lib/reference/cpu_kernels.h"
 
 namespace nvdet {
 namespace {
 
 enum class CpuFlavor { kReference, kInvariant, kVariant, kPortable };
+
+// FP8 (README "FP8"): the portable pair computes none, so that cpu-portable stays bitwise equal
+// to cuda-portable, which has no FP8 kernel yet.
+std::string portable_fp8_refusal() {
+  return "does not compute FP8: cpu-portable stays bitwise equal to cuda-portable, which has no "
+         "FP8 kernel yet";
+}
+
+// The other three compute every scheme of gemm, moe and model but fast accumulation, which is
+// the FP8 tensor cores' own reduced-precision accumulator: the CPU computes promoted only.
+std::string cpu_fp8_refusal(OpKind, const Fp8Scheme& scheme) {
+  if (scheme.accumulation == Fp8Accumulation::kFast) {
+    return "does not compute FP8 accumulation 'fast': fast accumulation is the FP8 tensor "
+           "cores' unpromoted, reduced-precision accumulator, which no CPU backend emulates; use "
+           "'promoted'";
+  }
+  return "";
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -17,7 +36,10 @@ class CpuBackend final : public Backend {
   const BackendInfo& info() const override { return info_; }
 
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
-    validate_op_args(args);
+    if (is_fp8(args) && flavor_ == CpuFlavor::kPortable) {
+      throw_input_error("backend '" + info_.name + "' " + portable_fp8_refusal());
+    }
+    validate_op_args(args, true);
     return std::visit([&](const auto& a) { return dispatch(a, notes); }, args);
   }
 
@@ -77,7 +99,11 @@ BackendRegistration registration(BackendInfo info, CpuFlavor flavor, std::string
             return std::make_unique<CpuBackend>(info, flavor);
           },
           supports_from({all_ops_all_dtypes(), false, nullptr}),
-          [path = std::move(path)] { return path; }, std::move(bench)};
+          [path = std::move(path)] { return path; },
+          std::move(bench),
+          flavor == CpuFlavor::kPortable
+              ? Fp8SupportFn([](OpKind, const Fp8Scheme&) { return portable_fp8_refusal(); })
+              : Fp8SupportFn(cpu_fp8_refusal)};
 }
 
 }  // namespace

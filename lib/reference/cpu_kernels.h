@@ -40,6 +40,13 @@ HostTensor portable_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
 HostTensor portable_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
 HostTensor portable_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
 
+// The FP8 GEMM (README "FP8", fp8_gemm.cpp), which each flavor's GEMM above calls for a
+// GemmArgs with fp8_w set: double accumulation (reference), fp32 groups promoted in order
+// (invariant), or split into `split_k` runs of whole groups (variant).
+HostTensor reference_fp8_gemm(const GemmArgs& args, RunNotes* notes);
+HostTensor invariant_fp8_gemm(const GemmArgs& args, RunNotes* notes);
+HostTensor variant_fp8_gemm_with_split_k(const GemmArgs& args, int split_k, RunNotes* notes);
+
 // The MoE block (lib/backend/moe_pipeline.h) with each flavor's GEMMs and combine
 // (moe_kernels.cpp).
 HostTensor reference_moe(const MoeArgs& args, RunNotes* notes);

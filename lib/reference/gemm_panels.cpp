@@ -9,12 +9,23 @@
 namespace nvdet::cpu {
 
 PackedGemm pack_gemm(const GemmArgs& args) {
+  const HostTensor& w = *args.w;
+  const int64_t k = args.a->dim(1);
+  return pack_gemm_values(
+      args.a->dim(0), w.dim(0), k, to_float(*args.a),
+      [&](int64_t col, float* out) { to_float(w, col * k, k, out); },
+      args.bias != nullptr ? to_float(*args.bias) : std::vector<float>());
+}
+
+PackedGemm pack_gemm_values(int64_t m, int64_t n, int64_t k, std::vector<float> a,
+                            const std::function<void(int64_t col, float* out)>& weight_row,
+                            std::vector<float> bias) {
   PackedGemm g;
-  g.m = args.a->dim(0);
-  g.k = args.a->dim(1);
-  g.n = args.w->dim(0);
-  g.a = to_float(*args.a);
-  if (args.bias != nullptr) g.bias = to_float(*args.bias);
+  g.m = m;
+  g.k = k;
+  g.n = n;
+  g.a = std::move(a);
+  g.bias = std::move(bias);
   const size_t panel_floats = static_cast<size_t>(g.num_panels() * g.k * kGemmLanes);
   try {
     g.panels.assign(panel_floats, 0.0f);
@@ -29,7 +40,7 @@ PackedGemm pack_gemm(const GemmArgs& args) {
     for (int l = 0; l < kGemmLanes; ++l) {
       const int64_t col = p * kGemmLanes + l;
       if (col >= g.n) break;
-      to_float(*args.w, col * g.k, g.k, row.data());
+      weight_row(col, row.data());
       for (int64_t kk = 0; kk < g.k; ++kk) panel[kk * kGemmLanes + l] = row[kk];
     }
   });

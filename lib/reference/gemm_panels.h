@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "lib/ops/op_args.h"
@@ -31,6 +32,12 @@ struct PackedGemm {
 };
 
 PackedGemm pack_gemm(const GemmArgs& args);
+// The same from values already in floats: `a` [m][k], and `weight_row(col, out)` writing row
+// `col` of the [n, k] weight (k floats); `bias` [n] or empty. (The FP8 GEMM packs its codes'
+// values this way.)
+PackedGemm pack_gemm_values(int64_t m, int64_t n, int64_t k, std::vector<float> a,
+                            const std::function<void(int64_t col, float* out)>& weight_row,
+                            std::vector<float> bias);
 
 // acc[r][l] = sum over kk in [k0, k1), sequentially from zero, of a[row0 + r][kk] * w[col][kk]
 // (Acc = float or double: products and sums are done in Acc). Rows past m repeat row m-1 and are

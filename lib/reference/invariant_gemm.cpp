@@ -9,6 +9,7 @@
 // each accumulator sees exactly the sequence above. So row i's bits are the same at any batch
 // size and position, and a token's row of a decode step (m = batch) equals its row of a
 // scoring pass over whole sequences (m = thousands): sampler/trainer parity.
+#include "lib/core/error.h"
 #include "lib/core/parallel.h"
 #include "lib/reference/cpu_common.h"
 #include "lib/reference/cpu_kernels.h"
@@ -17,6 +18,7 @@
 namespace nvdet::cpu {
 
 HostTensor invariant_gemm(const GemmArgs& args, RunNotes* notes) {
+  if (args.is_fp8()) return invariant_fp8_gemm(args, notes);
   const PackedGemm g = pack_gemm(args);
   std::vector<float> out(static_cast<size_t>(g.m * g.n));
   parallel_for(g.num_panels(), g.panel_work(), [&](int64_t p) {
@@ -47,6 +49,7 @@ HostTensor invariant_gemm(const GemmArgs& args, RunNotes* notes) {
 }
 
 HostTensor invariant_gemm_chunk_partials(const GemmArgs& args, RunNotes* notes) {
+  if (args.is_fp8()) throw_input_error("gemm: the K-chunk partials of an FP8 GEMM are not given");
   const PackedGemm g = pack_gemm(args);
   const int64_t chunks = (g.k + kInvariantKChunk - 1) / kInvariantKChunk;
   std::vector<float> out(static_cast<size_t>(chunks * g.m * g.n));

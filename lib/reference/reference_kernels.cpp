@@ -15,6 +15,7 @@
 namespace nvdet::cpu {
 
 HostTensor reference_gemm(const GemmArgs& args, RunNotes* notes) {
+  if (args.is_fp8()) return reference_fp8_gemm(args, notes);
   const PackedGemm g = pack_gemm(args);
   std::vector<double> out(static_cast<size_t>(g.m * g.n));
   parallel_for(g.num_panels(), g.panel_work(), [&](int64_t p) {

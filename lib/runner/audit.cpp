@@ -16,6 +16,7 @@
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/runner/completion_compare.h"
+#include "lib/runner/fp8_support.h"
 #include "lib/runner/parity_metrics.h"
 #include "lib/runner/result_classes.h"
 #include "lib/runner/verdict.h"
@@ -314,6 +315,7 @@ void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& sp
 }
 
 Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
+  if (Support fp8 = fp8_support(s, name); !fp8.ok()) return fp8;
   Support device_refusal;
   for (OpKind op : op_spec(s.op).uses) {
     Support answer = backend_supports(name, op, s.dtype, device);

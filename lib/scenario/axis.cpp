@@ -45,6 +45,9 @@ const std::vector<AxisSpec>& axis_table() {
     const std::vector<O> paged = {O::kAttentionDecode, O::kAttentionPrefill, O::kModel};
     const std::vector<O> chunked = {O::kAttentionPrefill, O::kModel};
     const std::vector<O> tensor_parallel = {O::kGemm, O::kModel};
+    const std::vector<O> fp8_ops = {O::kGemm, O::kMoe, O::kModel};
+    // A model's format and weight scales are its FP8 checkpoint's.
+    const std::vector<O> fp8_weight_ops = {O::kGemm, O::kMoe};
     std::vector<AxisSpec> t = {
         {Axis::kBatch,
          "batch",
@@ -297,6 +300,37 @@ const std::vector<AxisSpec>& axis_table() {
          },
          "traffic.chunked_prefill",
          {O::kModel}},
+        // FP8 (README "FP8"): each changes the computation itself, so contexts of different
+        // schemes are never compared; an audit sweeps them to show the schemes side by side.
+        {Axis::kFp8Format, "fp8_format",
+         "FP8 element format of weights and activations: e4m3 or e5m2", T::kWords, 0,
+         fp8_format_words(), true,
+         [](const Scenario& s) {
+           return AxisValue(std::string(fp8_format_name(s.fp8.scheme.format)));
+         },
+         "fp8.format", fp8_weight_ops},
+        {Axis::kActScale, "act_scale",
+         "FP8 activation scale: static, dynamic_tensor (a max over the batch), dynamic_token or "
+         "group_128",
+         T::kWords, 0, fp8_act_scale_words(), true,
+         [](const Scenario& s) {
+           return AxisValue(std::string(fp8_act_scale_name(s.fp8.scheme.act_scale)));
+         },
+         "fp8.act_scale", fp8_ops},
+        {Axis::kWeightScale, "weight_scale", "FP8 weight scale: tensor, channel or block_128x128",
+         T::kWords, 0, fp8_weight_scale_words(), true,
+         [](const Scenario& s) {
+           return AxisValue(std::string(fp8_weight_scale_name(s.fp8.scheme.weight_scale)));
+         },
+         "fp8.weight_scale", fp8_weight_ops},
+        {Axis::kAccumulation, "accumulation",
+         "FP8 GEMM accumulation: promoted (fp32 partials of 128-wide K groups added in order) or "
+         "fast (the tensor cores' own accumulator)",
+         T::kWords, 0, fp8_accumulation_words(), true,
+         [](const Scenario& s) {
+           return AxisValue(std::string(fp8_accumulation_name(s.fp8.scheme.accumulation)));
+         },
+         "fp8.accumulation", fp8_ops},
     };
     return t;
   }();

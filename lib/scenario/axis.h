@@ -50,8 +50,12 @@ enum class Axis : uint8_t {
   kMaxNumSeqs,
   kPrefixCaching,
   kChunkedPrefill,
+  kFp8Format,
+  kActScale,
+  kWeightScale,
+  kAccumulation,
 };
-inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kChunkedPrefill) + 1;
+inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kAccumulation) + 1;
 
 enum class AxisValueType {
   kInteger,        // integers from `min`

@@ -13,6 +13,7 @@
 #include "lib/core/dtype.h"
 #include "lib/core/error.h"
 #include "lib/ops/allreduce.h"
+#include "lib/ops/fp8_quant.h"
 #include "lib/ops/op_kind.h"
 #include "lib/scenario/axis.h"
 #include "lib/scenario/traffic_spec.h"
@@ -113,6 +114,16 @@ struct ModelSpec {
   SamplingSpec sampling;
 };
 
+// FP8 (README "FP8"): the key `fp8:` of gemm, moe and model. Its scheme is every context's unless
+// the axes fp8_format, act_scale, weight_scale and accumulation sweep a field. A model takes its
+// format and weight scales from its FP8 checkpoint (the key `fp8:` there sets only act_scale and
+// accumulation).
+struct Fp8Spec {
+  bool enabled = false;  // the key is given
+  Fp8Scheme scheme;
+  SourceLocation where;
+};
+
 struct Scenario {
   std::string path;  // as given on the command line
   std::string name;
@@ -139,6 +150,7 @@ struct Scenario {
   // path's `nccl:` settings (gemm and model).
   bool tp_split_row = true;
   NcclSettings nccl;
+  Fp8Spec fp8;
 
   AttentionShape attention;
   PrefillShape prefill;

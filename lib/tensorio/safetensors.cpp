@@ -291,6 +291,14 @@ AnyTensor SafetensorsFile::read_any(const std::string& name) const {
   return t;
 }
 
+std::vector<std::byte> SafetensorsFile::read_raw(const std::string& name) const {
+  const Entry& e = entry(name);
+  std::vector<std::byte> bytes(static_cast<size_t>(e.end - e.begin));
+  if (!bytes.empty())
+    read_exactly(path_, file_->fd, data_start_ + e.begin, bytes.data(), bytes.size());
+  return bytes;
+}
+
 HostTensor SafetensorsFile::read(const std::string& name) const {
   const Entry& e = entry(name);
   if (!e.type || !to_dtype(*e.type)) {

@@ -39,6 +39,9 @@ class SafetensorsFile {
   HostTensor read(const std::string& name) const;
   // Any dtype the format defines (BF16, F16, F32, F64, I8..I64, U8..U64, BOOL).
   AnyTensor read_any(const std::string& name) const;
+  // The stored bytes of a tensor of any dtype the header names, the FP8 types (F8_E4M3,
+  // F8_E5M2: one byte an element) included; the caller interprets them.
+  std::vector<std::byte> read_raw(const std::string& name) const;
 
   const std::map<std::string, std::string>& metadata() const;  // "__metadata__"
   const std::filesystem::path& path() const;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "lib/workloads/footprint.h"
+#include "lib/workloads/fp8_context.h"
 #include "lib/workloads/row_workload.h"
 #include "lib/workloads/tp_gemm.h"
 
@@ -18,6 +19,8 @@ class GemmWorkload final : public RowWorkload {
         w_(seeded_tensor(s.dtype, {s.n, s.k}, s.seed, kWeightStream,
                          1.0f / std::sqrt(static_cast<float>(s.k)))) {
     if (s.bias) bias_ = seeded_tensor(s.dtype, {s.n}, s.seed, kBiasStream, 0.5f);
+    // FP8 (README "FP8"): the weight quantised once per format and weight scale of the sweep.
+    if (s.fp8.enabled) fp8_w_ = Fp8Weights({&w_}, fp8_schemes(s));
     // Every rank's shard is cut here, so that a tp the shape cannot take is refused before any
     // backend runs.
     const bool sharded = std::any_of(s.sweep.begin(), s.sweep.end(), [](const SweepAxis& a) {
@@ -44,6 +47,13 @@ class GemmWorkload final : public RowWorkload {
   }
   HostTensor compute(Backend& backend, const HostTensor& x, const Context& context,
                      RunNotes* notes) override {
+    if (scenario().fp8.enabled) {
+      GemmArgs a = std::get<GemmArgs>(make_args(x));
+      a.w = nullptr;
+      a.fp8 = fp8_scheme(scenario(), context);
+      a.fp8_w = &fp8_w_.at(0, a.fp8);
+      return backend.run(a, notes);
+    }
     if (rows_.empty() && columns_.empty()) return RowWorkload::compute(backend, x, context, notes);
     const TpOptions o = tp_options(scenario(), context);
     if (scenario().tp_split_row) {
@@ -56,6 +66,8 @@ class GemmWorkload final : public RowWorkload {
   // One backend call is what bench times; a sharded context is many calls and a host-side
   // all-reduce, which it would misrepresent.
   std::unique_ptr<BenchCase> bench_case(const Context& context) override {
+    if (scenario().fp8.enabled)
+      throw_input_error("nvdet bench does not time FP8 GEMMs: no GPU backend computes FP8 yet");
     if (!rows_.empty() || !columns_.empty())
       throw_input_error(
           "nvdet bench does not time tensor-parallel contexts (the tp, allreduce "
@@ -71,6 +83,7 @@ class GemmWorkload final : public RowWorkload {
 
  private:
   HostTensor w_, bias_;
+  Fp8Weights fp8_w_;                       // FP8 scenarios: w_ quantised per (format, weight scale)
   std::map<int, RowParallelLinear> rows_;  // by tp, when the scenario shards
   std::map<int, ColumnParallelLinear> columns_;
 };
@@ -95,6 +108,13 @@ Footprint gemm_footprint(const Scenario& s) {
                   static_cast<double>(s.n) * static_cast<double>(s.k) + static_cast<double>(s.n)) *
                      4 +
                  rows * static_cast<double>(s.n) * 8;
+  // FP8: one byte per weight element and its scales per (format, weight scale) swept, and the
+  // activations' codes.
+  if (s.fp8.enabled) {
+    p.weights += static_cast<double>(fp8_schemes(s).size()) * static_cast<double>(s.n) *
+                 (static_cast<double>(s.k) + 4);
+    p.cpu_copies += rows * static_cast<double>(s.k) * 5;
+  }
   for (const SweepAxis& a : s.sweep) {
     if (a.axis != Axis::kTp) continue;
     // The ranks' shards (a second copy of the weights per tp value) and their partial outputs,

@@ -20,6 +20,7 @@
 #include "lib/core/error.h"
 #include "lib/workloads/batch_layout.h"
 #include "lib/workloads/footprint.h"
+#include "lib/workloads/fp8_context.h"
 #include "lib/workloads/row_source.h"
 #include "lib/workloads/workload.h"
 
@@ -66,6 +67,14 @@ class MoeWorkload final : public Workload {
       down_.push_back(seeded_tensor(s.dtype, {h, inter}, s.seed, down_stream(i),
                                     1.0f / std::sqrt(static_cast<float>(inter))));
     }
+    // FP8 experts (README "FP8"): every expert's weights quantised once per format and weight
+    // scale of the sweep, gate_up first then down; the router stays in the activations' dtype.
+    if (s.fp8.enabled) {
+      std::vector<const HostTensor*> experts;
+      for (const HostTensor& w : gate_up_) experts.push_back(&w);
+      for (const HostTensor& w : down_) experts.push_back(&w);
+      fp8_experts_ = Fp8Weights(experts, fp8_schemes(s));
+    }
   }
 
   std::vector<std::string> coord_names() const override { return {"token", "col"}; }
@@ -80,7 +89,18 @@ class MoeWorkload final : public Workload {
       cached_x_ = assemble(layout, t, context.word(Axis::kFillerRouting));
       cached_id_ = context.id;
     }
-    const HostTensor out = backend.run(make_args(cached_x_, layout, t), notes);
+    MoeArgs args = make_args(cached_x_, layout, t);
+    if (s_.fp8.enabled) {
+      args.fp8 = fp8_scheme(s_, context);
+      args.gate_up.clear();
+      args.down.clear();
+      const size_t e = gate_up_.size();
+      for (size_t i = 0; i < e; ++i) {
+        args.fp8_gate_up.push_back(&fp8_experts_.at(i, args.fp8));
+        args.fp8_down.push_back(&fp8_experts_.at(e + i, args.fp8));
+      }
+    }
+    const HostTensor out = backend.run(args, notes);
     std::vector<RequestOutput> outputs;
     for (size_t p = 0; p < layout.probe_slot.size(); ++p) {
       RequestOutput o;
@@ -92,6 +112,9 @@ class MoeWorkload final : public Workload {
   }
 
   std::unique_ptr<BenchCase> bench_case(const Context& context) override {
+    if (s_.fp8.enabled)
+      throw_input_error(
+          "nvdet bench does not time FP8 MoE blocks: no GPU backend computes FP8 yet");
     auto bc = std::make_unique<MoeBenchCase>();
     const BatchLayout layout = make_batch_layout(s_, context);
     const int64_t t = context.integer(Axis::kTokens);
@@ -164,6 +187,7 @@ class MoeWorkload final : public Workload {
   RowSource source_;
   HostTensor router_;
   std::vector<HostTensor> gate_up_, down_;
+  Fp8Weights fp8_experts_;  // FP8 scenarios: gate_up_ then down_, per (format, weight scale)
   HostTensor cached_x_;
   std::string cached_id_;
 };
@@ -189,6 +213,11 @@ Footprint moe_footprint(const Scenario& s) {
   // when all of them receive rows) and the gathered activations; cpu-reference's double outputs.
   p.cpu_copies =
       (e * h + e * 3.0 * i * h) * 4 + rows * k * std::max(h, 2.0 * i) * (4 + 8) + rows * h * 8;
+  // FP8: every expert's codes and scales per (format, weight scale) swept, and the activations'.
+  if (s.fp8.enabled) {
+    p.weights += static_cast<double>(fp8_schemes(s).size()) * e * 3.0 * i * (h + 4);
+    p.cpu_copies += rows * k * std::max(h, 2.0 * i) * 5;
+  }
   return p;
 }
 
