@@ -44,7 +44,7 @@ std::vector<float> rows_as_float(const HostTensor& t) {
   const std::byte* base = t.data();
   const DType dtype = t.dtype();
   const int64_t cols = t.dim(1);
-  parallel_for(t.dim(0), [&](int64_t r) {
+  parallel_for(t.dim(0), cols, [&](int64_t r) {
     for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = load_element(base, dtype, r * cols + c);
   });
   return out;
@@ -117,7 +117,7 @@ Fp8Weight quantize_weight(const HostTensor& w, Fp8Format format, Fp8WeightScale 
     }
     case Fp8WeightScale::kChannel: {
       q.scales.resize(static_cast<size_t>(q.rows));
-      parallel_for(q.rows, [&](int64_t r) {
+      parallel_for(q.rows, 4 * cols, [&](int64_t r) {
         q.scales[r] = dynamic_scale(abs_max(v.data() + r * cols, 0, cols), format);
         q.scale_row[r] = static_cast<int32_t>(r);
         const float reciprocal = 1.0f / q.scales[r];
@@ -130,7 +130,7 @@ Fp8Weight quantize_weight(const HostTensor& w, Fp8Format format, Fp8WeightScale 
       const int64_t block_rows = groups_of(q.rows);
       q.scale_cols = groups_of(cols);
       q.scales.resize(static_cast<size_t>(block_rows * q.scale_cols));
-      parallel_for(block_rows * q.scale_cols, [&](int64_t b) {
+      parallel_for(block_rows * q.scale_cols, 4 * kFp8Group * kFp8Group, [&](int64_t b) {
         const int64_t r0 = b / q.scale_cols * kFp8Group, c0 = b % q.scale_cols * kFp8Group;
         const int64_t r1 = std::min(q.rows, r0 + kFp8Group), c1 = std::min(cols, c0 + kFp8Group);
         float amax = 0.0f;
@@ -225,7 +225,7 @@ Fp8Activations quantize_activations(const HostTensor& x, const Fp8Scheme& scheme
                           : dynamic_scale(abs_max(v.data(), 0, static_cast<int64_t>(v.size())), f);
       q.scales = {s};
       const float reciprocal = 1.0f / s;
-      parallel_for(q.rows, [&](int64_t r) {
+      parallel_for(q.rows, 4 * cols, [&](int64_t r) {
         for (int64_t c = 0; c < cols; ++c)
           q.codes[r * cols + c] = code_by_reciprocal(v[r * cols + c], reciprocal, f);
       });
@@ -233,7 +233,7 @@ Fp8Activations quantize_activations(const HostTensor& x, const Fp8Scheme& scheme
     }
     case Fp8ActScale::kDynamicToken: {
       q.scales.resize(static_cast<size_t>(q.rows));
-      parallel_for(q.rows, [&](int64_t r) {
+      parallel_for(q.rows, 4 * cols, [&](int64_t r) {
         q.scales[r] = dynamic_scale(abs_max(v.data() + r * cols, 0, cols), f);
         const float reciprocal = 1.0f / q.scales[r];
         for (int64_t c = 0; c < cols; ++c)
@@ -244,7 +244,7 @@ Fp8Activations quantize_activations(const HostTensor& x, const Fp8Scheme& scheme
     case Fp8ActScale::kGroup128: {
       q.scale_cols = groups_of(cols);
       q.scales.resize(static_cast<size_t>(q.rows * q.scale_cols));
-      parallel_for(q.rows, [&](int64_t r) {
+      parallel_for(q.rows, 4 * cols, [&](int64_t r) {
         for (int64_t g = 0; g < q.scale_cols; ++g) {
           const int64_t c0 = g * kFp8Group, c1 = std::min(cols, c0 + kFp8Group);
           const float s = dynamic_scale(abs_max(v.data() + r * cols, c0, c1), f);

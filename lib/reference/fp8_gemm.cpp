@@ -36,7 +36,7 @@ namespace {
 // The call's codes as exact floats, packed for gemm_segment; `qa` already quantised.
 PackedGemm pack_codes(const Fp8Activations& qa, const Fp8Weight& w, const GemmArgs& args) {
   std::vector<float> a(qa.codes.size());
-  parallel_for(qa.rows, [&](int64_t r) {
+  parallel_for(qa.rows, qa.cols, [&](int64_t r) {
     for (int64_t c = 0; c < qa.cols; ++c)
       a[r * qa.cols + c] = fp8_to_float(qa.codes[r * qa.cols + c], args.fp8.format);
   });
@@ -80,7 +80,7 @@ HostTensor fp8_gemm(const GemmArgs& args, int split_k, RunNotes* notes) {
   while (padded < num_splits) padded *= 2;
 
   std::vector<Acc> out(static_cast<size_t>(g.m * g.n));
-  parallel_for(g.num_panels(), [&](int64_t p) {
+  parallel_for(g.num_panels(), g.panel_work(), [&](int64_t p) {
     Acc part[kGemmRows][kGemmLanes];
     std::vector<Acc> split_totals(static_cast<size_t>(padded) * kGemmRows * kGemmLanes);
     std::vector<float> column(static_cast<size_t>(padded));
