@@ -42,7 +42,7 @@ std::map<std::string, std::string> value_options(const std::string& command) {
   EXPECT_EQ(help.exit_code, 0) << help.err;
   std::map<std::string, std::string> out;
   // "  -k,--filter TEXT   ..." / "  --maxfail INT [0]  ...": the long name and the value type.
-  static const std::regex option("^\\s+(?:-\\w,)?(--[a-z-]+)\\s+([A-Z:]+)");
+  static const std::regex option("^\\s+(?:-\\w,)?(--[a-z-]+)\\s+(TEXT|INT|UINT|FLOAT)\\b");
   std::istringstream in(help.out);
   for (std::string line; std::getline(in, line);) {
     std::smatch m;

@@ -75,9 +75,9 @@ TEST(ScenarioChecks, WhatChangesNothingAtTemperatureZeroIsRefused) {
 
 TEST(ScenarioChecks, TpAndChannelsAreBoundedAtTheirPlaceInTheFile) {
   EXPECT_CONTAINS(refusal(tiny_model("", "sweep: {tp: [1, 65]}\n")),
-                  "m:8:14: 'tp' value 65 is more than the limit 64");
+                  "m.yaml:6:17: 'tp' value 65 is more than the limit 64");
   EXPECT_CONTAINS(refusal(tiny_model("", "sweep: {channels: [0, 70]}\n")),
-                  "m:8:23: 'channels' value 70 is more than the limit 64");
+                  "m.yaml:6:23: 'channels' value 70 is more than the limit 64");
   EXPECT_CONTAINS(refusal(tiny_model("", "sweep: {channels: {from: 60, to: 80}}\n")),
                   "'channels' value 80 is more than the limit 64");
 }
@@ -87,33 +87,33 @@ TEST(ScenarioChecks, TpAndChannelsAreBoundedAtTheirPlaceInTheFile) {
 TEST(ScenarioChecks, EveryScenarioIsCheckedBeforeTheFirstRuns) {
   const fs::path dir = make_temp_dir("scenario-checks");
   struct Bad {
-    std::string yaml, message;
+    std::string yaml, place, message;  // place: "bad.yaml:LINE:" where the file says it
   };
   const std::vector<Bad> bad = {
       // tp 3 does not divide the tiny model's 2 heads.
       {tiny_model("", "sweep: {tp: [1, 3]}\n"),
-       "bad.yaml:8:8: tp 3 must divide the model's 2 heads"},
+       "bad.yaml:6:", "tp 3 must divide the model's 2 heads"},
       // tp 2 on a mixture of experts (the fixture checkpoint's config).
       {"name: m\nop: model\ndtype: bf16\nmodel: {checkpoint: " +
            (source_dir() / "tests/fixtures/checkpoints/qwen3moe-t4").string() +
            ", max_new_tokens: 2}\nseed: 1\nsweep: {tp: [2]}\nbackends: {cpu-invariant: "
            "invariant}\n",
-       "bad.yaml:7:8: tp 2 is not implemented for a mixture-of-experts model"},
+       "bad.yaml:6:", "tp 2 is not implemented for a mixture-of-experts model"},
       // A GEMM whose k the tp does not split.
       {"name: m\nop: gemm\ndtype: bf16\nshape: {n: 64, k: 100}\nseed: 1\nsweep: {tp: [1, 3]}\n"
        "backends: {cpu-invariant: invariant}\n",
-       "bad.yaml:6:8: tp 3 does not divide k = 100"},
+       "bad.yaml:6:", "tp 3 does not divide k = 100"},
       // An MoE shape past its limits: exit 2 before the budget's exit 3 (--max-host-bytes 1K).
       {"name: m\nop: moe\ndtype: bf16\nshape: {hidden: 64, intermediate: 64, top_k: 2, experts: "
        "16777216}\nseed: 1\nbackends: {cpu-invariant: invariant}\n",
-       "moe: shape experts (16777216) may be at most 4096"},
+       "bad.yaml", "moe: shape experts (16777216) may be at most 4096"},
       // A trainer the registry does not have.
-      {tiny_model(", score_batch: 2, trainer: {backend: cpu-invarient}"),
-       "bad.yaml:4:8: 'model.trainer' names an unknown backend 'cpu-invarient' (did you mean "
+      {tiny_model(", score_batch: 2, trainer: {backend: cpu-invarient}"), "bad.yaml:4:",
+       "'model.trainer' names an unknown backend 'cpu-invarient' (did you mean "
        "'cpu-invariant'?)"},
       // A trainer tp the model's heads do not take.
       {tiny_model(", score_batch: 2, trainer: {tp: 4}"),
-       "bad.yaml:4:8: 'model.trainer' tp 4 must divide the model's 2 heads"},
+       "bad.yaml:4:", "'model.trainer' tp 4 must divide the model's 2 heads"},
   };
   for (const Bad& b : bad) {
     SCOPED_TRACE(b.message);
@@ -124,6 +124,7 @@ TEST(ScenarioChecks, EveryScenarioIsCheckedBeforeTheFirstRuns) {
                   " -q --max-host-bytes 1K --report-dir " + (dir / "r").string());
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_CONTAINS(r.err, b.message);
+    EXPECT_CONTAINS(r.err, b.place);
     EXPECT_EQ(r.out, "");  // the quickstart never ran
     EXPECT_FALSE(fs::exists(dir / "r" / "quickstart.json"));
     const CommandResult list =

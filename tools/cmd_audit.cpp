@@ -25,6 +25,7 @@
 #include "lib/core/system_info.h"
 #include "lib/core/temporary_files.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/loader/op_table.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/decode_progress.h"
@@ -180,8 +181,11 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   }
   std::vector<Planned> planned;
   std::vector<std::string> unmatched;
-  for (Scenario& s :
-       load_scenarios(f.scenarios, "reports and manifest entries", axis_overrides(f))) {
+  std::vector<Scenario> scenarios =
+      load_scenarios(f.scenarios, "reports and manifest entries", axis_overrides(f));
+  // What each scenario says, checked for every scenario before any budget is (exit 2 before 3).
+  for (const Scenario& s : scenarios) check_op_scenario(s);
+  for (Scenario& s : scenarios) {
     // A manifest recorded from other inputs (weights, prompts, shapes) is refused before
     // anything runs: its hashes would blame the kernels for the inputs' change.
     if (golden) check_manifest_inputs(*golden, f.verify, s.name, run_fingerprint(s));

@@ -32,7 +32,8 @@
 //   model: {checkpoint, synthetic_weights, hidden, layers, heads, kv_heads, head_dim,
 //           intermediate, vocab, rms_eps, rope_theta, weight_seed, prompts, prompts_file,
 //           prompt_len, num_prompts, max_new_tokens, prefill_chunk, page_size,
-//           score_batch, score_chunk, sampling: {temperature, top_k, top_p, seed, sampler}}
+//           score_batch, score_chunk, sampling: {temperature, top_k, top_p, seed, sampler},
+//           trainer: {backend, tp}}
 //                                 op model only; checkpoint / prompts_file are resolved against
 //                                 the scenario's folder; prompts_file is read here into prompts;
 //                                 prompts and prompts_file exclude each other and prompt_len /
@@ -40,8 +41,10 @@
 //                                 synthetic_weights (bool) needs a checkpoint folder holding
 //                                 config.json, and writes seeded weights beside it
 //                                 (model_runner.h); score_batch / score_chunk (or those axes) turn
-//                                 on the scoring pass; a backend's `parity: bitwise | report` needs
-//                                 it
+//                                 on the scoring pass, which `trainer` (another backend or tp for
+//                                 it) and a backend's `parity: bitwise | report | {mismatch_kl_max,
+//                                 logprob_abs_diff_max}` need; temperature 0 (any spelling) is
+//                                 greedy and takes no other sampling key
 //   seed: 1234                    required, unsigned 64-bit integer
 //   requests: [0, 1, 7]           probed request ids: distinct, >= 0; or a count N = [0 .. N-1];
 //                                 default [0]; for op model each must be < the number of prompts

@@ -201,14 +201,19 @@ std::string markdown_table(const std::vector<std::string>& heads, const Table& r
   return o;
 }
 
-// Wide tables scroll inside their box instead of running past the page's width.
+// Wide tables scroll inside their box instead of running past the page's width; numbers align
+// right and keep to one line, words (context ids) wrap.
 std::string html_table(const std::vector<std::string>& heads, const Table& rows) {
   std::string o = "<div class=\"wide\"><table>\n<thead><tr>";
   for (const std::string& h : heads) o += "<th>" + html_escape(h) + "</th>";
   o += "</tr></thead>\n<tbody>\n";
   for (const auto& row : rows) {
     o += "<tr>";
-    for (const std::string& v : row) o += "<td class=\"wrap\">" + html_escape(v) + "</td>";
+    for (const std::string& v : row) {
+      const bool number = !v.empty() && v.find_first_not_of("0123456789.e+-") == std::string::npos;
+      o += std::string(number ? "<td class=\"num\">" : "<td class=\"wrap\">") + html_escape(v) +
+           "</td>";
+    }
     o += "</tr>\n";
   }
   return o + "</tbody>\n</table></div>\n";

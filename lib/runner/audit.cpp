@@ -363,14 +363,9 @@ std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options)
 void check_trainer(const Scenario& s, const DeviceFacts& device) {
   const std::string& name = s.model.trainer_backend;
   if (name.empty()) return;
+  // Its name was checked with the model (check_model_scenario). Every backend's decode is scored
+  // by it: it cannot be skipped.
   const BackendSpec trainer{name, Expectation::kReport, s.model.trainer_where};
-  if (!find_backend(name)) {
-    std::vector<std::string> names;
-    for (const auto& r : backend_registry()) names.push_back(r.info.name);
-    throw_input_error(s.model.trainer_where, "'model.trainer' names an unknown backend '" +
-                                                 excerpt(name) + "'" + typo_hint(name, names));
-  }
-  // Every backend's decode is scored by it: it cannot be skipped.
   (void)check_backend_support(s, trainer, device, false,
                               " (it is the scenario's trainer, model.trainer, which scores every "
                               "backend's decode)");

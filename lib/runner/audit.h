@@ -69,9 +69,9 @@ std::string check_backend_support(
     std::string_view hint =
         " (--skip-unavailable skips such backends and reports them as skipped)");
 
-// model.trainer (the scoring pass's backend): in the registry, computing the scenario's ops and
-// dtype (else exit 2), and runnable here (else exit 3: it scores every backend, and is never
-// skipped). Part of check_audit; bisect and bench call it too.
+// model.trainer (the scoring pass's backend, a registry name as check_model_scenario checks):
+// computing the scenario's ops and dtype (else exit 2), and runnable here (else exit 3: it
+// scores every backend, and is never skipped). Part of check_audit; bisect calls it too.
 void check_trainer(const Scenario& s, const DeviceFacts& device);
 
 // Everything about one audit that can be checked before any context runs: the backends exist,
