@@ -22,22 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string scenario(const std::string& name) {
-  return (source_dir() / "scenarios" / name).string();
-}
-
+const auto scenario = shipped_scenario;
 const std::string kTwoGpus = "NVDET_TEST_DEVICE_COUNT=2";
-
-json without_timings(json j) {
-  if (j.is_object()) {
-    j.erase("seconds");
-    j.erase("started_at");
-    for (auto& [k, v] : j.items()) v = without_timings(v);
-  } else if (j.is_array()) {
-    for (auto& v : j) v = without_timings(v);
-  }
-  return j;
-}
 
 TEST(Devices, DevicesThisMachineDoesNotHaveAreRefused) {
   const fs::path dir = make_temp_dir("devices-missing");

@@ -15,9 +15,7 @@
 namespace nvdet::testing {
 namespace {
 
-std::string scenario(const std::string& name) {
-  return (source_dir() / "scenarios" / name).string();
-}
+const auto scenario = shipped_scenario;
 
 // Each subcommand with positional arguments that parse (they are never reached: option errors
 // come first), and the value options its --help lists with their type ("TEXT", "INT", ...).

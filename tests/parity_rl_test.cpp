@@ -17,6 +17,7 @@
 #include "lib/runner/nvdet_dump.h"
 #include "lib/runner/parity_metrics.h"
 #include "lib/tensorio/safetensors.h"
+#include "tests/scenario_snippets.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -158,16 +159,6 @@ TEST(ParityTolerance, ALimitPassedFailsTheBackendNamingIt) {
   }
 }
 
-std::string refusal(const std::string& text) {
-  try {
-    (void)parse_scenario(text, "m.yaml");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted:\n" << text;
-  return "";
-}
-
 std::string parity_scenario(const std::string& backends, const std::string& model_extra = "") {
   return "name: rl\nop: model\ndtype: bf16\nmodel: {hidden: 128, layers: 2, heads: 4, kv_heads: "
          "2, intermediate: 512, vocab: 512, prompt_len: 12, num_prompts: 2, max_new_tokens: 6, "
@@ -187,13 +178,14 @@ TEST(ParityTolerance, TheScenarioKeyIsReadAndChecked) {
   EXPECT_EQ(s.backends[0].parity, ParityExpectation::kTolerance);
   EXPECT_EQ(*s.backends[0].parity_tolerance.mismatch_kl_max, 1e-4);
   EXPECT_EQ(*s.backends[0].parity_tolerance.logprob_abs_diff_max, 0.01);
-  EXPECT_NE(refusal(parity_scenario("cpu-variant: {expect: report, parity: {kl_max: 1}}"))
+  EXPECT_NE(scenario_refusal(parity_scenario("cpu-variant: {expect: report, parity: {kl_max: 1}}"))
                 .find("unknown key 'kl_max'"),
             std::string::npos);
-  EXPECT_NE(refusal(parity_scenario("cpu-variant: {expect: report, parity: {mismatch_kl_max: -1}}"))
+  EXPECT_NE(scenario_refusal(
+                parity_scenario("cpu-variant: {expect: report, parity: {mismatch_kl_max: -1}}"))
                 .find("'mismatch_kl_max' must be at least 0"),
             std::string::npos);
-  EXPECT_NE(refusal(parity_scenario("cpu-variant: {expect: report, parity: {}}"))
+  EXPECT_NE(scenario_refusal(parity_scenario("cpu-variant: {expect: report, parity: {}}"))
                 .find("at least one of mismatch_kl_max and logprob_abs_diff_max"),
             std::string::npos);
 }

@@ -12,6 +12,7 @@
 
 #include "lib/loader/scenario_loader.h"
 #include "lib/model/sampler.h"
+#include "tests/scenario_snippets.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -19,67 +20,50 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string scenario(const std::string& name) {
-  return (source_dir() / "scenarios" / name).string();
-}
-
-std::string tiny_model(const std::string& model_extra, const std::string& rest = "") {
-  return "name: m\nop: model\ndtype: bf16\nmodel: {hidden: 64, layers: 1, heads: 2, kv_heads: 1, "
-         "intermediate: 128, vocab: 256, prompt_len: 8, num_prompts: 2, max_new_tokens: 4" +
-         model_extra + "}\nseed: 1\n" + rest + "backends: {cpu-invariant: invariant}\n";
-}
-
-std::string refusal(const std::string& text) {
-  try {
-    (void)parse_scenario(text, "m.yaml");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted:\n" << text;
-  return "";
-}
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE((text).find(part), std::string::npos) << (text) << "\nlacks: " << (part)
+const auto scenario = shipped_scenario;
 
 TEST(ScenarioChecks, TemperatureIsANumberWhateverItsSpelling) {
   for (const std::string zero : {"0", "0.0", "0.00", "0e0", "-0", "+0.0"}) {
     SCOPED_TRACE(zero);
-    const Scenario s = parse_scenario(tiny_model(", sampling: {temperature: " + zero + "}"), "m");
+    const Scenario s =
+        parse_scenario(tiny_model_scenario(", sampling: {temperature: " + zero + "}"), "m");
     EXPECT_EQ(s.model.sampling.temperature, 0.0);
   }
-  EXPECT_EQ(
-      parse_scenario(tiny_model(", sampling: {temperature: 1e0}"), "m").model.sampling.temperature,
-      1.0);
+  EXPECT_EQ(parse_scenario(tiny_model_scenario(", sampling: {temperature: 1e0}"), "m")
+                .model.sampling.temperature,
+            1.0);
   // Quoted numbers are strings, zero or not.
-  EXPECT_CONTAINS(refusal(tiny_model(", sampling: {temperature: \"0\"}")),
+  EXPECT_CONTAINS(scenario_refusal(tiny_model_scenario(", sampling: {temperature: \"0\"}")),
                   "'temperature' must be a number");
-  EXPECT_CONTAINS(refusal(tiny_model(", sampling: {temperature: \"1.0\"}")),
+  EXPECT_CONTAINS(scenario_refusal(tiny_model_scenario(", sampling: {temperature: \"1.0\"}")),
                   "'temperature' must be a number");
-  EXPECT_CONTAINS(refusal(tiny_model(", sampling: {temperature: 0x1}")),
+  EXPECT_CONTAINS(scenario_refusal(tiny_model_scenario(", sampling: {temperature: 0x1}")),
                   "'temperature' must be a number");
-  EXPECT_CONTAINS(refusal(tiny_model(", sampling: {temperature: 1001}")), "from 0 (greedy)");
+  EXPECT_CONTAINS(scenario_refusal(tiny_model_scenario(", sampling: {temperature: 1001}")),
+                  "from 0 (greedy)");
 }
 
 TEST(ScenarioChecks, WhatChangesNothingAtTemperatureZeroIsRefused) {
-  EXPECT_CONTAINS(refusal(tiny_model(", sampling: {temperature: 0.00, seed: 1}",
-                                     "sweep: {sampler: [per_request, batch_stream]}\n")),
-                  "'model.sampling.seed' changes nothing at temperature 0");
-  EXPECT_CONTAINS(refusal(tiny_model(", sampling: {temperature: 0e0}",
-                                     "sweep: {sampler: [per_request, batch_stream]}\n")),
-                  "sweep axis 'sampler' compares nothing at temperature 0");
-  EXPECT_CONTAINS(refusal(tiny_model(", sampling: {temperature: 0, top_p: 0.9}")),
+  EXPECT_CONTAINS(
+      scenario_refusal(tiny_model_scenario(", sampling: {temperature: 0.00, seed: 1}",
+                                           "sweep: {sampler: [per_request, batch_stream]}\n")),
+      "'model.sampling.seed' changes nothing at temperature 0");
+  EXPECT_CONTAINS(
+      scenario_refusal(tiny_model_scenario(", sampling: {temperature: 0e0}",
+                                           "sweep: {sampler: [per_request, batch_stream]}\n")),
+      "sweep axis 'sampler' compares nothing at temperature 0");
+  EXPECT_CONTAINS(scenario_refusal(tiny_model_scenario(", sampling: {temperature: 0, top_p: 0.9}")),
                   "'model.sampling.top_p' changes nothing at temperature 0");
 }
 
 TEST(ScenarioChecks, TpAndChannelsAreBoundedAtTheirPlaceInTheFile) {
-  EXPECT_CONTAINS(refusal(tiny_model("", "sweep: {tp: [1, 65]}\n")),
+  EXPECT_CONTAINS(scenario_refusal(tiny_model_scenario("", "sweep: {tp: [1, 65]}\n")),
                   "m.yaml:6:17: 'tp' value 65 is more than the limit 64");
-  EXPECT_CONTAINS(refusal(tiny_model("", "sweep: {channels: [0, 70]}\n")),
+  EXPECT_CONTAINS(scenario_refusal(tiny_model_scenario("", "sweep: {channels: [0, 70]}\n")),
                   "m.yaml:6:23: 'channels' value 70 is more than the limit 64");
-  EXPECT_CONTAINS(refusal(tiny_model("", "sweep: {channels: {from: 60, to: 80}}\n")),
-                  "'channels' value 80 is more than the limit 64");
+  EXPECT_CONTAINS(
+      scenario_refusal(tiny_model_scenario("", "sweep: {channels: {from: 60, to: 80}}\n")),
+      "'channels' value 80 is more than the limit 64");
 }
 
 // The second scenario's mistake is found before the first runs: no report of the first is
@@ -91,7 +75,7 @@ TEST(ScenarioChecks, EveryScenarioIsCheckedBeforeTheFirstRuns) {
   };
   const std::vector<Bad> bad = {
       // tp 3 does not divide the tiny model's 2 heads.
-      {tiny_model("", "sweep: {tp: [1, 3]}\n"),
+      {tiny_model_scenario("", "sweep: {tp: [1, 3]}\n"),
        "bad.yaml:6:", "tp 3 must divide the model's 2 heads"},
       // tp 2 on a mixture of experts (the fixture checkpoint's config).
       {"name: m\nop: model\ndtype: bf16\nmodel: {checkpoint: " +
@@ -108,11 +92,11 @@ TEST(ScenarioChecks, EveryScenarioIsCheckedBeforeTheFirstRuns) {
        "16777216}\nseed: 1\nbackends: {cpu-invariant: invariant}\n",
        "bad.yaml", "moe: shape experts (16777216) may be at most 4096"},
       // A trainer the registry does not have.
-      {tiny_model(", score_batch: 2, trainer: {backend: cpu-invarient}"), "bad.yaml:4:",
+      {tiny_model_scenario(", score_batch: 2, trainer: {backend: cpu-invarient}"), "bad.yaml:4:",
        "'model.trainer' names an unknown backend 'cpu-invarient' (did you mean "
        "'cpu-invariant'?)"},
       // A trainer tp the model's heads do not take.
-      {tiny_model(", score_batch: 2, trainer: {tp: 4}"),
+      {tiny_model_scenario(", score_batch: 2, trainer: {tp: 4}"),
        "bad.yaml:4:", "'model.trainer' tp 4 must divide the model's 2 heads"},
   };
   for (const Bad& b : bad) {
@@ -139,7 +123,8 @@ TEST(ScenarioChecks, EveryScenarioIsCheckedBeforeTheFirstRuns) {
 TEST(ScenarioChecks, AnUnrunnableTrainerIsARuntimeFailure) {
   if (gpu_available()) GTEST_SKIP() << "this machine runs the GPU trainer";
   const fs::path dir = make_temp_dir("trainer-gpu");
-  write_file(dir / "t.yaml", tiny_model(", score_batch: 2, trainer: {backend: cuda-invariant}"));
+  write_file(dir / "t.yaml",
+             tiny_model_scenario(", score_batch: 2, trainer: {backend: cuda-invariant}"));
   const CommandResult r = run_nvdet("audit " + (dir / "t.yaml").string() + " --skip-unavailable");
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_CONTAINS(r.err, "backend 'cuda-invariant'");

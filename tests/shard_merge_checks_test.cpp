@@ -21,9 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string scenario(const std::string& name) {
-  return (source_dir() / "scenarios" / name).string();
-}
+const auto scenario = shipped_scenario;
 
 // The quickstart in two shards, as JSON reports; tests edit copies of them.
 class ShardMerge : public ::testing::Test {

@@ -20,18 +20,6 @@ std::string scenario(const std::string& name) {
   return (source_dir() / "scenarios" / name).string();
 }
 
-// The report without what differs between two runs of one sweep: every timing.
-json without_timings(json j) {
-  if (j.is_object()) {
-    j.erase("seconds");
-    j.erase("started_at");
-    for (auto& [k, v] : j.items()) v = without_timings(v);
-  } else if (j.is_array()) {
-    for (auto& v : j) v = without_timings(v);
-  }
-  return j;
-}
-
 std::vector<std::string> cpu_scenarios() {
   // With the scenario whose invariant expectation fails: its shards fail too, and the merge.
   std::vector<std::string> names = {"quickstart.yaml", "fail-expect-invariant.yaml"};
