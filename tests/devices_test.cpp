@@ -3,10 +3,8 @@
 // stops, --last-failed reruns what failed); a failing shard is reported with its own error
 // sentence; SIGINT/SIGTERM to nvdet stops its shards and removes their folder. The shards are run
 // on the CPU here: builds with the test hooks take NVDET_TEST_DEVICE_COUNT for the GPU count.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -14,6 +12,7 @@
 #include <thread>
 
 #include "lib/core/temporary_files.h"
+#include "tests/spawn_nvdet.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -129,22 +128,11 @@ TEST(Devices, SigtermStopsTheShardsAndRemovesTheirFolder) {
   const fs::path dir = make_temp_dir("devices-signal");
   const std::string err = (dir / "err.txt").string();
   const std::string reports = (dir / "reports").string();
-  std::vector<std::string> args = {
-      nvdet_binary().string(), "audit", scenario("quickstart.yaml"), "-q", "--devices", "0,1",
-      "--report-dir",          reports};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   // Each shard holds its report's temporary file for 20 s: the signal finds them running.
-  std::string hold = "NVDET_TEST_HOLD_WRITE_MS=20000", gpus = kTwoGpus;
-  std::vector<char*> envp = {hold.data(), gpus.data(), nullptr};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid = spawn_nvdet(
+      {"audit", scenario("quickstart.yaml"), "-q", "--devices", "0,1", "--report-dir", reports},
+      {"NVDET_TEST_HOLD_WRITE_MS=20000", kTwoGpus}, err);
+  ASSERT_GT(pid, 0);
   // Wait until both shards are writing their reports (their temporary files exist).
   int writing = 0;
   for (int i = 0; i < 600 && writing < 2; ++i) {
