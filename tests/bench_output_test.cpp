@@ -84,9 +84,9 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
   ASSERT_EQ(csv.size(), 1u + 4 * 3);  // header, 4 contexts x 3 backends
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < csv[0].size(); ++i) col[csv[0][i]] = i;
-  for (const char* c :
-       {"scenario", "context", "batch", "position", "backend", "median_us", "min_us", "max_us",
-        "samples", "spread_pct", "tflops", "gbps", "copy_fraction", "time_ratio", "device_timed"}) {
+  for (const char* c : {"scenario", "context", "batch", "position", "backend", "median_us",
+                        "min_us", "max_us", "samples", "spread_pct", "tflops", "gbps",
+                        "copy_fraction", "time_ratio", "baseline", "device_timed"}) {
     EXPECT_TRUE(col.count(c)) << c;
   }
   for (size_t i = 1; i < csv.size(); ++i) {
@@ -107,6 +107,9 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
     EXPECT_EQ(row[col["copy_fraction"]], "");
     EXPECT_GT(number(row[col["tflops"]]), 0.0);
     EXPECT_EQ(row[col["device_timed"]], "false");
+    // The backend time_ratio is taken against, named in every row.
+    EXPECT_EQ(row[col["baseline"]], "cpu-variant");
+    if (row[col["backend"]] == "cpu-variant") EXPECT_EQ(number(row[col["time_ratio"]]), 1.0);
   }
   const auto j = nlohmann::json::parse(read_file(dir / "bench-quickstart.json"));
   EXPECT_EQ(j.at("axes"), nlohmann::json({"batch", "position"}));
@@ -136,16 +139,24 @@ TEST(BenchOutput, FiguresKeepTheirDigitsAtAnySpeed) {
   slow.gbps = 4567.891;
   slow.samples = 20;
   slow.time_ratio = 1.0;
-  r.rows = {slow};
+  BenchRow spread = slow;  // (112.3456 - 100) / 100: six digits of the spread, not three
+  spread.median_us = spread.min_us = 100.0;
+  spread.max_us = 112.3456;
+  r.rows = {slow, spread};
+  r.baseline = "b";
   const auto csv = read_csv(render_bench_csv(r));
-  ASSERT_EQ(csv.size(), 2u);
-  std::map<std::string, std::string> row;
+  ASSERT_EQ(csv.size(), 3u);
+  std::map<std::string, std::string> row, second;
   for (size_t i = 0; i < csv[0].size(); ++i) row[csv[0][i]] = csv[1][i];
+  for (size_t i = 0; i < csv[0].size(); ++i) second[csv[0][i]] = csv[2][i];
   EXPECT_EQ(row["tflops"], "1.23457e-07");
   EXPECT_EQ(row["gbps"], "4567.89");
   EXPECT_EQ(row["median_us"], "1.23457e+08");
   EXPECT_EQ(row["copy_fraction"], "");
   EXPECT_EQ(row["spread_pct"], "0");
+  EXPECT_EQ(row["baseline"], "b");
+  EXPECT_EQ(second["spread_pct"], "12.3456");
+  EXPECT_EQ(bench_to_json(r).at("rows").at(1).at("baseline"), "b");
 }
 
 }  // namespace

@@ -175,5 +175,22 @@ TEST(Bisect, CommandLineOnTheShippedScenario) {
   EXPECT_NE(r.err.find("KEY=VALUE"), std::string::npos) << r.err;
 }
 
+// Without --backend, bisect takes the first backend whose contexts differ, not merely the first
+// not expected to be invariant (here cpu-invariant, expected `report`, which has nothing to
+// bisect).
+TEST(Bisect, TheDefaultBackendIsTheFirstThatDiverged) {
+  const auto dir = nvdet::testing::make_temp_dir("bisect-default");
+  std::string yaml =
+      nvdet::testing::read_file(nvdet::testing::source_dir() / "scenarios" / "model-cpu.yaml");
+  yaml = yaml.substr(0, yaml.find("sweep:")) +
+         "sweep:\n  batch: [2, 8]\nbackends:\n  cpu-invariant: report\n  cpu-variant: report\n";
+  nvdet::testing::write_file(dir / "m.yaml", yaml);
+  const auto r =
+      nvdet::testing::run_nvdet("bisect " + (dir / "m.yaml").string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["backend"], "cpu-variant");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace nvdet

@@ -3,10 +3,8 @@
 // FIFOs and folders are never replaced; interrupted runs leave no temporary file; a failed
 // manifest verification fails every report format; CI conveniences (step summary, annotations,
 // progress lines, --list-contexts, CSV bench tables) do what they say.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,9 +16,8 @@
 #include "lib/core/atomic_file.h"
 #include "lib/core/error.h"
 #include "lib/core/temporary_files.h"
+#include "tests/spawn_nvdet.h"
 #include "tests/test_support.h"
-
-extern char** environ;
 
 namespace nvdet::testing {
 namespace {
@@ -170,28 +167,6 @@ TEST(AtomicFileTargets, NeverReplacesANodeOnlyALink) {
   EXPECT_EQ(read_file(dir / "target"), "target\n");
   // Reading /dev/null's kind is all a test may do with a real device node.
   EXPECT_THROW(check_output_file("/dev/null", "report"), Error);
-}
-
-// Spawns `nvdet ARGS...` with extra environment entries; returns its pid.
-pid_t spawn_nvdet(const std::vector<std::string>& args, const std::vector<std::string>& env_extra) {
-  std::vector<std::string> argv_s = {nvdet_binary().string()};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s(env_extra);
-  for (char** e = environ; *e; ++e) env_s.push_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
 }
 
 // A signal that arrives while a report is being written removes its temporary file, and nvdet

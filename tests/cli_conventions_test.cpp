@@ -2,10 +2,8 @@
 // --last-failed, --axis overrides checked like the scenario's own values, a did-you-mean for a
 // mistyped option pointing at the subcommand's help, and exit code 5 when nothing ran, stated
 // in every report format.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -15,6 +13,7 @@
 #include "lib/core/error.h"
 #include "lib/core/temporary_files.h"
 #include "lib/loader/scenario_loader.h"
+#include "tests/spawn_nvdet.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -234,26 +233,10 @@ TEST(CliConventions, InterruptionSaysWhatWasWrittenAndRemoved) {
   if (!test_hooks_built()) GTEST_SKIP() << "needs a build with -DNVDET_TEST_HOOKS=ON";
   const fs::path dir = make_temp_dir("interrupt-line");
   const std::string err = (dir / "err.txt").string();
-  std::vector<std::string> args = {nvdet_binary().string(),
-                                   "audit",
-                                   scenario("quickstart.yaml"),
-                                   "-q",
-                                   "--report-dir",
-                                   (dir / "r").string(),
-                                   "--format",
-                                   "json,md"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::string hold = "NVDET_TEST_HOLD_WRITE_MS=20000";
-  std::vector<char*> envp = {hold.data(), nullptr};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid = spawn_nvdet({"audit", scenario("quickstart.yaml"), "-q", "--report-dir",
+                                 (dir / "r").string(), "--format", "json,md"},
+                                {"NVDET_TEST_HOLD_WRITE_MS=20000"}, err);
+  ASSERT_GT(pid, 0);
   // The first report (json) is held before its rename: wait for its temporary file.
   bool seen = false;
   for (int i = 0; i < 600 && !seen; ++i) {

@@ -131,6 +131,28 @@ TEST(Docs, ReadmeQuotesTheCurrentOutput) {
   EXPECT_TRUE(saw_quickstart);
 }
 
+// The README's first two commands: the first builds only what the quickstart needs (the nvdet
+// program) and runs the quickstart; the second builds everything and runs the whole suite, and is
+// the command CI runs (.ci/run), so that it cannot rot.
+TEST(Docs, TheFirstCommandsBuildWhatTheyNeed) {
+  const std::string readme = read_file(source_dir() / "README.md");
+  const size_t open = readme.find("```sh\n");
+  ASSERT_NE(open, std::string::npos);
+  const std::vector<std::string> lines =
+      lines_of(readme.substr(open + 6, readme.find("```", open + 6) - open - 6));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("cmake --build build -j2 --target nvdet &&"), std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("build/tools/nvdet audit scenarios/quickstart.yaml"), std::string::npos);
+  EXPECT_EQ(lines[1].find("--target"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("ctest --test-dir build"), std::string::npos) << lines[1];
+  const std::string ci = read_file(source_dir() / ".ci" / "run");
+  EXPECT_NE(ci.find("\n" + lines[1] + "\n"), std::string::npos)
+      << ".ci/run does not run the README's test command: " << lines[1];
+  // How to build without CUDA is said next to them.
+  EXPECT_NE(readme.find("-DNVDET_CUDA=OFF"), std::string::npos);
+}
+
 TEST(Docs, QuotedLineMatcherIsStrict) {
   EXPECT_TRUE(quoted_line_matches("a b ... d", "a b c d"));
   EXPECT_TRUE(quoted_line_matches("audit PASSED (0.2 s)", "audit PASSED (12.5 s)"));

@@ -495,7 +495,8 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  // sampler, filler_routing, allreduce, prefix_caching and chunked_prefill take words only
+  // sampler, filler_routing, allreduce, prefix_caching, chunked_prefill and the FP8 axes take
+  // words only
   // (sampler chooses how model.sampling draws; the serving scheduler's axes set a traffic block's
   // scheduler).
   const std::string value = axis == "position"         ? "[first, last]"
@@ -503,12 +504,18 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
                             : axis == "filler_routing" ? "[random, hot]"
                             : axis == "allreduce"      ? "[ring, fixed]"
                             : axis == "prefix_caching" || axis == "chunked_prefill" ? "[on, off]"
-                                                                                    : "[1, 2]";
+                            : axis == "fp8_format"                                  ? "[e4m3, e5m2]"
+                            : axis == "act_scale"    ? "[dynamic_token, group_128]"
+                            : axis == "weight_scale" ? "[tensor, channel]"
+                            : axis == "accumulation" ? "[promoted, fast]"
+                                                     : "[1, 2]";
   if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
   const std::set<std::string> scheduler = {"traffic_seed", "max_num_batched_tokens", "max_num_seqs",
                                            "prefix_caching", "chunked_prefill"};
   if (scheduler.count(axis) && op.accepts_key("traffic"))
     text += "traffic: {requests: 2, max_num_seqs: 1}\n";
+  const std::set<std::string> fp8 = {"fp8_format", "act_scale", "weight_scale", "accumulation"};
+  if (fp8.count(axis) && op.accepts_key("fp8")) text += "fp8: {}\n";
   return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
 }
 

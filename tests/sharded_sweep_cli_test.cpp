@@ -8,6 +8,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "lib/core/temporary_files.h"
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -18,18 +19,6 @@ using nlohmann::json;
 
 std::string scenario(const std::string& name) {
   return (source_dir() / "scenarios" / name).string();
-}
-
-// The report without what differs between two runs of one sweep: every timing.
-json without_timings(json j) {
-  if (j.is_object()) {
-    j.erase("seconds");
-    j.erase("started_at");
-    for (auto& [k, v] : j.items()) v = without_timings(v);
-  } else if (j.is_array()) {
-    for (auto& v : j) v = without_timings(v);
-  }
-  return j;
 }
 
 std::vector<std::string> cpu_scenarios() {
@@ -151,7 +140,10 @@ TEST(ShardedSweep, SchedulersDriveShardAuto) {
   fs::remove_all(dir);
 }
 
+// On the CPU: builds with the test hooks take NVDET_TEST_DEVICE_COUNT for the number of GPUs
+// (tests/devices_test.cpp has the rest of --devices).
 TEST(ShardedSweep, DevicesRunOneShardPerDeviceAndMerge) {
+  if (!test_hooks_built()) GTEST_SKIP() << "needs a build with -DNVDET_TEST_HOOKS=ON";
   const fs::path dir = make_temp_dir("shard-devices");
   const CommandResult whole =
       run_nvdet("audit " + scenario("quickstart.yaml") + " -q --report-dir " +
@@ -159,7 +151,7 @@ TEST(ShardedSweep, DevicesRunOneShardPerDeviceAndMerge) {
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   const std::string summary = (dir / "summary.md").string();
   const CommandResult dev =
-      run_nvdet_env("GITHUB_STEP_SUMMARY=" + summary,
+      run_nvdet_env("NVDET_TEST_DEVICE_COUNT=2 GITHUB_STEP_SUMMARY=" + summary,
                     "audit " + scenario("quickstart.yaml") + " --devices 0,1 --report-dir " +
                         (dir / "dev").string() + " --format json,md");
   ASSERT_EQ(dev.exit_code, 0) << dev.out << dev.err;

@@ -22,6 +22,9 @@ static std::filesystem::path env_or(const char* name, const char* compiled_in) {
 }
 std::filesystem::path source_dir() { return env_or("NVDET_SOURCE_DIR", NVDET_SOURCE_DIR); }
 std::filesystem::path nvdet_binary() { return env_or("NVDET_BINARY", NVDET_BINARY); }
+std::string shipped_scenario(const std::string& name) {
+  return (source_dir() / "scenarios" / name).string();
+}
 
 std::filesystem::path make_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
@@ -64,6 +67,17 @@ bool gpu_available() {
 void write_file(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << text;
+}
+
+nlohmann::json without_timings(nlohmann::json j) {
+  if (j.is_object()) {
+    j.erase("seconds");
+    j.erase("started_at");
+    for (auto& [k, v] : j.items()) v = without_timings(v);
+  } else if (j.is_array()) {
+    for (auto& v : j) v = without_timings(v);
+  }
+  return j;
 }
 
 std::string read_file(const std::filesystem::path& p) {

@@ -2,12 +2,14 @@
 // Helpers shared by the tests: paths into the source tree, running the nvdet binary, temporary
 // folders, and the GPU-presence check that GPU tests skip on.
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace nvdet::testing {
 
-std::filesystem::path source_dir();    // the repository root ($NVDET_SOURCE_DIR overrides)
-std::filesystem::path nvdet_binary();  // the built CLI ($NVDET_BINARY overrides)
+std::filesystem::path source_dir();  // the repository root ($NVDET_SOURCE_DIR overrides)
+std::string shipped_scenario(const std::string& name);  // scenarios/NAME, as a path
+std::filesystem::path nvdet_binary();                   // the built CLI ($NVDET_BINARY overrides)
 std::filesystem::path make_temp_dir(const std::string& tag);  // fresh, under the system temp dir
 
 struct CommandResult {
@@ -27,6 +29,9 @@ CommandResult run_nvdet_in(const std::filesystem::path& cwd, const std::string& 
 bool gpu_available();
 
 void write_file(const std::filesystem::path& p, const std::string& text);
+// A JSON report without what differs between two runs of one sweep: every timing ("seconds",
+// "started_at"), at any depth.
+nlohmann::json without_timings(nlohmann::json j);
 std::string read_file(const std::filesystem::path& p);
 
 }  // namespace nvdet::testing

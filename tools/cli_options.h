@@ -12,10 +12,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
-#include <cmath>
+#include <optional>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "lib/core/checked_parse.h"
@@ -57,14 +55,12 @@ inline CLI::Option* add_real_option(CLI::App* cmd, const std::string& name, doub
   CLI::Option* opt = cmd->add_option_function<std::string>(
       name,
       [&target, name, min](const std::string& text) {
-        double v = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
-            !std::isfinite(v) || v < min) {
+        const std::optional<double> v = parse_real(text);
+        if (!v || *v < min) {
           throw CLI::ValidationError(
               name, fmt::format("'{}' is not a finite number of at least {}", excerpt(text), min));
         }
-        target = v;
+        target = *v;
       },
       help);
   return opt->type_name("FLOAT");

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -21,7 +22,10 @@
 #include "lib/core/checked_parse.h"
 #include "lib/core/child_process.h"
 #include "lib/core/error.h"
+#include "lib/core/system_info.h"
+#include "lib/core/temporary_files.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/loader/op_table.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/decode_progress.h"
@@ -34,6 +38,7 @@
 #include "lib/runner/audit.h"
 #include "lib/runner/context_selection.h"
 #include "lib/runner/nvdet_dump.h"
+#include "lib/runner/run_fingerprint.h"
 #include "lib/runner/shard.h"
 #include "lib/scenario/context_filter.h"
 #include "tools/cli_options.h"
@@ -107,20 +112,25 @@ std::optional<ShardSpec> shard_of(const AuditFlags& f) {
         "--shard does not take --verify: verify the merged shards instead "
         "(nvdet report SHARDS.json... --verify MANIFEST)");
   }
-  if (!f.last_failed.empty()) throw_input_error("--shard does not take --last-failed");
   return parse_shard(f.shard);
 }
 
-// --last-failed: cuts `contexts` to what failed in the reports; false when the scenario is not
-// to run at all (it passed there).
-bool apply_last_failed(const LastFailed& lf, const Scenario& s, std::vector<Context>& contexts) {
-  if (!lf.any_failed) return true;  // nothing failed last time: everything runs
+// --last-failed: what of a scenario runs again.
+struct LastFailedCut {
+  bool run = true;             // false: it passed there, and is not run
+  std::vector<int> selection;  // the contexts kept (indices), when it cut the sweep; else empty
+};
+
+// Cuts `contexts` to what failed in the reports (with their baselines).
+LastFailedCut apply_last_failed(const LastFailed& lf, const Scenario& s,
+                                std::vector<Context>& contexts) {
+  if (!lf.any_failed) return {};  // nothing failed last time: everything runs
   const auto it = lf.scenarios.find(s.name);
-  if (it == lf.scenarios.end() || it->second.rerun == LastFailed::Rerun::kWhole) return true;
+  if (it == lf.scenarios.end() || it->second.rerun == LastFailed::Rerun::kWhole) return {};
   if (it->second.rerun == LastFailed::Rerun::kNone) {
     fmt::print(stderr, "nvdet: {}: passed in {}, not run again (--last-failed)\n", s.name,
                it->second.report);
-    return false;
+    return {false, {}};
   }
   std::vector<Context> failed = select_context_ids(contexts, it->second.contexts);
   if (failed.empty()) {
@@ -128,10 +138,12 @@ bool apply_last_failed(const LastFailed& lf, const Scenario& s, std::vector<Cont
                "nvdet: {}: none of the {} contexts that failed in {} is in the sweep now; "
                "running it whole\n",
                s.name, it->second.contexts.size(), it->second.report);
-    return true;
+    return {};
   }
   contexts = std::move(failed);
-  return true;
+  LastFailedCut cut;
+  for (const Context& c : contexts) cut.selection.push_back(c.index);
+  return cut;
 }
 
 AuditOptions options_for(const AuditFlags& f) {
@@ -169,9 +181,14 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
   }
   std::vector<Planned> planned;
   std::vector<std::string> unmatched;
-  for (Scenario& s :
-       load_scenarios(f.scenarios, "reports and manifest entries", axis_overrides(f))) {
-    if (golden) (void)manifest_scenario(*golden, f.verify, s.name);
+  std::vector<Scenario> scenarios =
+      load_scenarios(f.scenarios, "reports and manifest entries", axis_overrides(f));
+  // What each scenario says, checked for every scenario before any budget is (exit 2 before 3).
+  for (const Scenario& s : scenarios) check_op_scenario(s);
+  for (Scenario& s : scenarios) {
+    // A manifest recorded from other inputs (weights, prompts, shapes) is refused before
+    // anything runs: its hashes would blame the kernels for the inputs' change.
+    if (golden) check_manifest_inputs(*golden, f.verify, s.name, run_fingerprint(s));
     AuditOptions options = options_for(f);
     options.filter_spans_scenarios = f.scenarios.size() > 1;
     std::vector<Context> contexts = check_audit(s, options);
@@ -180,13 +197,19 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
       unmatched.push_back(s.name);
       continue;
     }
-    // A long model run says what it will compute before it starts (the budget refused worse).
+    // A long model run says what it will compute before it starts (the budget refused worse),
+    // and a checkpoint rounded to the scenario's dtype says so.
     if (const ScenarioEstimate e = estimate_scenario(s); !f.quiet && e.token_layers >= 1e8)
       fmt::print(stderr, "nvdet: scenario '{}' will compute {}\n", s.name, e.work);
-    if (!apply_last_failed(last_failed, s, contexts)) continue;
+    if (const std::string note = checkpoint_rounding_note(s); !f.quiet && !note.empty())
+      fmt::print(stderr, "nvdet: {}\n", note);
+    LastFailedCut cut = apply_last_failed(last_failed, s, contexts);
+    if (!cut.run) continue;
     std::optional<ShardInfo> info;
     if (shard) {
-      ShardSelection sel = select_shard(std::move(contexts), *shard, f.filter);
+      // The shards of a --last-failed run partition what it left, and say so for the merge.
+      ShardSelection sel =
+          select_shard(std::move(contexts), *shard, f.filter, std::move(cut.selection));
       contexts = std::move(sel.contexts);
       info = std::move(sel.info);
     }
@@ -308,10 +331,13 @@ class Publisher {
   double seconds_ = 0.0;
 };
 
-std::vector<std::string> child_arguments(const AuditFlags& f, const fs::path& dir, int shard,
-                                         size_t shards) {
-  std::vector<std::string> a = {own_executable().string(), "audit"};
-  for (const std::string& s : f.scenarios) a.push_back(s);
+// The arguments of the shard that runs scenario `p` on one device: every option of this run
+// that a shard honours (each with its own value, so none is dropped), its shard, and JSON
+// reports into the shards' folder. -x/--maxfail are this process's (it runs the scenarios one
+// after another), --record/--verify/--strict/--format too (they apply to the merged result).
+std::vector<std::string> child_arguments(const AuditFlags& f, const Planned& p, const fs::path& dir,
+                                         int shard, size_t shards) {
+  std::vector<std::string> a = {own_executable().string(), "audit", p.scenario.path};
   auto add = [&a](const std::string& flag, const std::string& value) {
     if (value.empty()) return;
     a.push_back(flag);
@@ -320,6 +346,7 @@ std::vector<std::string> child_arguments(const AuditFlags& f, const fs::path& di
   for (const std::string& b : f.backends) add("--backends", b);
   add("--filter", f.filter);
   for (const std::string& x : f.axes) add("--axis", x);
+  for (const std::string& r : f.last_failed) add("--last-failed", r);
   add("--dump", f.dump_dir);
   add("--max-contexts", std::to_string(f.max_contexts));
   add("--max-host-bytes", f.max_host_bytes);
@@ -345,10 +372,25 @@ std::string file_tail(const fs::path& path, size_t bytes) {
   return text;
 }
 
-// --devices: one child per device, each the shard of its place in the list on that GPU alone
-// (CUDA_VISIBLE_DEVICES), writing JSON reports into a folder of their own; their reports are
-// merged here into the report set of the unsharded run.
-int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned, Publisher& publisher) {
+// What a failed shard said: its error sentence, the last line of its stderr that nvdet wrote
+// ("nvdet: ..."), never a line of its stdout (which ends with its verdict whatever went wrong).
+std::string shard_error(const fs::path& error_log) {
+  const std::string log = file_tail(error_log, 8192);
+  std::string last, any;
+  for (size_t at = 0; at < log.size();) {
+    const size_t end = std::min(log.find('\n', at), log.size());
+    const std::string line = log.substr(at, end - at);
+    if (!line.empty()) any = line;
+    if (line.rfind("nvdet", 0) == 0) last = line;
+    at = end + 1;
+  }
+  if (last.empty()) last = any;
+  return last.empty() ? std::string("it wrote no error message") : last;
+}
+
+// --devices 0,1,...: the listed GPUs, each once, every one present on this host; a device that
+// is not there is the machine's condition (exit 3), refused before any shard starts.
+std::vector<int> checked_devices(const AuditFlags& f) {
   std::vector<int> devices;
   for (const std::string& d : f.devices) {
     const std::optional<int> n = parse_integer<int>(d);
@@ -362,44 +404,61 @@ int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned, Pub
   if (devices.size() > static_cast<size_t>(kMaxDevices)) {
     throw_input_error("--devices lists more than " + std::to_string(kMaxDevices) + " devices");
   }
-  const fs::path base = f.report_dir.empty() ? fs::temp_directory_path() : fs::path(f.report_dir);
-  const fs::path dir = base / fmt::format(".nvdet-shards-{}", ::getpid());
-  prepare_output_dir(dir, "shard report");
-  struct RemoveDir {
-    fs::path dir;
-    ~RemoveDir() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  std::vector<ChildSpec> children;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    // The CI summary and annotations are the merged result's, written here, not each shard's.
-    children.push_back({child_arguments(f, dir, static_cast<int>(i) + 1, devices.size()),
-                        {{"CUDA_VISIBLE_DEVICES", std::to_string(devices[i])}},
-                        {"GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS"},
-                        dir / fmt::format("shard-{}.log", i + 1)});
+  const SystemInfo system = collect_system_info();
+  const int present = test_device_count().value_or(static_cast<int>(system.gpus.size()));
+  for (const int d : devices) {
+    if (d < present) continue;
+    throw_runtime_error(
+        present == 0
+            ? fmt::format("--devices names GPU {}, but this machine has no GPU{} (run the audit "
+                          "without --devices, or --shard I/N to split it)",
+                          d, system.device_error.empty() ? "" : ": " + system.device_error)
+            : fmt::format("--devices names GPU {}, but this machine has {} (0 to {})", d, present,
+                          present - 1));
   }
+  return devices;
+}
+
+// --devices: one child per device for each scenario in turn, each the shard of its place in the
+// list on that GPU alone (CUDA_VISIBLE_DEVICES), writing JSON reports into a folder of their
+// own; their reports are merged here into the report set of the unsharded run. Scenario by
+// scenario, so that -x and --maxfail stop where the unsharded run stops. SIGINT or SIGTERM stops
+// the shards and removes the folder (lib/core/child_process.h).
+int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned, Publisher& publisher) {
+  const std::vector<int> devices = checked_devices(f);
+  const fs::path base = f.report_dir.empty() ? temporary_base("the shards' reports of --devices")
+                                             : fs::path(f.report_dir);
+  const TemporaryFolder dir(base / fmt::format(".nvdet-shards-{}", ::getpid()));
+  prepare_output_dir(dir.path(), "shard report");
   if (!f.quiet) {
     fmt::print(stderr, "nvdet: running {} shards, one per device ({})\n", devices.size(),
                fmt::join(f.devices, ", "));
   }
-  const std::vector<int> codes = run_children(children);
-  for (size_t i = 0; i < codes.size(); ++i) {
-    if (codes[i] == 0 || codes[i] == 1) continue;
-    // The child's own sentence is the last line of its log.
-    const std::string log = file_tail(children[i].log, 4096);
-    std::string last = log.substr(0, log.find_last_not_of('\n') + 1);
-    last = last.substr(last.find_last_of('\n') + 1);
-    throw Error(codes[i] == 2 ? ExitCode::kBadInput : ExitCode::kRuntime,
-                fmt::format("shard {} on device {} exited with code {}: {}", i + 1, devices[i],
-                            codes[i], excerpt(last, 400)));
-  }
   for (const Planned& p : planned) {
+    if (publisher.should_stop()) break;
+    std::vector<ChildSpec> children;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      // The CI summary and annotations are the merged result's, written here, not each shard's.
+      const std::string name = fmt::format("{}.shard-{}", p.scenario.name, i + 1);
+      children.push_back(
+          {child_arguments(f, p, dir.path(), static_cast<int>(i) + 1, devices.size()),
+           {{"CUDA_VISIBLE_DEVICES", std::to_string(devices[i])}},
+           {"GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS"},
+           dir.path() / (name + ".out.log"),
+           dir.path() / (name + ".err.log")});
+    }
+    const std::vector<int> codes = run_children(children);
+    for (size_t i = 0; i < codes.size(); ++i) {
+      if (codes[i] == 0 || codes[i] == 1) continue;
+      throw Error(codes[i] == 2 ? ExitCode::kBadInput : ExitCode::kRuntime,
+                  fmt::format("shard {} of '{}' on device {} exited with code {}: {}", i + 1,
+                              p.scenario.name, devices[i], codes[i],
+                              excerpt(shard_error(children[i].error_log), 400)));
+    }
     std::vector<AuditResult> shards;
     for (size_t i = 0; i < devices.size(); ++i) {
       shards.push_back(read_audit_report(
-          (dir /
+          (dir.path() /
            (report_base_name(p.scenario.name, static_cast<int>(i) + 1, devices.size()) + ".json"))
               .string()));
     }
@@ -410,7 +469,6 @@ int run_on_devices(const AuditFlags& f, const std::vector<Planned>& planned, Pub
 
 int run(const AuditFlags& f) {
   const std::vector<const ReportWriter*> formats = parse_report_formats(f.formats);
-  if (f.max_fail < 0) throw_input_error("--maxfail must be 0 (no limit) or more");
   (void)shard_of(f);  // options that cannot go together, before any file is read
   // A bad manifest is bad input: read it before any backend runs.
   std::optional<Manifest> golden;
@@ -500,8 +558,8 @@ Action add_audit_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_flag("-x,--exitfirst", flags->exit_first,
                 "Stop after the first scenario with a failed expectation");
-  cmd->add_option("--maxfail", flags->max_fail,
-                  "Stop after the scenario in which the N-th expectation failed");
+  add_integer_option(cmd, "--maxfail", flags->max_fail, 0, std::numeric_limits<int>::max(),
+                     "Stop after the scenario in which the N-th expectation failed (0: no limit)");
   cmd->add_option("--last-failed", flags->last_failed,
                   "Run again only what failed in these JSON audit reports (the failed contexts, "
                   "with their baselines; everything when nothing failed)");

@@ -15,6 +15,7 @@
 #include "lib/report/command_formats.h"
 #include "lib/report/console_summary.h"
 #include "lib/runner/bench.h"
+#include "lib/runner/run_fingerprint.h"
 #include "lib/scenario/context_filter.h"
 #include "tools/cli_options.h"
 #include "tools/command.h"
@@ -80,6 +81,8 @@ int run(const BenchFlags& f) {
     BenchOptions opts = options_for(f);
     opts.filter_spans_scenarios = scenarios.size() > 1;
     if (!check_bench(s, opts)) unmatched.push_back(s.name);
+    if (const std::string note = checkpoint_rounding_note(s); !note.empty())
+      fmt::print(stderr, "nvdet: {}\n", note);
   }
   if (const std::string note = filter_run_note(f.filter, unmatched, scenarios.size());
       !note.empty()) {

@@ -10,6 +10,7 @@
 #include "lib/report/command_formats.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/bisect.h"
+#include "lib/runner/run_fingerprint.h"
 #include "tools/cli_options.h"
 #include "tools/command.h"
 
@@ -51,6 +52,9 @@ int run(const BisectFlags& f) {
       s,
       select_backends(s, f.backend.empty() ? std::vector<std::string>{} : std::vector{f.backend}),
       Budget{});
+  if (f.scoring) check_trainer(s, device_facts());  // the scoring pass runs on it
+  if (const std::string note = checkpoint_rounding_note(s); !note.empty())
+    fmt::print(stderr, "nvdet: {}\n", note);
   BisectOptions o;
   o.request = f.request;
   o.context = parse_pairs(f.context, "--context");
@@ -84,7 +88,7 @@ Action add_bisect_command(CLI::App& app) {
                 "Context B is context A's scoring pass over its prompt + completion (sampler "
                 "against trainer)");
   cmd->add_option("--backend", flags->backend,
-                  "Backend (default: the scenario's first one not expected to be invariant)");
+                  "Backend (default: the scenario's first backend whose contexts differ)");
   cmd->add_option("--format", flags->format,
                   "Output format, printed on stdout: " + bisect_format_registry().help())
       ->capture_default_str();

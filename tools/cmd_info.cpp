@@ -91,9 +91,17 @@ Action add_info_command(CLI::App& app) {
     for (const BackendRegistration& r : backend_registry()) {
       if (!r.info.gpu) fmt::print("path of {} on the host: {}\n", r.info.name, r.kernel_path());
     }
-    fmt::print("backends:");
-    for (const BackendRegistration& r : backend_registry()) fmt::print(" {}", r.info.name);
-    fmt::print("\n");
+    // Every backend of the build, and whether this machine can run it (a GPU backend without a
+    // GPU is listed, marked unavailable with the reason, as `--format json` says).
+    fmt::print("backends:\n");
+    const DeviceFacts device = device_facts();
+    for (const BackendRegistration& r : backend_registry()) {
+      const nlohmann::ordered_json row = backend_support_json(r, device);
+      fmt::print("  {:<20} {}\n", r.info.name,
+                 row.at("available").get<bool>()
+                     ? std::string("available")
+                     : "unavailable: " + row.at("unavailable_reason").get<std::string>());
+    }
     return 0;
   };
 }

@@ -10,6 +10,7 @@
 #include "lib/core/error.h"
 #include "lib/core/json_input.h"
 #include "lib/manifest/manifest_merge.h"
+#include "lib/report/console_summary.h"
 #include "lib/report/json_report_reader.h"
 #include "lib/report/merge_reports.h"
 #include "lib/report/report_writers.h"
@@ -79,6 +80,8 @@ int run(const ReportFlags& f) {
   bool all_passed = true;
   int empty = 0;
   for (const AuditResult& r : results) {
+    // The verdict first (of the merged sweep, for shards), as the audit's console ends with it.
+    fmt::print("{}: {}\n", r.scenario.name, render_verdict_line(r));
     for (const auto& written : write_reports(r, f.report_dir, formats)) {
       fmt::print("report: {}\n", written.string());
     }

@@ -31,4 +31,9 @@ nlohmann::ordered_json backend_support_json(const BackendRegistration& r,
 // CLI11's own message (tools/option_hint.cpp).
 std::string option_error(const CLI::App& sub, const CLI::ParseError& e, int argc, char** argv);
 
+// The sentence for an option given an empty value ("--verify needs a value, got an empty one"),
+// "" when none was: an empty value would switch the option off, and a CI step whose variable is
+// unset would then check less than it asks for (tools/option_hint.cpp).
+std::string empty_option_value(const CLI::App& sub);
+
 }  // namespace nvdet::cli

@@ -45,6 +45,17 @@ int filesystem_failure(const std::filesystem::filesystem_error& e) {
   return static_cast<int>(no_room ? nvdet::ExitCode::kRuntime : nvdet::ExitCode::kBadInput);
 }
 
+// "nvdet: unknown command 'audti' (did you mean 'audit'?) (commands: audit, bench, ...)", exit 2.
+int unknown_command(const char* word, const std::map<std::string, nvdet::cli::Action>& actions) {
+  std::vector<std::string> names;
+  for (const auto& [name, action] : actions) names.push_back(name);
+  std::string known;
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  std::fprintf(stderr, "nvdet: unknown command '%s'%s (commands: %s)\n",
+               nvdet::excerpt(word).c_str(), nvdet::typo_hint(word, names).c_str(), known.c_str());
+  return static_cast<int>(nvdet::ExitCode::kBadInput);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +73,11 @@ int main(int argc, char** argv) {
   };
 
   nvdet::install_interrupt_cleanup();
+  // An unknown command is named before CLI11 parses anything, so that `nvdet probe --help` is
+  // not answered with the global help (and exit 0) as if the command existed.
+  if (argc > 1 && argv[1][0] != '-' && actions.find(argv[1]) == actions.end()) {
+    return unknown_command(argv[1], actions);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -71,18 +87,6 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // An unknown subcommand arrives as an extra positional argument: hint at the nearest one.
-    std::string hint;
-    if (argc > 1 && argv[1][0] != '-' && actions.find(argv[1]) == actions.end()) {
-      std::vector<std::string> names;
-      for (const auto& [name, action] : actions) names.push_back(name);
-      hint = nvdet::typo_hint(argv[1], names);
-      std::string known;
-      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-      std::fprintf(stderr, "nvdet: unknown command '%s'%s (commands: %s)\n",
-                   nvdet::excerpt(argv[1]).c_str(), hint.c_str(), known.c_str());
-      return static_cast<int>(nvdet::ExitCode::kBadInput);
-    }
     // Within a subcommand: name a mistyped option's nearest spelling, and its own help.
     if (argc > 1 && actions.count(argv[1])) {
       std::fprintf(stderr, "nvdet %s: %s (see nvdet %s --help)\n", argv[1],
@@ -95,6 +99,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nvdet: %s (see nvdet --help)\n",
                  nvdet::printable_message(e.what()).c_str());
     return static_cast<int>(nvdet::ExitCode::kBadInput);
+  }
+  for (CLI::App* sub : app.get_subcommands()) {
+    if (const std::string empty = nvdet::cli::empty_option_value(*sub); !empty.empty()) {
+      std::fprintf(stderr, "nvdet %s: %s (see nvdet %s --help)\n", sub->get_name().c_str(),
+                   empty.c_str(), sub->get_name().c_str());
+      return static_cast<int>(nvdet::ExitCode::kBadInput);
+    }
   }
   try {
     for (CLI::App* sub : app.get_subcommands()) {

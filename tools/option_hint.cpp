@@ -1,5 +1,6 @@
-// Did-you-mean for mistyped options: CLI11 reports an option a subcommand does not have as an
-// extra argument; the hint compares it with the subcommand's own option names.
+// What is wrong with the options of a subcommand's command line, in one sentence: a mistyped
+// option (CLI11 reports an option a subcommand does not have as an extra argument; the hint
+// compares it with the subcommand's own option names) or an option given an empty value.
 #include <string>
 #include <vector>
 
@@ -35,6 +36,22 @@ std::string option_error(const CLI::App& sub, const CLI::ParseError& e, int argc
     return "unknown option '" + excerpt(word) + "'" + typo_hint(word, names);
   }
   return e.what();
+}
+
+std::string empty_option_value(const CLI::App& sub) {
+  for (const CLI::Option* o : sub.get_options()) {
+    if (o->get_items_expected_max() == 0) continue;  // a flag takes no value
+    for (const std::string& value : o->results()) {
+      if (!value.empty()) continue;
+      const std::string name =
+          o->get_lnames().empty()
+              ? (o->get_snames().empty() ? o->get_name() : "-" + o->get_snames()[0])
+              : "--" + o->get_lnames()[0];
+      return (o->nonpositional() ? name : "argument '" + o->get_name() + "'") +
+             " needs a value, got an empty one (an unset variable?)";
+    }
+  }
+  return "";
 }
 
 }  // namespace nvdet::cli

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string>
 
+#include "lib/core/checked_parse.h"
+#include "lib/core/child_process.h"
 #include "lib/core/error.h"
 #include "lib/core/temporary_files.h"
 
@@ -110,6 +112,13 @@ extern "C" void remove_temps_and_exit(int sig) {
   put(line, at, sizeof line, "nvdet: interrupted by ");
   put(line, at, sizeof line, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
   put(line, at, sizeof line, ": ");
+  // Child processes first (the shards of --devices): they stop and remove their own temporaries
+  // before their folder is removed here.
+  if (const int children = stop_children_for_signal(sig); children > 0) {
+    put(line, at, sizeof line, "stopped ");
+    put_int(line, at, sizeof line, children);
+    put(line, at, sizeof line, children == 1 ? " child process; " : " child processes; ");
+  }
   int removed = 0;
   for (int i = 0; i < kTempSlots; ++i) {
     if (!g_temp_ready[i].load()) continue;
@@ -158,8 +167,8 @@ void hold_for_tests() {
 #ifdef NVDET_TEST_HOOKS
   const char* ms = std::getenv("NVDET_TEST_HOLD_WRITE_MS");
   if (!ms || !*ms) return;
-  const long v = std::strtol(ms, nullptr, 10);
-  if (v > 0 && v < 600000) ::usleep(static_cast<useconds_t>(v) * 1000);
+  const std::optional<int64_t> v = parse_integer<int64_t>(ms);
+  if (v && *v > 0 && *v < 600000) ::usleep(static_cast<useconds_t>(*v) * 1000);
 #endif
 }
 
@@ -305,6 +314,35 @@ TemporaryFolder::~TemporaryFolder() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
   unregister_temp(slot_);
+}
+
+std::filesystem::path temporary_base(const std::string& purpose) {
+  const char* env = std::getenv("TMPDIR");
+  const std::string dir = env ? env : "/tmp";
+  std::string why;
+  struct stat st {};
+  if (dir.empty()) {
+    why = "it is set but empty";
+  } else if (::stat(dir.c_str(), &st) != 0) {
+    why = std::strerror(errno);
+  } else if (!S_ISDIR(st.st_mode)) {
+    why = "it is not a folder";
+  } else if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    why = std::string("it is not writable: ") + std::strerror(errno);
+  }
+  if (why.empty()) return dir;
+  throw_runtime_error((env ? "TMPDIR '" + dir + "'" : std::string("/tmp")) +
+                      " cannot hold temporary files (" + why + "); nvdet needs it for " + purpose +
+                      (env ? "; set TMPDIR to a writable folder" : ""));
+}
+
+std::optional<int> test_device_count() {
+#ifdef NVDET_TEST_HOOKS
+  if (const char* n = std::getenv("NVDET_TEST_DEVICE_COUNT")) {
+    if (const std::optional<int> v = parse_integer<int>(n); v && *v >= 0 && *v <= 64) return v;
+  }
+#endif
+  return std::nullopt;
 }
 
 bool test_hooks_built() {

@@ -3,6 +3,8 @@
 // the same registry: the SIGINT/SIGTERM handler that install_interrupt_cleanup() installs removes
 // every registered temporary before nvdet exits.
 #include <filesystem>
+#include <optional>
+#include <string>
 
 namespace nvdet {
 
@@ -24,8 +26,19 @@ class TemporaryFolder {
   int slot_;
 };
 
+// The folder nvdet's temporaries go in: $TMPDIR, or /tmp when it is unset. A TMPDIR that is set
+// but empty, missing, not a folder or not writable is the environment's fault and is refused
+// (Error kRuntime, exit 3) with one sentence naming TMPDIR, its value and `purpose`, what needed
+// it ("the synthetic checkpoint of scenario 'x'"), instead of a path error about ''.
+std::filesystem::path temporary_base(const std::string& purpose);
+
 // Whether this build honours the test-only environment hooks (NVDET_TEST_HOLD_WRITE_MS): true
 // only when configured with -DNVDET_TEST_HOOKS=ON. Tests that need a hook skip without it.
 bool test_hooks_built();
+
+// Test hook: NVDET_TEST_DEVICE_COUNT=N makes `nvdet audit --devices` take this host for one with
+// N GPUs, so that the CPU test suite can run its shards; nullopt unless the build has the test
+// hooks and the variable is set to a number from 0 to 64.
+std::optional<int> test_device_count();
 
 }  // namespace nvdet

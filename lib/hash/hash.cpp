@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <new>
 
 #include "lib/core/checked_parse.h"
 
@@ -30,6 +31,22 @@ bool Hash128::from_hex(const std::string& s, Hash128& out) {
 
 Hash128 hash_bytes(absl::Span<const std::byte> bytes) {
   const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  return {h.high64, h.low64};
+}
+
+StreamHash::StreamHash() : state_(XXH3_createState()) {
+  if (!state_) throw std::bad_alloc();
+  XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+StreamHash::~StreamHash() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void StreamHash::update(absl::Span<const std::byte> bytes) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
+}
+
+Hash128 StreamHash::digest() const {
+  const XXH128_hash_t h = XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_));
   return {h.high64, h.low64};
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace nvdet {
 
@@ -19,5 +20,23 @@ struct Hash128 {
 
 // The hash of exactly these bytes (a whole output, or one token's row of it).
 Hash128 hash_bytes(absl::Span<const std::byte> bytes);
+
+// The XXH3-128 of bytes fed in pieces (a checkpoint's files, read a block at a time): the same
+// value as hash_bytes of the pieces joined.
+class StreamHash {
+ public:
+  StreamHash();
+  ~StreamHash();
+  StreamHash(const StreamHash&) = delete;
+  StreamHash& operator=(const StreamHash&) = delete;
+  void update(absl::Span<const std::byte> bytes);
+  void update(std::string_view text) {
+    update({reinterpret_cast<const std::byte*>(text.data()), text.size()});
+  }
+  Hash128 digest() const;
+
+ private:
+  void* state_;  // XXH3_state_t, which only hash.cpp sees
+};
 
 }  // namespace nvdet

@@ -17,7 +17,8 @@ const std::vector<OpSpec>& op_table() {
                  {"shape", "tokens", "bias", "tf32", "tp_split", "nccl", "fp8"},
                  {O::kGemm},
                  make_gemm_workload,
-                 gemm_footprint});
+                 gemm_footprint,
+                 check_gemm_scenario});
     t.push_back({O::kRmsNorm,
                  "out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight[:]",
                  {{"d", &Scenario::d}},
@@ -61,15 +62,19 @@ const std::vector<OpSpec>& op_table() {
                  {"shape", "tokens", "norm_topk_prob", "fp8"},
                  {O::kMoe},
                  make_moe_workload,
-                 moe_footprint});
-    t.push_back({O::kModel,
-                 "a Llama-style decoder, synthetic or from a checkpoint, decoding greedily",
-                 {},
-                 "",
-                 {"model", "nccl", "traffic", "fp8"},
-                 {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
-                 make_model_workload,
-                 model_footprint});
+                 moe_footprint,
+                 check_moe_scenario});
+    t.push_back(
+        {O::kModel,
+         "a Llama-style decoder, synthetic or from a checkpoint, decoding greedily or by seeded "
+         "sampling",
+         {},
+         "",
+         {"model", "nccl", "traffic", "fp8"},
+         {O::kGemm, O::kRmsNorm, O::kAttentionDecode, O::kAttentionPrefill},
+         make_model_workload,
+         model_footprint,
+         check_model_scenario});
     return t;
   }();
   return table;
@@ -111,6 +116,10 @@ std::vector<std::string> ops_accepting_axis(std::string_view axis) {
   for (const OpSpec& spec : op_table())
     if (spec.accepts_axis(axis)) names.emplace_back(spec.name());
   return names;
+}
+
+void check_op_scenario(const Scenario& s) {
+  if (const auto check = op_spec(s.op).check) check(s);
 }
 
 std::unique_ptr<Workload> make_workload(const Scenario& s) {

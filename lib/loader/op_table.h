@@ -37,6 +37,10 @@ struct OpSpec {
   std::vector<OpKind> uses;
   std::unique_ptr<Workload> (*make_workload)(const Scenario&) = nullptr;
   Footprint (*footprint)(const Scenario&) = nullptr;
+  // What only the op can check of a scenario (a tp its shapes cannot split, an MoE shape past its
+  // limits, a model whose heads a tp does not divide): throws Error(kBadInput) with the place in
+  // the file. Null: the loader's checks are all there is.
+  void (*check)(const Scenario&) = nullptr;
 
   std::string_view name() const { return op_name(kind); }
   bool accepts_key(std::string_view key) const;
@@ -53,6 +57,11 @@ const OpSpec* find_op(std::string_view name);  // null when no op has that name
 // log_softmax".
 std::string ops_accepting_key(std::string_view key);
 std::vector<std::string> ops_accepting_axis(std::string_view axis);
+
+// The op's own checks of a scenario (OpSpec::check): every command runs them for every scenario
+// it names before any budget is estimated, context expanded or backend run, so that a shape
+// error is exit 2 before an out-of-budget exit 3 and before an earlier scenario's results.
+void check_op_scenario(const Scenario& s);
 
 // Builds a scenario's workload (throws Error(kBadInput) for contexts the op cannot take).
 std::unique_ptr<Workload> make_workload(const Scenario& s);

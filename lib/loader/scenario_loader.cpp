@@ -32,7 +32,8 @@
 //   model: {checkpoint, synthetic_weights, hidden, layers, heads, kv_heads, head_dim,
 //           intermediate, vocab, rms_eps, rope_theta, weight_seed, prompts, prompts_file,
 //           prompt_len, num_prompts, max_new_tokens, prefill_chunk, page_size,
-//           score_batch, score_chunk, sampling: {temperature, top_k, top_p, seed, sampler}}
+//           score_batch, score_chunk, sampling: {temperature, top_k, top_p, seed, sampler},
+//           trainer: {backend, tp}}
 //                                 op model only; checkpoint / prompts_file are resolved against
 //                                 the scenario's folder; prompts_file is read here into prompts;
 //                                 prompts and prompts_file exclude each other and prompt_len /
@@ -40,8 +41,10 @@
 //                                 synthetic_weights (bool) needs a checkpoint folder holding
 //                                 config.json, and writes seeded weights beside it
 //                                 (model_runner.h); score_batch / score_chunk (or those axes) turn
-//                                 on the scoring pass; a backend's `parity: bitwise | report` needs
-//                                 it
+//                                 on the scoring pass, which `trainer` (another backend or tp for
+//                                 it) and a backend's `parity: bitwise | report | {mismatch_kl_max,
+//                                 logprob_abs_diff_max}` need; temperature 0 (any spelling) is
+//                                 greedy and takes no other sampling key
 //   fp8: {format, act_scale, weight_scale, accumulation, static_scale}
 //                                 gemm, moe, model: FP8 quantisation (README "FP8"); all optional;
 //                                 model: act_scale, accumulation only (the checkpoint gives the
@@ -88,6 +91,7 @@
 #include <vector>
 
 #include "lib/core/bounded_file.h"
+#include "lib/core/checked_parse.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
 #include "lib/loader/prompts_file.h"
@@ -182,9 +186,11 @@ class ScenarioParser {
     return integer_in(f.value, at(f), "'" + f.name + "'", lo, hi);
   }
   uint64_t unsigned64(const Field& f) const;
+  double real(const Field& f) const;
   double positive_real(const Field& f) const;
   bool boolean(const Field& f) const;
   void parse_sampling(const Field& f, SamplingSpec& out);
+  void parse_trainer(const Field& f, ModelSpec& m);
   std::string string(const Field& f) const;
   DType dtype(const Field& f) const;
 
@@ -213,6 +219,7 @@ class ScenarioParser {
   int64_t check_axis_integer(const AxisSpec& axis, int64_t v, const SourceLocation& where) const;
   AxisValue axis_value(const AxisSpec& axis, const YAML::Node& n) const;
   void parse_backends(const Field& f, Scenario& s);
+  void parse_parity_tolerance(const Field& f, BackendSpec& spec);
   void cross_check(const Scenario& s);
   std::string resolve(const std::string& relative) const;
 
@@ -227,6 +234,7 @@ class ScenarioParser {
   std::map<std::string, SourceLocation> model_keys_;
   // The fp8 block's act_scale and static_scale (check_fp8).
   SourceLocation fp8_act_scale_where_, fp8_static_scale_where_;
+  SourceLocation sampling_greedy_where_;  // model.sampling with temperature 0
 };
 
 std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const SourceLocation& where,
@@ -313,23 +321,23 @@ uint64_t ScenarioParser::unsigned64(const Field& f) const {
   return v;
 }
 
-double ScenarioParser::positive_real(const Field& f) const {
+// A YAML number is a plain (unquoted) scalar in decimal notation ("0.8", "1e-4", "0.00", "0e0"),
+// read by the one number parser (lib/core/checked_parse.h) and compared by value, never by
+// spelling: hex, "inf", "nan" and quoted numbers are refused.
+double ScenarioParser::real(const Field& f) const {
   const std::string what = "'" + f.name + "'";
   const YAML::Node& n = f.value;
-  if (!n.IsScalar() || n.Tag() == "!" || n.Scalar().empty())
-    fail(f, what + " must be a number, got " + describe(n));
-  const std::string& t = n.Scalar();
-  // strtod also reads hex floats, "inf" and "nan": allow only decimal notation.
-  const bool decimal = std::all_of(t.begin(), t.end(), [](char c) {
-    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
-  });
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(t.c_str(), &end);
-  if (!decimal || end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v))
-    fail(f, what + " must be a number, got " + describe(n));
-  if (!(v > 0)) fail(f, what + " must be greater than 0, got " + t);
-  if (v > std::numeric_limits<float>::max()) fail(f, what + " is too large for a float, got " + t);
+  const std::optional<double> v =
+      n.IsScalar() && n.Tag() != "!" ? parse_real(n.Scalar()) : std::nullopt;
+  if (!v) fail(f, what + " must be a number, got " + describe(n));
+  if (std::abs(*v) > std::numeric_limits<float>::max())
+    fail(f, what + " is too large for a float, got " + n.Scalar());
+  return *v;
+}
+
+double ScenarioParser::positive_real(const Field& f) const {
+  const double v = real(f);
+  if (!(v > 0)) fail(f, "'" + f.name + "' must be greater than 0, got " + f.value.Scalar());
   return v;
 }
 
@@ -454,7 +462,17 @@ Scenario ScenarioParser::parse(const std::string& text) {
       fail(a.where,
            "sweep axis 'sampler' chooses how 'model.sampling' draws tokens; give "
            "'model.sampling' (temperature, top_k, top_p, seed) or leave the axis out");
+    if (a.axis == Axis::kSampler && s.model.sampling.temperature == 0.0)
+      fail(a.where,
+           "sweep axis 'sampler' compares nothing at temperature 0 (greedy decoding draws no "
+           "token, see 'model.sampling' at line " +
+               std::to_string(sampling_greedy_where_.line) +
+               "); give a temperature above 0 or leave the axis out");
   }
+  if (s.model.trainer_where.line && !s.model.score)
+    fail(s.model.trainer_where,
+         "'model.trainer' runs the scoring pass, which needs 'model.score_batch' or "
+         "'model.score_chunk' (or either as a sweep axis)");
   if (parity_where_.line && !s.model.score)
     fail(parity_where_,
          "'parity' compares the decode with the scoring pass, which needs "
@@ -608,10 +626,8 @@ void ScenarioParser::parse_sampling(const Field& f, SamplingSpec& out) {
   out.enabled = true;
   for (const auto& x : fields) {
     if (x.name == "temperature") {
-      const bool zero =
-          x.value.IsScalar() && (x.value.Scalar() == "0" || x.value.Scalar() == "0.0");
-      out.temperature = zero ? 0.0 : positive_real(x);  // 0: greedy
-      if (out.temperature > 1000.0)
+      out.temperature = real(x);  // 0 (whatever its spelling: 0.00, 0e0): greedy
+      if (!(out.temperature >= 0.0 && out.temperature <= 1000.0))
         fail(x, "'temperature' must be from 0 (greedy) to 1000, got " + describe(x.value));
     }
     if (x.name == "top_k") out.top_k = static_cast<int32_t>(integer_in(x, 0, kMaxDim));
@@ -631,16 +647,43 @@ void ScenarioParser::parse_sampling(const Field& f, SamplingSpec& out) {
                     "; expected per_request or batch_stream");
     }
   }
+  // Temperature 0 is greedy: the argmax draws nothing, so a key that shapes the draw would
+  // change nothing the scenario computes.
+  if (out.temperature == 0.0) {
+    for (const auto& x : fields) {
+      if (x.name != "temperature")
+        fail(x.key, "'model.sampling." + x.name +
+                        "' changes nothing at temperature 0 (greedy decoding draws no token); "
+                        "give a temperature above 0 or leave it out");
+    }
+    sampling_greedy_where_ = at(f);
+  }
+}
+
+// model.trainer: {backend, tp}; at least one. The backend's name is checked against the registry
+// when the audit starts, as the backends' are.
+void ScenarioParser::parse_trainer(const Field& f, ModelSpec& m) {
+  const auto fields = fields_of(f.value, at(f), "'model.trainer'", {"backend", "tp"});
+  if (fields.empty())
+    fail(f, "'model.trainer' needs 'backend' (the backend that scores) or 'tp' (its degree)");
+  for (const auto& x : fields) {
+    if (x.name == "backend") {
+      m.trainer_backend = string(x);
+      if (m.trainer_backend.empty()) fail(x, "'backend' must name a backend, got an empty string");
+    }
+    if (x.name == "tp") m.trainer_tp = static_cast<int32_t>(integer_in(x, 1, kMaxTp));
+  }
+  m.trainer_where = at(f);
 }
 
 void ScenarioParser::parse_model(const Field& f, Scenario& s) {
   static const std::vector<std::string> architecture = {
       "hidden",       "layers", "heads",   "kv_heads",   "head_dim",
       "intermediate", "vocab",  "rms_eps", "rope_theta", "weight_seed"};
-  std::vector<std::string> keys = {"checkpoint",     "synthetic_weights", "prompts",
-                                   "prompts_file",   "prompt_len",        "num_prompts",
-                                   "max_new_tokens", "prefill_chunk",     "page_size",
-                                   "score_batch",    "score_chunk",       "sampling"};
+  std::vector<std::string> keys = {
+      "checkpoint",  "synthetic_weights", "prompts",       "prompts_file", "prompt_len",
+      "num_prompts", "max_new_tokens",    "prefill_chunk", "page_size",    "score_batch",
+      "score_chunk", "sampling",          "trainer"};
   keys.insert(keys.end(), architecture.begin(), architecture.end());
   const auto fields = fields_of(f.value, at(f), "'model'", keys);
   ModelSpec& m = s.model;
@@ -692,6 +735,7 @@ void ScenarioParser::parse_model(const Field& f, Scenario& s) {
       else fail(x, "'score_chunk' must be an integer or 'whole', got " + describe(x.value));
     }
     if (x.name == "sampling") parse_sampling(x, m.sampling);
+    if (x.name == "trainer") parse_trainer(x, m);
     if (x.name == "prefill_chunk") {
       if (x.value.IsScalar() && x.value.Scalar() == "whole") m.prefill_chunk = 0;
       else if (is_integer_text(x.value))
@@ -1013,7 +1057,7 @@ void ScenarioParser::add_range(const AxisSpec& axis, const YAML::Node& range, Sw
   if (hi < lo)
     fail(*to, "'to' (" + std::to_string(hi) + ") must not be less than 'from' (" +
                   std::to_string(lo) + ")");
-  check_axis_integer(axis, lo, at(*from));  // ranges grow, so only `from` can be too small
+  check_axis_integer(axis, lo, at(*from));  // ranges grow: `from` is the smallest value
   // The values are counted before any is stored: many ranges, each under the limit, must not
   // expand to gigabytes before the axis's total is checked.
   int64_t factor = 0, stride = 1, count = 0;
@@ -1032,6 +1076,7 @@ void ScenarioParser::add_range(const AxisSpec& axis, const YAML::Node& range, Sw
                     " values (this range adds " + std::to_string(count) + " to " +
                     std::to_string(out.values.size()) + ")");
   for (int64_t i = 0, x = lo; i < count; ++i, x = mul ? x * factor : x + stride) {
+    if (i + 1 == count) check_axis_integer(axis, x, at(*to));  // and the last the largest
     out.values.push_back(x);
     source.value_where.push_back(at(range));
   }
@@ -1129,8 +1174,17 @@ void ScenarioParser::apply_axis_overrides(Scenario& s) {
   for (const AxisSpec& a : axis_table()) names.push_back(a.name);
   const std::vector<std::string> valid = axes_of_op(s.op);
   const std::string file = path_;
-  for (const AxisOverride& o : overrides_) {
+  for (size_t i = 0; i < overrides_.size(); ++i) {
+    const AxisOverride& o = overrides_[i];
     path_ = "--axis " + excerpt(o.axis);
+    // A second --axis of one name would silently replace the first: every value goes in one.
+    for (size_t k = 0; k < i; ++k)
+      if (overrides_[k].axis == o.axis)
+        fail(SourceLocation{path_, 0, 0}, "axis '" + excerpt(o.axis) + "' is given twice (--axis " +
+                                              excerpt(overrides_[k].axis) + "=" +
+                                              excerpt(overrides_[k].values) + " and --axis " +
+                                              excerpt(o.axis) + "=" + excerpt(o.values) +
+                                              "); give all its values in one --axis");
     if (std::find(names.begin(), names.end(), o.axis) == names.end())
       fail(SourceLocation{path_, 0, 0}, "unknown axis '" + excerpt(o.axis) + "'" +
                                             typo_hint(o.axis, valid) + " (known axes for op '" +
@@ -1284,18 +1338,40 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
                        "'" + typo_hint(word, {"invariant", "variant", "report"}) +
                        "; expected invariant, variant or report");
     if (parity) {
-      const std::string p = string(*parity);
-      if (p == "bitwise") spec.parity = ParityExpectation::kBitwise;
-      else if (p != "report")
-        fail(*parity, "unknown parity expectation '" + excerpt(p) + "' for backend '" +
-                          excerpt(name) + "'" + typo_hint(p, {"bitwise", "report"}) +
-                          "; expected bitwise or report");
+      if (parity->value.IsMap()) {
+        parse_parity_tolerance(*parity, spec);
+      } else {
+        const std::string p = string(*parity);
+        if (p == "bitwise") spec.parity = ParityExpectation::kBitwise;
+        else if (p != "report")
+          fail(*parity, "unknown parity expectation '" + excerpt(p) + "' for backend '" +
+                            excerpt(name) + "'" + typo_hint(p, {"bitwise", "report"}) +
+                            "; expected bitwise, report or a map of limits {mismatch_kl_max, "
+                            "logprob_abs_diff_max}");
+      }
       if (!op_spec(s.op).accepts_key("model"))
         fail(parity->key, "'parity' (sampler against trainer) applies to op 'model' only");
       parity_where_ = at(parity->key);
     }
     s.backends.push_back(std::move(spec));
   }
+}
+
+// parity: {mismatch_kl_max: 1e-4, logprob_abs_diff_max: 1e-3}: the limits a backend's
+// sampler/trainer metrics may reach (README "Sampler against trainer"); at least one, each a
+// number of at least 0.
+void ScenarioParser::parse_parity_tolerance(const Field& f, BackendSpec& spec) {
+  const auto limits = fields_of(f.value, at(f), "'parity' of backend '" + excerpt(spec.name) + "'",
+                                {"mismatch_kl_max", "logprob_abs_diff_max"});
+  if (limits.empty())
+    fail(f, "'parity' limits need at least one of mismatch_kl_max and logprob_abs_diff_max");
+  for (const Field& x : limits) {
+    const double v = real(x);
+    if (v < 0) fail(x, "'" + x.name + "' must be at least 0, got " + x.value.Scalar());
+    (x.name == "mismatch_kl_max" ? spec.parity_tolerance.mismatch_kl_max
+                                 : spec.parity_tolerance.logprob_abs_diff_max) = v;
+  }
+  spec.parity = ParityExpectation::kTolerance;
 }
 
 // ---- cross-field checks ---------------------------------------------------------------------

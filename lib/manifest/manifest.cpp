@@ -21,6 +21,7 @@
 #include "lib/report/json_report.h"
 #include "lib/report/system_info_json.h"
 #include "lib/runner/nvdet_dump.h"
+#include "lib/runner/run_fingerprint.h"
 #include "lib/tensorio/safetensors.h"
 
 namespace nvdet {
@@ -177,6 +178,9 @@ void Manifest::add(const AuditResult& r) {
   s.requests = r.scenario.requests;
   s.repeat = r.scenario.repeat;
   for (const BackendOutcome& b : r.backends) s.backends[b.name] = expectation_name(b.expect);
+  for (const auto& [field, value] : r.fingerprint) {
+    if (!is_build_field(field)) s.inputs[field] = value;
+  }
   for (const CaseRecord& c : r.cases) {
     const std::string& id = context_of(r, c).id;
     s.contexts[id] = c.context_index;
@@ -222,6 +226,11 @@ ojson manifest_to_json(const Manifest& m) {
                        {"out_dtype", s.out_dtype}, {"seed", s.seed},       {"requests", s.requests},
                        {"repeat", s.repeat},       {"backends", backends}, {"contexts", contexts},
                        {"entries", entries}};
+    if (!s.inputs.empty()) {
+      ojson inputs = ojson::object();
+      for (const auto& [field, value] : s.inputs) inputs[field] = value;
+      scenarios[name]["inputs"] = inputs;
+    }
   }
   j["scenarios"] = scenarios;
   return j;
@@ -256,6 +265,12 @@ Manifest manifest_from_json(const json& j, const std::string& what) {
       s.repeat = static_cast<int32_t>(r.integer(*it, where + ".repeat"));
     if (auto it = sj.find("requests"); it != sj.end() && it->is_array()) {
       for (const json& q : *it) s.requests.push_back(r.integer(q, where + ".requests"));
+    }
+    if (auto it = sj.find("inputs"); it != sj.end()) {
+      for (const auto& [field, value] : r.object(sj, "inputs", where).items()) {
+        if (!value.is_string()) r.fail(where + ".inputs." + field, "is not a string");
+        s.inputs[field] = value.get<std::string>();
+      }
     }
     for (const auto& [b, e] : r.object(sj, "backends", where).items()) {
       if (!e.is_string()) r.fail(where + ".backends." + b, "is not a string");
@@ -360,10 +375,27 @@ const ManifestScenario& manifest_scenario(const Manifest& m, const std::string& 
   return found->second;
 }
 
+void check_manifest_inputs(const Manifest& m, const std::string& manifest_path,
+                           const std::string& name, const RunFingerprint& fingerprint) {
+  const ManifestScenario& rec = manifest_scenario(m, manifest_path, name);
+  if (rec.inputs.empty() || fingerprint.empty()) return;  // recorded (or run) before inputs were
+  RunFingerprint now;
+  for (const auto& [field, value] : fingerprint) {
+    if (!is_build_field(field)) now[field] = value;
+  }
+  const std::string d = fingerprint_difference(rec.inputs, now, "in the manifest", "now");
+  if (d.empty()) return;
+  throw_input_error(fmt::format(
+      "manifest '{}' recorded scenario '{}' from other inputs than this run's: {}; its hashes say "
+      "nothing about the kernels here (record the manifest again from these inputs)",
+      manifest_path, excerpt(name), d));
+}
+
 VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path,
                              const AuditResult& result, const VerifyOptions& options) {
   const ScenarioSummary& now = result.scenario;
   const ManifestScenario& rec = manifest_scenario(m, manifest_path, now.name);
+  check_manifest_inputs(m, manifest_path, now.name, result.fingerprint);
   if (rec.op != now.op || rec.dtype != now.dtype || rec.out_dtype != now.out_dtype ||
       rec.seed != now.seed) {
     throw_input_error(fmt::format(
@@ -443,7 +475,7 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
       }
       if (ch.first_token < 0 && ch.tokens_recorded != ch.tokens_now)
         ch.first_token = static_cast<int64_t>(common);
-      ch.fails = options.strict || ch.expectation == "invariant" || recorded != c.backend;
+      ch.fails = change_fails(ch, options.strict, options.recorded_as);
       if (dumps) {
         // The recorded side's dumps are the recorded backend's: under --verify-as RUN=RECORDED,
         // RECORDED's folder, not RUN's.
@@ -477,18 +509,8 @@ VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path
     }
   }
 
-  int failing = 0;
-  for (const ManifestChange& ch : v.changes) failing += ch.fails ? 1 : 0;
-  const bool strict_extra = options.strict && (!v.missing.empty() || !v.added.empty());
-  v.passed = failing == 0 && !strict_extra;
-  if (v.changes.empty() && v.missing.empty() && v.added.empty()) {
-    v.verdict = fmt::format("all {} recorded hashes reproduced bit for bit", v.compared);
-  } else {
-    v.verdict = fmt::format(
-        "{} of {} hashes changed ({} on backends that must not change), {} recorded "
-        "entries not run, {} new entries",
-        v.changes.size(), v.compared, failing, v.missing.size(), v.added.size());
-  }
+  v.strict = options.strict;
+  decide_verify_verdict(v);
   return v;
 }
 

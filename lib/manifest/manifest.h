@@ -11,6 +11,7 @@
 //    "system": {same fields as the JSON report's "device"},
 //    "dump_dir": "dumps",            // only when recorded with --dump; relative to the manifest
 //    "scenarios": {"<name>": {"path", "op", "dtype", "out_dtype", "seed", "requests", "repeat",
+//        "inputs": {"shape.n": "256", "inputs.checkpoint": "<32 hex>", ...},  // run_fingerprint
 //        "backends": {"<backend>": "invariant" | "variant" | "report"},
 //        "contexts": {"<context id>": <index>},
 //        "entries": {"<backend>": {"<context id>": {"<repeat>": {"<request>":
@@ -23,6 +24,12 @@
 // manifest extends that promise across machines. Changes of `variant` and `report` backends
 // (vendor libraries are free to change their kernels between versions) are reported, not
 // failing. `strict` fails on any change and on missing or new entries too.
+//
+// Inputs: a manifest records what defined the run (lib/runner/run_fingerprint.h, the build's
+// fields aside): the resolved scenario's keys and the checkpoint's and prompts' contents. A
+// verification against other inputs (a weight changed by 1%, another prompt, another shape) is
+// refused with exit 2 naming the field, instead of reporting every hash as a kernel's change.
+// Manifests recorded before inputs were recorded are verified without this check.
 //
 // Cross-backend verification (`--verify-as RUN=RECORDED`, VerifyOptions::recorded_as): this run's
 // backend RUN is compared with the hashes the manifest holds for backend RECORDED, e.g. a
@@ -66,6 +73,7 @@ struct ManifestScenario {
   int32_t repeat = 1;
   std::map<std::string, std::string> backends;  // name -> expectation
   std::map<std::string, int> contexts;          // context id -> index
+  RunFingerprint inputs;  // what defined the run, the build's fields aside (empty: not recorded)
   // backend -> context id -> ...
   std::map<std::string, std::map<std::string, ManifestContext>> entries;
 };
@@ -102,8 +110,14 @@ struct VerifyOptions {
 const ManifestScenario& manifest_scenario(const Manifest& m, const std::string& manifest_path,
                                           const std::string& name);
 
+// Throws kBadInput when the manifest recorded scenario `name` from other inputs than
+// `fingerprint` (a run's, or run_fingerprint of the scenario about to run), naming the field.
+void check_manifest_inputs(const Manifest& m, const std::string& manifest_path,
+                           const std::string& name, const RunFingerprint& fingerprint);
+
 // Compares one audit with its scenario in the manifest. Throws kBadInput when the manifest holds
-// no such scenario or holds it with another op, dtype or seed (another scenario under that name).
+// no such scenario or holds it with another op, dtype or seed (another scenario under that name),
+// or from other inputs (check_manifest_inputs).
 VerifyResult verify_manifest(const Manifest& m, const std::string& manifest_path,
                              const AuditResult& result, const VerifyOptions& options = {});
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.h"
+#include "lib/runner/run_fingerprint.h"
 
 namespace nvdet {
 namespace {
@@ -35,6 +36,11 @@ Manifest merge_manifests(const std::vector<Manifest>& manifests,
           into.seed != ms.seed || into.requests != ms.requests || into.repeat != ms.repeat ||
           into.backends != ms.backends) {
         refuse("was recorded with another op, dtype, seed, requests, repeat or backends");
+      }
+      // A manifest recorded before inputs were recorded has none to compare.
+      if (const std::string d = fingerprint_difference(into.inputs, ms.inputs, "before", "here");
+          !d.empty() && !into.inputs.empty() && !ms.inputs.empty()) {
+        refuse("was recorded from other inputs: " + d);
       }
       for (const auto& [id, index] : ms.contexts) {
         const auto [c, added] = into.contexts.emplace(id, index);

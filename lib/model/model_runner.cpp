@@ -179,7 +179,16 @@ ScoreOptions ModelRunner::score_options_for(const Context& c) const {
   o.page_size = decode.page_size;
   o.fp8 = decode.fp8;
   o.seed = s_.seed;
+  o.tp = options_for(c).tp;  // the sampler's tp, unless model.trainer names another
+  if (s_.model.trainer_tp > 0) o.tp.tp = s_.model.trainer_tp;
   return o;
+}
+
+Backend& ModelRunner::trainer(Backend& sampler) const {
+  const std::string& name = s_.model.trainer_backend;
+  if (name.empty() || name == sampler.info().name) return sampler;
+  if (!trainer_) trainer_ = make_backend(name);
+  return *trainer_;
 }
 
 SamplerKind ModelRunner::sampler_for(const Context& c) const {
@@ -192,10 +201,14 @@ std::vector<HostTensor> ModelRunner::score(Backend& backend, const Context& c,
                                            const std::vector<std::vector<int32_t>>& completions,
                                            TensorObserver* observer, RunNotes* notes) const {
   ScoreOptions o = score_options_for(c);
+  Backend& scorer = trainer(backend);
+  if (notes && (!s_.model.trainer_backend.empty() || s_.model.trainer_tp > 0)) {
+    (*notes)["score.trainer"] = scorer.info().name + " at tp " + std::to_string(o.tp.tp);
+  }
   std::vector<HostTensor> out;
   for (size_t i = 0; i < requests.size(); ++i) {
     o.filler_key = static_cast<uint64_t>(requests[i]);
-    out.push_back(score_sequence(backend, *weights_, prompts_.at(static_cast<size_t>(requests[i])),
+    out.push_back(score_sequence(scorer, *weights_, prompts_.at(static_cast<size_t>(requests[i])),
                                  completions.at(i), o, observer, i, i == 0 ? notes : nullptr));
   }
   return out;

@@ -49,18 +49,24 @@ class ModelRunner {
   TrafficRunOptions traffic_options_for(const Context& c) const;
 
   // Scores each probed request's prompt + completion (completions[i] for requests[i]) in the
-  // context's scoring pass (scoring_pass.h) and returns its logits rows, [T, vocab] each.
+  // context's scoring pass (scoring_pass.h) and returns its logits rows, [T, vocab] each. The
+  // pass runs on the scenario's trainer (model.trainer) when it names one, else on `backend`,
+  // the sampler's.
   std::vector<HostTensor> score(Backend& backend, const Context& c,
                                 const std::vector<int64_t>& requests,
                                 const std::vector<std::vector<int32_t>>& completions,
                                 TensorObserver* observer, RunNotes* notes) const;
 
  private:
+  // The backend the scoring pass runs on: model.trainer's (made once), else the sampler's.
+  Backend& trainer(Backend& sampler) const;
+
   Scenario s_;
   std::shared_ptr<const ModelWeights> weights_;
   std::vector<Prompt> prompts_;
   std::shared_ptr<const TrafficSource> traffic_;
-  std::vector<int32_t> eos_tokens_;  // the traffic's EOS tokens (empty: off)
+  std::vector<int32_t> eos_tokens_;           // the traffic's EOS tokens (empty: off)
+  mutable std::unique_ptr<Backend> trainer_;  // model.trainer's backend, once made
 };
 
 }  // namespace nvdet

@@ -1,9 +1,12 @@
 #include "lib/model/sampler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "lib/core/error.h"
 #include "lib/core/philox.h"
 
 namespace nvdet {
@@ -16,6 +19,19 @@ PhiloxKey key_of(uint64_t seed) {
   return {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
 }
 
+// A NaN or infinite logit makes the sort order and the softmax undefined: every probability
+// becomes NaN and the draw falls to the last kept token, a different token for no reason. As
+// a non-finite router logit, it comes from the data and is refused (exit 3), never sampled.
+void check_finite(const float* row, int64_t vocab, int32_t step, uint64_t request) {
+  for (int64_t v = 0; v < vocab; ++v) {
+    if (std::isfinite(row[v])) continue;
+    throw_runtime_error(fmt::format(
+        "sampling: the logit of token {} is not finite ({}) at decode step {} of request {}; "
+        "a non-finite logit cannot be sampled from",
+        v, row[v], step, request));
+  }
+}
+
 class PerRequestSampler final : public TokenSampler {
  public:
   explicit PerRequestSampler(const SamplingSpec& spec) : spec_(spec) {}
@@ -26,6 +42,7 @@ class PerRequestSampler final : public TokenSampler {
       const PhiloxCounter c = {static_cast<uint32_t>(step), static_cast<uint32_t>(ids[i]),
                                static_cast<uint32_t>(ids[i] >> 32), kSamplingTag};
       const double u = philox_uniform(philox4x32_10(c, key_of(spec_.seed)));
+      check_finite(rows[i], vocab, step, ids[i]);
       out.push_back(draw_token(filtered_distribution(rows[i], vocab, spec_), u));
     }
     return out;
@@ -38,15 +55,16 @@ class PerRequestSampler final : public TokenSampler {
 class BatchStreamSampler final : public TokenSampler {
  public:
   explicit BatchStreamSampler(const SamplingSpec& spec) : spec_(spec) {}
-  std::vector<int32_t> choose(int32_t, const std::vector<uint64_t>&,
+  std::vector<int32_t> choose(int32_t step, const std::vector<uint64_t>& ids,
                               const std::vector<const float*>& rows, int64_t vocab) override {
     std::vector<int32_t> out;
-    for (const float* row : rows) {
+    for (size_t i = 0; i < rows.size(); ++i) {
       const PhiloxCounter c = {static_cast<uint32_t>(next_), static_cast<uint32_t>(next_ >> 32), 0,
                                kSamplingTag};
       ++next_;
       const double u = philox_uniform(philox4x32_10(c, key_of(spec_.seed)));
-      out.push_back(draw_token(filtered_distribution(row, vocab, spec_), u));
+      check_finite(rows[i], vocab, step, ids[i]);
+      out.push_back(draw_token(filtered_distribution(rows[i], vocab, spec_), u));
     }
     return out;
   }

@@ -7,6 +7,7 @@
 #include "lib/core/error.h"
 #include "lib/model/decode_pass.h"
 #include "lib/model/prompts.h"
+#include "lib/model/tp_engine.h"
 
 namespace nvdet {
 namespace {
@@ -77,8 +78,16 @@ HostTensor score_sequence(Backend& backend, const ModelWeights& weights,
   }
   const std::vector<int32_t> capacity(seqs.size(), total);
   ScoreTrace trace(observer, watched, len);
-  std::unique_ptr<PassEngine> engine =
-      make_host_engine(backend, weights, capacity, options.page_size, options.fp8, trace, notes);
+  std::unique_ptr<PassEngine> engine;
+  if (options.tp.tp > 1) {
+    DecodeOptions sharded;
+    sharded.page_size = options.page_size;
+    sharded.tp = options.tp;
+    engine = make_tp_engine(backend, weights, capacity, sharded, trace, notes);
+  } else {
+    engine =
+        make_host_engine(backend, weights, capacity, options.page_size, options.fp8, trace, notes);
+  }
 
   HostTensor logits(DType::kFP32, {steps, c.vocab});
   const size_t row_bytes = static_cast<size_t>(c.vocab) * sizeof(float);

@@ -12,7 +12,8 @@
 //                      k = 1 is decoding again).
 // A pass whose sequences hold one row each runs attention_decode, as a serving engine does; any
 // other pass attention_prefill (the causal, varlen kernel). Every pass runs on the host engine
-// (one Backend::run per op; the device path's results are bitwise the same).
+// (one Backend::run per op; the device path's results are bitwise the same), sharded over
+// options.tp ranks when tp > 1 (a trainer at another tensor-parallel degree than the sampler).
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct ScoreOptions {
   uint64_t seed = 0;  // the fillers' tokens: seeded by (seed, filler_key, filler index)
   uint64_t filler_key = 0;
   Fp8Scheme fp8 = {};  // an FP8 checkpoint's activation scheme (DecodeOptions::fp8)
+  TpOptions tp;        // tp > 1: every pass on the tensor-parallel engine (tp_engine.h)
 };
 
 // Scores one sequence and returns its logits rows, fp32 [T, vocab] (row t: the distribution

@@ -104,7 +104,7 @@ ModelWeights load_synthetic_checkpoint(const std::string& config_folder, uint64_
                                        DType dtype) {
   static std::atomic<int> counter{0};
   const fs::path dir =
-      fs::temp_directory_path() /
+      temporary_base("the synthetic checkpoint of '" + config_folder + "'") /
       ("nvdet-synthetic-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   const TemporaryFolder remove(dir);  // also on SIGINT/SIGTERM: the checkpoint may be GBs
   write_synthetic_checkpoint(config_folder, seed, dir);

@@ -51,6 +51,7 @@ const std::vector<std::string>& all_reduce_algo_words();
 bool parse_all_reduce_algo(std::string_view word, AllReduceAlgo* out);
 
 inline constexpr int kMaxAllReduceChannels = 64;  // NCCL's MAXCHANNELS
+inline constexpr int kMaxTp = 64;                 // ranks one simulated all-reduce sums
 inline constexpr int kAutoMaxChannels = 16;       // the channels a node offers to the tuning
 
 // What the simulation does for one message: the algorithm (never kAuto), the protocol, the

@@ -83,15 +83,17 @@ std::string render_bench_csv(const BenchResult& r) {
   std::string s = "scenario,context";
   for (const std::string& a : r.axes) s += "," + csv_field(a);
   s += ",backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,copy_fraction,time_ratio,"
-       "device_timed\n";
+       "baseline,device_timed\n";
   for (const BenchRow& row : r.rows) {
     s += csv_field(r.scenario) + "," + csv_field(row.context);
     for (const std::string& a : r.axes) s += "," + csv_field(axis_text(row, a));
-    s +=
-        fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.3g},{},{},{},{:.6g},{}\n",
-                    csv_field(row.backend), row.median_us, row.min_us, row.max_us, row.samples,
-                    spread_pct(row), figure(row.tflops), figure(row.gbps),
-                    figure(row.copy_fraction), row.time_ratio, row.device_timed ? "true" : "false");
+    // Every figure with six significant digits (README), the spread too; `baseline` names the
+    // backend time_ratio divides by, so that a table read on its own says what 1.0 is.
+    s += fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},{:.6g},{},{}\n",
+                     csv_field(row.backend), row.median_us, row.min_us, row.max_us, row.samples,
+                     spread_pct(row), figure(row.tflops), figure(row.gbps),
+                     figure(row.copy_fraction), row.time_ratio, csv_field(r.baseline),
+                     row.device_timed ? "true" : "false");
   }
   return s;
 }
@@ -124,6 +126,7 @@ nlohmann::json bench_to_json(const BenchResult& r) {
                          {"tflops", figure_json(row.tflops)},
                          {"gbps", figure_json(row.gbps)},
                          {"time_ratio", row.time_ratio},
+                         {"baseline", r.baseline},
                          {"copy_fraction", figure_json(row.copy_fraction)},
                          {"device_timed", row.device_timed}};
     for (const auto& [name, v] : row.context_values) {

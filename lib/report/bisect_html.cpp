@@ -137,11 +137,14 @@ std::string render_bisect_html(const json& b) {
     for (const json& c : m.at("coords"))
       coords += (coords.empty() ? "" : ", ") + std::to_string(c.get<int64_t>());
     h += fmt::format(
-        "<p>step {}, layer {}, op <code>{}</code>: element ({}) A {} (<code>{}</code>) vs B {} "
+        "<p>step {}, {}op <code>{}</code>: element ({}) A {} (<code>{}</code>) vs B {} "
         "(<code>{}</code>), {} ulp; {} of {} elements differ, max |diff| {}</p>",
-        f.at("step").get<int64_t>(), f.at("layer").get<int64_t>(), html_escape(text(f, "op")),
-        coords, number(m.at("a")), html_escape(text(m, "a_bits")), number(m.at("b")),
-        html_escape(text(m, "b_bits")),
+        f.at("step").get<int64_t>(),
+        // An op outside the layers (embed, final_norm, logits) is traced as layer -1.
+        f.at("layer").get<int64_t>() < 0 ? std::string()
+                                         : fmt::format("layer {}, ", f.at("layer").get<int64_t>()),
+        html_escape(text(f, "op")), coords, number(m.at("a")), html_escape(text(m, "a_bits")),
+        number(m.at("b")), html_escape(text(m, "b_bits")),
         m.at("ulp").is_number() ? std::to_string(m["ulp"].get<uint64_t>()) : "-",
         f.value("mismatch_count", int64_t{0}), f.value("numel", int64_t{0}),
         number(f.at("max_abs_diff")));

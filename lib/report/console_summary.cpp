@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "lib/core/checked_parse.h"
 #include "lib/report/parity_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/traffic_section.h"
@@ -105,7 +106,7 @@ std::string render_console_summary(const AuditResult& r) {
                      expectation_name(o.expect), o.verdict);
     const std::string throughput = throughput_range(r, o.name);
     if (!throughput.empty()) s += "       decode: " + throughput + "\n";
-    s += parity_console_lines(o);
+    s += parity_console_lines(r, o);
     const Divergence* first = nullptr;
     for (const Divergence& d : r.divergences) {
       if (d.backend == o.name) {
@@ -143,28 +144,30 @@ std::string render_console_summary(const AuditResult& r) {
     if (!where.empty()) s += "       diverging contexts: " + where + "\n";
   }
   if (r.verify) s += render_verify_text(*r.verify);
-  const int ran = r.summary.backends - r.summary.skipped_backends;
-  if (ran_nothing(r)) {
-    return s + fmt::format(
-                   "audit RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); "
-                   "exit code 5\n",
-                   r.summary.skipped_backends, r.summary.backends, r.summary.contexts);
-  }
-  if (r.shard) {
+  if (r.shard && !ran_nothing(r)) {
     s += fmt::format("shard {} of {}: {} contexts owned, {} run as baselines only\n",
                      r.shard->index, r.shard->count, r.shard->owned.size(),
                      r.summary.contexts - static_cast<int>(r.shard->owned.size()));
   }
-  s += fmt::format("audit {}: {} of {} backends met their expectation{}{} ({:.1f} s)\n",
-                   r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
-                   r.summary.skipped_backends
-                       ? fmt::format(", {} skipped", r.summary.skipped_backends)
-                       : std::string(),
-                   !r.verify          ? std::string()
-                   : r.verify->passed ? ", manifest verified"
-                                      : ", manifest verify FAILED",
-                   r.summary.seconds);
-  return s;
+  return s + render_verdict_line(r) + "\n";
+}
+
+std::string render_verdict_line(const AuditResult& r) {
+  const int ran = r.summary.backends - r.summary.skipped_backends;
+  if (ran_nothing(r)) {
+    return fmt::format(
+        "audit RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); exit code 5",
+        r.summary.skipped_backends, r.summary.backends, r.summary.contexts);
+  }
+  return fmt::format("audit {}: {} of {} backends met their expectation{}{} ({:.1f} s)",
+                     r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
+                     r.summary.skipped_backends
+                         ? fmt::format(", {} skipped", r.summary.skipped_backends)
+                         : std::string(),
+                     !r.verify          ? std::string()
+                     : r.verify->passed ? ", manifest verified"
+                                        : ", manifest verify FAILED",
+                     r.summary.seconds);
 }
 
 namespace {
@@ -176,9 +179,8 @@ double now_seconds() {
 double progress_interval(double requested) {
   if (requested >= 0) return requested;
   if (const char* env = std::getenv("NVDET_PROGRESS_INTERVAL")) {
-    char* end = nullptr;
-    const double v = std::strtod(env, &end);
-    if (end != env && v >= 0 && v < 1e9) return v;
+    const std::optional<double> v = parse_real(env);
+    if (v && *v >= 0 && *v < 1e9) return *v;
   }
   return 30.0;
 }
@@ -189,9 +191,8 @@ size_t terminal_columns(int fd) {
   struct winsize ws {};
   if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return std::max<size_t>(ws.ws_col, 2);
   if (const char* env = std::getenv("COLUMNS")) {
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v >= 2 && v <= 100000) return static_cast<size_t>(v);
+    const std::optional<int64_t> v = parse_integer<int64_t>(env);
+    if (v && *v >= 2 && *v <= 100000) return static_cast<size_t>(*v);
   }
   return 80;
 }

@@ -11,6 +11,11 @@ namespace nvdet {
 
 std::string render_console_summary(const AuditResult& r);
 
+// Its last line, the verdict the exit code states: "audit PASSED: 3 of 3 backends met their
+// expectation (0.2 s)", "audit FAILED: ...", "audit RAN NOTHING: ..." (no newline). nvdet report
+// prints it for each (merged) report it renders.
+std::string render_verdict_line(const AuditResult& r);
+
 // Progress on stderr. On a terminal: one line rewritten in place ("[ 37/128] cublas
 // gemm(batch=33,...)"). Elsewhere (a CI log): a plain line at most every `interval_s` seconds,
 // "progress: context 10 of 32, 37 of 128 cases, 42 s elapsed (cublas gemm(batch=33,...))" (the

@@ -44,7 +44,7 @@ code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}h1 code,h3
 .muted{color:#666;font-size:13px}td.num,td code{white-space:nowrap}td code+code{margin-left:6px}.heatmap{overflow-x:auto;margin-bottom:12px}
 .legend span{display:inline-block;margin-right:14px;font-size:13px}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle;border:1px solid #999}
-section{margin-bottom:28px}
+section{margin-bottom:28px}.wide{overflow-x:auto;max-width:100%}
 )";
 
 // Filters the divergences table by backend. No network, no libraries.

@@ -7,6 +7,7 @@
 #include "lib/report/system_info_json.h"
 #include "lib/report/traffic_section.h"
 #include "lib/report/verify_report.h"
+#include "lib/runner/parity_metrics.h"
 #include "lib/runner/traffic_steps_text.h"
 #include "lib/scenario/scenario.h"
 
@@ -47,29 +48,52 @@ json op_json(const OpDivergence& op) {
   return {{"step", op.step}, {"layer", op.layer}, {"op", op.op}};
 }
 
-// Sampler against trainer (model scenarios with a scoring pass), under the metrics' RL names.
+// Sampler against trainer (model scenarios with a scoring pass), under the metrics' RL names:
+// the metrics at temperature 1 over the whole vocabulary at the top level, those at the sampling
+// distribution (sampled scenarios) under "sampling".
+void add_metrics(json& j, const ParityMetrics& m) {
+  j["logprob_abs_diff_max"] = json_number(m.logprob_abs_diff_max);
+  j["logprob_abs_diff_mean"] = json_number(m.logprob_abs_diff_mean);
+  j["mismatch_kl_mean"] = json_number(m.mismatch_kl_mean);
+  j["mismatch_kl_max"] = json_number(m.mismatch_kl_max);
+  j["k3_mean"] = json_number(m.k3_mean);
+}
+
+// Per generated token, the sampled token's logprob under each side's distribution.
+json logprobs_json(const std::vector<double>& sampler, const std::vector<double>& trainer) {
+  json s = json::array(), t = json::array();
+  for (const double v : sampler) s.push_back(json_number(v));
+  for (const double v : trainer) t.push_back(json_number(v));
+  return {{"sampler", s}, {"trainer", t}};
+}
+
 json parity_json(const ParityRecord& p) {
   json j = {{"tokens", p.tokens},
             {"bitwise_equal_tokens", p.bitwise_equal_tokens},
-            {"first_differing_token", p.first_differing_token},
-            {"logprob_abs_diff_max", json_number(p.logprob_abs_diff_max)},
-            {"logprob_abs_diff_mean", json_number(p.logprob_abs_diff_mean)},
-            {"mismatch_kl_mean", json_number(p.mismatch_kl_mean)},
-            {"mismatch_kl_max", json_number(p.mismatch_kl_max)},
-            {"k3_mean", json_number(p.k3_mean)}};
+            {"first_differing_token", p.first_differing_token}};
+  add_metrics(j, p);
   if (p.first_op) j["first_op"] = op_json(*p.first_op);
+  if (!p.sampler_logprobs.empty())
+    j["logprobs"] = logprobs_json(p.sampler_logprobs, p.trainer_logprobs);
+  if (p.sampling) {
+    json s = json::object();
+    add_metrics(s, *p.sampling);
+    s["logprobs"] = logprobs_json(p.sampling_sampler_logprobs, p.sampling_trainer_logprobs);
+    j["sampling"] = s;
+  }
   return j;
 }
 
 json parity_summary_json(const ParitySummary& p) {
   json j = {{"requests", p.requests},
             {"tokens", p.tokens},
-            {"bitwise_equal_tokens", p.bitwise_equal_tokens},
-            {"logprob_abs_diff_max", json_number(p.logprob_abs_diff_max)},
-            {"logprob_abs_diff_mean", json_number(p.logprob_abs_diff_mean)},
-            {"mismatch_kl_mean", json_number(p.mismatch_kl_mean)},
-            {"mismatch_kl_max", json_number(p.mismatch_kl_max)},
-            {"k3_mean", json_number(p.k3_mean)}};
+            {"bitwise_equal_tokens", p.bitwise_equal_tokens}};
+  add_metrics(j, p);
+  if (p.sampling) {
+    json s = json::object();
+    add_metrics(s, *p.sampling);
+    j["sampling"] = s;
+  }
   if (!p.first_context.empty()) {
     j["first"] = {
         {"context", p.first_context}, {"request", p.first_request}, {"token", p.first_token}};
@@ -78,7 +102,7 @@ json parity_summary_json(const ParitySummary& p) {
   return j;
 }
 
-json backend_json(const BackendOutcome& b) {
+json backend_json(const AuditResult& r, const BackendOutcome& b) {
   json j = {{"name", b.name},
             {"description", b.description},
             {"gpu", b.gpu},
@@ -95,7 +119,23 @@ json backend_json(const BackendOutcome& b) {
   if (b.max_distinct_completions > 0) j["max_distinct_completions"] = b.max_distinct_completions;
   if (b.parity) {
     j["parity_expect"] = std::string(parity_expectation_name(b.parity_expect));
+    if (b.parity_expect == ParityExpectation::kTolerance) {
+      json limits = json::object();
+      if (b.parity_tolerance.mismatch_kl_max)
+        limits["mismatch_kl_max"] = *b.parity_tolerance.mismatch_kl_max;
+      if (b.parity_tolerance.logprob_abs_diff_max)
+        limits["logprob_abs_diff_max"] = *b.parity_tolerance.logprob_abs_diff_max;
+      j["parity_tolerance"] = limits;
+    }
     j["parity"] = parity_summary_json(*b.parity);
+    // For each scoring pass setting: folded from the records, so never read back.
+    json by = json::array();
+    for (const ParityByScoring& g : parity_by_scoring(r, b.name)) {
+      json row = {{"score_batch", g.score_batch}, {"score_chunk", g.score_chunk}};
+      row.update(parity_summary_json(g.parity));
+      by.push_back(std::move(row));
+    }
+    j["parity"]["by_scoring"] = by;
   }
   return j;
 }
@@ -225,7 +265,7 @@ json first_mismatch_to_json(const FirstMismatch& m) {
 json audit_to_json(const AuditResult& r) {
   json backends = json::array(), contexts = json::array(), cases = json::array(),
        divergences = json::array();
-  for (const BackendOutcome& b : r.backends) backends.push_back(backend_json(b));
+  for (const BackendOutcome& b : r.backends) backends.push_back(backend_json(r, b));
   for (const Context& c : r.contexts) contexts.push_back(context_json(c));
   for (const CaseRecord& c : r.cases) cases.push_back(case_json(c));
   for (const Divergence& d : r.divergences) divergences.push_back(divergence_json(d));
@@ -240,12 +280,16 @@ json audit_to_json(const AuditResult& r) {
             {"divergences", divergences},
             {"summary", summary_json(r)}};
   if (!r.scenario.traffic.empty()) j["traffic"] = traffic_json(r);
+  // What defines the run (lib/runner/run_fingerprint.h): the merge of shards and a manifest's
+  // verification compare it. Absent from reports written before it was recorded.
+  if (!r.fingerprint.empty()) j["fingerprint"] = r.fingerprint;
   if (r.verify) j["verify"] = json::parse(verify_to_json(*r.verify).dump());
   if (r.shard) {
     j["shard"] = {{"index", r.shard->index},
                   {"count", r.shard->count},
                   {"filter", r.shard->filter},
                   {"owned_contexts", r.shard->owned}};
+    if (!r.shard->selection.empty()) j["shard"]["selection"] = r.shard->selection;
   }
   return j;
 }

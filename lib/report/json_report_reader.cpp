@@ -12,6 +12,7 @@
 #include "lib/core/json_input.h"
 #include "lib/core/text_excerpt.h"
 #include "lib/loader/op_table.h"
+#include "lib/runner/recount.h"
 #include "lib/runner/result_classes.h"
 #include "lib/scenario/context.h"
 #include "lib/scenario/scenario.h"
@@ -157,17 +158,37 @@ OpDivergence op_divergence(const json& f) {
                       f.at("op").get<std::string>()};
 }
 
-// The metrics both parity objects carry, under their JSON names.
+// The metrics every parity object carries, under their JSON names.
+ParityMetrics metrics(const json& j) {
+  ParityMetrics m;
+  m.logprob_abs_diff_max = number(j.at("logprob_abs_diff_max"));
+  m.logprob_abs_diff_mean = number(j.at("logprob_abs_diff_mean"));
+  m.mismatch_kl_mean = number(j.at("mismatch_kl_mean"));
+  m.mismatch_kl_max = number(j.at("mismatch_kl_max"));
+  m.k3_mean = number(j.at("k3_mean"));
+  return m;
+}
+
+// The counts and metrics both parity objects carry, and the sampling distribution's metrics.
 template <class P>
 void read_parity_metrics(const json& j, P& p) {
   p.tokens = count(j, "tokens");
   p.bitwise_equal_tokens = count(j, "bitwise_equal_tokens");
-  p.logprob_abs_diff_max = number(j.at("logprob_abs_diff_max"));
-  p.logprob_abs_diff_mean = number(j.at("logprob_abs_diff_mean"));
-  p.mismatch_kl_mean = number(j.at("mismatch_kl_mean"));
-  p.mismatch_kl_max = number(j.at("mismatch_kl_max"));
-  p.k3_mean = number(j.at("k3_mean"));
+  static_cast<ParityMetrics&>(p) = metrics(j);
   if (j.contains("first_op")) p.first_op = op_divergence(j.at("first_op"));
+  if (j.contains("sampling")) p.sampling = metrics(j.at("sampling"));
+}
+
+// {"sampler": [...], "trainer": [...]}: one logprob per generated token on each side.
+void read_logprobs(const json& j, int64_t tokens, std::vector<double>& sampler,
+                   std::vector<double>& trainer) {
+  for (const auto& [side, out] : {std::pair{"sampler", &sampler}, std::pair{"trainer", &trainer}}) {
+    const json& a = j.at(side);
+    if (!a.is_array() || static_cast<int64_t>(a.size()) != tokens) {
+      refuse(a, std::string("'logprobs' '") + side + "' must list one number per token");
+    }
+    for (const json& v : a) out->push_back(number(v));
+  }
 }
 
 // Serving traffic: what shared a probed request's step (json_report.cpp's probe_step_json).
@@ -199,6 +220,13 @@ ParityRecord parity_record(const json& j) {
   ParityRecord p;
   read_parity_metrics(j, p);
   p.first_differing_token = integer_or<int64_t>(j, "first_differing_token", -1, -1);
+  if (j.contains("logprobs")) {
+    read_logprobs(j.at("logprobs"), p.tokens, p.sampler_logprobs, p.trainer_logprobs);
+  }
+  if (j.contains("sampling") && j.at("sampling").contains("logprobs")) {
+    read_logprobs(j.at("sampling").at("logprobs"), p.tokens, p.sampling_sampler_logprobs,
+                  p.sampling_trainer_logprobs);
+  }
   return p;
 }
 
@@ -218,6 +246,7 @@ ParitySummary parity_summary(const json& j) {
 ParityExpectation parity_expectation(const std::string& word) {
   if (word == "bitwise") return ParityExpectation::kBitwise;
   if (word == "report") return ParityExpectation::kReport;
+  if (word == "tolerance") return ParityExpectation::kTolerance;
   throw json::other_error::create(501, "unknown parity expectation '" + word + "'", nullptr);
 }
 
@@ -255,6 +284,15 @@ AuditResult parse(const json& j, const std::string& what) {
   if (!op_record) refuse(sj.at("op"), "unknown op '" + excerpt(s.op) + "'");
   const OpKind op = op_record->kind;
   r.system = system(j.at("device"));
+  if (j.contains("fingerprint")) {
+    const json& f = j.at("fingerprint");
+    if (!f.is_object()) refuse(f, "'fingerprint' must be an object of strings");
+    for (const auto& [field, value] : f.items()) {
+      if (!value.is_string())
+        refuse(value, "'fingerprint' field '" + excerpt(field) + "' must be a string");
+      r.fingerprint[field] = value.get<std::string>();
+    }
+  }
   r.started_at = j.value("started_at", "");
   r.hostname = j.value("hostname", "");
 
@@ -277,6 +315,13 @@ AuditResult parse(const json& j, const std::string& what) {
     if (b.contains("parity")) {
       o.parity_expect = parity_expectation(b.value("parity_expect", "report"));
       o.parity = parity_summary(b.at("parity"));
+      if (o.parity_expect == ParityExpectation::kTolerance) {
+        const json& limits = b.at("parity_tolerance");
+        if (limits.contains("mismatch_kl_max"))
+          o.parity_tolerance.mismatch_kl_max = number(limits.at("mismatch_kl_max"));
+        if (limits.contains("logprob_abs_diff_max"))
+          o.parity_tolerance.logprob_abs_diff_max = number(limits.at("logprob_abs_diff_max"));
+      }
     }
     r.backends.push_back(std::move(o));
   }
@@ -304,8 +349,13 @@ AuditResult parse(const json& j, const std::string& what) {
   };
   const bool table = j.contains("contexts");  // schema 2; in schema 1 each case carries its own
   for (const json& c : j.value("contexts", json::array())) {
-    add_context(integer_at<int>(c, "index", 0), c.at("id").get<std::string>(),
-                c.value("values", json::object()));
+    // The table holds each context once (schema 1's cases repeat theirs, one per case).
+    const int index = integer_at<int>(c, "index", 0);
+    if (contexts.count(index)) {
+      throw_input_error("cannot read audit report '" + what + "': context index " +
+                        std::to_string(index) + " is given twice");
+    }
+    add_context(index, c.at("id").get<std::string>(), c.value("values", json::object()));
   }
   for (const json& c : j.at("cases")) {
     CaseRecord rec;
@@ -410,6 +460,7 @@ AuditResult parse(const json& j, const std::string& what) {
     vr.compared = integer_or<int>(v, "compared", 0, 0);
     vr.environment = v.value("environment", std::vector<std::string>{});
     vr.recorded_as = v.value("recorded_as", std::map<std::string, std::string>{});
+    if (v.contains("strict")) vr.strict = v.at("strict").get<bool>();
     for (const json& c : v.value("changes", json::array())) {
       ManifestChange ch;
       ch.backend = c.at("backend").get<std::string>();
@@ -447,9 +498,12 @@ AuditResult parse(const json& j, const std::string& what) {
     info.index = integer_at<int>(sh, "index", 1);
     if (info.index > info.count) refuse(sh, "'shard' index must be from 1 to its count");
     info.filter = sh.value("filter", "");
+    info.selection = integers_or_empty<int>(sh, "selection");
     info.owned = integers<int>(sh.at("owned_contexts"), "owned_contexts");
     r.shard = std::move(info);
   }
+  // The verdicts written in the file are claims: decided again from the hashes.
+  recount_result(r, what);
   assign_result_classes(r);  // the analysis the writers draw, as the audit made it
   return r;
 }

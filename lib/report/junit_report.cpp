@@ -282,6 +282,8 @@ std::string render_junit_report(const AuditResult& r) {
                     {"verdict", b.skipped ? "skipped: " + b.skip_reason : b.verdict}};
     add_token_level_properties(r, b, s.properties);
     add_traffic_properties(r, b, s.properties);
+    for (auto& property : parity_junit_properties(r, b))
+      s.properties.push_back(std::move(property));
     write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped,
                 total_seconds);
   }

@@ -5,22 +5,33 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "lib/core/error.h"
-#include "lib/runner/audit.h"
-#include "lib/runner/parity_metrics.h"
+#include "lib/core/text_excerpt.h"
+#include "lib/runner/recount.h"
 #include "lib/runner/result_classes.h"
-#include "lib/runner/verdict.h"
+#include "lib/runner/run_fingerprint.h"
+#include "lib/runner/shard.h"
 
 namespace nvdet {
 namespace {
 
-// What must agree between the shards of one sweep: everything about the scenario but its path
-// (the shards may have run from different checkouts).
-bool same_sweep(const ScenarioSummary& a, const ScenarioSummary& b) {
-  return a.name == b.name && a.op == b.op && a.dtype == b.dtype && a.out_dtype == b.out_dtype &&
-         a.seed == b.seed && a.requests == b.requests && a.repeat == b.repeat && a.axes == b.axes &&
-         a.coord_names == b.coord_names;
+std::string list_text(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return "[" + out + "]";
+}
+template <class T>
+std::string numbers_text(const std::vector<T>& v) {
+  std::vector<std::string> words;
+  for (const T& x : v) words.push_back(std::to_string(x));
+  return list_text(words);
+}
+std::string axes_text(const ScenarioSummary& s) {
+  std::vector<std::string> words;
+  for (const auto& [name, values] : s.axes) words.push_back(name + "=" + list_text(values));
+  return list_text(words);
 }
 
 std::vector<std::string> backend_names(const AuditResult& r) {
@@ -30,82 +41,122 @@ std::vector<std::string> backend_names(const AuditResult& r) {
   return names;
 }
 
-// Sampler against trainer over the whole sweep: the owned cases' per-request records folded as
-// the audit folds them, in its order (context, then repeat, then request), so that the means,
-// maxima and first differing request are the unsharded run's to the bit; a shard's own summary
-// also counts the baselines it ran for contexts it does not own. Then the parity half of the
-// verdict, decided by the audit's own function.
-void merge_parity(BackendOutcome& o, const std::vector<AuditResult>& shards, size_t b,
-                  const AuditResult& merged) {
-  o.parity.reset();
-  // Every shard read the same scenario; one whose outcome has a summary carries its expectation
-  // (the JSON report writes it beside the summary only).
+// What the sweep itself is, besides the fingerprint: the first field in which `s` differs from
+// `first`, "name (a in shard 1, b in shard 3)"; "" when none does. The scenario's path may differ
+// (the shards may have run from different checkouts).
+std::string sweep_difference(const AuditResult& first, const AuditResult& s) {
+  const auto differ = [&](const std::string& field, const std::string& a, const std::string& b) {
+    return a == b ? std::string()
+                  : fmt::format("{} ({} in shard {}, {} in shard {})", field, excerpt(a, 200),
+                                first.shard->index, excerpt(b, 200), s.shard->index);
+  };
+  const ScenarioSummary &a = first.scenario, &b = s.scenario;
+  for (const std::string& d :
+       {differ("op", a.op, b.op), differ("dtype", a.dtype, b.dtype),
+        differ("out_dtype", a.out_dtype, b.out_dtype),
+        differ("seed", std::to_string(a.seed), std::to_string(b.seed)),
+        differ("requests", numbers_text(a.requests), numbers_text(b.requests)),
+        differ("repeat", std::to_string(a.repeat), std::to_string(b.repeat)),
+        differ("sweep axes", axes_text(a), axes_text(b)),
+        differ("backends", list_text(backend_names(first)), list_text(backend_names(s))),
+        differ("--filter", "'" + first.shard->filter + "'", "'" + s.shard->filter + "'"),
+        differ("--last-failed selection", numbers_text(first.shard->selection),
+               numbers_text(s.shard->selection))}) {
+    if (!d.empty()) return d;
+  }
+  return "";
+}
+
+// Each shard's claim against the partition of the sweep: shard I owns exactly the positions p
+// with p % N == I - 1 of the contexts the shards partitioned, each context once.
+void check_ownership(const std::vector<AuditResult>& shards,
+                     const std::function<void(const std::string&)>& refuse) {
+  const std::vector<int> sweep = partitioned_contexts(shards[0].scenario, *shards[0].shard);
+  const std::set<int> in_sweep(sweep.begin(), sweep.end());
+  const int count = shards[0].shard->count;
+  std::map<int, int> claimed;  // context index -> the shard claiming it
+  for (const AuditResult& s : shards) {
+    const std::vector<int> due = owned_by_shard(sweep, s.shard->index, count);
+    for (const int c : s.shard->owned) {
+      if (!in_sweep.count(c)) {
+        refuse(
+            fmt::format("shard {} claims context {}, which is not one of the {} contexts the "
+                        "sweep partitions",
+                        s.shard->index, c, sweep.size()));
+      }
+      if (const auto [it, fresh] = claimed.emplace(c, s.shard->index); !fresh) {
+        refuse(
+            fmt::format("context {} is owned by shards {} and {}", c, it->second, s.shard->index));
+      }
+      if (!std::binary_search(due.begin(), due.end(), c)) {
+        refuse(fmt::format(
+            "shard {} claims context {}, which the partition gives to shard {}", s.shard->index, c,
+            static_cast<int>(std::lower_bound(sweep.begin(), sweep.end(), c) - sweep.begin()) %
+                    count +
+                1));
+      }
+      if (!find_context(s, c)) {
+        refuse(fmt::format("shard {} claims context {} but did not run it", s.shard->index, c));
+      }
+    }
+  }
+  for (size_t p = 0; p < sweep.size(); ++p) {
+    if (!claimed.count(sweep[p])) {
+      refuse(
+          fmt::format("context {} of the sweep is owned by no shard (the partition gives it to "
+                      "shard {})",
+                      sweep[p], static_cast<int>(p) % count + 1));
+    }
+  }
+}
+
+// A context run by several shards (a group's baseline, which every shard that owns a context of
+// the group runs) must have given every shard the same bits: another machine, driver or build
+// would have compared that shard's contexts with another baseline.
+void check_shared_cases(const std::vector<AuditResult>& shards,
+                        const std::function<void(const std::string&)>& refuse) {
+  std::map<std::tuple<std::string, int, int>, std::pair<int, const CaseRecord*>> seen;
+  for (const AuditResult& s : shards) {
+    for (const CaseRecord& c : s.cases) {
+      const auto [it, fresh] =
+          seen.try_emplace({c.backend, c.context_index, c.repeat}, s.shard->index, &c);
+      if (fresh) continue;
+      const CaseRecord& other = *it->second.second;
+      bool same = other.requests.size() == c.requests.size();
+      for (size_t q = 0; same && q < c.requests.size(); ++q) {
+        same = other.requests[q].hash == c.requests[q].hash &&
+               other.requests[q].completion == c.requests[q].completion;
+      }
+      if (!same) {
+        refuse(fmt::format(
+            "shards {} and {} both ran {} on backend '{}' (a baseline) and got different bits: "
+            "they ran on different machines or builds, or the backend is not deterministic",
+            it->second.first, s.shard->index, context_of(s, c).id, excerpt(c.backend)));
+      }
+    }
+  }
+}
+
+// The first shard's outcome of backend `b`, or the reason the shards cannot be merged: a backend
+// skipped in some shards and run in others. The counts and verdicts are decided again over the
+// merged cases (recount_result); the parity expectation is carried by any shard that scored.
+BackendOutcome merged_outcome(const std::vector<AuditResult>& shards, size_t b,
+                              const std::function<void(const std::string&)>& refuse) {
+  int skipped = 0;
+  for (const AuditResult& s : shards) skipped += s.backends[b].skipped ? 1 : 0;
+  BackendOutcome o = shards[0].backends[b];
+  if (skipped > 0 && skipped < static_cast<int>(shards.size())) {
+    refuse(fmt::format("backend '{}' was skipped in {} of {} shards and run in the others", o.name,
+                       skipped, shards.size()));
+  }
   for (const AuditResult& s : shards) {
     if (s.backends[b].parity) {
       o.parity_expect = s.backends[b].parity_expect;
+      o.parity_tolerance = s.backends[b].parity_tolerance;
+      o.parity = s.backends[b].parity;  // folded again from the merged records
       break;
     }
   }
-  ParitySummary sum;
-  for (const CaseRecord& c : merged.cases) {
-    if (c.backend != o.name) continue;
-    for (const RequestRecord& r : c.requests) {
-      if (r.parity) add_parity(sum, *r.parity, context_of(merged, c).id, r.request);
-    }
-  }
-  if (sum.requests > 0) o.parity = sum;
-  decide_parity_verdict(o);
-}
-
-// The first shard's outcome with the counts and verdict of the whole sweep.
-BackendOutcome merged_outcome(const std::vector<AuditResult>& shards, size_t b,
-                              const AuditResult& merged, int contexts) {
-  const std::string& name = shards[0].backends[b].name;
-  int skipped = 0;
-  for (const AuditResult& s : shards) skipped += s.backends[b].skipped ? 1 : 0;
-  if (skipped == static_cast<int>(shards.size())) return shards[0].backends[b];
-  if (skipped > 0) {
-    throw_input_error(
-        fmt::format("cannot merge the shards of '{}': backend '{}' was skipped in {} "
-                    "of {} shards and run in the others",
-                    merged.scenario.name, name, skipped, shards.size()));
-  }
-  BackendOutcome o = shards[0].backends[b];
-  o.contexts_run = contexts;
-  o.divergent_contexts = o.run_to_run_divergences = 0;
-  o.max_distinct_results = 1;
-  o.max_distinct_completions = 0;
-  std::set<int> divergent;
-  std::optional<Divergence> first;
-  for (const Divergence& d : merged.divergences) {
-    if (d.backend != name) continue;
-    if (!first) first = d;
-    if (d.kind == DivergenceKind::kRunToRun) {
-      ++o.run_to_run_divergences;
-    } else {
-      divergent.insert(d.context_index);
-    }
-  }
-  o.divergent_contexts = static_cast<int>(divergent.size());
-  // As the audit counts them: distinct outputs of one request of one group over every case.
-  std::map<std::pair<std::string, int64_t>, std::set<Hash128>> distinct;
-  std::map<std::pair<std::string, int64_t>, std::set<std::vector<int32_t>>> completions;
-  for (const CaseRecord& c : merged.cases) {
-    if (c.backend != name) continue;
-    for (const RequestRecord& r : c.requests) {
-      const std::string& group = context_of(merged, c).group;
-      distinct[{group, r.request}].insert(r.hash);
-      if (!r.completion.empty()) completions[{group, r.request}].insert(r.completion);
-    }
-  }
-  for (const auto& [key, set] : distinct) {
-    o.max_distinct_results = std::max(o.max_distinct_results, static_cast<int>(set.size()));
-  }
-  for (const auto& [key, set] : completions) {
-    o.max_distinct_completions = std::max(o.max_distinct_completions, static_cast<int>(set.size()));
-  }
-  decide_verdict(o, first);
-  merge_parity(o, shards, b, merged);
   return o;
 }
 
@@ -113,8 +164,8 @@ BackendOutcome merged_outcome(const std::vector<AuditResult>& shards, size_t b,
 
 AuditResult merge_shards(std::vector<AuditResult> shards) {
   const std::string name = shards.empty() ? std::string() : shards[0].scenario.name;
-  auto refuse = [&name](const std::string& why) {
-    throw_input_error("cannot merge the shards of '" + name + "': " + why);
+  const auto refuse = [&name](const std::string& why) {
+    throw_input_error("cannot merge the shards of '" + excerpt(name) + "': " + why);
   };
   if (shards.empty()) throw_input_error("no shard reports to merge");
   std::sort(shards.begin(), shards.end(), [](const AuditResult& a, const AuditResult& b) {
@@ -128,21 +179,25 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
     refuse(
         fmt::format("it has {} shards, reports were given for shards {} (each once)", count, have));
   }
-  // Who owns each context.
-  std::map<int, int> owner;  // context index -> shard index
   for (size_t i = 0; i < shards.size(); ++i) {
     const AuditResult& s = shards[i];
     if (s.shard->index != static_cast<int>(i) + 1 || s.shard->count != count) {
       refuse(fmt::format("shard {} of {} is given twice or belongs to another split",
                          s.shard->index, s.shard->count));
     }
-    if (!same_sweep(s.scenario, shards[0].scenario) ||
-        backend_names(s) != backend_names(shards[0])) {
-      refuse(fmt::format("shard {} ran another scenario or other backends", s.shard->index));
+    // Every shard states what it computed; they must have computed one thing.
+    if (s.fingerprint.empty()) {
+      refuse(
+          fmt::format("shard {}'s report has no fingerprint of what it ran (written by an "
+                      "older nvdet); run the shards again with this build",
+                      s.shard->index));
     }
-    if (s.shard->filter != shards[0].shard->filter) {
-      refuse(fmt::format("shard {} ran --filter '{}', shard 1 '{}'", s.shard->index,
-                         s.shard->filter, shards[0].shard->filter));
+    const std::string fingerprint =
+        fingerprint_difference(shards[0].fingerprint, s.fingerprint, "in shard 1",
+                               "in shard " + std::to_string(s.shard->index));
+    if (!fingerprint.empty()) refuse("the shards ran different things: " + fingerprint);
+    if (const std::string d = sweep_difference(shards[0], s); !d.empty()) {
+      refuse("the shards ran different sweeps: " + d);
     }
     if (s.verify) {
       refuse(
@@ -150,17 +205,14 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
                       "(nvdet report ... --verify MANIFEST)",
                       s.shard->index));
     }
-    for (int c : s.shard->owned) {
-      if (!owner.emplace(c, s.shard->index).second) {
-        refuse(
-            fmt::format("context {} is owned by shards {} and {}", c, owner.at(c), s.shard->index));
-      }
-    }
   }
+  check_ownership(shards, refuse);
+  check_shared_cases(shards, refuse);
 
   AuditResult merged;
   merged.schema_version = shards[0].schema_version;
   merged.scenario = shards[0].scenario;
+  merged.fingerprint = shards[0].fingerprint;
   merged.system = shards[0].system;
   merged.hostname = shards[0].hostname;
   merged.started_at = shards[0].started_at;  // the same format everywhere: the earliest sorts first
@@ -170,19 +222,16 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
   std::map<std::string, size_t> backend_order;
   for (size_t b = 0; b < shards[0].backends.size(); ++b)
     backend_order[shards[0].backends[b].name] = b;
-  auto owned_by = [&owner](int context_index, const AuditResult& s) {
-    const auto it = owner.find(context_index);
-    return it != owner.end() && it->second == s.shard->index;
-  };
   for (AuditResult& s : shards) {
+    const std::set<int> owned(s.shard->owned.begin(), s.shard->owned.end());
     for (Context& c : s.contexts) {
-      if (owned_by(c.index, s)) merged.contexts.push_back(std::move(c));
+      if (owned.count(c.index)) merged.contexts.push_back(std::move(c));
     }
     for (CaseRecord& c : s.cases) {
-      if (owned_by(c.context_index, s)) merged.cases.push_back(std::move(c));
+      if (owned.count(c.context_index)) merged.cases.push_back(std::move(c));
     }
     for (Divergence& d : s.divergences) {
-      if (owned_by(d.context_index, s)) merged.divergences.push_back(std::move(d));
+      if (owned.count(d.context_index)) merged.divergences.push_back(std::move(d));
     }
     merged.summary.seconds += s.summary.seconds;
   }
@@ -203,12 +252,12 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
                    [&rank](const Divergence& a, const Divergence& b) {
                      return rank(a.context_index, a.backend) < rank(b.context_index, b.backend);
                    });
-  assign_result_classes(merged);  // over the whole sweep, not each shard's part
-  const int contexts = static_cast<int>(owner.size());
   for (size_t b = 0; b < shards[0].backends.size(); ++b) {
-    merged.backends.push_back(merged_outcome(shards, b, merged, contexts));
+    merged.backends.push_back(merged_outcome(shards, b, refuse));
   }
-  tally_summary(merged, contexts);
+  // Counts and verdicts over the whole sweep, from the merged cases, as the audit decides them.
+  recount_result(merged, "the merged shards of '" + name + "'");
+  assign_result_classes(merged);
   return merged;
 }
 

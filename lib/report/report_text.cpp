@@ -9,6 +9,8 @@
 #include <limits>
 #include <optional>
 
+#include "lib/runner/verdict.h"
+
 namespace nvdet::report_text {
 namespace {
 
@@ -266,19 +268,20 @@ std::optional<TokenLevelResult> token_level_result(const AuditResult& r, const B
   for (const Divergence& d : r.divergences) {  // the first divergence whose tokens differ
     if (d.backend != b.name || !d.completion) continue;
     const CompletionDivergence& c = *d.completion;
+    // A sampled token was drawn, not chosen as the argmax: the top-1/top-2 margin says nothing
+    // about it (its probabilities do, below).
     t.first_flip = fmt::format(
-        "request {} at step {} in {}: {} vs {} (baseline logits {:.6g} vs {:.6g}, top-1/top-2 "
-        "margin {:.3g})",
-        d.request, c.step, d.context, c.baseline_token, c.token, c.baseline_logit_of_baseline_token,
-        c.baseline_logit_of_token, c.baseline_margin);
+        "request {} at step {} in {}: {} vs {} (baseline logits {:.6g} vs {:.6g}{})", d.request,
+        c.step, d.context, c.baseline_token, c.token, c.baseline_logit_of_baseline_token,
+        c.baseline_logit_of_token,
+        c.sampled ? std::string() : fmt::format(", top-1/top-2 margin {:.3g}", c.baseline_margin));
     if (c.sampled) {
       t.sampled = fmt::format("baseline probabilities {:.4g} vs {:.4g} (margin {:.3g})",
                               c.baseline_prob_of_baseline_token, c.baseline_prob_of_token,
                               c.baseline_prob_of_baseline_token - c.baseline_prob_of_token);
     }
     if (d.first_op) {
-      t.first_op = fmt::format("step {}, layer {}, op {}", d.first_op->step, d.first_op->layer,
-                               d.first_op->op);
+      t.first_op = describe_op_location(d.first_op->step, d.first_op->layer, d.first_op->op);
     }
     break;
   }

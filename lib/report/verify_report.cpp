@@ -122,11 +122,13 @@ ojson verify_to_json(const VerifyResult& v) {
     }
     return a;
   };
-  return {{"manifest", v.manifest}, {"scenario", v.scenario},
-          {"passed", v.passed},     {"verdict", v.verdict},
-          {"compared", v.compared}, {"environment", v.environment},
-          {"changes", changes},     {"missing", refs(v.missing)},
-          {"new", refs(v.added)},   {"recorded_as", v.recorded_as}};
+  ojson j = {{"manifest", v.manifest}, {"scenario", v.scenario},
+             {"passed", v.passed},     {"verdict", v.verdict},
+             {"compared", v.compared}, {"environment", v.environment},
+             {"changes", changes},     {"missing", refs(v.missing)},
+             {"new", refs(v.added)},   {"recorded_as", v.recorded_as}};
+  if (v.strict) j["strict"] = *v.strict;  // what nvdet report decides the verdict with again
+  return j;
 }
 
 }  // namespace nvdet

@@ -19,6 +19,7 @@
 #include "lib/runner/fp8_support.h"
 #include "lib/runner/parity_metrics.h"
 #include "lib/runner/result_classes.h"
+#include "lib/runner/run_fingerprint.h"
 #include "lib/runner/verdict.h"
 #include "lib/scenario/context_filter.h"
 #include "lib/scenario/typo_hint.h"
@@ -140,6 +141,7 @@ class BackendAudit {
           std::max(o.max_distinct_completions, static_cast<int>(set.size()));
     }
     o.parity_expect = spec_.parity;
+    o.parity_tolerance = spec_.parity_tolerance;
     if (parity_.requests > 0) o.parity = parity_;
     decide_verdict(o, first_divergence_, options_.shard.has_value());
     decide_parity_verdict(o);
@@ -170,7 +172,7 @@ class BackendAudit {
       for (const RequestOutput& out : outputs) {
         rec.requests.push_back(hash_output(out));
         if (!out.score_logits.empty()) {
-          rec.requests.back().parity = parity_of(out);
+          rec.requests.back().parity = parity_of(out, sampling() ? &s_.model.sampling : nullptr);
           add_parity(parity_, *rec.requests.back().parity, c.id, out.request);
         }
         distinct_[{c.group, out.request}].insert(rec.requests.back().hash);
@@ -305,9 +307,13 @@ std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<st
 
 void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
                            const Budget& budget) {
+  check_op_scenario(s);
   bool gpu = false, cpu = false;
-  for (const BackendSpec& spec : specs) {
-    const BackendRegistration* r = find_backend(spec.name);
+  std::vector<std::string> names;
+  for (const BackendSpec& spec : specs) names.push_back(spec.name);
+  if (!s.model.trainer_backend.empty()) names.push_back(s.model.trainer_backend);
+  for (const std::string& name : names) {
+    const BackendRegistration* r = find_backend(name);
     gpu = gpu || (r && r->info.gpu);
     cpu = cpu || (r && !r->info.gpu);
   }
@@ -354,7 +360,19 @@ std::vector<Context> check_audit(const Scenario& s, const AuditOptions& options)
   for (const BackendSpec& spec : specs) {
     (void)check_backend_support(s, spec, device, options.skip_unavailable);
   }
+  check_trainer(s, device);
   return contexts;
+}
+
+void check_trainer(const Scenario& s, const DeviceFacts& device) {
+  const std::string& name = s.model.trainer_backend;
+  if (name.empty()) return;
+  // Its name was checked with the model (check_model_scenario). Every backend's decode is scored
+  // by it: it cannot be skipped.
+  const BackendSpec trainer{name, Expectation::kReport, s.model.trainer_where};
+  (void)check_backend_support(s, trainer, device, false,
+                              " (it is the scenario's trainer, model.trainer, which scores every "
+                              "backend's decode)");
 }
 
 AuditResult run_audit(const Scenario& s, const AuditOptions& options) {
@@ -377,6 +395,8 @@ AuditResult run_checked_audit(const Scenario& s, const AuditOptions& options,
   result.hostname = host_name();
   result.scenario = summarize(s, *workload);
   result.system = collect_system_info();
+  result.fingerprint = run_fingerprint(s);
+  result.fingerprint.merge(build_fingerprint(result.system));
 
   // Backends skipped on request keep their place in the report, marked skipped.
   std::vector<std::unique_ptr<Backend>> backends;

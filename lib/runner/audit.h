@@ -41,8 +41,10 @@ struct AuditOptions {
   Budget budget;  // --max-contexts, --max-host-bytes, --max-device-bytes (lib/runner/budget.h)
 };
 
-// Estimates the scenario's contexts and bytes and refuses it (exit 2 or 3) above the budget,
-// before anything is expanded or allocated. run_audit and run_bench call it first.
+// Runs the op's own checks of the scenario (check_op_scenario, lib/loader/op_table.h: shape
+// errors are exit 2 before any budget's exit 3), then estimates the scenario's contexts and
+// bytes and refuses it (exit 2 or 3) above the budget, before anything is expanded or allocated.
+// The audit (for every scenario named, before the first runs), bench and bisect call it first.
 void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
                            const Budget& budget);
 
@@ -66,6 +68,11 @@ std::string check_backend_support(
     const Scenario& s, const BackendSpec& spec, const DeviceFacts& device, bool skip_unavailable,
     std::string_view hint =
         " (--skip-unavailable skips such backends and reports them as skipped)");
+
+// model.trainer (the scoring pass's backend, a registry name as check_model_scenario checks):
+// computing the scenario's ops and dtype (else exit 2), and runnable here (else exit 3: it
+// scores every backend, and is never skipped). Part of check_audit; bisect calls it too.
+void check_trainer(const Scenario& s, const DeviceFacts& device);
 
 // Everything about one audit that can be checked before any context runs: the backends exist,
 // the filter is valid and matches, each backend that will run computes the scenario's op and

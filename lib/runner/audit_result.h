@@ -45,28 +45,40 @@ struct OpDivergence {
   std::string op;
 };
 
-// Model scenarios with a scoring pass: the sampler's distributions (each decode step's logits)
-// against the trainer's (the scoring pass's logits at that position) for one request of one case,
-// under the names RL frameworks give them. Every metric is computed in double from the two fp32
-// logits rows (lib/runner/parity_metrics.h).
-struct ParityRecord {
-  int64_t tokens = 0;                  // generated tokens compared
-  int64_t bitwise_equal_tokens = 0;    // logits rows equal bit for bit
-  int64_t first_differing_token = -1;  // -1: every row equal
-  double logprob_abs_diff_max = 0.0;   // |log p_sampler(tok) - log p_trainer(tok)|, sampled tokens
-  double logprob_abs_diff_mean = 0.0;
-  double mismatch_kl_mean = 0.0;  // KL(sampler || trainer) over the whole vocabulary
-  double mismatch_kl_max = 0.0;
-  double k3_mean = 0.0;                  // k3 = r - 1 - log r, r = p_trainer(tok) / p_sampler(tok)
-  std::optional<OpDivergence> first_op;  // first (step, layer, op) where decode and scoring parted
+// The sampler/trainer metrics of one distribution pair, under the names RL frameworks give them
+// (means over the generated tokens): the sampled token's |log p_sampler - log p_trainer|,
+// KL(sampler || trainer) over the distribution's tokens, and k3 = r - 1 - log r with
+// r = p_trainer(tok) / p_sampler(tok), the estimator of that KL from the sampled token alone.
+struct ParityMetrics {
+  double logprob_abs_diff_max = 0.0, logprob_abs_diff_mean = 0.0;
+  double mismatch_kl_mean = 0.0, mismatch_kl_max = 0.0;
+  double k3_mean = 0.0;
 };
 
-// A backend's parity over every scored request of every case.
-struct ParitySummary {
+// Model scenarios with a scoring pass: the sampler's distributions (each decode step's logits)
+// against the trainer's (the scoring pass's logits at that position) for one request of one case.
+// Every metric is computed in double from the two fp32 logits rows (lib/runner/parity_metrics.h),
+// twice: at temperature 1 over the whole vocabulary (the inherited fields), and, when the scenario
+// samples, at its sampling distribution (`sampling`: both rows divided by the temperature and
+// restricted to the tokens the sampler's top_k / top_p kept), which is what RL frameworks compare.
+struct ParityRecord : ParityMetrics {
+  int64_t tokens = 0;                     // generated tokens compared
+  int64_t bitwise_equal_tokens = 0;       // logits rows equal bit for bit
+  int64_t first_differing_token = -1;     // -1: every row equal
+  std::optional<OpDivergence> first_op;   // first (step, layer, op) where decode and scoring parted
+  std::optional<ParityMetrics> sampling;  // at the sampling distribution (sampled scenarios)
+  // Per generated token, the sampled token's logprob under the sampler's and the trainer's
+  // distribution: at temperature 1 over the vocabulary, and (sampled scenarios) at the sampling
+  // distribution.
+  std::vector<double> sampler_logprobs, trainer_logprobs;
+  std::vector<double> sampling_sampler_logprobs, sampling_trainer_logprobs;
+};
+
+// A backend's parity over every scored request of every case (means over all tokens).
+struct ParitySummary : ParityMetrics {
   int64_t requests = 0;  // (case, request) pairs scored
   int64_t tokens = 0, bitwise_equal_tokens = 0;
-  double logprob_abs_diff_max = 0.0, logprob_abs_diff_mean = 0.0;  // mean over all tokens
-  double mismatch_kl_mean = 0.0, mismatch_kl_max = 0.0, k3_mean = 0.0;
+  std::optional<ParityMetrics> sampling;
   // The first request whose rows differ (empty context when none).
   std::string first_context;
   int64_t first_request = 0, first_token = 0;
@@ -176,6 +188,7 @@ struct BackendOutcome {
   std::string skip_reason;
   int scenario_line = 0;  // the line naming the backend in the scenario file (0: not from it)
   ParityExpectation parity_expect = ParityExpectation::kReport;
+  ParityTolerance parity_tolerance;     // with parity_expect kTolerance
   std::optional<ParitySummary> parity;  // model scenarios with a scoring pass
 };
 
@@ -197,8 +210,16 @@ struct AuditSummary {
 struct ShardInfo {
   int index = 1, count = 1;  // shard `index` (1-based) of `count`
   std::string filter;        // the --filter the sweep was cut from (every shard's must agree)
-  std::vector<int> owned;    // the context indices this shard owns, ascending
+  // --last-failed: the contexts its reports left of the filtered sweep (indices, ascending),
+  // which the shards partition instead; empty: the whole filtered sweep.
+  std::vector<int> selection;
+  std::vector<int> owned;  // the context indices this shard owns, ascending
 };
+
+// What defines a run (lib/runner/run_fingerprint.h): field -> value, e.g. "shape.n" -> "256",
+// "inputs.checkpoint" -> its files' hash. Shards of one sweep must agree on every field; a
+// manifest records the fields that are not the build's.
+using RunFingerprint = std::map<std::string, std::string>;
 
 struct AuditResult {
   int schema_version = kReportSchemaVersion;
@@ -206,6 +227,7 @@ struct AuditResult {
   // (reports written before they were recorded). A timing, like the seconds: not compared.
   std::string started_at, hostname;
   ScenarioSummary scenario;
+  RunFingerprint fingerprint;  // empty in reports written before it was recorded
   SystemInfo system;
   std::vector<BackendOutcome> backends;
   // The contexts of the sweep that ran, once each, by ascending Context::index: what cases,

@@ -16,6 +16,7 @@
 #include "lib/runner/audit.h"
 #include "lib/runner/completion_compare.h"
 #include "lib/runner/traffic_steps_text.h"
+#include "lib/runner/verdict.h"
 #include "lib/scenario/context.h"
 
 namespace nvdet {
@@ -100,8 +101,26 @@ class Bisector {
       throw_input_error("--request " + std::to_string(r.request) +
                         " is not one of the scenario's probed requests (" + ids + ")");
     }
-    Backend& backend = open_backend(r);
+    if (o_.backend_override || !o_.backend.empty()) return run_on(open_backend(r), r);
+    // No backend named: the first of the scenario's backends (that this machine runs) whose
+    // contexts differ, so that the default has something to bisect; when none differs, the
+    // first that ran, reported identical.
+    std::optional<BisectResult> first;
+    for (const BackendSpec& b : s_.backends) {
+      if (!scenario_support(s_, b.name, device_facts()).ok()) continue;
+      BisectResult attempt = r;
+      attempt.backend = b.name;
+      owned_ = make_backend(b.name);
+      run_on(*owned_, attempt);
+      if (attempt.diverged) return attempt;
+      if (!first) first = std::move(attempt);
+    }
+    if (first) return *first;
+    return run_on(open_backend(r), r);  // no backend runs here: open_backend says why
+  }
 
+ private:
+  BisectResult& run_on(Backend& backend, BisectResult& r) {
     const std::vector<Context> contexts = expand_contexts(s_);
     const Context a = context_with(s_, contexts.front(), o_.context, "--context");
     if (o_.scoring) return against_scoring(backend, a, r);
@@ -124,6 +143,9 @@ class Bisector {
     r.completion_b = out_b.completion;
     r.steps = static_cast<int32_t>(std::max(out_a.completion.size(), out_b.completion.size()));
     r.first_flip = compare_completions(out_a, out_b);
+    // Sampled tokens are drawn, not argmax choices: no top-1/top-2 margin explains a flip.
+    if (r.first_flip)
+      r.first_flip->sampled = s_.model.sampling.temperature > 0.0 && s_.model.sampling.enabled;
     compare_traces(cap_a.entries, cap_b.entries, r);
     r.diverged =
         r.first_op.has_value() || r.first_flip.has_value() || out_a.completion != out_b.completion;
@@ -136,7 +158,6 @@ class Bisector {
     return r;
   }
 
- private:
   // Context A's decode against its own scoring pass: the same tokens, computed by a trainer.
   BisectResult& against_scoring(Backend& backend, const Context& a, BisectResult& r) {
     if (!o_.against.empty()) {
@@ -261,8 +282,6 @@ class Bisector {
   std::unique_ptr<Backend> owned_;
 };
 
-std::string layer_name(int32_t layer) { return layer < 0 ? "-" : std::to_string(layer); }
-
 std::string coords_text(const std::vector<std::string>& names, const std::vector<int64_t>& coords) {
   std::string out;
   for (size_t i = 0; i < coords.size(); ++i) {
@@ -367,8 +386,8 @@ std::string render_bisect_text(const BisectResult& r) {
   if (r.first_op) {
     const BisectFirstOp& f = *r.first_op;
     const FirstMismatch& m = f.first_mismatch;
-    out += fmt::format("first divergent op: step {}, layer {}, op {} (shape [{}])\n", f.step,
-                       layer_name(f.layer), f.op, fmt::join(f.shape, ", "));
+    out += fmt::format("first divergent op: {} (shape [{}])\n",
+                       describe_op_location(f.step, f.layer, f.op), fmt::join(f.shape, ", "));
     out += fmt::format("  first mismatch at {} (flat {}): A {:.9g} ({}) vs B {:.9g} ({}), {} ulp\n",
                        coords_text(f.coord_names, m.coords), m.flat_index, m.a, m.a_bits, m.b,
                        m.b_bits, m.ulp == UINT64_MAX ? std::string("nan") : std::to_string(m.ulp));
@@ -382,10 +401,13 @@ std::string render_bisect_text(const BisectResult& r) {
   if (r.first_flip) {
     const CompletionDivergence& d = *r.first_flip;
     out += fmt::format(
-        "first argmax flip: step {}: A chose {} (logit {:.6g}, margin over 2nd {:.3g}), "
+        "first {} flip: step {}: A chose {} (logit {:.6g}{}), "
         "B chose {} (logit {:.6g}); B's logit of A's token {:.6g}\n",
-        d.step, d.baseline_token, d.baseline_logit_of_baseline_token, d.baseline_margin, d.token,
-        d.logit_of_token, d.logit_of_baseline_token);
+        d.sampled ? "token" : "argmax", d.step, d.baseline_token,
+        d.baseline_logit_of_baseline_token,
+        d.sampled ? std::string(", sampled")
+                  : fmt::format(", margin over 2nd {:.3g}", d.baseline_margin),
+        d.token, d.logit_of_token, d.logit_of_baseline_token);
   } else {
     out += "no argmax flip: both contexts generate the same tokens (the logits differ)\n";
   }

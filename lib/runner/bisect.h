@@ -25,7 +25,9 @@ struct BisectOptions {
   // Context B: the baseline with these values replaced; empty: the first of the scenario's
   // contexts whose completion differs from A's (else the first whose logits differ).
   std::vector<std::pair<std::string, std::string>> against;
-  std::string backend;  // "": the scenario's first backend not expected to be invariant
+  // "": the first of the scenario's backends (that this machine runs) whose two contexts differ
+  // (with `scoring`: whose decode and scoring pass differ); when none does, the first of them.
+  std::string backend;
   // Sampler against trainer: B is context A's scoring pass (lib/model/scoring_pass.h) over A's
   // prompt + completion, under A's score_batch and score_chunk; `against` is then refused.
   bool scoring = false;

@@ -46,22 +46,40 @@ void write_case_dump(const std::filesystem::path& dir, const std::string& scenar
     throw_input_error("cannot create the dump folder '" + path.parent_path().string() +
                       "': " + ec.message());
   }
-  std::vector<AnyTensor> owned;  // completions, as I32 tensors
-  owned.reserve(outputs.size());
+  // Completions (I32) and logprobs (F64) besides the outputs; the tensors point into `owned`,
+  // which never grows past what is reserved here.
+  std::vector<AnyTensor> owned;
+  owned.reserve(outputs.size() * 5);
   std::vector<std::pair<std::string, const AnyTensor*>> tensors;
   std::vector<AnyTensor> outs;
   outs.reserve(outputs.size());
-  for (const RequestOutput& o : outputs) {
+  const auto add = [&](const std::string& name, ElemType type, const void* data, size_t count,
+                       size_t size) {
+    if (count == 0) return;
+    AnyTensor t;
+    t.type = type;
+    t.shape = {static_cast<int64_t>(count)};
+    t.bytes.resize(count * size);
+    std::memcpy(t.bytes.data(), data, t.bytes.size());
+    owned.push_back(std::move(t));
+    tensors.emplace_back(name, &owned.back());
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const RequestOutput& o = outputs[i];
+    const std::string name = dump_tensor_name(o.request);
     outs.push_back(to_any(o.output));
-    tensors.emplace_back(dump_tensor_name(o.request), &outs.back());
-    if (!o.completion.empty()) {
-      AnyTensor t;
-      t.type = ElemType::kI32;
-      t.shape = {static_cast<int64_t>(o.completion.size())};
-      t.bytes.resize(o.completion.size() * sizeof(int32_t));
-      std::memcpy(t.bytes.data(), o.completion.data(), t.bytes.size());
-      owned.push_back(std::move(t));
-      tensors.emplace_back(dump_tensor_name(o.request) + ".completion", &owned.back());
+    tensors.emplace_back(name, &outs.back());
+    add(name + ".completion", ElemType::kI32, o.completion.data(), o.completion.size(),
+        sizeof(int32_t));
+    // Sampler against trainer: each generated token's logprob on both sides.
+    if (i >= c.requests.size() || !c.requests[i].parity) continue;
+    const ParityRecord& p = *c.requests[i].parity;
+    for (const auto& [suffix, v] :
+         {std::pair{".sampler_logprobs", &p.sampler_logprobs},
+          std::pair{".trainer_logprobs", &p.trainer_logprobs},
+          std::pair{".sampling.sampler_logprobs", &p.sampling_sampler_logprobs},
+          std::pair{".sampling.trainer_logprobs", &p.sampling_trainer_logprobs}}) {
+      add(name + suffix, ElemType::kF64, v->data(), v->size(), sizeof(double));
     }
   }
   write_safetensors_any(path, tensors,

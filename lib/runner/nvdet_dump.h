@@ -6,9 +6,12 @@
 // Layout: DIR/<scenario>/<backend>/c<NNN>-<context id>.r<repeat>.safetensors, one safetensors file
 // per (backend, context, repeat). Each holds "request-<id>" (the request's output, [tokens, ...]
 // in the scenario's output dtype) and, for model scenarios, "request-<id>.completion" (I32, the
-// generated token ids). Its __metadata__ says what it is: nvdet_dump "1", scenario, backend,
-// context, context_index, repeat.
-// Names are made file-system safe: characters other than [A-Za-z0-9=,._-] become '_'.
+// generated token ids) and, with a scoring pass, "request-<id>.sampler_logprobs" and
+// ".trainer_logprobs" (F64, each generated token's logprob at temperature 1 under the decode's and
+// the scoring pass's logits), and for a sampled scenario ".sampling.sampler_logprobs" and
+// ".sampling.trainer_logprobs" (at the sampling distribution). Its __metadata__ says what it is:
+// nvdet_dump "1", scenario, backend, context, context_index, repeat. Names are made file-system
+// safe: characters other than [A-Za-z0-9=,._-] become '_'.
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -1,11 +1,18 @@
 #include "lib/runner/shard.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
+#include <map>
 
 #include "lib/core/checked_parse.h"
 #include "lib/core/error.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/loader/op_table.h"
 #include "lib/runner/context_selection.h"
+#include "lib/scenario/context_filter.h"
 
 namespace nvdet {
 namespace {
@@ -84,16 +91,93 @@ ShardSpec parse_shard(const std::string& text, const EnvLookup& env) {
 }
 
 ShardSelection select_shard(std::vector<Context> contexts, const ShardSpec& spec,
-                            const std::string& filter) {
+                            const std::string& filter, std::vector<int> selection) {
   ShardSelection sel;
-  sel.info = {spec.index, spec.count, filter, {}};
+  std::vector<int> indices;
+  for (const Context& c : contexts) indices.push_back(c.index);
+  sel.info = {spec.index, spec.count, filter, std::move(selection),
+              owned_by_shard(indices, spec.index, spec.count)};
   std::vector<bool> owned(contexts.size());
   for (size_t p = 0; p < contexts.size(); ++p) {
-    owned[p] = static_cast<int>(p % spec.count) == spec.index - 1;
-    if (owned[p]) sel.info.owned.push_back(contexts[p].index);
+    owned[p] = std::binary_search(sel.info.owned.begin(), sel.info.owned.end(), contexts[p].index);
   }
   sel.contexts = keep_with_baselines(std::move(contexts), owned);
   return sel;
+}
+
+std::vector<int> owned_by_shard(const std::vector<int>& contexts, int index, int count) {
+  std::vector<int> out;
+  for (size_t p = static_cast<size_t>(index - 1); p < contexts.size();
+       p += static_cast<size_t>(count)) {
+    out.push_back(contexts[p]);
+  }
+  return out;
+}
+
+std::vector<int> partitioned_contexts(const ScenarioSummary& s, const ShardInfo& shard) {
+  const std::string where = "the sweep of '" + excerpt(s.name) + "'";
+  const OpSpec* op = find_op(s.op);
+  if (!op) throw_input_error(where + " names no known op ('" + excerpt(s.op) + "')");
+  // The axes' values as the reports record them, typed and checked by their rules.
+  std::vector<std::pair<const AxisSpec*, std::vector<AxisValue>>> axes;
+  double product = 1;
+  for (const auto& [name, values] : s.axes) {
+    const AxisSpec* a = find_axis(name);
+    if (!a) throw_input_error(where + " has an unknown axis '" + excerpt(name) + "'");
+    std::vector<AxisValue> typed;
+    for (const std::string& v : values) typed.push_back(axis_value_from_text(*a, v));
+    product *= static_cast<double>(typed.size());
+    axes.emplace_back(a, std::move(typed));
+  }
+  if (!(product >= 1 && product <= std::numeric_limits<int>::max())) {
+    throw_input_error(where + " has no context or more than one run can number");
+  }
+  const int total = static_cast<int>(product);
+  if (!shard.selection.empty()) {
+    for (size_t i = 0; i < shard.selection.size(); ++i) {
+      const int c = shard.selection[i];
+      if (c < 0 || c >= total || (i > 0 && shard.selection[i - 1] >= c)) {
+        throw_input_error(where + ": the --last-failed selection names context " +
+                          std::to_string(c) + ", outside its " + std::to_string(total) +
+                          " contexts or out of order");
+      }
+    }
+    return shard.selection;
+  }
+  std::vector<int> all(static_cast<size_t>(total));
+  for (int i = 0; i < total; ++i) all[static_cast<size_t>(i)] = i;
+  const ContextFilter filter(shard.filter);
+  if (filter.empty()) return all;
+  if (total > kMaxPartitionedSweep) {
+    throw_input_error(
+        fmt::format("{} has {} contexts; a filtered sweep of more than {} cannot be "
+                    "checked when merged",
+                    where, total, kMaxPartitionedSweep));
+  }
+  // As select_contexts keeps them: the matches and the first context of each matched group,
+  // with each context made (and checked) one at a time rather than all held at once.
+  std::vector<bool> keep(static_cast<size_t>(total));
+  std::map<std::string, int> group_first;
+  std::vector<size_t> digit(axes.size(), 0);
+  for (int i = 0; i < total; ++i) {
+    std::vector<std::pair<std::string, AxisValue>> values;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      values.emplace_back(axes[a].first->name, axes[a].second[digit[a]]);
+    }
+    const Context c = make_context(op->kind, i, std::move(values), nullptr, where);
+    const int first = group_first.try_emplace(c.group, i).first->second;
+    if (filter.matches(c.id))
+      keep[static_cast<size_t>(i)] = keep[static_cast<size_t>(first)] = true;
+    for (size_t a = axes.size(); a > 0; --a) {  // odometer, last axis fastest
+      if (++digit[a - 1] < axes[a - 1].second.size()) break;
+      digit[a - 1] = 0;
+    }
+  }
+  std::vector<int> kept;
+  for (int i = 0; i < total; ++i) {
+    if (keep[static_cast<size_t>(i)]) kept.push_back(i);
+  }
+  return kept;
 }
 
 }  // namespace nvdet

@@ -47,7 +47,19 @@ struct ShardSelection {
   std::vector<Context> contexts;
   ShardInfo info;
 };
+// `selection`: the --last-failed cut the contexts are (empty: none), recorded for the merge.
 ShardSelection select_shard(std::vector<Context> contexts, const ShardSpec& spec,
-                            const std::string& filter);
+                            const std::string& filter, std::vector<int> selection = {});
+
+// The context indices the shards of a sweep partitioned, in sweep order: the --last-failed
+// selection they recorded, else the contexts of the sweep (the scenario's axes as the reports
+// record them) that their --filter kept, each with its group's baseline. What the merge checks
+// each shard's claim against. Throws kBadInput for axes or a selection that make no sweep, or a
+// filtered sweep of more than kMaxPartitionedSweep contexts (too many to enumerate).
+inline constexpr int64_t kMaxPartitionedSweep = int64_t{1} << 22;
+std::vector<int> partitioned_contexts(const ScenarioSummary& s, const ShardInfo& shard);
+
+// The positions of `contexts` that shard `index` (1-based) of `count` owns: p % count == index-1.
+std::vector<int> owned_by_shard(const std::vector<int>& contexts, int index, int count);
 
 }  // namespace nvdet

@@ -21,6 +21,11 @@ std::string describe_first_mismatch(const Divergence& d,
                      d.request, d.token, coords, f.a, f.b, f.a_bits, f.b_bits, ulp);
 }
 
+std::string describe_op_location(int32_t step, int32_t layer, std::string_view op) {
+  if (layer < 0) return fmt::format("step {}, op {}", step, op);
+  return fmt::format("step {}, layer {}, op {}", step, layer, op);
+}
+
 void decide_verdict(BackendOutcome& o, const std::optional<Divergence>& first, bool partial) {
   const bool diverged = o.divergent_contexts > 0 || o.run_to_run_divergences > 0;
   const std::string where =

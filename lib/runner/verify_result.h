@@ -42,9 +42,22 @@ struct VerifyResult {
   std::vector<ManifestEntryRef> missing;           // recorded but not run now
   std::vector<ManifestEntryRef> added;             // run now but not recorded
   std::map<std::string, std::string> recorded_as;  // --verify-as: run backend -> recorded backend
+  // --strict: any change, missing or new entry fails. Unknown (nullopt) in reports written
+  // before it was recorded.
+  std::optional<bool> strict;
   int compared = 0;
   bool passed = true;
   std::string verdict;  // one sentence
 };
+
+// Whether a changed hash fails the verification: under strict, for a backend expected
+// invariant (its promise extends across machines), or under --verify-as (a claim of equal
+// bits).
+bool change_fails(const ManifestChange& change, bool strict,
+                  const std::map<std::string, std::string>& recorded_as);
+
+// The verification's verdict from its changes (their `fails`), missing and new entries:
+// `passed` and the sentence. The manifest's verify and a report read back both decide it here.
+void decide_verify_verdict(VerifyResult& v);
 
 }  // namespace nvdet

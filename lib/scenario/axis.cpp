@@ -166,7 +166,7 @@ const std::vector<AxisSpec>& axis_table() {
          paged},
         {Axis::kMaxNewTokens,
          "max_new_tokens",
-         "tokens to decode greedily",
+         "tokens to decode (greedily, or sampled with model.sampling)",
          T::kInteger,
          1,
          {},
@@ -227,7 +227,8 @@ const std::vector<AxisSpec>& axis_table() {
          false,
          [](const Scenario&) { return AxisValue(int64_t{1}); },
          "1",
-         tensor_parallel},
+         tensor_parallel,
+         kMaxTp},
         {Axis::kAllreduce, "allreduce",
          "how row-parallel partials are summed: auto, ring, tree, fixed or nccl", T::kWords, 0,
          all_reduce_algo_words(), false,
@@ -241,7 +242,8 @@ const std::vector<AxisSpec>& axis_table() {
          false,
          [](const Scenario&) { return AxisValue(int64_t{0}); },
          "0",
-         tensor_parallel},
+         tensor_parallel,
+         kMaxAllReduceChannels},
         // Serving traffic (README "Serving traffic"; op model with a traffic block): none of
         // these changes a probed request, only what shares its steps, so each value is compared
         // with the baseline: N traffic seeds are N replays of the same probe.
@@ -371,9 +373,9 @@ std::optional<std::string> axis_value_problem(const AxisSpec& a, const AxisValue
       return axis + " values must be " +
              (a.min == 0 ? std::string("non-negative") : "at least " + std::to_string(a.min)) +
              ", got " + std::to_string(*n);
-    if (*n > kMaxAxisInteger)
+    if (*n > a.max)
       return axis + " value " + std::to_string(*n) + " is more than the limit " +
-             std::to_string(kMaxAxisInteger);
+             std::to_string(a.max);
     return std::nullopt;
   }
   const std::string& w = std::get<std::string>(v);

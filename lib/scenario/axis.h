@@ -82,7 +82,8 @@ struct AxisSpec {
   // (nvdet list).
   AxisValue (*default_value)(const Scenario&) = nullptr;
   std::string default_help;
-  std::vector<OpKind> ops;  // the ops that take it
+  std::vector<OpKind> ops;        // the ops that take it
+  int64_t max = kMaxAxisInteger;  // the largest integer it takes (tp and channels: 64)
 
   bool takes_integers() const { return type != AxisValueType::kWords; }
   bool takes_words() const { return type != AxisValueType::kInteger; }

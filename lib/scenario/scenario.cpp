@@ -14,7 +14,12 @@ std::string_view expectation_name(Expectation e) {
 }
 
 std::string_view parity_expectation_name(ParityExpectation e) {
-  return e == ParityExpectation::kBitwise ? "bitwise" : "report";
+  switch (e) {
+    case ParityExpectation::kBitwise: return "bitwise";
+    case ParityExpectation::kTolerance: return "tolerance";
+    case ParityExpectation::kReport: break;
+  }
+  return "report";
 }
 
 std::string_view sampler_name(SamplerKind k) {

@@ -30,16 +30,26 @@ std::string_view expectation_name(Expectation e);
 // Model scenarios with a scoring pass: whether the sampler's logits (the decode steps') must
 // equal the trainer's (the scoring pass's) bit for bit, or are only reported.
 enum class ParityExpectation {
-  kReport,   // record the sampler/trainer metrics only
-  kBitwise,  // any logits row that differs fails the audit
+  kReport,     // record the sampler/trainer metrics only
+  kBitwise,    // any logits row that differs fails the audit
+  kTolerance,  // a metric above its limit (BackendSpec::parity_tolerance) fails the audit
 };
 std::string_view parity_expectation_name(ParityExpectation e);
+
+// `parity: {mismatch_kl_max: 1e-4, logprob_abs_diff_max: 1e-3}` (ParityExpectation::kTolerance):
+// the largest values a backend's sampler/trainer metrics may reach (at the sampling distribution
+// when the scenario samples, else at temperature 1), so that CI gates on what RL users accept
+// rather than on bits. An unset limit is free.
+struct ParityTolerance {
+  std::optional<double> mismatch_kl_max, logprob_abs_diff_max;
+};
 
 struct BackendSpec {
   std::string name;
   Expectation expect = Expectation::kReport;
   SourceLocation where;
   ParityExpectation parity = ParityExpectation::kReport;  // backend key `parity:`
+  ParityTolerance parity_tolerance = {};                  // its limits, with kTolerance
 };
 
 struct SweepAxis {
@@ -111,6 +121,12 @@ struct ModelSpec {
   bool score = false;
   int32_t score_batch = 1;  // sequences packed into one scoring pass: the probed one + fillers
   int32_t score_chunk = 0;  // 0 = whole sequence in one pass (the trainer); k = k tokens a pass
+  // model.trainer: the scoring pass on another backend and/or tensor-parallel degree than the
+  // decode (the sampler), as a serving engine feeds a training framework. "" / 0: the decoding
+  // backend, at the context's tp.
+  std::string trainer_backend;
+  int32_t trainer_tp = 0;
+  SourceLocation trainer_where;
   SamplingSpec sampling;
 };
 

@@ -12,6 +12,13 @@
 namespace nvdet {
 namespace {
 
+// Whether the scenario shards the GEMM (sweeps a tensor-parallel axis).
+bool sharded(const Scenario& s) {
+  return std::any_of(s.sweep.begin(), s.sweep.end(), [](const SweepAxis& a) {
+    return a.axis == Axis::kTp || a.axis == Axis::kAllreduce || a.axis == Axis::kChannels;
+  });
+}
+
 class GemmWorkload final : public RowWorkload {
  public:
   explicit GemmWorkload(const Scenario& s)
@@ -19,15 +26,11 @@ class GemmWorkload final : public RowWorkload {
         w_(seeded_tensor(s.dtype, {s.n, s.k}, s.seed, kWeightStream,
                          1.0f / std::sqrt(static_cast<float>(s.k)))) {
     if (s.bias) bias_ = seeded_tensor(s.dtype, {s.n}, s.seed, kBiasStream, 0.5f);
+    check_gemm_scenario(s);
     // FP8 (README "FP8"): the weight quantised once per format and weight scale of the sweep.
     if (s.fp8.enabled) fp8_w_ = Fp8Weights({&w_}, fp8_schemes(s));
-    // Every rank's shard is cut here, so that a tp the shape cannot take is refused before any
-    // backend runs.
-    const bool sharded = std::any_of(s.sweep.begin(), s.sweep.end(), [](const SweepAxis& a) {
-      return a.axis == Axis::kTp || a.axis == Axis::kAllreduce || a.axis == Axis::kChannels;
-    });
-    if (!sharded) return;
-    if (s.tf32) throw_input_error("'tf32' with the tensor-parallel axes is not implemented");
+    if (!sharded(s)) return;
+    // Every rank's shard is cut here, once.
     const HostTensor* bias = s.bias ? &bias_ : nullptr;
     for (const int tp : tp_values(s)) {
       if (s.tp_split_row) rows_.emplace(tp, RowParallelLinear(w_, bias, tp));
@@ -89,6 +92,18 @@ class GemmWorkload final : public RowWorkload {
 };
 
 }  // namespace
+
+void check_gemm_scenario(const Scenario& s) {
+  if (!sharded(s)) return;
+  for (const SweepAxis& a : s.sweep) {
+    if (s.tf32 && (a.axis == Axis::kTp || a.axis == Axis::kAllreduce || a.axis == Axis::kChannels))
+      throw_input_error(a.where, "'tf32' with the tensor-parallel axes is not implemented");
+  }
+  check_each_tp(s, [&s](int tp) {
+    if (s.tp_split_row) check_row_split(s.k, tp);
+    else check_column_split({s.n}, tp);
+  });
+}
 
 std::unique_ptr<Workload> make_gemm_workload(const Scenario& s) {
   return std::make_unique<GemmWorkload>(s);

@@ -45,19 +45,7 @@ class MoeWorkload final : public Workload {
  public:
   explicit MoeWorkload(const Scenario& s) : s_(s), source_(s.dtype, s.moe_hidden, s.seed, 1.0f) {
     const int64_t h = s.moe_hidden, inter = s.moe_intermediate, e = s.moe_experts;
-    // Bounds before anything is allocated: one tensor pair per expert, and routing costs
-    // rows x experts x log(top_k). Served models use 8 to 384 experts and top-1 to top-10.
-    if (e > kMaxExperts || s.moe_top_k > kMaxTopK) {
-      throw_input_error(SourceLocation{s.path, 0, 0},
-                        fmt::format("moe: shape experts ({}) may be at most {} and top_k ({}) at "
-                                    "most {}",
-                                    e, kMaxExperts, s.moe_top_k, kMaxTopK));
-    }
-    if (s.moe_top_k > e) {
-      throw_input_error(
-          SourceLocation{s.path, 0, 0},
-          fmt::format("moe: shape top_k ({}) is more than experts ({})", s.moe_top_k, e));
-    }
+    check_moe_scenario(s);  // bounds before anything is allocated
     const float w_in = 1.0f / std::sqrt(static_cast<float>(h));
     router_ = seeded_tensor(s.dtype, {e, h}, s.seed, kRouterStream, w_in);
     gate_up_.reserve(static_cast<size_t>(e));
@@ -193,6 +181,22 @@ class MoeWorkload final : public Workload {
 };
 
 }  // namespace
+
+void check_moe_scenario(const Scenario& s) {
+  // One tensor pair per expert, and routing costs rows x experts x log(top_k). Served models use
+  // 8 to 384 experts and top-1 to top-10.
+  if (s.moe_experts > kMaxExperts || s.moe_top_k > kMaxTopK) {
+    throw_input_error(SourceLocation{s.path, 0, 0},
+                      fmt::format("moe: shape experts ({}) may be at most {} and top_k ({}) at "
+                                  "most {}",
+                                  s.moe_experts, kMaxExperts, s.moe_top_k, kMaxTopK));
+  }
+  if (s.moe_top_k > s.moe_experts) {
+    throw_input_error(
+        SourceLocation{s.path, 0, 0},
+        fmt::format("moe: shape top_k ({}) is more than experts ({})", s.moe_top_k, s.moe_experts));
+  }
+}
 
 std::unique_ptr<Workload> make_moe_workload(const Scenario& s) {
   return std::make_unique<MoeWorkload>(s);

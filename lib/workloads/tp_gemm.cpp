@@ -68,6 +68,33 @@ std::vector<int> tp_values(const Scenario& s) {
   return out;
 }
 
+void check_each_tp(const Scenario& s, const std::function<void(int tp)>& check) {
+  for (const SweepAxis& a : s.sweep) {
+    if (a.axis != Axis::kTp) continue;
+    for (const AxisValue& v : a.values) {
+      try {
+        check(static_cast<int>(std::get<int64_t>(v)));
+      } catch (const Error& e) {
+        if (e.code() != ExitCode::kBadInput || !e.where().file.empty()) throw;
+        throw_input_error(a.where, e.what());
+      }
+    }
+  }
+}
+
+void check_row_split(int64_t k, int tp) {
+  if (k % tp != 0)
+    throw_input_error("tp " + std::to_string(tp) + " does not divide k = " + std::to_string(k) +
+                      " evenly (row-parallel split)");
+}
+
+void check_column_split(const std::vector<int64_t>& groups, int tp) {
+  for (const int64_t g : groups)
+    if (g % tp != 0)
+      throw_input_error("tp " + std::to_string(tp) + " does not divide " + std::to_string(g) +
+                        " output columns evenly (column-parallel split)");
+}
+
 HostTensor column_slice(const HostTensor& x, int64_t begin, int64_t count) {
   if (x.rank() == 1) {  // a bias vector: elements [begin, begin + count)
     HostTensor out(x.dtype(), {count});
@@ -113,10 +140,7 @@ ColumnParallelLinear::ColumnParallelLinear(const HostTensor& w, const HostTensor
   if (std::accumulate(groups_.begin(), groups_.end(), int64_t{0}) != n)
     throw_input_error("a column-parallel weight's groups must add up to its " + std::to_string(n) +
                       " rows");
-  for (const int64_t g : groups_)
-    if (g % tp != 0)
-      throw_input_error("tp " + std::to_string(tp) + " does not divide " + std::to_string(g) +
-                        " output columns evenly (column-parallel split)");
+  check_column_split(groups_, tp);
   const bool has_bias = bias != nullptr && !bias->empty();
   for (int r = 0; r < tp; ++r) {
     std::vector<HostTensor> rows, biases;
@@ -177,9 +201,7 @@ HostTensor ColumnParallelLinear::gather(const std::vector<HostTensor>& per_rank)
 RowParallelLinear::RowParallelLinear(const HostTensor& w, const HostTensor* bias, int tp) {
   check_tp(tp);
   const int64_t k = w.dim(1);
-  if (k % tp != 0)
-    throw_input_error("tp " + std::to_string(tp) + " does not divide k = " + std::to_string(k) +
-                      " evenly (row-parallel split)");
+  check_row_split(k, tp);
   shard_k_ = k / tp;
   for (int r = 0; r < tp; ++r) w_.push_back(tp == 1 ? w : column_slice(w, r * shard_k_, shard_k_));
   if (bias != nullptr && !bias->empty()) bias_ = *bias;

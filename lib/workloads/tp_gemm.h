@@ -23,6 +23,7 @@
 // too (its one rank's partials summed in chunk order), so that a backend whose run() reduces K in
 // another order (cuda-invariant on sm_90a: one wgmma chain) is compared like with like.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "lib/backend/backend.h"
@@ -30,8 +31,6 @@
 #include "lib/scenario/context.h"
 
 namespace nvdet {
-
-inline constexpr int kMaxTp = 64;
 
 // How a context shards: the axes tp, allreduce, channels and the scenario key nccl.
 struct TpOptions {
@@ -46,6 +45,13 @@ struct TpOptions {
 TpOptions tp_options(const Scenario& s, const Context& c);
 // Every tp value a scenario sweeps ({1} without the axis).
 std::vector<int> tp_values(const Scenario& s);
+// Calls `check` with every tp value the scenario sweeps (none without the axis); a kBadInput it
+// throws is thrown again at the tp axis's place in the file.
+void check_each_tp(const Scenario& s, const std::function<void(int tp)>& check);
+// Whether tp splits a row-parallel weight's k columns / a column-parallel weight's output
+// groups evenly; throws kBadInput otherwise ("tp 3 does not divide k = 1024 evenly ...").
+void check_row_split(int64_t k, int tp);
+void check_column_split(const std::vector<int64_t>& groups, int tp);
 
 // x's columns [begin, begin + count) (a 2-D tensor).
 HostTensor column_slice(const HostTensor& x, int64_t begin, int64_t count);

@@ -60,6 +60,13 @@ class Workload {
   virtual int64_t generated_tokens(const Context&) const { return 0; }
 };
 
+// Per-op checks of what a scenario says that the loader cannot judge alone (the op table's
+// OpSpec::check, lib/loader/op_table.h): each throws Error(kBadInput) with the place in the file.
+// The workloads run them too, so that a workload is never built from a scenario they refuse.
+void check_gemm_scenario(const Scenario& s);   // a tp the weight cannot be split by, tf32 with tp
+void check_moe_scenario(const Scenario& s);    // experts and top_k within their limits
+void check_model_scenario(const Scenario& s);  // the model's shape, every tp against its heads
+
 // Per-op factories (one file each; the op table, lib/loader/op_table.h, names them). Each throws
 // Error(kBadInput) for contexts the op cannot take (found before any backend runs).
 std::unique_ptr<Workload> make_gemm_workload(const Scenario& s);
