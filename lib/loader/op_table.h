@@ -37,6 +37,9 @@ struct OpSpec {
   std::vector<OpKind> uses;
   std::unique_ptr<Workload> (*make_workload)(const Scenario&) = nullptr;
   Footprint (*footprint)(const Scenario&) = nullptr;
+  // op probe: a running server answers it, through `nvdet probe` (lib/probe/); it has no workload
+  // and no backend computes it, so audit, bench and bisect refuse it (select_backends).
+  bool server = false;
 
   std::string_view name() const { return op_name(kind); }
   bool accepts_key(std::string_view key) const;
@@ -53,6 +56,10 @@ const OpSpec* find_op(std::string_view name);  // null when no op has that name
 // log_softmax".
 std::string ops_accepting_key(std::string_view key);
 std::vector<std::string> ops_accepting_axis(std::string_view axis);
+
+// Refuses a server op's scenario (OpSpec::server) where kernels would run it: Error(kBadInput)
+// "scenario 'x' (op probe) probes a running server; run it with nvdet probe".
+[[noreturn]] void refuse_server_op(const Scenario& s);
 
 // Builds a scenario's workload (throws Error(kBadInput) for contexts the op cannot take).
 std::unique_ptr<Workload> make_workload(const Scenario& s);

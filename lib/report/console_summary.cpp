@@ -11,6 +11,7 @@
 #include <set>
 
 #include "lib/report/parity_section.h"
+#include "lib/report/probe_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/verify_report.h"
 #include "lib/runner/verdict.h"
@@ -105,6 +106,7 @@ std::string render_console_summary(const AuditResult& r) {
     const std::string throughput = throughput_range(r, o.name);
     if (!throughput.empty()) s += "       decode: " + throughput + "\n";
     s += parity_console_lines(o);
+    s += probe_console_lines(r, o);
     const Divergence* first = nullptr;
     for (const Divergence& d : r.divergences) {
       if (d.backend == o.name) {
@@ -112,7 +114,7 @@ std::string render_console_summary(const AuditResult& r) {
         break;
       }
     }
-    if (!first) continue;
+    if (!first || r.probe) continue;  // a probe's runs are described by its own lines above
     s += "       first mismatch: " + describe_first_mismatch(*first, r.scenario.coord_names) + "\n";
     s += fmt::format("       max |diff| {:.3g}, {} elements in {} of {} tokens differ\n",
                      first->max_abs_diff, first->mismatch_count, first->mismatched_tokens,
@@ -141,17 +143,18 @@ std::string render_console_summary(const AuditResult& r) {
   const int ran = r.summary.backends - r.summary.skipped_backends;
   if (ran_nothing(r)) {
     return s + fmt::format(
-                   "audit RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); "
+                   "{} RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); "
                    "exit code 5\n",
-                   r.summary.skipped_backends, r.summary.backends, r.summary.contexts);
+                   report_text::command_name(r), r.summary.skipped_backends, r.summary.backends,
+                   r.summary.contexts);
   }
   if (r.shard) {
     s += fmt::format("shard {} of {}: {} contexts owned, {} run as baselines only\n",
                      r.shard->index, r.shard->count, r.shard->owned.size(),
                      r.summary.contexts - static_cast<int>(r.shard->owned.size()));
   }
-  s += fmt::format("audit {}: {} of {} backends met their expectation{}{} ({:.1f} s)\n",
-                   r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
+  s += fmt::format("{} {}: {} of {} backends met their expectation{}{} ({:.1f} s)\n",
+                   report_text::command_name(r), r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
                    r.summary.skipped_backends
                        ? fmt::format(", {} skipped", r.summary.skipped_backends)
                        : std::string(),

@@ -9,6 +9,7 @@
 #include "lib/core/error.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/parity_metrics.h"
+#include "lib/runner/probe_verdict.h"
 #include "lib/runner/result_classes.h"
 #include "lib/runner/verdict.h"
 
@@ -104,7 +105,11 @@ BackendOutcome merged_outcome(const std::vector<AuditResult>& shards, size_t b,
   for (const auto& [key, set] : completions) {
     o.max_distinct_completions = std::max(o.max_distinct_completions, static_cast<int>(set.size()));
   }
-  decide_verdict(o, first);
+  if (merged.probe) {
+    decide_probe_verdict(o, merged, false);  // a server probe's verdict is over its runs
+  } else {
+    decide_verdict(o, first);
+  }
   merge_parity(o, shards, b, merged);
   return o;
 }
@@ -140,6 +145,12 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
         backend_names(s) != backend_names(shards[0])) {
       refuse(fmt::format("shard {} ran another scenario or other backends", s.shard->index));
     }
+    const auto server = [](const AuditResult& r) {
+      return r.probe ? r.probe->url + " " + r.probe->model : std::string();
+    };
+    if (server(s) != server(shards[0])) {
+      refuse(fmt::format("shard {} probed another server ({})", s.shard->index, server(s)));
+    }
     if (s.shard->filter != shards[0].shard->filter) {
       refuse(fmt::format("shard {} ran --filter '{}', shard 1 '{}'", s.shard->index,
                          s.shard->filter, shards[0].shard->filter));
@@ -163,6 +174,7 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
   merged.scenario = shards[0].scenario;
   merged.system = shards[0].system;
   merged.hostname = shards[0].hostname;
+  merged.probe = shards[0].probe;
   merged.started_at = shards[0].started_at;  // the same format everywhere: the earliest sorts first
   for (const AuditResult& s : shards) {
     if (!s.started_at.empty() && s.started_at < merged.started_at) merged.started_at = s.started_at;

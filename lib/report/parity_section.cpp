@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/report/html_report.h"
+#include "lib/report/report_tables.h"
 #include "lib/report/report_text.h"
 
 namespace nvdet {
@@ -78,34 +79,6 @@ std::vector<std::string> with_metrics(std::vector<std::string> head,
   head.insert(head.end(), kMetricHeads.begin(), kMetricHeads.end());
   head.insert(head.end(), tail.begin(), tail.end());
   return head;
-}
-
-std::string markdown_table(const std::vector<std::string>& heads,
-                           const std::vector<std::vector<std::string>>& rows) {
-  std::string o = "|";
-  for (const std::string& h : heads) o += " " + h + " |";
-  o += "\n|";
-  for (size_t i = 0; i < heads.size(); ++i) o += "---|";
-  o += "\n";
-  for (const auto& row : rows) {
-    o += "|";
-    for (const std::string& v : row) o += " " + v + " |";
-    o += "\n";
-  }
-  return o;
-}
-
-std::string html_table(const std::vector<std::string>& heads,
-                       const std::vector<std::vector<std::string>>& rows) {
-  std::string o = "<table>\n<thead><tr>";
-  for (const std::string& h : heads) o += "<th>" + html_escape(h) + "</th>";
-  o += "</tr></thead>\n<tbody>\n";
-  for (const auto& row : rows) {
-    o += "<tr>";
-    for (const std::string& v : row) o += "<td>" + html_escape(v) + "</td>";
-    o += "</tr>\n";
-  }
-  return o + "</tbody>\n</table>\n";
 }
 
 const char* kSectionIntro =

@@ -272,6 +272,9 @@ class BackendAudit {
 }  // namespace
 
 std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names) {
+  // A probe's `backends` is its server, which no kernel computes: audit, bench and bisect all
+  // start here and send it to nvdet probe.
+  if (op_spec(s.op).server) refuse_server_op(s);
   std::vector<BackendSpec> chosen;
   if (names.empty()) {
     chosen = s.backends;

@@ -45,8 +45,12 @@ enum class Axis : uint8_t {
   kTp,
   kAllreduce,
   kChannels,
+  kConcurrency,
+  kArrival,
+  kFillerWords,
+  kFillerMaxTokens,
 };
-inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kChannels) + 1;
+inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kFillerMaxTokens) + 1;
 
 enum class AxisValueType {
   kInteger,        // integers from `min`

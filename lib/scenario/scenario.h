@@ -15,6 +15,7 @@
 #include "lib/ops/allreduce.h"
 #include "lib/ops/op_kind.h"
 #include "lib/scenario/axis.h"
+#include "lib/scenario/probe_spec.h"
 
 namespace nvdet {
 
@@ -142,6 +143,7 @@ struct Scenario {
   AttentionShape attention;
   PrefillShape prefill;
   ModelSpec model;
+  ProbeSpec probe;  // op probe: the server, the probed prompts and the load beside them
 
   uint64_t seed = 0;
   std::vector<int64_t> requests;  // ids of the probed requests (their data is seeded by id)
