@@ -322,7 +322,6 @@ AuditResult ProbeRunner::run(const std::vector<Context>& contexts) {
         RequestRecord record = served_record(request, out);
         compare(record, out, c, rep, notes);
         rec.notes.insert(notes.begin(), notes.end());
-        rec.generated_tokens += static_cast<int64_t>(out.tokens.size());
         rec.requests.push_back(std::move(record));
       }
       rec.seconds = seconds_since(t);

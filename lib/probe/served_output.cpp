@@ -255,9 +255,9 @@ bool ServedOutputReader::fail(const std::string& why) {
 bool ServedOutputReader::add_text(std::string_view json_text) {
   json chunk;
   try {
-    chunk = parse_json_input(json_text, "its answer");
+    chunk = parse_json_input(json_text, "sent an answer that");  // "... is not valid JSON (...)"
   } catch (const Error& e) {
-    return fail(std::string("sent malformed JSON: ") + e.what());
+    return fail(e.what());
   }
   try {
     return add(chunk);
@@ -351,12 +351,17 @@ bool ServedOutputReader::add_logprobs(const json& lp) {
   const auto tokens = lp.find("tokens");
   if (tokens == lp.end() || !tokens->is_array())
     return fail("sent 'logprobs' with neither a 'content' nor a 'tokens' list");
+  // A list given (not null) holds one entry per token.
   const json none = json::array();
-  const json& logprobs = lp.contains("token_logprobs") ? lp["token_logprobs"] : none;
-  const json& top = lp.contains("top_logprobs") ? lp["top_logprobs"] : none;
+  const auto list = [&lp, &none](const char* key) -> const json& {
+    return lp.contains(key) && !lp[key].is_null() ? lp[key] : none;
+  };
+  const json& logprobs = list("token_logprobs");
+  const json& top = list("top_logprobs");
+  const auto given = [&lp](const char* key) { return lp.contains(key) && !lp[key].is_null(); };
   if (!logprobs.is_array() || !top.is_array() ||
-      (!logprobs.empty() && logprobs.size() != tokens->size()) ||
-      (!top.empty() && top.size() != tokens->size()))
+      (given("token_logprobs") && logprobs.size() != tokens->size()) ||
+      (given("top_logprobs") && top.size() != tokens->size()))
     return fail("sent 'logprobs' lists of different lengths");
   for (size_t i = 0; i < tokens->size(); ++i) {
     if (!(*tokens)[i].is_string()) return fail("sent a 'logprobs.tokens' entry that is not text");

@@ -86,6 +86,16 @@ const Divergence* first_shown(const AuditResult& r, const std::string& backend) 
   return any;
 }
 
+// The first divergence whose tokens (or text) part, when the first shown only moved log
+// probabilities; null otherwise.
+const Divergence* first_flip(const AuditResult& r, const std::string& backend) {
+  const Divergence* shown = first_shown(r, backend);
+  if (!shown || !shown->served->by_token || shown->served->position >= 0) return nullptr;
+  for (const Divergence& d : r.divergences)
+    if (d.backend == backend && d.served && d.served->position >= 0) return &d;
+  return nullptr;
+}
+
 // The largest log-probability difference while both runs chose the same tokens, and where.
 const Divergence* largest_drift(const AuditResult& r, const std::string& backend) {
   const Divergence* best = nullptr;
@@ -128,6 +138,17 @@ const std::vector<std::string> kPromptHeads = {
     "Prompt",        "Distinct completions", "Distinct alone",    "Runs alone",
     "Runs under load", "Differ from alone", "Never seen alone"};
 
+// How a completion's text compares with the first one's: most completions that differ in bits
+// read the same.
+std::string text_against_first(const ProbedPrompt& p, size_t i) {
+  if (i == 0) return "-";
+  const std::string &a = p.distinct[0].text, &b = p.distinct[i].text;
+  if (a == b) return "the same text (other bits)";
+  size_t at = 0;
+  while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
+  return fmt::format("parts at byte {}: {}", at, quoted(b.substr(at), 24));
+}
+
 TableRows completion_rows(const AuditResult& r, const ProbedPrompt& p) {
   TableRows rows;
   for (size_t i = 0; i < p.distinct.size() && i < kMaxCompletions; ++i) {
@@ -136,12 +157,12 @@ TableRows completion_rows(const AuditResult& r, const ProbedPrompt& p) {
                     std::to_string(d.runs_loaded),
                     context_label(r, d.first_context_index, "") +
                         (d.first_repeat ? fmt::format(" (repeat {})", d.first_repeat) : ""),
-                    quoted(d.text, 120)});
+                    text_against_first(p, i), quoted(d.text, 80)});
   }
   return rows;
 }
-const std::vector<std::string> kCompletionHeads = {"Completion", "Runs alone", "Runs under load",
-                                                   "First seen", "Text"};
+const std::vector<std::string> kCompletionHeads = {
+    "Completion", "Runs alone", "Runs under load", "First seen", "Against #1", "Text"};
 
 TableRows divergence_rows(const AuditResult& r) {
   TableRows rows;
@@ -163,7 +184,7 @@ TableRows divergence_rows(const AuditResult& r) {
 }
 const std::vector<std::string> kDivergenceHeads = {
     "Prompt", "Context", "Repeat", "First difference", "Alone", "Logprob alone",
-    "This run", "Logprob here", "Alone top-1/top-2 gap", "Max |Δ logprob| before", "Seen alone"};
+    "This run", "Logprob here", "Alone top-1/top-2 gap", "Max |Δ logprob|, same tokens", "Seen alone"};
 
 std::string more_rows(const AuditResult& r) {
   size_t served = 0;
@@ -186,12 +207,15 @@ std::string probe_console_lines(const AuditResult& r, const BackendOutcome& b) {
   std::string s = "       server: " + server_sentence(p) + "\n";
   s += "       " + level_sentence(p) + "\n";
   for (const ProbedPrompt& q : a.prompts) {
-    s += fmt::format("       prompt {}: {} distinct completions over {} runs ({})\n",
-                     prompt_label(r, q.request), q.distinct.size(), q.runs_alone + q.runs_loaded,
-                     completion_counts(q));
+    s += fmt::format("       prompt {}: {} over {} runs ({})\n", prompt_label(r, q.request),
+                     report_text::plural(static_cast<int64_t>(q.distinct.size()),
+                                         "distinct completion", "distinct completions"),
+                     q.runs_alone + q.runs_loaded, completion_counts(q));
   }
   if (const Divergence* d = first_shown(r, b.name))
     s += "       first difference: " + difference_sentence(r, *d) + "\n";
+  if (const Divergence* d = first_flip(r, b.name))
+    s += "       first token flip: " + difference_sentence(r, *d) + "\n";
   if (const Divergence* d = largest_drift(r, b.name))
     s += fmt::format("       largest logprob difference while the tokens agreed: {} (prompt {} in "
                      "{})\n",
@@ -213,6 +237,8 @@ std::string probe_markdown_section(const AuditResult& r) {
   }
   if (const Divergence* d = first_shown(r, b.name))
     o += "\n**First difference**: " + difference_sentence(r, *d) + ".\n";
+  if (const Divergence* d = first_flip(r, b.name))
+    o += "\n**First token flip**: " + difference_sentence(r, *d) + ".\n";
   const TableRows rows = divergence_rows(r);
   if (!rows.empty()) {
     o += "\n### Runs that part from the probe alone\n\n" + markdown_table(kDivergenceHeads, rows);
@@ -235,6 +261,8 @@ std::string probe_html_section(const AuditResult& r) {
   }
   if (const Divergence* d = first_shown(r, b.name))
     o += "<p><b>First difference</b>: " + html_escape(difference_sentence(r, *d)) + ".</p>\n";
+  if (const Divergence* d = first_flip(r, b.name))
+    o += "<p><b>First token flip</b>: " + html_escape(difference_sentence(r, *d)) + ".</p>\n";
   const TableRows rows = divergence_rows(r);
   if (!rows.empty()) {
     o += "<h3>Runs that part from the probe alone</h3>\n" + html_table(kDivergenceHeads, rows);
@@ -259,6 +287,8 @@ std::vector<std::pair<std::string, std::string>> probe_junit_properties(const Au
     out.emplace_back(fmt::format("prompt_{}_completions", p.request), completion_counts(p));
   if (const Divergence* d = first_shown(r, b.name))
     out.emplace_back("first_difference", difference_sentence(r, *d));
+  if (const Divergence* d = first_flip(r, b.name))
+    out.emplace_back("first_token_flip", difference_sentence(r, *d));
   return out;
 }
 

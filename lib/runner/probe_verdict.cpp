@@ -121,7 +121,7 @@ void decide_probe_verdict(BackendOutcome& o, const AuditResult& r, bool partial)
             : std::string();
   const std::string control =
       a.control_deterministic()
-          ? fmt::format("the probe alone gave one completion per prompt over {} runs",
+          ? fmt::format("the probe alone gave one completion per prompt ({} runs alone)",
                         a.runs_alone)
           : fmt::format(
                 "the probe alone is not deterministic: up to {} distinct completions per prompt "

@@ -2,7 +2,7 @@
 """Writes the tiny random-weight Llama that nvdet probe's tests serve, into one folder.
 
 Nothing is downloaded: a SentencePiece tokenizer is trained on seeded text made of a fixed word
-list, and a LlamaForCausalLM of a few thousand parameters is initialised from a seeded generator
+list, and a LlamaForCausalLM of a few million parameters is initialised from a seeded generator
 and saved with transformers (config.json, model.safetensors, tokenizer files, and the
 SentencePiece model as tokenizer.model, which llama.cpp's converter reads). Its weights are
 random: its text means nothing, and its logits are close to each other, so that the order of a
@@ -34,7 +34,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--vocab", type=int, default=384)
+    parser.add_argument("--vocab", type=int, default=320)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
     args = parser.parse_args()
 
     import sentencepiece as spm
@@ -49,7 +51,7 @@ def main():
         prefix = os.path.join(tmp, "tok")
         spm.SentencePieceTrainer.train(
             input=corpus, model_prefix=prefix, model_type="bpe", vocab_size=args.vocab,
-            byte_fallback=True, character_coverage=1.0, num_threads=1, minloglevel=2,
+            byte_fallback=False, character_coverage=1.0, num_threads=1, minloglevel=2,
             bos_id=1, eos_id=2, unk_id=0, pad_id=-1)
         shutil.copy(prefix + ".model", os.path.join(args.out, "tokenizer.model"))
 
@@ -59,8 +61,9 @@ def main():
     assert len(tokenizer) == args.vocab, len(tokenizer)
     tokenizer.save_pretrained(args.out)
     config = LlamaConfig(
-        vocab_size=args.vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=2 * args.hidden,
+        num_hidden_layers=args.layers, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=2048,
         bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
     torch.manual_seed(args.seed)
     model = LlamaForCausalLM(config).to(torch.float32)
