@@ -28,6 +28,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> command_formats() 
   };
   return {{"audit", names(report_format_registry())},
           {"report", names(report_format_registry())},
+          {"probe", names(report_format_registry())},  // a server probe's result is an audit's
           {"bench", names(bench_format_registry())},
           {"bisect", names(bisect_format_registry())}};
 }

@@ -315,6 +315,10 @@ void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& sp
 }
 
 Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
+  // A server op calls no backend op: no backend computes it (rather than every one, vacuously).
+  if (op_spec(s.op).server)
+    return {Support::Status::kUnsupportedOp,
+            "does not compute op " + std::string(op_name(s.op)) + ": a running server answers it"};
   Support device_refusal;
   for (OpKind op : op_spec(s.op).uses) {
     Support answer = backend_supports(name, op, s.dtype, device);
