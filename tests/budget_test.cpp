@@ -67,13 +67,13 @@ TEST(Budget, EstimatesMatchHandCounts) {
   EXPECT_EQ(e.contexts_product, "65536 batch x 65536 tokens");
 
   // 65536 x 65536 fp32 weights alone are 16 GiB; one row of input, output and fp32 workspace;
-  // the one context's entry in the context list (under a KiB).
+  // the one context's entry in the context list (about a KiB: every axis's value, swept or not).
   const Scenario gemm = parse_scenario(kBigGemm, "s.yaml");
   const ScenarioEstimate gpu_only = estimate_scenario(gemm, false);
   EXPECT_EQ(gpu_only.contexts, 1.0);
   const double by_hand = 65536.0 * 65536 * 4 + 65536.0 * 4 + 65536.0 * 4 + 65536.0 * 4;
   EXPECT_GE(gpu_only.host_bytes, by_hand);
-  EXPECT_LT(gpu_only.host_bytes, by_hand + 1024);
+  EXPECT_LT(gpu_only.host_bytes, by_hand + 2048);
   EXPECT_EQ(gpu_only.device_bytes, by_hand);
   EXPECT_NE(gpu_only.breakdown.find("weights 16.0 GiB"), std::string::npos) << gpu_only.breakdown;
   // A CPU backend adds what it allocates: fp32 copies of A (1 x 65536), of W as panels

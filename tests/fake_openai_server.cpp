@@ -107,7 +107,8 @@ void FakeOpenAiServer::serve(int fd) {
       return;
     }
     data.append(buffer, static_cast<size_t>(n));
-    if (header_end == std::string::npos && (header_end = data.find("\r\n\r\n")) != std::string::npos) {
+    if (header_end == std::string::npos &&
+        (header_end = data.find("\r\n\r\n")) != std::string::npos) {
       const std::string head = data.substr(0, header_end);
       const size_t at = head.find("Content-Length: ");
       if (at != std::string::npos) content_length = std::stoul(head.substr(at + 16));
@@ -124,14 +125,16 @@ void FakeOpenAiServer::serve(int fd) {
     size_t at = line_end + 2;
     while (at < head.size()) {
       const size_t end = head.find("\r\n", at);
-      req.headers.push_back(head.substr(at, end == std::string::npos ? std::string::npos : end - at));
+      req.headers.push_back(
+          head.substr(at, end == std::string::npos ? std::string::npos : end - at));
       if (end == std::string::npos) break;
       at = end + 2;
     }
     req.body = data.substr(header_end + 4, content_length);
   }
   req.others_in_flight = in_flight_++;
-  for (int seen = max_in_flight_; seen < in_flight_ && !max_in_flight_.compare_exchange_weak(seen, in_flight_);) {
+  for (int seen = max_in_flight_;
+       seen < in_flight_ && !max_in_flight_.compare_exchange_weak(seen, in_flight_);) {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -185,14 +188,17 @@ std::vector<std::pair<std::string, int>> completion_stream(const std::vector<std
                                                            int pause_ms, bool done) {
   std::vector<std::pair<std::string, int>> out;
   for (const std::string& t : texts) {
-    out.emplace_back("data: " +
-                         nlohmann::json{{"choices", {{{"index", 0}, {"text", t}, {"finish_reason", nullptr}}}}}
-                             .dump() +
-                         "\n\n",
-                     pause_ms);
+    out.emplace_back(
+        "data: " +
+            nlohmann::json{{"choices", {{{"index", 0}, {"text", t}, {"finish_reason", nullptr}}}}}
+                .dump() +
+            "\n\n",
+        pause_ms);
   }
   out.emplace_back(
-      "data: " + nlohmann::json{{"choices", {{{"index", 0}, {"text", ""}, {"finish_reason", "length"}}}}}.dump() +
+      "data: " +
+          nlohmann::json{{"choices", {{{"index", 0}, {"text", ""}, {"finish_reason", "length"}}}}}
+              .dump() +
           "\n\n",
       0);
   if (done) out.emplace_back("data: [DONE]\n\n", 0);

@@ -25,7 +25,7 @@ struct FakeReply {
   std::string content_type = "application/json";
   // The body in pieces, each sent after waiting its milliseconds.
   std::vector<std::pair<std::string, int>> pieces;
-  bool chunked = false;          // Transfer-Encoding: chunked instead of Content-Length
+  bool chunked = false;           // Transfer-Encoding: chunked instead of Content-Length
   bool close_unanswered = false;  // close the connection before any byte
   int stall_ms_before_headers = 0;
   std::vector<std::string> extra_headers;

@@ -123,12 +123,12 @@ TEST(OpTable, EachRecordBuildsItsWorkloadAndEstimatesItsMemory) {
     const ScenarioEstimate e = estimate_scenario(s);
     EXPECT_GT(e.host_bytes, 0);
     // The device holds the footprint; the host also the CPU backends' copies and the one
-    // context's entry in the context list (well under a KiB).
+    // context's entry in the context list (about a KiB: every axis's value, swept or not).
     const Footprint fp = spec.footprint(s);
     EXPECT_DOUBLE_EQ(e.device_bytes, fp.total());
     EXPECT_GT(fp.cpu_copies, 0);
     EXPECT_GE(e.host_bytes, fp.total() + fp.cpu_copies);
-    EXPECT_LT(e.host_bytes, fp.total() + fp.cpu_copies + 1024);
+    EXPECT_LT(e.host_bytes, fp.total() + fp.cpu_copies + 2048);
     EXPECT_EQ(expand_contexts(s).front().id.rfind(std::string(spec.name()) + "(", 0), 0u);
   }
 }

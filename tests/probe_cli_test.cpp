@@ -40,13 +40,17 @@ fs::path write_scenario(const std::string& tag, const std::string& text) {
 // An answer with two tokens and their log probabilities; `lp` is the second token's.
 std::string answer(const std::string& second, double lp) {
   const json entry = [&](const std::string& t, double l) {
-    return json{{"token", t}, {"logprob", l}, {"top_logprobs", {{{"token", t}, {"logprob", l}}, {{"token", "?"}, {"logprob", l - 0.125}}}}};
+    return json{{"token", t},
+                {"logprob", l},
+                {"top_logprobs",
+                 {{{"token", t}, {"logprob", l}}, {{"token", "?"}, {"logprob", l - 0.125}}}}};
   }(" a", -0.5);
   json tokens = json::array({entry});
-  tokens.push_back({{"token", second},
-                    {"logprob", lp},
-                    {"top_logprobs",
-                     {{{"token", second}, {"logprob", lp}}, {{"token", "?"}, {"logprob", lp - 0.001}}}}});
+  tokens.push_back(
+      {{"token", second},
+       {"logprob", lp},
+       {"top_logprobs",
+        {{{"token", second}, {"logprob", lp}}, {{"token", "?"}, {"logprob", lp - 0.001}}}}});
   return completion_json(" a" + second, json{{"content", tokens}}.dump());
 }
 
@@ -72,21 +76,32 @@ json report_json(const fs::path& dir) { return json::parse(read_file(dir / "fake
 void expect_every_format_says(const fs::path& dir, bool passed) {
   const std::string verdict = passed ? "PASS" : "FAIL";
   EXPECT_EQ(report_json(dir).at("summary").at("passed").get<bool>(), passed);
-  EXPECT_EQ(read_file(dir / "fake-probe.md").rfind("# " + std::string(passed ? "\u2713" : "\u2717") + " " + verdict + ": nvdet probe", 0), 0u);
-  EXPECT_NE(read_file(dir / "fake-probe.html").find("<title>nvdet probe fake-probe: " + verdict), std::string::npos);
+  EXPECT_EQ(
+      read_file(dir / "fake-probe.md")
+          .rfind("# " + std::string(passed ? "\u2713" : "\u2717") + " " + verdict + ": nvdet probe",
+                 0),
+      0u);
+  EXPECT_NE(read_file(dir / "fake-probe.html").find("<title>nvdet probe fake-probe: " + verdict),
+            std::string::npos);
   const std::string junit = read_file(dir / "fake-probe.junit.xml");
-  EXPECT_EQ(junit.find("failures=\"0\"") != std::string::npos && junit.find("<failure") == std::string::npos, passed) << junit;
+  EXPECT_EQ(junit.find("failures=\"0\"") != std::string::npos &&
+                junit.find("<failure") == std::string::npos,
+            passed)
+      << junit;
 }
 
 TEST(ProbeCli, AServerThatIgnoresTheLoadHoldsInEveryFormat) {
   FakeOpenAiServer server(serving([](const FakeRequest&) { return answer(" b", -1.0); }));
   const fs::path s = write_scenario("probe-holds", scenario_text(server.url(), "invariant"));
   const fs::path out = s.parent_path() / "r";
-  const CommandResult r =
-      run_nvdet("probe " + s.string() + " --report-dir " + out.string() + " --format md,json,junit,html");
+  const CommandResult r = run_nvdet("probe " + s.string() + " --report-dir " + out.string() +
+                                    " --format md,json,junit,html");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("PASS fake"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("held: all 7 runs (alone and under load in 2 contexts) gave the probe alone's completion bit for bit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("held: all 7 runs (alone and under load in 2 contexts) gave the probe "
+                       "alone's completion bit for bit"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("probe PASSED: 1 of 1 backends met their expectation"), std::string::npos);
   expect_every_format_says(out, true);
   const json j = report_json(out);
@@ -107,7 +122,8 @@ TEST(ProbeCli, AServerThatIgnoresTheLoadHoldsInEveryFormat) {
     EXPECT_EQ(body.at("logprobs"), 2);
     EXPECT_EQ(body.at("temperature"), 0.0);
     EXPECT_EQ(body.at("stream"), false);
-    EXPECT_EQ(q.others_in_flight == 0, probes <= 3) << "the control runs alone; the rest among fillers";
+    EXPECT_EQ(q.others_in_flight == 0, probes <= 3)
+        << "the control runs alone; the rest among fillers";
   }
   EXPECT_EQ(probes, 7);
   EXPECT_EQ(server.requests().size(), 7u + 2u * (2 + 3));
@@ -125,21 +141,31 @@ TEST(ProbeCli, TheLoadsChangesFailAnInvariantClaimAndPassAVariantCanary) {
   FakeOpenAiServer server(serving(batch_dependent));
   const fs::path s = write_scenario("probe-varies", scenario_text(server.url(), "invariant"));
   const fs::path out = s.parent_path() / "r";
-  const CommandResult r =
-      run_nvdet("probe " + s.string() + " --report-dir " + out.string() + " --format md,json,junit,html");
+  const CommandResult r = run_nvdet("probe " + s.string() + " --report-dir " + out.string() +
+                                    " --format md,json,junit,html");
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("expected invariant, but 4 of 4 runs under load differ from the probe alone, 4 with a completion never seen alone; up to 3 distinct completions per prompt; the probe alone gave one completion per prompt (3 runs alone)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected invariant, but 4 of 4 runs under load differ from the probe "
+                       "alone, 4 with a completion never seen alone; up to 3 distinct completions "
+                       "per prompt; the probe alone gave one completion per prompt (3 runs alone)"),
+            std::string::npos)
+      << r.out;
   // The flip is named with both tokens, their logprobs and the alone run's gap.
-  EXPECT_NE(r.out.find("at token 1 in concurrency=3, arrival=last: ' b' (logprob -1) alone vs ' c' (logprob -1); the alone run's top-1/top-2 gap there 0.001"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at token 1 in concurrency=3, arrival=last: ' b' (logprob -1) alone vs ' c' "
+                       "(logprob -1); the alone run's top-1/top-2 gap there 0.001"),
+            std::string::npos)
+      << r.out;
   expect_every_format_says(out, false);
   const json j = report_json(out);
   int seen_alone = 0;
-  for (const json& d : j.at("divergences")) seen_alone += d.at("served").at("seen_alone").get<bool>();
+  for (const json& d : j.at("divergences"))
+    seen_alone += d.at("served").at("seen_alone").get<bool>();
   EXPECT_EQ(j.at("divergences").size(), 4u);
   EXPECT_EQ(seen_alone, 0);
   const std::string md = read_file(out / "fake-probe.md");
   EXPECT_NE(md.find("## Server probe"), std::string::npos);
-  EXPECT_NE(md.find("| #2 | 0 | 2 | concurrency=2, arrival=last | the same text (other bits) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| #2 | 0 | 2 | concurrency=2, arrival=last | the same text (other bits) |"),
+            std::string::npos)
+      << md;
 
   const fs::path variant = write_scenario("probe-canary", scenario_text(server.url(), "variant"));
   const CommandResult v = run_nvdet("probe " + variant.string());
@@ -155,9 +181,14 @@ TEST(ProbeCli, AControlThatIsNotDeterministicIsNeverBlamedOnTheLoad) {
   }));
   const fs::path s = write_scenario("probe-noisy", scenario_text(server.url(), "variant"));
   const fs::path out = s.parent_path() / "r";
-  const CommandResult r = run_nvdet("probe " + s.string() + " --report-dir " + out.string() + " --format json");
+  const CommandResult r =
+      run_nvdet("probe " + s.string() + " --report-dir " + out.string() + " --format json");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("expected the load to change the probe's completion, but no run under load gave one unseen alone (4 runs); the probe alone is not deterministic: up to 2 distinct completions per prompt over 3 runs alone"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected the load to change the probe's completion, but no run under load "
+                       "gave one unseen alone (4 runs); the probe alone is not deterministic: up "
+                       "to 2 distinct completions per prompt over 3 runs alone"),
+            std::string::npos)
+      << r.out;
   for (const json& d : report_json(out).at("divergences"))
     EXPECT_TRUE(d.at("served").at("seen_alone").get<bool>()) << d;
 }
@@ -169,18 +200,41 @@ TEST(ProbeCli, ServerFailuresAreOneSentenceWithExitThreeAndNoReports) {
     std::string says;
   };
   const std::vector<Case> cases = {
-      {"http-500", [](const FakeRequest&) { FakeReply r; r.status = 500; r.pieces = {{"model exploded", 0}}; return r; },
+      {"http-500",
+       [](const FakeRequest&) {
+         FakeReply r;
+         r.status = 500;
+         r.pieces = {{"model exploded", 0}};
+         return r;
+       },
        "answered HTTP 500: 'model exploded'"},
-      {"malformed", [](const FakeRequest&) { FakeReply r; r.pieces = {{"{\"choices\": [", 0}}; return r; },
-       "sent an answer that is not valid JSON (truncated or corrupt at byte 14, near \"ices\": [\")"},
-      {"oversized", [](const FakeRequest&) { FakeReply r; r.pieces = {{std::string(5000, ' '), 0}}; return r; },
+      {"malformed",
+       [](const FakeRequest&) {
+         FakeReply r;
+         r.pieces = {{"{\"choices\": [", 0}};
+         return r;
+       },
+       "sent an answer that is not valid JSON (truncated or corrupt at byte 14, near \"ices\": "
+       "[\")"},
+      {"oversized",
+       [](const FakeRequest&) {
+         FakeReply r;
+         r.pieces = {{std::string(5000, ' '), 0}};
+         return r;
+       },
        "answered more than 2048 bytes (endpoint.max_response_bytes)"},
-      {"error-object", [](const FakeRequest&) { FakeReply r; r.pieces = {{"{\"error\":{\"message\":\"no such model\"}}", 0}}; return r; },
+      {"error-object",
+       [](const FakeRequest&) {
+         FakeReply r;
+         r.pieces = {{"{\"error\":{\"message\":\"no such model\"}}", 0}};
+         return r;
+       },
        "reported an error: no such model"},
   };
   for (const Case& c : cases) {
     FakeOpenAiServer server(c.reply);
-    const fs::path s = write_scenario("probe-" + c.name, scenario_text(server.url(), "report", "  max_response_bytes: 2048\n"));
+    const fs::path s = write_scenario(
+        "probe-" + c.name, scenario_text(server.url(), "report", "  max_response_bytes: 2048\n"));
     const fs::path out = s.parent_path() / "r";
     const CommandResult r = run_nvdet("probe " + s.string() + " --report-dir " + out.string());
     EXPECT_EQ(r.exit_code, 3) << c.name << r.out << r.err;
@@ -190,9 +244,13 @@ TEST(ProbeCli, ServerFailuresAreOneSentenceWithExitThreeAndNoReports) {
     EXPECT_TRUE(!fs::exists(out) || fs::is_empty(out)) << c.name;
   }
   const std::string nowhere = "http://127.0.0.1:" + std::to_string(unused_port());
-  const CommandResult r = run_nvdet("probe " + write_scenario("probe-unreachable", scenario_text(nowhere, "report")).string());
+  const CommandResult r = run_nvdet(
+      "probe " + write_scenario("probe-unreachable", scenario_text(nowhere, "report")).string());
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_EQ(r.err.rfind("nvdet: server " + nowhere + "/v1/completions could not be reached or read: ", 0), 0u) << r.err;
+  EXPECT_EQ(
+      r.err.rfind("nvdet: server " + nowhere + "/v1/completions could not be reached or read: ", 0),
+      0u)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
@@ -200,18 +258,23 @@ TEST(ProbeCli, KeysComeFromTheEnvironmentAndAreWrittenNowhere) {
   const std::string secret = "sk-probe-7f3a9c1e5b";
   FakeOpenAiServer server(serving([](const FakeRequest&) { return answer(" b", -1.0); }));
   const fs::path s = write_scenario(
-      "probe-key", scenario_text(server.url(), "report",
-                                 "  api_key_env: NVDET_TEST_KEY\n  headers_env: {X-Team: NVDET_TEST_TEAM}\n"));
+      "probe-key",
+      scenario_text(server.url(), "report",
+                    "  api_key_env: NVDET_TEST_KEY\n  headers_env: {X-Team: NVDET_TEST_TEAM}\n"));
   const fs::path out = s.parent_path() / "r";
   const CommandResult missing = run_nvdet("probe " + s.string());
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_EQ(missing.err, "nvdet: environment variable NVDET_TEST_KEY (the endpoint's Authorization header) is not set\n");
+  EXPECT_EQ(missing.err,
+            "nvdet: environment variable NVDET_TEST_KEY (the endpoint's Authorization header) is "
+            "not set\n");
   EXPECT_TRUE(server.requests().empty());
-  const CommandResult r = run_nvdet_env("NVDET_TEST_KEY=" + secret + " NVDET_TEST_TEAM=probe-team",
-                                        "probe " + s.string() + " --report-dir " + out.string() + " --format md,json,junit,html");
+  const CommandResult r = run_nvdet_env(
+      "NVDET_TEST_KEY=" + secret + " NVDET_TEST_TEAM=probe-team",
+      "probe " + s.string() + " --report-dir " + out.string() + " --format md,json,junit,html");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const FakeRequest& q : server.requests()) {
-    EXPECT_NE(std::find(q.headers.begin(), q.headers.end(), "Authorization: Bearer " + secret), q.headers.end());
+    EXPECT_NE(std::find(q.headers.begin(), q.headers.end(), "Authorization: Bearer " + secret),
+              q.headers.end());
     EXPECT_NE(std::find(q.headers.begin(), q.headers.end(), "X-Team: probe-team"), q.headers.end());
   }
   EXPECT_EQ(r.out.find(secret), std::string::npos);
@@ -228,24 +291,30 @@ TEST(ProbeCli, ShardsMergeIntoTheWholeRunsVerdictAndReportsRenderAgain) {
   const fs::path s = write_scenario("probe-shards", scenario_text(server.url(), "variant"));
   const fs::path dir = s.parent_path();
   for (const char* shard : {"1/2", "2/2"}) {
-    const CommandResult r = run_nvdet("probe " + s.string() + " --shard " + shard + " --report-dir " +
-                                      (dir / "shards").string() + " --format json -q");
+    const CommandResult r =
+        run_nvdet("probe " + s.string() + " --shard " + shard + " --report-dir " +
+                  (dir / "shards").string() + " --format json -q");
     EXPECT_EQ(r.exit_code, 0) << shard << r.out << r.err;  // a variant canary waits for the merge
   }
-  const CommandResult merged = run_nvdet("report " + (dir / "shards" / "fake-probe.shard-1-of-2.json").string() + " " +
-                                         (dir / "shards" / "fake-probe.shard-2-of-2.json").string() +
-                                         " --report-dir " + (dir / "merged").string() + " --format json,md");
+  const CommandResult merged =
+      run_nvdet("report " + (dir / "shards" / "fake-probe.shard-1-of-2.json").string() + " " +
+                (dir / "shards" / "fake-probe.shard-2-of-2.json").string() + " --report-dir " +
+                (dir / "merged").string() + " --format json,md");
   ASSERT_EQ(merged.exit_code, 0) << merged.out << merged.err;
   const json m = json::parse(read_file(dir / "merged" / "fake-probe.json"));
   EXPECT_EQ(m.at("cases").size(), 3u + 4u);
-  EXPECT_TRUE(m.at("backends")[0].at("verdict").get<std::string>().rfind("diverged as expected", 0) == 0);
+  EXPECT_TRUE(
+      m.at("backends")[0].at("verdict").get<std::string>().rfind("diverged as expected", 0) == 0);
   // A JSON report renders again, byte for byte, without a request.
   const size_t requests = server.requests().size();
-  const CommandResult again = run_nvdet("report " + (dir / "merged" / "fake-probe.json").string() +
-                                        " --report-dir " + (dir / "again").string() + " --format md,json");
+  const CommandResult again =
+      run_nvdet("report " + (dir / "merged" / "fake-probe.json").string() + " --report-dir " +
+                (dir / "again").string() + " --format md,json");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(read_file(dir / "again" / "fake-probe.md"), read_file(dir / "merged" / "fake-probe.md"));
-  EXPECT_EQ(read_file(dir / "again" / "fake-probe.json"), read_file(dir / "merged" / "fake-probe.json"));
+  EXPECT_EQ(read_file(dir / "again" / "fake-probe.md"),
+            read_file(dir / "merged" / "fake-probe.md"));
+  EXPECT_EQ(read_file(dir / "again" / "fake-probe.json"),
+            read_file(dir / "merged" / "fake-probe.json"));
   EXPECT_EQ(server.requests().size(), requests);
 }
 
@@ -253,9 +322,13 @@ TEST(ProbeCli, UsageMistakesAreExitTwoBeforeAnyRequest) {
   FakeOpenAiServer server(serving([](const FakeRequest&) { return answer(" b", -1.0); }));
   const fs::path s = write_scenario("probe-usage", scenario_text(server.url(), "report"));
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--url ftp://127.0.0.1", "nvdet: --url must start with http:// or https://, got 'ftp://127.0.0.1'\n"},
-      {"--url http://user:pw@127.0.0.1", "nvdet: --url must not hold a user name or password (give keys through 'api_key_env'), got 'http://user:pw@127.0.0.1'\n"},
-      {"--format md", "nvdet: --format needs --report-dir (the folder the reports are written to)\n"},
+      {"--url ftp://127.0.0.1",
+       "nvdet: --url must start with http:// or https://, got 'ftp://127.0.0.1'\n"},
+      {"--url http://user:pw@127.0.0.1",
+       "nvdet: --url must not hold a user name or password (give keys through 'api_key_env'), got "
+       "'http://user:pw@127.0.0.1'\n"},
+      {"--format md",
+       "nvdet: --format needs --report-dir (the folder the reports are written to)\n"},
       {"-k nomatch", "nvdet: --filter 'nomatch' matches no context"},
       {"--axis concurrency=0,2", "concurrency 0 is the probe alone, which the control runs"},
       {"--fliter x", "nvdet probe: unknown option '--fliter' (did you mean '--filter'?)"},

@@ -106,8 +106,7 @@ TEST(ProbeClient, AnAnswerPastItsLimitIsCutOffBeforeItIsKept) {
     HttpRequest r;
     r.max_response_bytes = 4096;
     const HttpResponse resp = fetch(server.url(), r);
-    EXPECT_EQ(resp.error, "answered more than 4096 bytes (endpoint.max_response_bytes)")
-        << chunked;
+    EXPECT_EQ(resp.error, "answered more than 4096 bytes (endpoint.max_response_bytes)") << chunked;
     EXPECT_LE(resp.body.size(), 4096u);
   }
 }
@@ -263,7 +262,8 @@ TEST(ServedOutput, ReadsTheChatShapeWithIdsAndTheLegacyShape) {
   // Chat: message.content, and a stream's delta.content.
   ServedOutputReader chat(ServerApi::kChat);
   ASSERT_TRUE(chat.add_text(R"({"choices":[{"delta":{"content":"hi"}}]})"));
-  ASSERT_TRUE(chat.add_text(R"({"choices":[{"delta":{"content":" there"},"finish_reason":"stop"}]})"));
+  ASSERT_TRUE(
+      chat.add_text(R"({"choices":[{"delta":{"content":" there"},"finish_reason":"stop"}]})"));
   EXPECT_EQ(chat.output().text, "hi there");
   EXPECT_EQ(served_level(chat.output()), "text");
 }

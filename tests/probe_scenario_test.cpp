@@ -52,16 +52,21 @@ TEST(ProbeScenario, TheEndpointIsTheOneBackendAndItsDefaultsAreTheFillers) {
 TEST(ProbeScenario, RefusalsNameTheKeyAndItsPlace) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {kBase + "dtype: bf16\n", "p.yaml:10:1: key 'dtype' does not apply to op 'probe'"},
-      {kBase + "backends: {cpu-invariant: invariant}\n", "key 'backends' does not apply to op 'probe'"},
+      {kBase + "backends: {cpu-invariant: invariant}\n",
+       "key 'backends' does not apply to op 'probe'"},
       {kBase + "shape: {n: 4, k: 4}\n", "key 'shape' does not apply to op 'probe'"},
-      {"name: p\nop: gemm\ndtype: bf16\nshape: {n: 4, k: 4}\nseed: 1\nbackends: {cpu-invariant: invariant}\n"
+      {"name: p\nop: gemm\ndtype: bf16\nshape: {n: 4, k: 4}\nseed: 1\nbackends: {cpu-invariant: "
+       "invariant}\n"
        "control: 3\n",
        "p.yaml:7:1: key 'control' does not apply to op 'gemm' (it is for probe)"},
       {"name: p\nop: probe\nseed: 1\nprobe: {prompts: [a]}\n", "missing required key 'endpoint'"},
       {kBase + "  temperature: 0.7\n", "'probe.temperature' above 0 samples: give 'probe.seed'"},
-      {kBase + "  max_tokenz: 4\n", "unknown key 'max_tokenz' in 'probe' (did you mean 'max_tokens'?)"},
-      {kBase + "fillers: {arival: last}\n", "unknown key 'arival' in 'fillers' (did you mean 'arrival'?)"},
-      {kBase + "fillers: {arrival: later}\n", "'arrival' values must be 'first', 'mid', 'last', got 'later'"},
+      {kBase + "  max_tokenz: 4\n",
+       "unknown key 'max_tokenz' in 'probe' (did you mean 'max_tokens'?)"},
+      {kBase + "fillers: {arival: last}\n",
+       "unknown key 'arival' in 'fillers' (did you mean 'arrival'?)"},
+      {kBase + "fillers: {arrival: later}\n",
+       "'arrival' values must be 'first', 'mid', 'last', got 'later'"},
       {kBase + "sweep:\n  concurrency: [0, 4]\n",
        "p.yaml:11:17: concurrency 0 is the probe alone, which the control runs"},
       {kBase + "sweep:\n  batch: [1, 2]\n", "axis 'batch' does not apply to op 'probe'"},
@@ -88,8 +93,10 @@ TEST(ProbeScenario, TheEndpointIsCheckedBeforeAnythingIsSent) {
       {"  url: http://h\n  api: grpc\n", "unknown api 'grpc'"},
       {"  url: http://h\n  body: {prompt: x}\n", "'body' may not set 'prompt': nvdet sets it"},
       {"  url: http://h\n  body: [1]\n", "'body' must be a map of request fields"},
-      {"  url: http://h\n  headers_env: {Content-Type: X}\n", "'headers_env' may not set 'Content-Type'"},
-      {"  url: http://h\n  headers_env: {X-Key: 9bad}\n", "'headers_env' values must name environment variables"},
+      {"  url: http://h\n  headers_env: {Content-Type: X}\n",
+       "'headers_env' may not set 'Content-Type'"},
+      {"  url: http://h\n  headers_env: {X-Key: 9bad}\n",
+       "'headers_env' values must name environment variables"},
       {"  url: http://h\n  api_key_env: A\n  headers_env: {authorization: B}\n",
        "'api_key_env' sets the Authorization header; 'headers_env' sets it too"},
       {"  url: http://h\n  timeout: 0\n", "'timeout' must be greater than 0"},
@@ -107,7 +114,8 @@ TEST(ProbeScenario, TheEndpointIsCheckedBeforeAnythingIsSent) {
 TEST(ProbeScenario, HintsAreSentTypedAndTheFieldsNvdetSetsComeLast) {
   const Scenario s = parse_scenario(
       "name: p\nop: probe\nseed: 1\nendpoint:\n  expect: report\n  url: http://h\n  model: m\n"
-      "  api: chat\n  body: {cache_prompt: false, top_k: 1, min_p: 0.5, tag: \"7\", extra: {a: [1, x]}}\n"
+      "  api: chat\n  body: {cache_prompt: false, top_k: 1, min_p: 0.5, tag: \"7\", extra: {a: [1, "
+      "x]}}\n"
       "probe: {prompts: [hi], temperature: 0.5, seed: 3, logprobs: 2, max_tokens: 5}\n",
       "p.yaml");
   RequestSampling sampling;
@@ -115,8 +123,7 @@ TEST(ProbeScenario, HintsAreSentTypedAndTheFieldsNvdetSetsComeLast) {
   sampling.temperature = 0.5;
   sampling.seed = 3;
   sampling.logprobs = 2;
-  const nlohmann::json body =
-      nlohmann::json::parse(request_body(s.probe.endpoint, "hi", sampling));
+  const nlohmann::json body = nlohmann::json::parse(request_body(s.probe.endpoint, "hi", sampling));
   EXPECT_EQ(body.at("cache_prompt"), false);
   EXPECT_EQ(body.at("top_k"), 1);
   EXPECT_EQ(body.at("min_p"), 0.5);
@@ -143,8 +150,9 @@ TEST(ProbeScenario, ATextPromptsFileIsReadLineByLine) {
     (void)load_scenario((dir / "p.yaml").string());
     ADD_FAILURE() << "a control byte in a prompt was taken";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("prompts.txt:2:4: a prompt holds the control byte '\\x1b'"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("prompts.txt:2:4: a prompt holds the control byte '\\x1b'"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -6,13 +6,13 @@
 // probe, and once in one that does not (1 slot; no continuous batching), the negative control,
 // where the same scenario must hold with `expect: invariant`. Every test skips, saying why, where
 // the servers are not set up.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -144,9 +144,9 @@ struct ProbeOutcome {
 
 ProbeOutcome probe(const fs::path& scenario_file, int port, const fs::path& out) {
   ProbeOutcome o;
-  o.run = run_nvdet("probe " + scenario_file.string() + " --url http://127.0.0.1:" +
-                    std::to_string(port) + " --report-dir " + out.string() +
-                    " --format md,json,junit,html");
+  o.run = run_nvdet("probe " + scenario_file.string() +
+                    " --url http://127.0.0.1:" + std::to_string(port) + " --report-dir " +
+                    out.string() + " --format md,json,junit,html");
   const fs::path json_file = out / (scenario_file.stem().string() + ".json");
   if (fs::exists(json_file)) o.report = json::parse(read_file(json_file));
   // What the server did, in the test's log: the verdict and the first difference.
@@ -162,9 +162,20 @@ int divergences(const json& report, bool seen_alone) {
 }
 
 std::vector<std::string> llama_server(const fs::path& dir, int port, int slots) {
-  return {(dir / "bin" / "llama-server").string(), "-m", (dir / "tiny-llama-f16.gguf").string(),
-          "--host", "127.0.0.1", "--port", std::to_string(port), "-np", std::to_string(slots),
-          "-c", std::to_string(1024 * slots), "-t", "1", "--no-webui"};
+  return {(dir / "bin" / "llama-server").string(),
+          "-m",
+          (dir / "tiny-llama-f16.gguf").string(),
+          "--host",
+          "127.0.0.1",
+          "--port",
+          std::to_string(port),
+          "-np",
+          std::to_string(slots),
+          "-c",
+          std::to_string(1024 * slots),
+          "-t",
+          "1",
+          "--no-webui"};
 }
 
 std::vector<std::string> transformers_serve(const fs::path& dir, int port, bool batching) {

@@ -487,22 +487,29 @@ backends: {cpu-invariant: invariant}
 
 // Builds a valid scenario for `op` with one axis from the op's own table record (its shape keys).
 std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
-  std::string text = "name: x\nop: " + std::string(op.name()) + "\ndtype: bf16\nseed: 1\n";
+  // A server op names its server instead of a dtype and backends.
+  std::string text = op.server
+                         ? "name: x\nop: " + std::string(op.name()) +
+                               "\nseed: 1\nendpoint: {expect: report, url: http://h, model: m}\n"
+                               "probe: {prompts: [a]}\n"
+                         : "name: x\nop: " + std::string(op.name()) + "\ndtype: bf16\nseed: 1\n";
   if (!op.shape.empty()) {
     text += "shape: {";
     for (size_t i = 0; i < op.shape.size(); ++i)
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  // sampler, filler_routing and allreduce take words only (sampler chooses how model.sampling
-  // draws).
+  // sampler, filler_routing, allreduce and arrival take words only (sampler chooses how
+  // model.sampling draws).
   const std::string value = axis == "position"         ? "[first, last]"
                             : axis == "sampler"        ? "[per_request, batch_stream]"
                             : axis == "filler_routing" ? "[random, hot]"
                             : axis == "allreduce"      ? "[ring, fixed]"
+                            : axis == "arrival"        ? "[first, last]"
                                                        : "[1, 2]";
   if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
-  return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
+  return text + "sweep:\n  " + axis + ": " + value + "\n" +
+         (op.server ? "" : "backends: {cpu-invariant: invariant}\n");
 }
 
 TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {

@@ -109,11 +109,10 @@ int run(const ProbeFlags& f) {
         const bool control = c.index == 0;
         const bool baseline_only =
             p.shard && !std::binary_search(p.shard->owned.begin(), p.shard->owned.end(), c.index);
-        fmt::print("  {}{}{}\n", c.id,
-                   control ? fmt::format("  (the control: {} runs alone)",
-                                         p.scenario.probe.control)
-                           : "",
-                   baseline_only ? "  (baseline only: another shard owns it)" : "");
+        fmt::print(
+            "  {}{}{}\n", c.id,
+            control ? fmt::format("  (the control: {} runs alone)", p.scenario.probe.control) : "",
+            baseline_only ? "  (baseline only: another shard owns it)" : "");
       }
     }
     return 0;

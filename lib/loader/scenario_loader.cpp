@@ -77,8 +77,6 @@
 #include <absl/strings/str_join.h>
 #include <yaml-cpp/yaml.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -89,6 +87,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -367,9 +366,9 @@ DType ScenarioParser::dtype(const Field& f) const {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
-      "name",     "description", "op",    "dtype",     "out_dtype",      "shape",    "tokens",
-      "bias",     "tf32",        "eps",   "attention", "prefill",        "model",    "seed",
-      "requests", "repeat",      "sweep", "backends",  "norm_topk_prob", "tp_split", "nccl",
+      "name",     "description", "op",      "dtype",     "out_dtype",      "shape",    "tokens",
+      "bias",     "tf32",        "eps",     "attention", "prefill",        "model",    "seed",
+      "requests", "repeat",      "sweep",   "backends",  "norm_topk_prob", "tp_split", "nccl",
       "endpoint", "probe",       "fillers", "control"};
   return keys;
 }
@@ -1031,8 +1030,8 @@ void ScenarioParser::parse_backends(const Field& f, Scenario& s) {
 // change what the probe asks for behind the scenario's back.
 const std::vector<std::string>& body_fields_set_by_nvdet() {
   static const std::vector<std::string> fields = {
-      "model",       "prompt", "messages", "max_tokens",   "temperature",    "seed",
-      "stream",      "logprobs", "top_logprobs", "stream_options", "n"};
+      "model",    "prompt",       "messages",       "max_tokens", "temperature", "seed", "stream",
+      "logprobs", "top_logprobs", "stream_options", "n"};
   return fields;
 }
 
@@ -1105,10 +1104,10 @@ nlohmann::json ScenarioParser::json_of(const YAML::Node& n, int depth) const {
 void ScenarioParser::parse_endpoint(const Field& f, Scenario& s) {
   EndpointSpec& e = s.probe.endpoint;
   e.where = at(f.key);
-  const auto fields = fields_of(
-      f.value, at(f), "'endpoint'",
-      {"name", "expect", "url", "model", "api", "api_key_env", "headers_env", "body", "stream",
-       "timeout", "inactivity_timeout", "retries", "max_response_bytes"});
+  const auto fields =
+      fields_of(f.value, at(f), "'endpoint'",
+                {"name", "expect", "url", "model", "api", "api_key_env", "headers_env", "body",
+                 "stream", "timeout", "inactivity_timeout", "retries", "max_response_bytes"});
   const auto need = [&](const char* key) -> const Field& {
     if (const Field* x = find(fields, key)) return *x;
     fail(f, std::string("'endpoint' is missing '") + key + "'");
@@ -1166,19 +1165,21 @@ void ScenarioParser::parse_endpoint(const Field& f, Scenario& s) {
             fail(key, "header '" + header + "' is given twice in 'headers_env'");
         const std::string variable = it->second.IsScalar() ? it->second.Scalar() : "";
         if (!environment_variable_name(variable))
-          fail(it->second, "'headers_env' values must name environment variables, got " +
-                               describe(it->second));
+          fail(it->second,
+               "'headers_env' values must name environment variables, got " + describe(it->second));
         e.headers_env.emplace_back(header, variable);
       }
     }
     if (x.name == "body") {
-      if (!x.value.IsMap()) fail(x, "'body' must be a map of request fields, got " + describe(x.value));
+      if (!x.value.IsMap())
+        fail(x, "'body' must be a map of request fields, got " + describe(x.value));
       const nlohmann::json body = json_of(x.value, 0);
       for (auto it = x.value.begin(); it != x.value.end(); ++it) {
         const auto& taken = body_fields_set_by_nvdet();
         if (std::find(taken.begin(), taken.end(), it->first.Scalar()) != taken.end())
-          fail(it->first, "'body' may not set '" + it->first.Scalar() +
-                              "': nvdet sets it from the scenario (endpoint.model, probe, fillers)");
+          fail(it->first,
+               "'body' may not set '" + it->first.Scalar() +
+                   "': nvdet sets it from the scenario (endpoint.model, probe, fillers)");
       }
       e.body_json = body.dump();
     }
@@ -1241,7 +1242,8 @@ void ScenarioParser::parse_probe_prompts(const Field& f, Scenario& s) {
          "asks the server for the same draws");
   if (prompts) {
     if (!prompts->value.IsSequence() || prompts->value.size() == 0)
-      fail(*prompts, "'prompts' must be a non-empty list of texts, got " + describe(prompts->value));
+      fail(*prompts,
+           "'prompts' must be a non-empty list of texts, got " + describe(prompts->value));
     for (const auto& prompt : prompts->value) {
       if (!prompt.IsScalar() || prompt.Scalar().empty())
         fail(prompt, "each prompt must be a non-empty text, got " + describe(prompt));

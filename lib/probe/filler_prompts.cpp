@@ -10,14 +10,14 @@ namespace {
 
 // Plain words that any tokenizer splits into a token or two each.
 constexpr std::array<std::string_view, 64> kWords = {
-    "the",    "river",  "stone",   "light",  "green",   "over",   "under",  "quiet",
-    "window", "garden", "morning", "cold",   "bright",  "paper",  "small",  "house",
-    "after",  "before", "during",  "along",  "mountain", "valley", "clock", "table",
-    "letter", "number", "winter",  "summer", "yellow",  "market", "bridge", "forest",
-    "silver", "simple", "harbor",  "engine", "circle",  "pencil", "orange", "planet",
-    "story",  "music",  "friend",  "travel", "signal",  "harvest", "library", "evening",
-    "north",  "south",  "storm",   "cloud",  "field",   "wheel",  "candle", "ladder",
-    "basket", "tunnel", "castle",  "island", "meadow",  "copper", "thunder", "shadow"};
+    "the",    "river",  "stone",   "light",  "green",    "over",    "under",   "quiet",
+    "window", "garden", "morning", "cold",   "bright",   "paper",   "small",   "house",
+    "after",  "before", "during",  "along",  "mountain", "valley",  "clock",   "table",
+    "letter", "number", "winter",  "summer", "yellow",   "market",  "bridge",  "forest",
+    "silver", "simple", "harbor",  "engine", "circle",   "pencil",  "orange",  "planet",
+    "story",  "music",  "friend",  "travel", "signal",   "harvest", "library", "evening",
+    "north",  "south",  "storm",   "cloud",  "field",    "wheel",   "candle",  "ladder",
+    "basket", "tunnel", "castle",  "island", "meadow",   "copper",  "thunder", "shadow"};
 
 }  // namespace
 

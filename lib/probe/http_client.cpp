@@ -205,9 +205,8 @@ int HttpClient::start(HttpRequest request, Done done) {
   if (!t->easy) throw_runtime_error("cannot create a libcurl handle");
   CURL* e = t->easy;
   const HttpRequest& r = t->request;
-  for (const char* h :
-       {"Content-Type: application/json", "Accept: application/json, text/event-stream",
-        "Expect:"}) {
+  for (const char* h : {"Content-Type: application/json",
+                        "Accept: application/json, text/event-stream", "Expect:"}) {
     t->headers = curl_slist_append(t->headers, h);
   }
   for (const std::string& h : r.headers) t->headers = curl_slist_append(t->headers, h.c_str());

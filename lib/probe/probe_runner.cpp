@@ -136,11 +136,11 @@ class ProbeRunner {
   }
   RequestSampling probe_sampling() const {
     const ProbePrompts& p = s_.probe.probe;
-    return {p.max_tokens, p.temperature,
-            p.seeded ? std::optional<uint64_t>(p.seed) : std::nullopt, p.logprobs, e_.stream};
+    return {p.max_tokens, p.temperature, p.seeded ? std::optional<uint64_t>(p.seed) : std::nullopt,
+            p.logprobs, e_.stream};
   }
-  void start(HttpClient& client, HttpRequest r, Answer& answer, bool stream,
-             const std::string& who, const Context& c);
+  void start(HttpClient& client, HttpRequest r, Answer& answer, bool stream, const std::string& who,
+             const Context& c);
   ServedOutput run_alone(const std::string& prompt, int64_t request, const Context& c);
   ServedOutput run_loaded(const std::string& prompt, int64_t request, const Context& c,
                           RunNotes& notes);
@@ -178,9 +178,9 @@ void ProbeRunner::start(HttpClient& client, HttpRequest r, Answer& answer, bool 
     if (!answer.reader.error().empty()) fail(answer.reader.error());
     if (!response.error.empty()) fail(response.error);
     if (!response.ok()) {
-      fail(fmt::format("answered HTTP {}: '{}'", response.status,
-                       excerpt(response.body.empty() ? std::string("(no body)") : response.body,
-                               300)));
+      fail(fmt::format(
+          "answered HTTP {}: '{}'", response.status,
+          excerpt(response.body.empty() ? std::string("(no body)") : response.body, 300)));
     }
     if (answer.streamed) {
       answer.sse.finish(read);
@@ -217,9 +217,8 @@ ServedOutput ProbeRunner::run_loaded(const std::string& prompt, int64_t request,
       chunks += f->chunks();
       streaming += f->chunks() > 0 && !f->done;
     }
-    notes[fmt::format("request {} sent", request)] =
-        fmt::format("after {} filler chunks, {} of {} fillers streaming", chunks, streaming,
-                    load.size());
+    notes[fmt::format("request {} sent", request)] = fmt::format(
+        "after {} filler chunks, {} of {} fillers streaming", chunks, streaming, load.size());
     start(client, this->request(prompt, probe_sampling()), probe, e_.stream,
           fmt::format("the probe (request {})", request), c);
   };
@@ -335,8 +334,8 @@ AuditResult ProbeRunner::run(const std::vector<Context>& contexts) {
   result_.scenario.coord_names = served_coord_names(result_.probe->level);
   BackendOutcome o;
   o.name = e_.name;
-  o.description = fmt::format("OpenAI-compatible server at {} (model {}, {} API)", e_.url,
-                              e_.model, server_api_name(e_.api));
+  o.description = fmt::format("OpenAI-compatible server at {} (model {}, {} API)", e_.url, e_.model,
+                              server_api_name(e_.api));
   o.expect = s_.backends.front().expect;
   o.scenario_line = s_.backends.front().where.line;
   assign_result_classes(result_);

@@ -63,8 +63,8 @@ std::string token_bytes(const ServedToken& t) {
 }
 
 Hash128 hash_of(const std::string& bytes) {
-  return hash_bytes(absl::Span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()),
-                                                bytes.size()));
+  return hash_bytes(
+      absl::Span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
 }
 
 double top_gap(const ServedToken& t) {
@@ -179,7 +179,8 @@ std::optional<Divergence> compare_tokens(const ServedOutput& a, const ServedOutp
   const size_t same_until = flip < 0 ? n : static_cast<size_t>(flip);
   for (size_t i = 0; i < same_until; ++i) {
     if (a.tokens[i].logprob && b.tokens[i].logprob)
-      d.max_abs_diff = std::max(d.max_abs_diff, std::fabs(*a.tokens[i].logprob - *b.tokens[i].logprob));
+      d.max_abs_diff =
+          std::max(d.max_abs_diff, std::fabs(*a.tokens[i].logprob - *b.tokens[i].logprob));
   }
   d.mismatch_count = differing;
   d.mismatched_tokens = differing;
@@ -261,7 +262,8 @@ bool ServedOutputReader::add_text(std::string_view json_text) {
   }
   try {
     return add(chunk);
-  } catch (const std::exception& e) {  // a JSON type nvdet did not check for: malformed all the same
+  } catch (
+      const std::exception& e) {  // a JSON type nvdet did not check for: malformed all the same
     return fail(std::string("sent an answer nvdet could not read: ") + e.what());
   }
 }
@@ -368,7 +370,8 @@ bool ServedOutputReader::add_logprobs(const json& lp) {
     ServedToken t;
     t.text = (*tokens)[i].get<std::string>();
     if (!logprobs.empty() && !logprobs[i].is_null()) {
-      if (!is_number(logprobs[i])) return fail("sent a 'token_logprobs' entry that is not a number");
+      if (!is_number(logprobs[i]))
+        return fail("sent a 'token_logprobs' entry that is not a number");
       t.logprob = logprobs[i].get<double>();
     }
     if (!top.empty() && !top[i].is_null()) {

@@ -154,7 +154,8 @@ std::string render_console_summary(const AuditResult& r) {
                      r.summary.contexts - static_cast<int>(r.shard->owned.size()));
   }
   s += fmt::format("{} {}: {} of {} backends met their expectation{}{} ({:.1f} s)\n",
-                   report_text::command_name(r), r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
+                   report_text::command_name(r), r.summary.passed ? "PASSED" : "FAILED",
+                   ran - r.summary.failed_backends, ran,
                    r.summary.skipped_backends
                        ? fmt::format(", {} skipped", r.summary.skipped_backends)
                        : std::string(),

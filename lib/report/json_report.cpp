@@ -79,8 +79,11 @@ json served_json(const ServedCompletion& c) {
   json gaps = json::array(), logprobs = json::array();
   for (const double g : c.top_gaps) gaps.push_back(json_number(g));
   for (const double l : c.logprobs) logprobs.push_back(json_number(l));
-  return {{"text", c.text},     {"finish_reason", c.finish_reason}, {"tokens", c.tokens},
-          {"logprobs", logprobs}, {"top_gaps", gaps}};
+  return {{"text", c.text},
+          {"finish_reason", c.finish_reason},
+          {"tokens", c.tokens},
+          {"logprobs", logprobs},
+          {"top_gaps", gaps}};
 }
 
 json served_divergence_json(const ServedDivergence& s) {

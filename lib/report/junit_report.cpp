@@ -298,9 +298,9 @@ std::string render_junit_report(const AuditResult& r) {
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o << "<testsuites name=\"nvdet " << command_name(r) << " " << xml_escape(r.scenario.name)
-    << "\" tests=\""
-    << total_tests << "\" failures=\"" << total_failures << "\" errors=\"0\" skipped=\""
-    << total_skipped << "\" time=\"" << seconds_attr(total_seconds) << "\">\n";
+    << "\" tests=\"" << total_tests << "\" failures=\"" << total_failures
+    << "\" errors=\"0\" skipped=\"" << total_skipped << "\" time=\"" << seconds_attr(total_seconds)
+    << "\">\n";
   o << body.str();
   o << "</testsuites>\n";
   return o.str();

@@ -20,15 +20,16 @@ using report_text::short_number;
 constexpr size_t kMaxRows = 20;        // divergences listed per format (all are in the JSON)
 constexpr size_t kMaxCompletions = 8;  // distinct completions listed per prompt
 
-std::string quoted(const std::string& text, size_t chars = 60) { return "'" + excerpt(text, chars) + "'"; }
+std::string quoted(const std::string& text, size_t chars = 60) {
+  return "'" + excerpt(text, chars) + "'";
+}
 
 std::string number_or_dash(double v) { return std::isnan(v) ? "-" : short_number(v); }
 
 std::string server_sentence(const ProbeRun& p) {
-  std::string s = fmt::format("{} (model {}, {} API{})", p.url, p.model, p.api,
-                              p.stream ? ", streamed" : "");
-  if (!p.headers.empty())
-    s += "; headers from the environment: " + absl::StrJoin(p.headers, ", ");
+  std::string s =
+      fmt::format("{} (model {}, {} API{})", p.url, p.model, p.api, p.stream ? ", streamed" : "");
+  if (!p.headers.empty()) s += "; headers from the environment: " + absl::StrJoin(p.headers, ", ");
   if (p.body_json != "{}") s += "; hints " + p.body_json;
   s += fmt::format("; max_tokens {}, temperature {}", p.max_tokens, short_number(p.temperature));
   if (p.seed) s += fmt::format(", seed {}", *p.seed);
@@ -40,9 +41,10 @@ std::string level_sentence(const ProbeRun& p) {
   const std::string what = p.level == "logprobs" ? "tokens and their log probabilities"
                            : p.level == "tokens" ? "tokens, without log probabilities"
                                                  : "text only";
-  return fmt::format("compared bit for bit at the finest level the server returned: {}; the "
-                     "control ran each prompt alone {} times before any load",
-                     what, p.control);
+  return fmt::format(
+      "compared bit for bit at the finest level the server returned: {}; the "
+      "control ran each prompt alone {} times before any load",
+      what, p.control);
 }
 
 // "prompt 0 at token 38 in probe(...) (repeat 1): ' river' (id 17, logprob -5.881) vs ..."
@@ -55,9 +57,10 @@ std::string difference_sentence(const AuditResult& r, const Divergence& d) {
                        where, quoted(s.baseline_piece), quoted(s.piece));
   }
   if (s.position < 0) {
-    return fmt::format("prompt {} in {}: the same tokens, other log probabilities (largest "
-                       "difference {})",
-                       d.request, where, short_number(d.max_abs_diff));
+    return fmt::format(
+        "prompt {} in {}: the same tokens, other log probabilities (largest "
+        "difference {})",
+        d.request, where, short_number(d.max_abs_diff));
   }
   const auto side = [](const std::string& piece, int32_t id, double lp) {
     std::string t = piece.empty() && std::isnan(lp) ? "(end)" : quoted(piece, 24);
@@ -66,10 +69,9 @@ std::string difference_sentence(const AuditResult& r, const Divergence& d) {
     if (!std::isnan(lp)) facts.push_back("logprob " + short_number(lp));
     return facts.empty() ? t : t + " (" + absl::StrJoin(facts, ", ") + ")";
   };
-  std::string out = fmt::format("prompt {} at token {} in {}: {} alone vs {}", d.request,
-                                s.position, where, side(s.baseline_piece, s.baseline_id,
-                                                        s.baseline_logprob),
-                                side(s.piece, s.id, s.logprob));
+  std::string out = fmt::format(
+      "prompt {} at token {} in {}: {} alone vs {}", d.request, s.position, where,
+      side(s.baseline_piece, s.baseline_id, s.baseline_logprob), side(s.piece, s.id, s.logprob));
   if (!std::isnan(s.baseline_top_gap))
     out += "; the alone run's top-1/top-2 gap there " + short_number(s.baseline_top_gap);
   return out;
@@ -108,7 +110,8 @@ const Divergence* largest_drift(const AuditResult& r, const std::string& backend
 std::string prompt_label(const AuditResult& r, int64_t request) {
   const ProbeRun& p = *r.probe;
   for (size_t i = 0; i < r.scenario.requests.size() && i < p.prompts.size(); ++i)
-    if (r.scenario.requests[i] == request) return fmt::format("{} {}", request, quoted(p.prompts[i], 40));
+    if (r.scenario.requests[i] == request)
+      return fmt::format("{} {}", request, quoted(p.prompts[i], 40));
   return std::to_string(request);
 }
 
@@ -116,8 +119,8 @@ std::string completion_counts(const ProbedPrompt& p) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < p.distinct.size() && i < kMaxCompletions; ++i) {
     const DistinctCompletion& d = p.distinct[i];
-    parts.push_back(fmt::format("#{} {} alone + {} under load", i + 1, d.runs_alone,
-                                d.runs_loaded));
+    parts.push_back(
+        fmt::format("#{} {} alone + {} under load", i + 1, d.runs_alone, d.runs_loaded));
   }
   if (p.distinct.size() > kMaxCompletions)
     parts.push_back(fmt::format("{} more", p.distinct.size() - kMaxCompletions));
@@ -135,8 +138,8 @@ TableRows prompt_rows(const AuditResult& r, const ProbeAnalysis& a) {
   return rows;
 }
 const std::vector<std::string> kPromptHeads = {
-    "Prompt",        "Distinct completions", "Distinct alone",    "Runs alone",
-    "Runs under load", "Differ from alone", "Never seen alone"};
+    "Prompt",          "Distinct completions", "Distinct alone",  "Runs alone",
+    "Runs under load", "Differ from alone",    "Never seen alone"};
 
 // How a completion's text compares with the first one's: most completions that differ in bits
 // read the same.
@@ -161,8 +164,8 @@ TableRows completion_rows(const AuditResult& r, const ProbedPrompt& p) {
   }
   return rows;
 }
-const std::vector<std::string> kCompletionHeads = {
-    "Completion", "Runs alone", "Runs under load", "First seen", "Against #1", "Text"};
+const std::vector<std::string> kCompletionHeads = {"Completion", "Runs alone", "Runs under load",
+                                                   "First seen", "Against #1", "Text"};
 
 TableRows divergence_rows(const AuditResult& r) {
   TableRows rows;
@@ -171,27 +174,34 @@ TableRows divergence_rows(const AuditResult& r) {
     if (rows.size() == kMaxRows) break;
     const ServedDivergence& s = *d.served;
     const bool flip = !s.by_token || s.position >= 0;
-    rows.push_back(
-        {std::to_string(d.request), context_label(r, d.context_index, d.context),
-         std::to_string(d.repeat),
-         flip ? fmt::format("{} {}", s.by_token ? "token" : "byte", s.position) : "none",
-         flip ? quoted(s.baseline_piece, 24) : "-", number_or_dash(s.baseline_logprob),
-         flip ? quoted(s.piece, 24) : "-", number_or_dash(s.logprob),
-         number_or_dash(s.baseline_top_gap), short_number(d.max_abs_diff),
-         s.seen_alone ? "yes: not the load's doing" : "no"});
+    rows.push_back({std::to_string(d.request), context_label(r, d.context_index, d.context),
+                    std::to_string(d.repeat),
+                    flip ? fmt::format("{} {}", s.by_token ? "token" : "byte", s.position) : "none",
+                    flip ? quoted(s.baseline_piece, 24) : "-", number_or_dash(s.baseline_logprob),
+                    flip ? quoted(s.piece, 24) : "-", number_or_dash(s.logprob),
+                    number_or_dash(s.baseline_top_gap), short_number(d.max_abs_diff),
+                    s.seen_alone ? "yes: not the load's doing" : "no"});
   }
   return rows;
 }
-const std::vector<std::string> kDivergenceHeads = {
-    "Prompt", "Context", "Repeat", "First difference", "Alone", "Logprob alone",
-    "This run", "Logprob here", "Alone top-1/top-2 gap", "Max |Δ logprob|, same tokens", "Seen alone"};
+const std::vector<std::string> kDivergenceHeads = {"Prompt",
+                                                   "Context",
+                                                   "Repeat",
+                                                   "First difference",
+                                                   "Alone",
+                                                   "Logprob alone",
+                                                   "This run",
+                                                   "Logprob here",
+                                                   "Alone top-1/top-2 gap",
+                                                   "Max |Δ logprob|, same tokens",
+                                                   "Seen alone"};
 
 std::string more_rows(const AuditResult& r) {
   size_t served = 0;
   for (const Divergence& d : r.divergences) served += d.served ? 1 : 0;
-  return served > kMaxRows ? fmt::format("{} more differing runs are in the JSON report.",
-                                         served - kMaxRows)
-                           : "";
+  return served > kMaxRows
+             ? fmt::format("{} more differing runs are in the JSON report.", served - kMaxRows)
+             : "";
 }
 
 }  // namespace
@@ -217,10 +227,10 @@ std::string probe_console_lines(const AuditResult& r, const BackendOutcome& b) {
   if (const Divergence* d = first_flip(r, b.name))
     s += "       first token flip: " + difference_sentence(r, *d) + "\n";
   if (const Divergence* d = largest_drift(r, b.name))
-    s += fmt::format("       largest logprob difference while the tokens agreed: {} (prompt {} in "
-                     "{})\n",
-                     short_number(d->max_abs_diff), d->request,
-                     context_label(r, d->context_index, d->context));
+    s += fmt::format(
+        "       largest logprob difference while the tokens agreed: {} (prompt {} in "
+        "{})\n",
+        short_number(d->max_abs_diff), d->request, context_label(r, d->context_index, d->context));
   return s;
 }
 

@@ -86,10 +86,10 @@ struct ServedCompletion {
 
 struct RequestRecord {
   int64_t request = 0;
-  Hash128 hash;                        // the request's whole output
-  std::vector<Hash128> token_hashes;   // one per token (first dimension)
-  std::vector<int32_t> completion;     // model scenarios: the generated token ids
-  std::optional<ParityRecord> parity;  // model scenarios with a scoring pass
+  Hash128 hash;                            // the request's whole output
+  std::vector<Hash128> token_hashes;       // one per token (first dimension)
+  std::vector<int32_t> completion;         // model scenarios: the generated token ids
+  std::optional<ParityRecord> parity;      // model scenarios with a scoring pass
   std::optional<ServedCompletion> served;  // op probe
   // Which of its request's distinct results in its group this output is, by first appearance in
   // sweep order (0: the group's baseline result); set by assign_result_classes

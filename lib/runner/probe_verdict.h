@@ -28,9 +28,9 @@ struct ProbedPrompt {
   int64_t request = 0;
   std::vector<DistinctCompletion> distinct;  // first: the control's first run's
   int runs_alone = 0, runs_loaded = 0;
-  int alone_distinct = 0;       // distinct completions among the runs alone
-  int loaded_differing = 0;     // runs under load whose completion is not the first alone run's
-  int loaded_never_alone = 0;   // ... nor any run alone's: the load's doing
+  int alone_distinct = 0;      // distinct completions among the runs alone
+  int loaded_differing = 0;    // runs under load whose completion is not the first alone run's
+  int loaded_never_alone = 0;  // ... nor any run alone's: the load's doing
 };
 
 struct ProbeAnalysis {

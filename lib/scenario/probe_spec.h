@@ -32,8 +32,8 @@ struct EndpointSpec {
   // Server hints: extra fields merged into every request body, as JSON text of one object
   // (`{"cache_prompt":false}`); they may not replace a field nvdet sets.
   std::string body_json = "{}";
-  bool stream = false;  // the probe's own requests as SSE streams (fillers always stream)
-  double timeout_s = 300.0;            // each request's total deadline
+  bool stream = false;       // the probe's own requests as SSE streams (fillers always stream)
+  double timeout_s = 300.0;  // each request's total deadline
   double inactivity_timeout_s = 60.0;  // each request: seconds without a byte from the server
   int32_t retries = 0;  // re-sends of a request refused before any answer, or answered 429/503
   int64_t max_response_bytes = int64_t{8} << 20;  // one response's body, at most
@@ -56,9 +56,9 @@ struct ProbePrompts {
 // The load beside the probe: seeded filler prompts in flight while it runs. Each is the default
 // of its sweep axis.
 struct FillerSpec {
-  int32_t concurrency = 8;  // fillers in flight while the probe runs
-  int32_t words = 32;       // words of each filler prompt
-  int32_t max_tokens = 32;  // tokens each filler asks for
+  int32_t concurrency = 8;        // fillers in flight while the probe runs
+  int32_t words = 32;             // words of each filler prompt
+  int32_t max_tokens = 32;        // tokens each filler asks for
   std::string arrival = "first";  // first, mid or last: when the probe is sent among the fillers
 };
 

@@ -50,8 +50,8 @@ if ! done_with "$dest/venv/.nvdet-stamp" "$venv_stamp"; then
   logged venv python3 -m venv "$dest/venv"
   logged pip-upgrade "$py" -m pip install -q --upgrade pip
   # The CPU-only wheel is a tenth of the size of PyPI's (which brings CUDA's libraries).
-  if ! logged torch-cpu timeout 600 "$py" -m pip install -q --index-url \
-    https://download.pytorch.org/whl/cpu "torch==$torch"; then
+  if ! timeout 600 "$py" -m pip install -q --retries 0 --timeout 15 --index-url \
+    https://download.pytorch.org/whl/cpu "torch==$torch" >"$dest/logs/torch-cpu.log" 2>&1; then
     echo "probe servers: the CPU-only torch index did not answer; installing PyPI's torch"
     logged torch "$py" -m pip install -q "torch==$torch"
   fi
