@@ -196,43 +196,26 @@ TEST(ProbeCli, AControlThatIsNotDeterministicIsNeverBlamedOnTheLoad) {
 TEST(ProbeCli, ServerFailuresAreOneSentenceWithExitThreeAndNoReports) {
   struct Case {
     std::string name;
-    std::function<FakeReply(const FakeRequest&)> reply;
-    std::string says;
+    int status;
+    std::string body, says;
   };
   const std::vector<Case> cases = {
-      {"http-500",
-       [](const FakeRequest&) {
-         FakeReply r;
-         r.status = 500;
-         r.pieces = {{"model exploded", 0}};
-         return r;
-       },
-       "answered HTTP 500: 'model exploded'"},
-      {"malformed",
-       [](const FakeRequest&) {
-         FakeReply r;
-         r.pieces = {{"{\"choices\": [", 0}};
-         return r;
-       },
+      {"http-500", 500, "model exploded", "answered HTTP 500: 'model exploded'"},
+      {"malformed", 200, "{\"choices\": [",
        "sent an answer that is not valid JSON (truncated or corrupt at byte 14, near \"ices\": "
        "[\")"},
-      {"oversized",
-       [](const FakeRequest&) {
-         FakeReply r;
-         r.pieces = {{std::string(5000, ' '), 0}};
-         return r;
-       },
+      {"oversized", 200, std::string(5000, ' '),
        "answered more than 2048 bytes (endpoint.max_response_bytes)"},
-      {"error-object",
-       [](const FakeRequest&) {
-         FakeReply r;
-         r.pieces = {{"{\"error\":{\"message\":\"no such model\"}}", 0}};
-         return r;
-       },
+      {"error-object", 200, "{\"error\":{\"message\":\"no such model\"}}",
        "reported an error: no such model"},
   };
   for (const Case& c : cases) {
-    FakeOpenAiServer server(c.reply);
+    FakeOpenAiServer server([&c](const FakeRequest&) {
+      FakeReply r;
+      r.status = c.status;
+      r.pieces = {{c.body, 0}};
+      return r;
+    });
     const fs::path s = write_scenario(
         "probe-" + c.name, scenario_text(server.url(), "report", "  max_response_bytes: 2048\n"));
     const fs::path out = s.parent_path() / "r";
@@ -316,6 +299,38 @@ TEST(ProbeCli, ShardsMergeIntoTheWholeRunsVerdictAndReportsRenderAgain) {
   EXPECT_EQ(read_file(dir / "again" / "fake-probe.json"),
             read_file(dir / "merged" / "fake-probe.json"));
   EXPECT_EQ(server.requests().size(), requests);
+}
+
+// The chat API with the probe itself streamed: every answer a stream of deltas that ends when the
+// connection closes, without [DONE], as some servers send it.
+TEST(ProbeCli, ChatStreamsWithoutDoneAreReadWhole) {
+  FakeOpenAiServer server([](const FakeRequest& q) {
+    FakeReply r;
+    r.content_type = "text/event-stream";
+    r.chunked = true;
+    const bool probe = is_probe(q);
+    for (const char* piece : {"one", " two", " three"}) {
+      const json delta = {{"choices", {{{"index", 0}, {"delta", {{"content", piece}}}}}}};
+      r.pieces.emplace_back("data: " + delta.dump() + "\r\n\r\n", probe ? 0 : 30);
+    }
+    return r;
+  });
+  const fs::path s = write_scenario(
+      "probe-chat", scenario_text(server.url(), "invariant", "  api: chat\n  stream: true\n"));
+  const fs::path out = s.parent_path() / "r";
+  const CommandResult r =
+      run_nvdet("probe " + s.string() + " --report-dir " + out.string() + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json j = report_json(out);
+  EXPECT_EQ(j.at("probe").at("level"), "text");
+  EXPECT_EQ(j.at("probe").at("url"), server.url() + "/v1/chat/completions");
+  EXPECT_EQ(j.at("cases")[0].at("requests")[0].at("served").at("text"), "one two three");
+  for (const FakeRequest& q : server.requests()) {
+    EXPECT_EQ(q.path, "/v1/chat/completions");
+    const json body = json::parse(q.body);
+    EXPECT_EQ(body.at("stream"), true);
+    if (is_probe(q)) EXPECT_EQ(body.at("top_logprobs"), 2);
+  }
 }
 
 TEST(ProbeCli, UsageMistakesAreExitTwoBeforeAnyRequest) {

@@ -208,15 +208,24 @@ class RealServers : public ::testing::Test {
     if (!folder_.missing.empty()) GTEST_SKIP() << folder_.missing;
     tmp_ = make_temp_dir("probe-servers");
   }
+  // Starts the server `argv` names (on `port`), waits for it, and probes it with the shipped
+  // scenario `name` (or its copy expecting invariance).
+  ProbeOutcome serve_and_probe(const std::vector<std::string>& argv, int port, double startup_s,
+                               const std::string& name, bool invariant) {
+    ServerProcess server(argv, folder_.dir, tmp_ / "server.log");
+    const std::string why = server.wait_healthy(port, startup_s);
+    EXPECT_EQ(why, "");
+    if (!why.empty()) return {};
+    return probe(scenario(name, invariant, tmp_), port, tmp_ / "r");
+  }
   ServersFolder folder_;
   fs::path tmp_;
 };
 
 TEST_F(RealServers, LlamaServerWithFourSlotsAtF16ChangesTheProbe) {
   const int port = unused_port();
-  ServerProcess server(llama_server(folder_.dir, port, 4), folder_.dir, tmp_ / "server.log");
-  ASSERT_EQ(server.wait_healthy(port, 120), "");
-  const ProbeOutcome o = probe(scenario("probe-llama-server", false, tmp_), port, tmp_ / "r");
+  const ProbeOutcome o =
+      serve_and_probe(llama_server(folder_.dir, port, 4), port, 120, "probe-llama-server", false);
   ASSERT_EQ(o.run.exit_code, 0) << o.run.out << o.run.err;
   EXPECT_EQ(o.report.at("probe").at("level"), "logprobs");
   // The probe alone repeats bit for bit (prompt cache off): every difference is the load's.
@@ -227,20 +236,17 @@ TEST_F(RealServers, LlamaServerWithFourSlotsAtF16ChangesTheProbe) {
 
 TEST_F(RealServers, LlamaServerWithOneSlotIsTheNegativeControl) {
   const int port = unused_port();
-  ServerProcess server(llama_server(folder_.dir, port, 1), folder_.dir, tmp_ / "server.log");
-  ASSERT_EQ(server.wait_healthy(port, 120), "");
-  const ProbeOutcome o = probe(scenario("probe-llama-server", true, tmp_), port, tmp_ / "r");
-  EXPECT_EQ(o.run.exit_code, 0) << o.run.out << o.run.err;
+  const ProbeOutcome o =
+      serve_and_probe(llama_server(folder_.dir, port, 1), port, 120, "probe-llama-server", true);
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.out << o.run.err;
   EXPECT_TRUE(o.report.at("divergences").empty());
   EXPECT_EQ(o.report.at("cases").size(), 3u + 6u);  // control x3, 6 contexts
 }
 
 TEST_F(RealServers, TransformersServeWithContinuousBatchingAtBf16ChangesTheText) {
   const int port = unused_port();
-  ServerProcess server(transformers_serve(folder_.dir, port, true), folder_.dir,
-                       tmp_ / "server.log");
-  ASSERT_EQ(server.wait_healthy(port, 300), "");
-  const ProbeOutcome o = probe(scenario("probe-transformers-serve", false, tmp_), port, tmp_ / "r");
+  const ProbeOutcome o = serve_and_probe(transformers_serve(folder_.dir, port, true), port, 300,
+                                         "probe-transformers-serve", false);
   ASSERT_EQ(o.run.exit_code, 0) << o.run.out << o.run.err;
   EXPECT_EQ(o.report.at("probe").at("level"), "text");  // no token ids, no log probabilities
   EXPECT_GT(divergences(o.report, false), 0);
@@ -248,11 +254,9 @@ TEST_F(RealServers, TransformersServeWithContinuousBatchingAtBf16ChangesTheText)
 
 TEST_F(RealServers, TransformersServeWithoutContinuousBatchingIsTheNegativeControl) {
   const int port = unused_port();
-  ServerProcess server(transformers_serve(folder_.dir, port, false), folder_.dir,
-                       tmp_ / "server.log");
-  ASSERT_EQ(server.wait_healthy(port, 300), "");
-  const ProbeOutcome o = probe(scenario("probe-transformers-serve", true, tmp_), port, tmp_ / "r");
-  EXPECT_EQ(o.run.exit_code, 0) << o.run.out << o.run.err;
+  const ProbeOutcome o = serve_and_probe(transformers_serve(folder_.dir, port, false), port, 300,
+                                         "probe-transformers-serve", true);
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.out << o.run.err;
   EXPECT_TRUE(o.report.at("divergences").empty());
 }
 

@@ -13,13 +13,13 @@
 #include "lib/core/error.h"
 #include "lib/loader/scenario_loader.h"
 #include "lib/probe/probe_runner.h"
-#include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/report/report_writers.h"
 #include "lib/runner/shard.h"
 #include "lib/scenario/context_filter.h"
 #include "tools/cli_options.h"
 #include "tools/command.h"
+#include "tools/result_output.h"
 
 namespace nvdet::cli {
 namespace {
@@ -130,19 +130,7 @@ int run(const ProbeFlags& f) {
     }
     const AuditResult result = run_probe(p.scenario, options, p.contexts);
     progress.finish();
-    const char* verdict = ran_nothing(result)     ? "RAN NOTHING"
-                          : result.summary.passed ? "PASSED"
-                                                  : "FAILED";
-    if (f.quiet) {
-      fmt::print("{}: probe {}\n", result.scenario.name, verdict);
-    } else {
-      fmt::print("{}", render_console_summary(result));
-    }
-    if (!f.report_dir.empty()) {
-      for (const fs::path& written : write_reports(result, f.report_dir, formats))
-        if (!f.quiet) fmt::print("report: {}\n", written.string());
-    }
-    publish_to_ci(result);
+    print_and_write_result(result, f.report_dir, formats, f.quiet);
     failed += result.summary.passed ? 0 : 1;
     empty += ran_nothing(result) ? 1 : 0;
     cases += result.summary.cases;
@@ -170,13 +158,8 @@ Action add_probe_command(CLI::App& app) {
       ->required();
   cmd->add_option("--url", flags->url,
                   "Send to this base URL instead of the scenario's endpoint.url (one scenario)");
-  cmd->add_option("--report-dir", flags->report_dir, "Write reports into this folder (created)");
-  CLI::Option* format = cmd->add_option("--format", flags->formats,
-                                        "Report formats, comma separated (needs --report-dir): " +
-                                            report_formats_help())
-                            ->capture_default_str();
-  cmd->add_option("-k,--filter", flags->filter, "Run only contexts whose id matches this regex");
-  cmd->add_flag("-q,--quiet", flags->quiet, "Print one line per scenario");
+  CLI::Option* format =
+      add_report_options(cmd, flags->report_dir, flags->formats, flags->filter, flags->quiet);
   cmd->add_option("--axis", flags->axes,
                   "Sweep axis NAME over VALUES instead of the scenario's (NAME=VALUES, e.g. "
                   "concurrency=1,8,32); repeatable")

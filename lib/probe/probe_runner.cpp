@@ -56,22 +56,14 @@ Scenario with_concurrency_axis(const Scenario& s) {
   return out;
 }
 
+// The audit's summary of the scenario with the concurrency axis, whose first value is the
+// control's 0.
 ScenarioSummary probe_summary(const Scenario& s) {
-  ScenarioSummary m;
-  m.name = s.name;
-  m.path = s.path;
-  m.description = s.description;
-  m.op = std::string(op_name(s.op));
+  ScenarioSummary m = summarize_scenario(with_concurrency_axis(s));
   m.dtype = "server";  // whatever the server computes in: not nvdet's to say
-  m.seed = s.seed;
-  m.requests = s.requests;
-  m.repeat = s.repeat;
-  for (const SweepAxis& a : with_concurrency_axis(s).sweep) {
-    std::vector<std::string> values;
-    if (a.axis == Axis::kConcurrency) values.push_back("0");  // the control
-    for (const AxisValue& v : a.values) values.push_back(axis_value_string(v));
-    m.axes.emplace_back(a.name(), std::move(values));
-  }
+  m.out_dtype.clear();
+  for (auto& [axis, values] : m.axes)
+    if (axis == "concurrency") values.insert(values.begin(), "0");
   return m;
 }
 
@@ -102,10 +94,15 @@ struct Answer {
   SseStream sse;
   bool streamed = false;
   bool done = false;
+  int events = 0;
+  void read(std::string_view data) {
+    ++events;
+    (void)reader.add_text(data);
+  }
   // Reads a piece of a stream; false (the transfer stops) once it is malformed. Called from
   // inside libcurl: never throws.
   bool feed(std::string_view bytes) {
-    sse.feed(bytes, [this](std::string_view data) { (void)reader.add_text(data); });
+    sse.feed(bytes, [this](std::string_view data) { read(data); });
     return reader.error().empty();
   }
   int64_t chunks() const { return reader.output().chunks; }
@@ -174,7 +171,7 @@ void ProbeRunner::start(HttpClient& client, HttpRequest r, Answer& answer, bool 
     const auto fail = [&](const std::string& why) {
       throw_runtime_error(fmt::format("server {} {} ({}, in {})", url_, why, who, c.id));
     };
-    const auto read = [&answer](std::string_view data) { (void)answer.reader.add_text(data); };
+    const auto read = [&answer](std::string_view data) { answer.read(data); };
     if (!answer.reader.error().empty()) fail(answer.reader.error());
     if (!response.error.empty()) fail(response.error);
     if (!response.ok()) {
@@ -182,11 +179,9 @@ void ProbeRunner::start(HttpClient& client, HttpRequest r, Answer& answer, bool 
           "answered HTTP {}: '{}'", response.status,
           excerpt(response.body.empty() ? std::string("(no body)") : response.body, 300)));
     }
-    if (answer.streamed) {
-      answer.sse.finish(read);
-    } else {
-      read(response.body);
-    }
+    if (answer.streamed) answer.sse.finish(read);
+    // A server that ignores "stream" answers with one JSON body, which holds no SSE event.
+    if (!answer.streamed || answer.events == 0) read(response.body);
     if (!answer.reader.error().empty()) fail(answer.reader.error());
   });
 }

@@ -61,6 +61,14 @@ RequestRecord hash_output(const RequestOutput& out) {
 }
 
 ScenarioSummary summarize(const Scenario& s, const Workload& w) {
+  ScenarioSummary m = summarize_scenario(s);
+  m.coord_names = w.coord_names();
+  return m;
+}
+
+}  // namespace
+
+ScenarioSummary summarize_scenario(const Scenario& s) {
   ScenarioSummary m;
   m.name = s.name;
   m.path = s.path;
@@ -76,9 +84,10 @@ ScenarioSummary summarize(const Scenario& s, const Workload& w) {
     for (const AxisValue& v : a.values) values.push_back(axis_value_string(v));
     m.axes.emplace_back(a.name(), std::move(values));
   }
-  m.coord_names = w.coord_names();
   return m;
 }
+
+namespace {
 
 // Compares one request's output with a reference output; nullopt when bitwise identical.
 std::optional<Divergence> compare_request(const RequestOutput& reference_out,

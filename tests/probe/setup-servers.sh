@@ -67,6 +67,7 @@ if [[ ! -f "$src/vendor/llama.cpp/CMakeLists.txt" ]]; then
   logged sdist "$py" -m pip download -q --no-deps --no-binary :all: -d "$dest/src" \
     "llama-cpp-python==$llama_cpp_python"
   tar -xzf "$dest/src/llama_cpp_python-$llama_cpp_python.tar.gz" -C "$dest/src"
+  rm "$dest/src/llama_cpp_python-$llama_cpp_python.tar.gz"
 fi
 llama="$src/vendor/llama.cpp"
 
