@@ -9,8 +9,9 @@
 #                         protobuf, and the gguf package of the llama.cpp sources below
 #   bin/llama-server      llama.cpp's server, CPU only, built from the llama.cpp sources that
 #                         PyPI's llama-cpp-python source package ships (vendor/llama.cpp)
-#   tiny-llama/           a random-weight Llama of ~120k parameters and a SentencePiece
-#                         tokenizer, made here by make_tiny_llama.py (nothing downloaded)
+#   tiny-llama/           a random-weight Llama of 2.5M parameters (hidden 256, 4 layers) and a
+#                         SentencePiece tokenizer, made here by make_tiny_llama.py (nothing
+#                         downloaded)
 #   tiny-llama-f16.gguf   that model converted by llama.cpp's own convert_hf_to_gguf.py
 #   ready                 written last, with the versions: the tests use the folder only then
 #
