@@ -179,7 +179,8 @@ TableRows divergence_rows(const AuditResult& r) {
                     flip ? fmt::format("{} {}", s.by_token ? "token" : "byte", s.position) : "none",
                     flip ? quoted(s.baseline_piece, 24) : "-", number_or_dash(s.baseline_logprob),
                     flip ? quoted(s.piece, 24) : "-", number_or_dash(s.logprob),
-                    number_or_dash(s.baseline_top_gap), s.by_token ? short_number(d.max_abs_diff) : "-",
+                    number_or_dash(s.baseline_top_gap),
+                    s.by_token ? short_number(d.max_abs_diff) : "-",
                     s.seen_alone ? "yes: not the load's doing" : "no"});
   }
   return rows;
