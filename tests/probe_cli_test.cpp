@@ -335,7 +335,8 @@ TEST(ProbeCli, ChatStreamsWithoutDoneAreReadWhole) {
 
 TEST(ProbeCli, UsageMistakesAreExitTwoBeforeAnyRequest) {
   FakeOpenAiServer server(serving([](const FakeRequest&) { return answer(" b", -1.0); }));
-  const fs::path s = write_scenario("probe-usage", scenario_text(server.url(), "report"));
+  const fs::path s = write_scenario(
+      "probe-usage", scenario_text(server.url(), "report", "  max_response_bytes: 65536\n"));
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--url ftp://127.0.0.1",
        "nvdet: --url must start with http:// or https://, got 'ftp://127.0.0.1'\n"},
@@ -354,6 +355,13 @@ TEST(ProbeCli, UsageMistakesAreExitTwoBeforeAnyRequest) {
     EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
   }
   EXPECT_TRUE(server.requests().empty());
+  // More fillers than this process may open connections for: exit 3 before any request.
+  const CommandResult files =
+      run_nvdet_env("ulimit -n 256 &&", "probe " + s.string() + " --axis concurrency=1000");
+  EXPECT_EQ(files.exit_code, 3) << files.err;
+  EXPECT_EQ(files.err,
+            "nvdet: concurrency 1000 needs about 1064 open files at once, more than this process "
+            "may open (256, ulimit -n)\n");
   const CommandResult audit = run_nvdet("audit " + s.string());
   EXPECT_EQ(audit.exit_code, 2);
   EXPECT_NE(audit.err.find("probes a running server; run it with nvdet probe"), std::string::npos);

@@ -1,8 +1,10 @@
 #include "lib/probe/probe_runner.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -355,6 +357,28 @@ std::vector<Context> probe_contexts(const Scenario& s) {
   return out;
 }
 
+namespace {
+
+// Every filler and the probe hold a connection (a file descriptor) at once: raise the soft limit
+// toward the hard one where the sweep needs more, and say so where even that is too few, before
+// anything is sent.
+void check_connection_limit(const std::vector<Context>& contexts) {
+  int64_t most = 0;
+  for (const Context& c : contexts) most = std::max(most, c.integer(Axis::kConcurrency));
+  const rlim_t needed = static_cast<rlim_t>(most) + 64;  // the probe, stdio, reports, libcurl's own
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) return;
+  rlimit raised = limit;
+  raised.rlim_cur = std::min(needed, limit.rlim_max);
+  if (::setrlimit(RLIMIT_NOFILE, &raised) == 0 && raised.rlim_cur >= needed) return;
+  throw_runtime_error(fmt::format(
+      "concurrency {} needs about {} open files at once, more than this process may open ({}, "
+      "ulimit -n)",
+      most, needed, limit.rlim_max));
+}
+
+}  // namespace
+
 std::vector<Context> check_probe(Scenario& s, const ProbeOptions& options) {
   if (!op_spec(s.op).server) {
     throw_input_error(SourceLocation{s.path, 0, 0},
@@ -370,6 +394,7 @@ std::vector<Context> check_probe(Scenario& s, const ProbeOptions& options) {
   (void)endpoint_headers(e);  // every variable set, before anything is sent
   check_budget(s, estimate_scenario(s, false), Budget{}, false, std::nullopt);
   std::vector<Context> contexts = probe_contexts(s);
+  check_connection_limit(contexts);
   const ContextFilter filter(options.context_filter);
   if (filter.empty()) return contexts;
   std::vector<Context> kept = select_contexts(contexts, filter);
