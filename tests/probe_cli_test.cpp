@@ -189,7 +189,8 @@ TEST(ProbeCli, AControlThatIsNotDeterministicIsNeverBlamedOnTheLoad) {
                        "to 2 distinct completions per prompt over 3 runs alone"),
             std::string::npos)
       << r.out;
-  for (const json& d : report_json(out).at("divergences"))
+  const json report = report_json(out);
+  for (const json& d : report.at("divergences"))
     EXPECT_TRUE(d.at("served").at("seen_alone").get<bool>()) << d;
 }
 
