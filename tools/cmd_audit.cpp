@@ -184,12 +184,7 @@ std::vector<Planned> plan(const AuditFlags& f, const std::vector<const ReportWri
     if (const ScenarioEstimate e = estimate_scenario(s); !f.quiet && e.token_layers >= 1e8)
       fmt::print(stderr, "nvdet: scenario '{}' will compute {}\n", s.name, e.work);
     if (!apply_last_failed(last_failed, s, contexts)) continue;
-    std::optional<ShardInfo> info;
-    if (shard) {
-      ShardSelection sel = select_shard(std::move(contexts), *shard, f.filter);
-      contexts = std::move(sel.contexts);
-      info = std::move(sel.info);
-    }
+    std::optional<ShardInfo> info = keep_shard(contexts, shard, f.filter);
     planned.push_back({std::move(s), std::move(contexts), std::move(info)});
   }
   note_unmatched_scenarios(f.filter, unmatched, f.scenarios.size());

@@ -70,12 +70,7 @@ std::vector<Planned> plan(const ProbeFlags& f, const std::vector<const ReportWri
       unmatched.push_back(s.name);
       continue;
     }
-    std::optional<ShardInfo> info;
-    if (shard) {
-      ShardSelection sel = select_shard(std::move(contexts), *shard, f.filter);
-      contexts = std::move(sel.contexts);
-      info = std::move(sel.info);
-    }
+    std::optional<ShardInfo> info = keep_shard(contexts, shard, f.filter);
     planned.push_back({std::move(s), std::move(contexts), std::move(info)});
   }
   if (const std::string note = filter_run_note(f.filter, unmatched, f.scenarios.size());

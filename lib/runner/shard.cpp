@@ -96,4 +96,13 @@ ShardSelection select_shard(std::vector<Context> contexts, const ShardSpec& spec
   return sel;
 }
 
+std::optional<ShardInfo> keep_shard(std::vector<Context>& contexts,
+                                    const std::optional<ShardSpec>& spec,
+                                    const std::string& filter) {
+  if (!spec) return std::nullopt;
+  ShardSelection sel = select_shard(std::move(contexts), *spec, filter);
+  contexts = std::move(sel.contexts);
+  return std::move(sel.info);
+}
+
 }  // namespace nvdet

@@ -49,5 +49,10 @@ struct ShardSelection {
 };
 ShardSelection select_shard(std::vector<Context> contexts, const ShardSpec& spec,
                             const std::string& filter);
+// The same in place, for a command that may or may not run a shard: `contexts` cut to the
+// shard's (and nullopt returned, the contexts left whole) when `spec` is nullopt.
+std::optional<ShardInfo> keep_shard(std::vector<Context>& contexts,
+                                    const std::optional<ShardSpec>& spec,
+                                    const std::string& filter);
 
 }  // namespace nvdet
