@@ -46,8 +46,13 @@ TEST(AxisTable, EveryOpTakesBatchAndPositionAndItsAxesComeFromTheTable) {
     SCOPED_TRACE(std::string(op.name()));
     const std::vector<std::string> axes = axes_of_op(op.kind);
     EXPECT_FALSE(axes.empty());
-    EXPECT_EQ(axes.at(0), "batch");
-    EXPECT_EQ(axes.at(1), "position");
+    if (op.server) {  // a server's load: the fillers in flight and when the probe arrives
+      EXPECT_EQ(axes.at(0), "concurrency");
+      EXPECT_EQ(axes.at(1), "arrival");
+    } else {
+      EXPECT_EQ(axes.at(0), "batch");
+      EXPECT_EQ(axes.at(1), "position");
+    }
     for (const AxisSpec& a : axis_table())
       EXPECT_EQ(op.accepts_axis(a.name), a.applies_to(op.kind)) << a.name;
   }

@@ -72,6 +72,7 @@ inline std::unique_ptr<ClaimCall> make_claim_call(OpKind op, DType dtype) {
       break;
     }
     case OpKind::kModel:
+    case OpKind::kProbe:
       return nullptr;  // a scenario op, not a backend op: no support table names it
   }
   return c;

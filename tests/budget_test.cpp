@@ -67,7 +67,7 @@ TEST(Budget, EstimatesMatchHandCounts) {
   EXPECT_EQ(e.contexts_product, "65536 batch x 65536 tokens");
 
   // 65536 x 65536 fp32 weights alone are 16 GiB; one row of input, output and fp32 workspace;
-  // the one context's entry in the context list (a value per axis: about a KiB).
+  // the one context's entry in the context list (about a KiB: every axis's value, swept or not).
   const Scenario gemm = parse_scenario(kBigGemm, "s.yaml");
   const ScenarioEstimate gpu_only = estimate_scenario(gemm, false);
   EXPECT_EQ(gpu_only.contexts, 1.0);

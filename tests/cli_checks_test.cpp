@@ -476,7 +476,7 @@ TEST(InfoAndListJson, SayTheSameAsTheText) {
   const CommandResult r = run_nvdet("list --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j.at("ops").size(), 7u);
+  ASSERT_EQ(j.at("ops").size(), 8u);
   EXPECT_EQ(j.at("ops").at(0), "gemm");
   ASSERT_FALSE(j.at("backends").empty());
   bool saw_gpu = false, saw_request_axis = false;

@@ -188,6 +188,8 @@ TEST(Layers, ThirdPartyHeadersStayWhereTheyBelong) {
       EXPECT_EQ(inc.file, "lib/loader/scenario_loader.cpp") << "yaml-cpp in " << inc.file;
     if (h == "<xxhash.h>") EXPECT_EQ(folder, "lib/hash") << "xxHash in " << inc.file;
     if (h.rfind("<re2/", 0) == 0) EXPECT_EQ(folder, "lib/scenario") << "RE2 in " << inc.file;
+    if (h.rfind("<curl/", 0) == 0)
+      EXPECT_EQ(inc.file, "lib/probe/http_client.cpp") << "libcurl in " << inc.file;
     const bool cuda = h.rfind("<cuda", 0) == 0 || h.rfind("<cublas", 0) == 0 ||
                       h.rfind("<cudnn", 0) == 0 || h.rfind("<nv", 0) == 0 ||
                       h.rfind("<cooperative_groups", 0) == 0 || h.rfind("<cub/", 0) == 0;

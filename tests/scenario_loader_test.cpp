@@ -488,17 +488,21 @@ backends: {cpu-invariant: invariant}
 
 // Builds a valid scenario for `op` with one axis from the op's own table record (its shape keys).
 std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
-  std::string text = "name: x\nop: " + std::string(op.name()) + "\ndtype: bf16\nseed: 1\n";
+  // A server op names its server instead of a dtype and backends.
+  std::string text = op.server
+                         ? "name: x\nop: " + std::string(op.name()) +
+                               "\nseed: 1\nendpoint: {expect: report, url: http://h, model: m}\n"
+                               "probe: {prompts: [a]}\n"
+                         : "name: x\nop: " + std::string(op.name()) + "\ndtype: bf16\nseed: 1\n";
   if (!op.shape.empty()) {
     text += "shape: {";
     for (size_t i = 0; i < op.shape.size(); ++i)
       text += std::string(i ? ", " : "") + op.shape[i].name + ": 8";
     text += "}\n";
   }
-  // sampler, filler_routing, allreduce, prefix_caching, chunked_prefill and the FP8 axes take
-  // words only
-  // (sampler chooses how model.sampling draws; the serving scheduler's axes set a traffic block's
-  // scheduler).
+  // sampler, filler_routing, allreduce, arrival, prefix_caching, chunked_prefill and the FP8
+  // axes take words only (sampler chooses how model.sampling draws; the serving scheduler's axes
+  // set a traffic block's scheduler).
   const std::string value = axis == "position"         ? "[first, last]"
                             : axis == "sampler"        ? "[per_request, batch_stream]"
                             : axis == "filler_routing" ? "[random, hot]"
@@ -508,6 +512,7 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
                             : axis == "act_scale"    ? "[dynamic_token, group_128]"
                             : axis == "weight_scale" ? "[tensor, channel]"
                             : axis == "accumulation" ? "[promoted, fast]"
+                            : axis == "arrival"      ? "[first, last]"
                                                      : "[1, 2]";
   if (axis == "sampler" && op.accepts_key("model")) text += "model: {sampling: {seed: 1}}\n";
   const std::set<std::string> scheduler = {"traffic_seed", "max_num_batched_tokens", "max_num_seqs",
@@ -516,7 +521,8 @@ std::string scenario_with_axis(const OpSpec& op, const std::string& axis) {
     text += "traffic: {requests: 2, max_num_seqs: 1}\n";
   const std::set<std::string> fp8 = {"fp8_format", "act_scale", "weight_scale", "accumulation"};
   if (fp8.count(axis) && op.accepts_key("fp8")) text += "fp8: {}\n";
-  return text + "sweep:\n  " + axis + ": " + value + "\nbackends: {cpu-invariant: invariant}\n";
+  return text + "sweep:\n  " + axis + ": " + value + "\n" +
+         (op.server ? "" : "backends: {cpu-invariant: invariant}\n");
 }
 
 TEST(ScenarioLoaderTest, EveryKnownAxisIsAcceptedExactlyForItsOps) {

@@ -18,6 +18,7 @@
 
 #include "lib/core/checked_parse.h"
 #include "lib/core/text_excerpt.h"
+#include "lib/report/report_writers.h"
 
 namespace nvdet::cli {
 
@@ -64,6 +65,21 @@ inline CLI::Option* add_real_option(CLI::App* cmd, const std::string& name, doub
       },
       help);
   return opt->type_name("FLOAT");
+}
+
+// The report and selection options nvdet audit and nvdet probe share: --report-dir, --format
+// (the audit's writers), -k/--filter and -q/--quiet. Returns --format's option, whose count()
+// says whether it was given (it needs --report-dir).
+inline CLI::Option* add_report_options(CLI::App* cmd, std::string& report_dir, std::string& formats,
+                                       std::string& filter, bool& quiet) {
+  cmd->add_option("--report-dir", report_dir, "Write reports into this folder (created)");
+  CLI::Option* format = cmd->add_option("--format", formats,
+                                        "Report formats, comma separated (needs --report-dir): " +
+                                            report_formats_help())
+                            ->capture_default_str();
+  cmd->add_option("-k,--filter", filter, "Run only contexts whose id matches this regex");
+  cmd->add_flag("-q,--quiet", quiet, "Print one line per scenario");
+  return format;
 }
 
 }  // namespace nvdet::cli

@@ -29,7 +29,6 @@
 #include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/decode_progress.h"
-#include "lib/report/ci_output.h"
 #include "lib/report/console_summary.h"
 #include "lib/report/json_report_reader.h"
 #include "lib/report/last_failed.h"
@@ -43,6 +42,7 @@
 #include "lib/scenario/context_filter.h"
 #include "tools/cli_options.h"
 #include "tools/command.h"
+#include "tools/result_output.h"
 
 namespace nvdet::cli {
 namespace {
@@ -270,20 +270,7 @@ class Publisher {
       attach_verify(result, verify_manifest(*golden_, f_.verify, result,
                                             {f_.strict, f_.dump_dir, recorded_as_}));
     }
-    const char* verdict = ran_nothing(result)     ? "RAN NOTHING"
-                          : result.summary.passed ? "PASSED"
-                                                  : "FAILED";
-    if (f_.quiet) {
-      fmt::print("{}: audit {}\n", result.scenario.name, verdict);
-    } else {
-      fmt::print("{}", render_console_summary(result));
-    }
-    if (!f_.report_dir.empty()) {
-      for (const auto& written : write_reports(result, f_.report_dir, formats_)) {
-        if (!f_.quiet) fmt::print("report: {}\n", written.string());
-      }
-    }
-    publish_to_ci(result);
+    print_and_write_result(result, f_.report_dir, formats_, f_.quiet);
     ++scenarios_;
     failed_ += result.summary.passed ? 0 : 1;
     empty_ += ran_nothing(result) ? 1 : 0;
@@ -536,13 +523,8 @@ Action add_audit_command(CLI::App& app) {
       "audit", "Run scenarios and check every backend's expectation (exit 0 pass, 1 fail)");
   cmd->add_option("scenario", flags->scenarios, "Scenario YAML files")->required();
   add_list_option(cmd, "--backends", flags->backends, "Run only these backends (comma separated)");
-  cmd->add_option("--report-dir", flags->report_dir, "Write reports into this folder (created)");
-  CLI::Option* format = cmd->add_option("--format", flags->formats,
-                                        "Report formats, comma separated (needs --report-dir): " +
-                                            report_formats_help())
-                            ->capture_default_str();
-  cmd->add_option("-k,--filter", flags->filter, "Run only contexts whose id matches this regex");
-  cmd->add_flag("-q,--quiet", flags->quiet, "Print one line per scenario");
+  CLI::Option* format =
+      add_report_options(cmd, flags->report_dir, flags->formats, flags->filter, flags->quiet);
   cmd->add_option("--axis", flags->axes,
                   "Sweep axis NAME over VALUES instead of the scenario's (NAME=VALUES, e.g. "
                   "batch=1,8,64 or 'batch=[1, {from: 16, to: 64, mul: 2}]'); repeatable")

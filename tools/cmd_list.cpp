@@ -28,6 +28,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> command_formats() 
   };
   return {{"audit", names(report_format_registry())},
           {"report", names(report_format_registry())},
+          {"probe", names(report_format_registry())},  // a server probe's result is an audit's
           {"bench", names(bench_format_registry())},
           {"bisect", names(bisect_format_registry())}};
 }
@@ -44,13 +45,17 @@ nlohmann::ordered_json list_json() {
     std::vector<std::string> shape, uses;
     for (const ShapeKey& k : op.shape) shape.push_back(k.name);
     for (const OpKind u : op.uses) uses.emplace_back(op_name(u));
-    op_details.push_back({{"name", std::string(op.name())},
-                          {"description", op.description},
-                          {"shape_keys", shape},
-                          {"keys", op.keys},
-                          {"axes", axes_of_op(op.kind)},
-                          {"uses", uses},
-                          {"bench_baseline", default_bench_baseline(op.kind, backend_names)}});
+    op_details.push_back(
+        {{"name", std::string(op.name())},
+         {"description", op.description},
+         {"shape_keys", shape},
+         {"keys", op.keys},
+         {"axes", axes_of_op(op.kind)},
+         {"uses", uses},
+         // A server op has no kernels to time: null.
+         {"bench_baseline",
+          op.server ? nlohmann::ordered_json(nullptr)
+                    : nlohmann::ordered_json(default_bench_baseline(op.kind, backend_names))}});
   }
   const DeviceFacts device = device_facts();
   for (const BackendRegistration& r : backend_registry()) {

@@ -20,6 +20,7 @@ Action add_list_command(CLI::App& app);
 Action add_diff_command(CLI::App& app);
 Action add_bisect_command(CLI::App& app);
 Action add_report_command(CLI::App& app);
+Action add_probe_command(CLI::App& app);
 
 // One backend's row of the support table: {"supports": {op: [dtypes]}, "available": bool,
 // "unavailable_reason": why not on this machine} (tools/backend_table.cpp).

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
       {"info", nvdet::cli::add_info_command(app)},
       {"list", nvdet::cli::add_list_command(app)},
       {"report", nvdet::cli::add_report_command(app)},
+      {"probe", nvdet::cli::add_probe_command(app)},
   };
 
   nvdet::install_interrupt_cleanup();

@@ -75,6 +75,17 @@ const std::vector<OpSpec>& op_table() {
          make_model_workload,
          model_footprint,
          check_model_scenario});
+    t.push_back({O::kProbe,
+                 "a running OpenAI-compatible server, sent the probed prompts alone and beside "
+                 "seeded fillers (nvdet probe)",
+                 {},
+                 "",
+                 {"endpoint", "probe", "fillers", "control"},
+                 {},
+                 nullptr,
+                 probe_footprint,
+                 nullptr,
+                 true});
     return t;
   }();
   return table;
@@ -111,6 +122,12 @@ std::string ops_accepting_key(std::string_view key) {
   return out;
 }
 
+void refuse_server_op(const Scenario& s) {
+  throw_input_error(SourceLocation{s.path, 0, 0},
+                    "scenario '" + s.name + "' (op " + std::string(op_name(s.op)) +
+                        ") probes a running server; run it with nvdet probe");
+}
+
 std::vector<std::string> ops_accepting_axis(std::string_view axis) {
   std::vector<std::string> names;
   for (const OpSpec& spec : op_table())
@@ -123,7 +140,9 @@ void check_op_scenario(const Scenario& s) {
 }
 
 std::unique_ptr<Workload> make_workload(const Scenario& s) {
-  return op_spec(s.op).make_workload(s);
+  const OpSpec& spec = op_spec(s.op);
+  if (!spec.make_workload) refuse_server_op(s);
+  return spec.make_workload(s);
 }
 
 }  // namespace nvdet

@@ -41,6 +41,9 @@ struct OpSpec {
   // limits, a model whose heads a tp does not divide): throws Error(kBadInput) with the place in
   // the file. Null: the loader's checks are all there is.
   void (*check)(const Scenario&) = nullptr;
+  // op probe: a running server answers it, through `nvdet probe` (lib/probe/); it has no workload
+  // and no backend computes it, so audit, bench and bisect refuse it (select_backends).
+  bool server = false;
 
   std::string_view name() const { return op_name(kind); }
   bool accepts_key(std::string_view key) const;
@@ -62,6 +65,9 @@ std::vector<std::string> ops_accepting_axis(std::string_view axis);
 // it names before any budget is estimated, context expanded or backend run, so that a shape
 // error is exit 2 before an out-of-budget exit 3 and before an earlier scenario's results.
 void check_op_scenario(const Scenario& s);
+// Refuses a server op's scenario (OpSpec::server) where kernels would run it: Error(kBadInput)
+// "scenario 'x' (op probe) probes a running server; run it with nvdet probe".
+[[noreturn]] void refuse_server_op(const Scenario& s);
 
 // Builds a scenario's workload (throws Error(kBadInput) for contexts the op cannot take).
 std::unique_ptr<Workload> make_workload(const Scenario& s);

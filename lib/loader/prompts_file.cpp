@@ -52,4 +52,26 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, int
   return prompts;
 }
 
+std::vector<std::string> read_text_prompts_file(const std::string& path) {
+  const std::string text = read_bounded_file(path, kMaxPromptsFileBytes, "prompts file");
+  std::vector<std::string> prompts;
+  std::istringstream lines(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const auto c = static_cast<unsigned char>(line[i]);
+      if (c < 0x20 && c != '\t')
+        throw_input_error(SourceLocation{path, line_no, static_cast<int>(i) + 1},
+                          "a prompt holds the control byte '" + excerpt(line.substr(i, 1)) + "'");
+    }
+    prompts.push_back(std::move(line));
+  }
+  if (prompts.empty()) throw_input_error("prompts file '" + path + "' holds no prompts");
+  return prompts;
+}
+
 }  // namespace nvdet

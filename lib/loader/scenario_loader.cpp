@@ -57,6 +57,16 @@
 //     batch: [1, 2, 4]            axis_table() valid for the op; values: a non-empty list, a
 //     position: [first, last]     single scalar, or {from, to} / {from, to, step} / {from, to, mul}
 //                                 (inclusive); no duplicates
+//   endpoint: {name, expect, url, model, api, api_key_env, headers_env, body, stream, timeout,
+//              inactivity_timeout, retries, max_response_bytes}
+//   probe: {prompts, prompts_file, max_tokens, temperature, seed, logprobs}
+//   fillers: {concurrency, words, max_tokens, arrival}
+//   control: 3                    op probe only (lib/scenario/probe_spec.h): the server, the probed
+//                                 prompts, the load's defaults and the runs alone; op probe takes
+//                                 no dtype and no backends (its server is the endpoint, with its
+//                                 expectation); url is http(s)://host[:port][/prefix] without
+//                                 user name, query or fragment; body is a map of server hints
+//                                 merged into every request; temperature above 0 needs seed
 //   backends:                     required, non-empty map name -> invariant | variant | report,
 //     cpu-invariant: invariant    or name -> {expect: ...}. Names are not checked against the
 //     cpu-variant: {expect: variant}  registry here (the runner does that).
@@ -70,6 +80,7 @@
 // prefix_len < prompt_len across both axes; tf32 only with fp32.
 #include "lib/loader/scenario_loader.h"
 
+#include <absl/strings/match.h>
 #include <absl/strings/str_join.h>
 #include <yaml-cpp/yaml.h>
 
@@ -83,6 +94,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -195,7 +207,8 @@ class ScenarioParser {
   DType dtype(const Field& f) const;
 
   // -- sections
-  void parse_op_and_types(const Field& op, const Field& dtype, const Field* out_dtype, Scenario& s);
+  void parse_op_and_types(const Field& op, const Field* dtype, const Field* out_dtype,
+                          const YAML::Node& root, Scenario& s);
   void check_op_scoped_keys(const std::vector<Field>& top, const OpSpec& op);
   void parse_shape(const Field& f, Scenario& s);
   void parse_attention(const Field& f, Scenario& s);
@@ -220,6 +233,14 @@ class ScenarioParser {
   AxisValue axis_value(const AxisSpec& axis, const YAML::Node& n) const;
   void parse_backends(const Field& f, Scenario& s);
   void parse_parity_tolerance(const Field& f, BackendSpec& spec);
+  // op probe (lib/scenario/probe_spec.h)
+  void parse_endpoint(const Field& f, Scenario& s);
+  void parse_probe_prompts(const Field& f, Scenario& s);
+  void parse_fillers(const Field& f, Scenario& s);
+  std::string endpoint_url(const Field& f) const;
+  double seconds(const Field& f) const;
+  nlohmann::json json_of(const YAML::Node& n, int depth) const;
+  void cross_check_probe(const Scenario& s);
   void cross_check(const Scenario& s);
   std::string resolve(const std::string& relative) const;
 
@@ -235,6 +256,7 @@ class ScenarioParser {
   // The fp8 block's act_scale and static_scale (check_fp8).
   SourceLocation fp8_act_scale_where_, fp8_static_scale_where_;
   SourceLocation sampling_greedy_where_;  // model.sampling with temperature 0
+  SourceLocation probe_prompts_where_;
 };
 
 std::vector<Field> ScenarioParser::fields_of(const YAML::Node& map, const SourceLocation& where,
@@ -370,10 +392,10 @@ DType ScenarioParser::dtype(const Field& f) const {
 
 const std::vector<std::string>& top_level_keys() {
   static const std::vector<std::string> keys = {
-      "name",           "description", "op",       "dtype",   "out_dtype", "shape",
-      "tokens",         "bias",        "tf32",     "eps",     "attention", "prefill",
-      "model",          "seed",        "requests", "repeat",  "sweep",     "backends",
-      "norm_topk_prob", "tp_split",    "nccl",     "traffic", "fp8"};
+      "name",     "description", "op",       "dtype",     "out_dtype",      "shape",    "tokens",
+      "bias",     "tf32",        "eps",      "attention", "prefill",        "model",    "seed",
+      "requests", "repeat",      "sweep",    "backends",  "norm_topk_prob", "tp_split", "nccl",
+      "traffic",  "fp8",         "endpoint", "probe",     "fillers",        "control"};
   return keys;
 }
 
@@ -416,9 +438,23 @@ Scenario ScenarioParser::parse(const std::string& text) {
                    describe(name.value));
   if (const Field* f = find(top, "description")) s.description = string(*f);
 
-  parse_op_and_types(require("op"), require("dtype"), find(top, "out_dtype"), s);
+  parse_op_and_types(require("op"), find(top, "dtype"), find(top, "out_dtype"), root, s);
   const OpSpec& spec = op_spec(s.op);
   check_op_scoped_keys(top, spec);
+  if (spec.server) {
+    // The server computes in its own dtype and is the probe's only "backend".
+    for (const char* key : {"dtype", "out_dtype", "backends"})
+      if (const Field* f = find(top, key))
+        fail(f->key, std::string("key '") + key + "' does not apply to op '" +
+                         std::string(spec.name()) +
+                         "' (the server chooses its dtype; the endpoint is what is audited, with "
+                         "its 'expect')");
+    parse_endpoint(require("endpoint"), s);
+    parse_probe_prompts(require("probe"), s);
+    if (const Field* f = find(top, "fillers")) parse_fillers(*f, s);
+    if (const Field* f = find(top, "control"))
+      s.probe.control = static_cast<int32_t>(integer_in(*f, 1, kMaxRepeat));
+  }
 
   if (!spec.shape.empty()) {
     parse_shape(require("shape"), s);
@@ -455,7 +491,7 @@ Scenario ScenarioParser::parse(const std::string& text) {
     s.repeat = static_cast<int32_t>(integer_in(*f, 1, kMaxRepeat));
   if (const Field* f = find(top, "sweep")) parse_sweep(*f, s);
   apply_axis_overrides(s);
-  parse_backends(require("backends"), s);
+  if (!spec.server) parse_backends(require("backends"), s);
   for (const SweepAxis& a : s.sweep) {
     if (a.axis == Axis::kScoreBatch || a.axis == Axis::kScoreChunk) s.model.score = true;
     if (a.axis == Axis::kSampler && !s.model.sampling.enabled)
@@ -484,8 +520,8 @@ Scenario ScenarioParser::parse(const std::string& text) {
   return s;
 }
 
-void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const Field* out_dtype,
-                                        Scenario& s) {
+void ScenarioParser::parse_op_and_types(const Field& op, const Field* dt, const Field* out_dtype,
+                                        const YAML::Node& root, Scenario& s) {
   const std::string word = string(op);
   std::vector<std::string> names;
   for (const OpSpec& spec : op_table()) names.emplace_back(spec.name());
@@ -494,7 +530,9 @@ void ScenarioParser::parse_op_and_types(const Field& op, const Field& dt, const 
   if (!spec)
     fail(op, "unknown op '" + excerpt(word) + "'" + typo_hint(word, names) + "; expected " +
                  join(names, " | "));
-  s.dtype = dtype(dt);
+  if (spec->server) return;  // no dtype: the server's own (refused by the caller when given)
+  if (!dt) fail(root, "missing required key 'dtype'");
+  s.dtype = dtype(*dt);
   s.out_dtype = out_dtype ? dtype(*out_dtype) : s.dtype;
 }
 
@@ -1374,9 +1412,291 @@ void ScenarioParser::parse_parity_tolerance(const Field& f, BackendSpec& spec) {
   spec.parity = ParityExpectation::kTolerance;
 }
 
+// ---- op probe: the server and the load -----------------------------------------------------
+
+// The request body fields nvdet sets itself: a server hint may not replace one, which would
+// change what the probe asks for behind the scenario's back.
+const std::vector<std::string>& body_fields_set_by_nvdet() {
+  static const std::vector<std::string> fields = {
+      "model",    "prompt",       "messages",       "max_tokens", "temperature", "seed", "stream",
+      "logprobs", "top_logprobs", "stream_options", "n"};
+  return fields;
+}
+
+// Headers libcurl and nvdet set (or that would change the transfer itself).
+bool reserved_header(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* r : {"host", "content-type", "content-length", "accept", "transfer-encoding",
+                        "connection", "expect", "accept-encoding", "te", "upgrade"})
+    if (name == r) return true;
+  return false;
+}
+
+bool environment_variable_name(const std::string& w) {
+  return !w.empty() && w.size() <= 256 && !std::isdigit(static_cast<unsigned char>(w[0])) &&
+         std::all_of(w.begin(), w.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+         });
+}
+
+// A base URL nvdet may send requests under (lib/scenario/probe_spec.h), without trailing '/'.
+std::string ScenarioParser::endpoint_url(const Field& f) const {
+  const std::string url = string(f);
+  if (const std::optional<std::string> why = endpoint_url_problem(url))
+    fail(f, "'url' " + *why + ", got '" + excerpt(url) + "'");
+  return normalized_endpoint_url(url);
+}
+
+double ScenarioParser::seconds(const Field& f) const {
+  const double v = positive_real(f);
+  if (v > 86400.0) fail(f, "'" + f.name + "' is more than a day (86400 s), got " + text_of(f));
+  return v;
+}
+
+// A YAML value as the JSON a request body holds: maps and lists as objects and arrays, plain
+// true/false/null as JSON's, plain decimal numbers as numbers, anything quoted or else a string.
+nlohmann::json ScenarioParser::json_of(const YAML::Node& n, int depth) const {
+  if (depth > 16) fail(n, "'body' is nested more than 16 levels deep");
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) fail(it->first, "keys of 'body' must be plain words");
+      const std::string key = it->first.Scalar();
+      if (o.contains(key)) fail(it->first, "duplicate key '" + excerpt(key) + "' in 'body'");
+      o[key] = json_of(it->second, depth + 1);
+    }
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& item : n) a.push_back(json_of(item, depth + 1));
+    return a;
+  }
+  if (n.IsNull()) return nullptr;
+  const std::string& t = n.Scalar();
+  if (n.Tag() == "!") return t;  // quoted: a string, whatever it looks like
+  if (t == "true" || t == "True" || t == "TRUE") return true;
+  if (t == "false" || t == "False" || t == "FALSE") return false;
+  if (t == "null" || t == "~") return nullptr;
+  if (is_integer_text(n)) return integer(n, at(n), "a 'body' number");
+  if (!t.empty() && t.find_first_not_of("0123456789.eE+-") == std::string::npos) {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(t.c_str(), &end);
+    if (end == t.c_str() + t.size() && errno != ERANGE && std::isfinite(v)) return v;
+  }
+  return t;
+}
+
+void ScenarioParser::parse_endpoint(const Field& f, Scenario& s) {
+  EndpointSpec& e = s.probe.endpoint;
+  e.where = at(f.key);
+  const auto fields =
+      fields_of(f.value, at(f), "'endpoint'",
+                {"name", "expect", "url", "model", "api", "api_key_env", "headers_env", "body",
+                 "stream", "timeout", "inactivity_timeout", "retries", "max_response_bytes"});
+  const auto need = [&](const char* key) -> const Field& {
+    if (const Field* x = find(fields, key)) return *x;
+    fail(f, std::string("'endpoint' is missing '") + key + "'");
+  };
+  BackendSpec spec{e.name, Expectation::kReport, at(f.key)};
+  for (const Field& x : fields) {
+    if (x.name == "name") {
+      e.name = string(x);
+      if (e.name.empty() || e.name.size() > 64 ||
+          !std::all_of(e.name.begin(), e.name.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+          }))
+        fail(x, "'name' must be a word of letters, digits, '.', '_' or '-' (at most 64), got " +
+                    describe(x.value));
+      spec.name = e.name;
+      spec.where = at(x);
+    }
+    if (x.name == "url") e.url = endpoint_url(x);
+    if (x.name == "model") {
+      e.model = string(x);
+      if (e.model.empty() || e.model.size() > 1024)
+        fail(x, "'model' must name the served model (1 to 1024 characters)");
+    }
+    if (x.name == "api") {
+      const std::string w = string(x);
+      if (w == "completions") e.api = ServerApi::kCompletions;
+      else if (w == "chat") e.api = ServerApi::kChat;
+      else
+        fail(x, "unknown api '" + excerpt(w) + "'" + typo_hint(w, {"completions", "chat"}) +
+                    "; expected completions (/v1/completions) or chat (/v1/chat/completions)");
+    }
+    if (x.name == "api_key_env") {
+      e.api_key_env = string(x);
+      if (!environment_variable_name(e.api_key_env))
+        fail(x, "'api_key_env' must name an environment variable, got " + describe(x.value));
+    }
+    if (x.name == "headers_env") {
+      if (!x.value.IsMap())
+        fail(x, "'headers_env' must map header names to environment variable names, got " +
+                    describe(x.value));
+      for (auto it = x.value.begin(); it != x.value.end(); ++it) {
+        const YAML::Node key = it->first;
+        const std::string header = key.IsScalar() ? key.Scalar() : "";
+        const bool token =
+            !header.empty() && header.size() <= 256 &&
+            std::all_of(header.begin(), header.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) ||
+                     std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+            });
+        if (!token) fail(key, "'headers_env' keys must be header names, got " + describe(key));
+        if (reserved_header(header))
+          fail(key, "'headers_env' may not set '" + header + "': nvdet and libcurl set it");
+        for (const auto& [taken, variable] : e.headers_env)
+          if (absl::EqualsIgnoreCase(taken, header))
+            fail(key, "header '" + header + "' is given twice in 'headers_env'");
+        const std::string variable = it->second.IsScalar() ? it->second.Scalar() : "";
+        if (!environment_variable_name(variable))
+          fail(it->second,
+               "'headers_env' values must name environment variables, got " + describe(it->second));
+        e.headers_env.emplace_back(header, variable);
+      }
+    }
+    if (x.name == "body") {
+      if (!x.value.IsMap())
+        fail(x, "'body' must be a map of request fields, got " + describe(x.value));
+      const nlohmann::json body = json_of(x.value, 0);
+      for (auto it = x.value.begin(); it != x.value.end(); ++it) {
+        const auto& taken = body_fields_set_by_nvdet();
+        if (std::find(taken.begin(), taken.end(), it->first.Scalar()) != taken.end())
+          fail(it->first,
+               "'body' may not set '" + it->first.Scalar() +
+                   "': nvdet sets it from the scenario (endpoint.model, probe, fillers)");
+      }
+      e.body_json = body.dump();
+    }
+    if (x.name == "stream") e.stream = boolean(x);
+    if (x.name == "timeout") e.timeout_s = seconds(x);
+    if (x.name == "inactivity_timeout") e.inactivity_timeout_s = seconds(x);
+    if (x.name == "retries") e.retries = static_cast<int32_t>(integer_in(x, 0, 10));
+    if (x.name == "max_response_bytes")
+      e.max_response_bytes = integer_in(x, 1024, int64_t{1} << 30);
+    if (x.name == "expect") {
+      const std::string word = string(x);
+      if (word == "invariant") spec.expect = Expectation::kInvariant;
+      else if (word == "variant") spec.expect = Expectation::kVariant;
+      else if (word == "report") spec.expect = Expectation::kReport;
+      else
+        fail(x, "unknown expectation '" + excerpt(word) + "' for the endpoint" +
+                    typo_hint(word, {"invariant", "variant", "report"}) +
+                    "; expected invariant, variant or report");
+    }
+  }
+  (void)need("url");
+  (void)need("model");
+  (void)need("expect");
+  if (!e.api_key_env.empty())
+    for (const auto& [header, variable] : e.headers_env)
+      if (absl::EqualsIgnoreCase(header, "authorization"))
+        fail(f, "'api_key_env' sets the Authorization header; 'headers_env' sets it too");
+  s.backends = {spec};
+}
+
+void ScenarioParser::parse_probe_prompts(const Field& f, Scenario& s) {
+  ProbePrompts& p = s.probe.probe;
+  probe_prompts_where_ = at(f.key);
+  const auto fields =
+      fields_of(f.value, at(f), "'probe'",
+                {"prompts", "prompts_file", "max_tokens", "temperature", "seed", "logprobs"});
+  const Field* prompts = find(fields, "prompts");
+  const Field* prompts_file = find(fields, "prompts_file");
+  if (prompts && prompts_file)
+    fail(prompts_file->key, "give either 'prompts' or 'prompts_file', not both");
+  if (!prompts && !prompts_file) fail(f, "'probe' needs 'prompts' or 'prompts_file'");
+  for (const Field& x : fields) {
+    if (x.name == "max_tokens") p.max_tokens = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
+    if (x.name == "temperature") {
+      const bool zero = x.value.IsScalar() && x.value.Tag() != "!" &&
+                        (x.value.Scalar() == "0" || x.value.Scalar() == "0.0");
+      p.temperature = zero ? 0.0 : positive_real(x);
+      if (p.temperature > 1000.0)
+        fail(x, "'temperature' must be from 0 (greedy) to 1000, got " + describe(x.value));
+    }
+    if (x.name == "seed") {
+      p.seed = unsigned64(x);
+      p.seeded = true;
+    }
+    if (x.name == "logprobs") p.logprobs = static_cast<int32_t>(integer_in(x, 0, 20));
+  }
+  if (p.temperature > 0.0 && !p.seeded)
+    fail(f.key,
+         "'probe.temperature' above 0 samples: give 'probe.seed', so that every run of the probe "
+         "asks the server for the same draws");
+  if (prompts) {
+    if (!prompts->value.IsSequence() || prompts->value.size() == 0)
+      fail(*prompts,
+           "'prompts' must be a non-empty list of texts, got " + describe(prompts->value));
+    for (const auto& prompt : prompts->value) {
+      if (!prompt.IsScalar() || prompt.Scalar().empty())
+        fail(prompt, "each prompt must be a non-empty text, got " + describe(prompt));
+      p.prompts.push_back(prompt.Scalar());
+    }
+  }
+  if (prompts_file) {
+    const std::string name = string(*prompts_file);
+    if (name.empty()) fail(*prompts_file, "'prompts_file' must name a file, got an empty string");
+    p.prompts_file = resolve(name);
+    std::error_code ec;
+    if (!std::filesystem::exists(p.prompts_file, ec) ||
+        std::filesystem::is_directory(p.prompts_file, ec))
+      fail(*prompts_file,
+           "cannot read prompts file '" + p.prompts_file + "': " +
+               std::strerror(std::filesystem::is_directory(p.prompts_file, ec) ? EISDIR : ENOENT));
+    p.prompts = read_text_prompts_file(p.prompts_file);
+  }
+}
+
+void ScenarioParser::parse_fillers(const Field& f, Scenario& s) {
+  FillerSpec& fl = s.probe.fillers;
+  for (const Field& x :
+       fields_of(f.value, at(f), "'fillers'", {"concurrency", "words", "max_tokens", "arrival"})) {
+    if (x.name == "concurrency") fl.concurrency = static_cast<int32_t>(integer_in(x, 1, 4096));
+    if (x.name == "words") fl.words = static_cast<int32_t>(integer_in(x, 1, 1 << 16));
+    if (x.name == "max_tokens") fl.max_tokens = static_cast<int32_t>(integer_in(x, 1, 1 << 20));
+    if (x.name == "arrival") {
+      fl.arrival = string(x);
+      if (const auto why = axis_value_problem(axis_spec(Axis::kArrival), fl.arrival)) fail(x, *why);
+    }
+  }
+}
+
+// The load's axes against the probe: concurrency 0 is the probe alone, which the control runs,
+// and no more fillers are put in flight than one client holds connections for.
+void ScenarioParser::cross_check_probe(const Scenario& s) {
+  for (size_t a = 0; a < s.sweep.size(); ++a) {
+    if (s.sweep[a].axis != Axis::kConcurrency) continue;
+    for (size_t i = 0; i < s.sweep[a].values.size(); ++i) {
+      const int64_t c = std::get<int64_t>(s.sweep[a].values[i]);
+      if (c == 0)
+        fail(axis_sources_[a].value_where[i],
+             "concurrency 0 is the probe alone, which the control runs ('control: N' times); "
+             "sweep concurrency from 1");
+      if (c > 4096)
+        fail(axis_sources_[a].value_where[i],
+             "concurrency " + std::to_string(c) + " is more than 4096 fillers in flight");
+    }
+  }
+  const int64_t prompts = static_cast<int64_t>(s.probe.probe.prompts.size());
+  for (const int64_t r : s.requests)
+    if (r >= prompts)
+      fail(s.requests_where.line ? s.requests_where : probe_prompts_where_,
+           "request " + std::to_string(r) + " is outside the probe's " + std::to_string(prompts) +
+               " prompts (ids 0.." + std::to_string(prompts - 1) + ")");
+}
+
 // ---- cross-field checks ---------------------------------------------------------------------
 
 void ScenarioParser::cross_check(const Scenario& s) {
+  if (op_spec(s.op).server) {
+    cross_check_probe(s);
+    return;
+  }
   const auto axis_index = [&](Axis axis) -> int {
     for (size_t i = 0; i < s.sweep.size(); ++i)
       if (s.sweep[i].axis == axis) return static_cast<int>(i);

@@ -288,6 +288,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::kAttentionPrefill: return "attention_prefill";
     case OpKind::kMoe: return "moe";
     case OpKind::kModel: return "model";
+    case OpKind::kProbe: return "probe";
   }
   return "?";
 }

@@ -1,8 +1,8 @@
 #pragma once
 // Every op nvdet knows: the ops a backend computes (one OpArgs alternative each, op_args.h) and
-// kModel, a decoder that calls them. Each has one record in the op table (lib/loader/op_table.h),
-// which says everything else about it: its keys, workload and memory estimate (its sweep axes:
-// the axis table, lib/scenario/axis.h).
+// kModel, a decoder that calls them, and kProbe, a server that nvdet only talks to. Each has one
+// record in the op table (lib/loader/op_table.h), which says everything else about it: its keys,
+// workload and memory estimate (its sweep axes: the axis table, lib/scenario/axis.h).
 #include <string_view>
 
 namespace nvdet {
@@ -14,10 +14,12 @@ enum class OpKind {
   kAttentionDecode,
   kAttentionPrefill,
   kMoe,
-  kModel
+  kModel,
+  kProbe,  // a running server probed through its HTTP API (nvdet probe): no backend computes it
 };
-inline constexpr int kOpKindCount = static_cast<int>(OpKind::kModel) + 1;
+inline constexpr int kOpKindCount = static_cast<int>(OpKind::kProbe) + 1;
 
-std::string_view op_name(OpKind op);  // "gemm", "rmsnorm", "log_softmax", ..., "moe", "model"
+std::string_view op_name(
+    OpKind op);  // "gemm", "rmsnorm", "log_softmax", ..., "moe", "model", "probe"
 
 }  // namespace nvdet

@@ -12,6 +12,7 @@
 
 #include "lib/core/text_excerpt.h"
 #include "lib/report/markdown_report.h"
+#include "lib/report/report_text.h"
 
 namespace nvdet {
 
@@ -37,9 +38,10 @@ std::string github_error_annotations(const AuditResult& r) {
     if (b.skipped || b.passed) continue;
     std::string props = "file=" + github_escape(file, true);
     if (b.scenario_line > 0) props += ",line=" + std::to_string(b.scenario_line);
-    props += ",title=" + github_escape("nvdet audit " + r.scenario.name + ": " + b.name +
-                                           " expected " + std::string(expectation_name(b.expect)),
-                                       true);
+    props += ",title=" +
+             github_escape("nvdet " + report_text::command_name(r) + " " + r.scenario.name + ": " +
+                               b.name + " expected " + std::string(expectation_name(b.expect)),
+                           true);
     out += "::error " + props + "::" + github_escape(b.name + ": " + b.verdict, false) + "\n";
   }
   if (r.verify && !r.verify->passed) {

@@ -12,6 +12,7 @@
 
 #include "lib/core/checked_parse.h"
 #include "lib/report/parity_section.h"
+#include "lib/report/probe_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/traffic_section.h"
 #include "lib/report/verify_report.h"
@@ -107,6 +108,7 @@ std::string render_console_summary(const AuditResult& r) {
     const std::string throughput = throughput_range(r, o.name);
     if (!throughput.empty()) s += "       decode: " + throughput + "\n";
     s += parity_console_lines(r, o);
+    s += probe_console_lines(r, o);
     const Divergence* first = nullptr;
     for (const Divergence& d : r.divergences) {
       if (d.backend == o.name) {
@@ -114,6 +116,7 @@ std::string render_console_summary(const AuditResult& r) {
         break;
       }
     }
+    if (r.probe) continue;  // a probe's runs are described by its own lines above
     if (!first) {
       s += traffic_console_lines(r, o);
       continue;
@@ -156,18 +159,19 @@ std::string render_verdict_line(const AuditResult& r) {
   const int ran = r.summary.backends - r.summary.skipped_backends;
   if (ran_nothing(r)) {
     return fmt::format(
-        "audit RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); exit code 5",
-        r.summary.skipped_backends, r.summary.backends, r.summary.contexts);
+        "{} RAN NOTHING: no case ran ({} of {} backends skipped, {} contexts); exit code 5",
+        report_text::command_name(r), r.summary.skipped_backends, r.summary.backends,
+        r.summary.contexts);
   }
-  return fmt::format("audit {}: {} of {} backends met their expectation{}{} ({:.1f} s)",
-                     r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
-                     r.summary.skipped_backends
-                         ? fmt::format(", {} skipped", r.summary.skipped_backends)
-                         : std::string(),
-                     !r.verify          ? std::string()
-                     : r.verify->passed ? ", manifest verified"
-                                        : ", manifest verify FAILED",
-                     r.summary.seconds);
+  return fmt::format(
+      "{} {}: {} of {} backends met their expectation{}{} ({:.1f} s)", report_text::command_name(r),
+      r.summary.passed ? "PASSED" : "FAILED", ran - r.summary.failed_backends, ran,
+      r.summary.skipped_backends ? fmt::format(", {} skipped", r.summary.skipped_backends)
+                                 : std::string(),
+      !r.verify          ? std::string()
+      : r.verify->passed ? ", manifest verified"
+                         : ", manifest verify FAILED",
+      r.summary.seconds);
 }
 
 namespace {

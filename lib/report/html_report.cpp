@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
+#include "lib/report/probe_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/traffic_section.h"
 #include "lib/report/verify_report.h"
@@ -65,7 +66,8 @@ constexpr const char* kScript = R"(
 void write_summary(std::ostringstream& o, const AuditResult& r) {
   const ScenarioSummary& s = r.scenario;
   const AuditSummary& sum = r.summary;
-  o << "<section id=\"summary\">\n<h1>nvdet audit <code>" << esc(s.name) << "</code>: "
+  o << "<section id=\"summary\">\n<h1>nvdet " << command_name(r) << " <code>" << esc(s.name)
+    << "</code>: "
     << (ran_nothing(r) ? "<span class=\"skip\">NOTHING RAN</span>"
         : sum.passed   ? "<span class=\"pass\">PASS</span>"
                        : "<span class=\"fail\">FAIL</span>")
@@ -673,8 +675,7 @@ std::string render_html_report(const AuditResult& r) {
        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>nvdet "
-       "audit "
-    << esc(r.scenario.name) << ": "
+    << command_name(r) << " " << esc(r.scenario.name) << ": "
     << (ran_nothing(r)     ? "NOTHING RAN"
         : r.summary.passed ? "PASS"
                            : "FAIL")
@@ -686,8 +687,9 @@ std::string render_html_report(const AuditResult& r) {
   write_token_level(o, r);
   write_traffic(o, r);
   o << parity_html_section(r);
+  o << probe_html_section(r);
   write_heatmaps(o, r);
-  write_divergences(o, r);
+  if (!r.probe) write_divergences(o, r);  // a probe's are in its own section, in its terms
   write_bisect(o);
   o << "<script>" << kScript << "</script>\n</body>\n</html>\n";
   return o.str();

@@ -102,6 +102,49 @@ json parity_summary_json(const ParitySummary& p) {
   return j;
 }
 
+// nvdet probe: a run's completion as the server returned it (its hashes and ids are beside it).
+json served_json(const ServedCompletion& c) {
+  json gaps = json::array(), logprobs = json::array();
+  for (const double g : c.top_gaps) gaps.push_back(json_number(g));
+  for (const double l : c.logprobs) logprobs.push_back(json_number(l));
+  return {{"text", c.text},
+          {"finish_reason", c.finish_reason},
+          {"tokens", c.tokens},
+          {"logprobs", logprobs},
+          {"top_gaps", gaps}};
+}
+
+json served_divergence_json(const ServedDivergence& s) {
+  return {{"by_token", s.by_token},
+          {"position", s.position},
+          {"baseline_piece", s.baseline_piece},
+          {"piece", s.piece},
+          {"baseline_id", s.baseline_id},
+          {"id", s.id},
+          {"baseline_logprob", json_number(s.baseline_logprob)},
+          {"logprob", json_number(s.logprob)},
+          {"baseline_top_gap", json_number(s.baseline_top_gap)},
+          {"seen_alone", s.seen_alone}};
+}
+
+// nvdet probe: the server and what it was asked; never a header's value.
+json probe_run_json(const ProbeRun& p) {
+  json j = {{"url", p.url},
+            {"model", p.model},
+            {"api", p.api},
+            {"headers", p.headers},
+            {"body", p.body_json},
+            {"stream", p.stream},
+            {"control", p.control},
+            {"max_tokens", p.max_tokens},
+            {"logprobs", p.logprobs},
+            {"temperature", json_number(p.temperature)},
+            {"seed", p.seed ? json(*p.seed) : json(nullptr)},
+            {"prompts", p.prompts},
+            {"level", p.level}};
+  return j;
+}
+
 json backend_json(const AuditResult& r, const BackendOutcome& b) {
   json j = {{"name", b.name},
             {"description", b.description},
@@ -160,6 +203,7 @@ json case_json(const CaseRecord& c) {
     json jr = {{"request", r.request}, {"hash", r.hash.hex()}, {"token_hashes", tokens}};
     if (!r.completion.empty()) jr["completion"] = r.completion;
     if (r.parity) jr["parity"] = parity_json(*r.parity);
+    if (r.served) jr["served"] = served_json(*r.served);
     requests.push_back(std::move(jr));
   }
   json j = {{"backend", c.backend},         {"context_index", c.context_index},
@@ -209,6 +253,7 @@ json divergence_json(const Divergence& d) {
                     {"baseline", probe_step_json(d.traffic->baseline)},
                     {"here", probe_step_json(d.traffic->here)}};
   }
+  if (d.served) j["served"] = served_divergence_json(*d.served);
   return j;
 }
 
@@ -283,6 +328,7 @@ json audit_to_json(const AuditResult& r) {
   // What defines the run (lib/runner/run_fingerprint.h): the merge of shards and a manifest's
   // verification compare it. Absent from reports written before it was recorded.
   if (!r.fingerprint.empty()) j["fingerprint"] = r.fingerprint;
+  if (r.probe) j["probe"] = probe_run_json(*r.probe);
   if (r.verify) j["verify"] = json::parse(verify_to_json(*r.verify).dump());
   if (r.shard) {
     j["shard"] = {{"index", r.shard->index},

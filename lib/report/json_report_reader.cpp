@@ -158,6 +158,57 @@ OpDivergence op_divergence(const json& f) {
                       f.at("op").get<std::string>()};
 }
 
+std::vector<double> numbers(const json& array, const char* key) {
+  if (!array.is_array()) refuse(array, std::string("'") + key + "' must be an array of numbers");
+  std::vector<double> out;
+  out.reserve(array.size());
+  for (const json& v : array) out.push_back(number(v));
+  return out;
+}
+
+ServedCompletion served_completion(const json& j) {
+  ServedCompletion c;
+  c.text = j.at("text").get<std::string>();
+  c.finish_reason = j.value("finish_reason", "");
+  c.tokens = j.value("tokens", std::vector<std::string>{});
+  c.logprobs = numbers(j.value("logprobs", json::array()), "logprobs");
+  c.top_gaps = numbers(j.value("top_gaps", json::array()), "top_gaps");
+  return c;
+}
+
+ServedDivergence served_divergence(const json& j) {
+  ServedDivergence s;
+  s.by_token = j.at("by_token").get<bool>();
+  s.position = integer_at<int64_t>(j, "position", -1);
+  s.baseline_piece = j.at("baseline_piece").get<std::string>();
+  s.piece = j.at("piece").get<std::string>();
+  s.baseline_id = integer_at<int32_t>(j, "baseline_id", -1);
+  s.id = integer_at<int32_t>(j, "id", -1);
+  s.baseline_logprob = number(j.at("baseline_logprob"));
+  s.logprob = number(j.at("logprob"));
+  s.baseline_top_gap = number(j.at("baseline_top_gap"));
+  s.seen_alone = j.at("seen_alone").get<bool>();
+  return s;
+}
+
+ProbeRun probe_run(const json& j) {
+  ProbeRun p;
+  p.url = j.at("url").get<std::string>();
+  p.model = j.at("model").get<std::string>();
+  p.api = j.at("api").get<std::string>();
+  p.headers = j.value("headers", std::vector<std::string>{});
+  p.body_json = j.value("body", "{}");
+  p.stream = j.value("stream", false);
+  p.control = integer_at<int32_t>(j, "control", 1);
+  p.max_tokens = integer_at<int32_t>(j, "max_tokens", 1);
+  p.logprobs = integer_or<int32_t>(j, "logprobs", 0, 0);
+  p.temperature = number(j.at("temperature"));
+  if (j.contains("seed") && !j.at("seed").is_null()) p.seed = integer_at<uint64_t>(j, "seed");
+  p.prompts = j.value("prompts", std::vector<std::string>{});
+  p.level = j.at("level").get<std::string>();
+  return p;
+}
+
 // The metrics every parity object carries, under their JSON names.
 ParityMetrics metrics(const json& j) {
   ParityMetrics m;
@@ -380,6 +431,7 @@ AuditResult parse(const json& j, const std::string& what) {
         rr.token_hashes.push_back(hash(t));
       rr.completion = integers_or_empty<int32_t>(q, "completion");
       if (q.contains("parity")) rr.parity = parity_record(q.at("parity"));
+      if (q.contains("served")) rr.served = served_completion(q.at("served"));
       rec.requests.push_back(std::move(rr));
     }
     r.cases.push_back(std::move(rec));
@@ -439,6 +491,7 @@ AuditResult parse(const json& j, const std::string& what) {
     }
     if (d.contains("first_op")) v.first_op = op_divergence(d.at("first_op"));
     if (d.contains("traffic")) v.traffic = traffic_parting(d.at("traffic"));
+    if (d.contains("served")) v.served = served_divergence(d.at("served"));
     r.divergences.push_back(std::move(v));
   }
   const json& sum = j.at("summary");
@@ -491,6 +544,7 @@ AuditResult parse(const json& j, const std::string& what) {
     vr.added = refs(v.value("new", json::array()));
     r.verify = std::move(vr);  // summary.passed was read as written
   }
+  if (j.contains("probe")) r.probe = probe_run(j.at("probe"));
   if (j.contains("shard")) {
     const json& sh = j.at("shard");
     ShardInfo info;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
+#include "lib/report/probe_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/traffic_section.h"
 #include "lib/scenario/scenario.h"
@@ -74,9 +75,11 @@ std::vector<TestCase> backend_cases(const AuditResult& r, const BackendOutcome& 
     const auto it = case_of.find(d.context_index);
     if (it == case_of.end()) continue;
     TestCase& t = cases[it->second];
-    if (!t.failed) t.message = "expected invariant, but " + mismatch_sentence(r, d);
+    const std::string sentence =
+        d.served ? probe_difference_sentence(r, d) : mismatch_sentence(r, d);
+    if (!t.failed) t.message = "expected invariant, but " + sentence;
     t.failed = true;
-    t.details += mismatch_sentence(r, d) + "\n";
+    t.details += sentence + "\n";
   }
   if (const std::optional<ParityTestCase> p = parity_junit_case(b)) {
     TestCase t;
@@ -284,6 +287,7 @@ std::string render_junit_report(const AuditResult& r) {
     add_traffic_properties(r, b, s.properties);
     for (auto& property : parity_junit_properties(r, b))
       s.properties.push_back(std::move(property));
+    for (auto& p : probe_junit_properties(r, b)) s.properties.push_back(std::move(p));
     write_suite(body, classname, run_attrs, s, total_tests, total_failures, total_skipped,
                 total_seconds);
   }
@@ -297,9 +301,10 @@ std::string render_junit_report(const AuditResult& r) {
   }
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o << "<testsuites name=\"nvdet audit " << xml_escape(r.scenario.name) << "\" tests=\""
-    << total_tests << "\" failures=\"" << total_failures << "\" errors=\"0\" skipped=\""
-    << total_skipped << "\" time=\"" << seconds_attr(total_seconds) << "\">\n";
+  o << "<testsuites name=\"nvdet " << command_name(r) << " " << xml_escape(r.scenario.name)
+    << "\" tests=\"" << total_tests << "\" failures=\"" << total_failures
+    << "\" errors=\"0\" skipped=\"" << total_skipped << "\" time=\"" << seconds_attr(total_seconds)
+    << "\">\n";
   o << body.str();
   o << "</testsuites>\n";
   return o.str();

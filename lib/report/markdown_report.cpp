@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "lib/report/parity_section.h"
+#include "lib/report/probe_section.h"
 #include "lib/report/report_text.h"
 #include "lib/report/traffic_section.h"
 #include "lib/report/verify_report.h"
@@ -281,7 +282,7 @@ std::string render_markdown_report(const AuditResult& r) {
     << (ran_nothing(r) ? "\u2205 NOTHING RAN"
         : s.passed     ? "\u2713 PASS"
                        : "\u2717 FAIL")
-    << ": nvdet audit " << code(r.scenario.name) << "\n\n";
+    << ": nvdet " << command_name(r) << " " << code(r.scenario.name) << "\n\n";
   if (!r.scenario.description.empty()) o << text(r.scenario.description) << "\n\n";
   o << scenario_line(r) << "\n\n";
   o << "**Device** " << device_line(r.system) << ".\n\n";
@@ -304,7 +305,9 @@ std::string render_markdown_report(const AuditResult& r) {
   write_token_level(o, r);
   write_traffic(o, r);
   o << parity_markdown_section(r);
-  for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
+  o << probe_markdown_section(r);  // a probe's runs, in its own terms (instead of the details)
+  if (!r.probe)
+    for (const BackendOutcome& b : r.backends) write_backend_details(o, r, b);
   if (r.verify) write_verify(o, r);
   return o.str();
 }

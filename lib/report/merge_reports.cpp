@@ -196,6 +196,12 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
         fingerprint_difference(shards[0].fingerprint, s.fingerprint, "in shard 1",
                                "in shard " + std::to_string(s.shard->index));
     if (!fingerprint.empty()) refuse("the shards ran different things: " + fingerprint);
+    const auto server = [](const AuditResult& r) {
+      return r.probe ? r.probe->url + " " + r.probe->model : std::string();
+    };
+    if (server(s) != server(shards[0])) {
+      refuse(fmt::format("shard {} probed another server ({})", s.shard->index, server(s)));
+    }
     if (const std::string d = sweep_difference(shards[0], s); !d.empty()) {
       refuse("the shards ran different sweeps: " + d);
     }
@@ -215,6 +221,7 @@ AuditResult merge_shards(std::vector<AuditResult> shards) {
   merged.fingerprint = shards[0].fingerprint;
   merged.system = shards[0].system;
   merged.hostname = shards[0].hostname;
+  merged.probe = shards[0].probe;
   merged.started_at = shards[0].started_at;  // the same format everywhere: the earliest sorts first
   for (const AuditResult& s : shards) {
     if (!s.started_at.empty() && s.started_at < merged.started_at) merged.started_at = s.started_at;

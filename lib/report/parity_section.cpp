@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/report/html_report.h"
+#include "lib/report/report_tables.h"
 #include "lib/report/report_text.h"
 #include "lib/runner/parity_metrics.h"
 #include "lib/runner/verdict.h"
@@ -185,38 +186,6 @@ std::vector<ParityTable> parity_tables(const AuditResult& r) {
   requests.title += fmt::format(" ({} rows, at temperature 1)", requests.rows.size());
   out.push_back(std::move(requests));
   return out;
-}
-
-std::string markdown_table(const std::vector<std::string>& heads, const Table& rows) {
-  std::string o = "|";
-  for (const std::string& h : heads) o += " " + h + " |";
-  o += "\n|";
-  for (size_t i = 0; i < heads.size(); ++i) o += "---|";
-  o += "\n";
-  for (const auto& row : rows) {
-    o += "|";
-    for (const std::string& v : row) o += " " + v + " |";
-    o += "\n";
-  }
-  return o;
-}
-
-// Wide tables scroll inside their box instead of running past the page's width; numbers align
-// right and keep to one line, words (context ids) wrap.
-std::string html_table(const std::vector<std::string>& heads, const Table& rows) {
-  std::string o = "<div class=\"wide\"><table>\n<thead><tr>";
-  for (const std::string& h : heads) o += "<th>" + html_escape(h) + "</th>";
-  o += "</tr></thead>\n<tbody>\n";
-  for (const auto& row : rows) {
-    o += "<tr>";
-    for (const std::string& v : row) {
-      const bool number = !v.empty() && v.find_first_not_of("0123456789.e+-") == std::string::npos;
-      o += std::string(number ? "<td class=\"num\">" : "<td class=\"wrap\">") + html_escape(v) +
-           "</td>";
-    }
-    o += "</tr>\n";
-  }
-  return o + "</tbody>\n</table></div>\n";
 }
 
 std::string section_intro(const AuditResult& r) {

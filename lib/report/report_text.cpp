@@ -255,6 +255,8 @@ std::vector<std::string> stands_for_lines(const BackendOutcome& b, const std::st
   return out;
 }
 
+std::string command_name(const AuditResult& r) { return r.probe ? "probe" : "audit"; }
+
 std::string plural(int64_t n, const std::string& singular, const std::string& plural_form) {
   return std::to_string(n) + " " + (n == 1 ? singular : plural_form);
 }

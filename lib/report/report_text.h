@@ -76,6 +76,10 @@ struct TokenLevelResult {
 // nullopt for other ops and for a skipped backend.
 std::optional<TokenLevelResult> token_level_result(const AuditResult& r, const BackendOutcome& b);
 
+// The command whose result this is, for titles and closing lines: "probe" (nvdet probe's, which
+// carries its server) or "audit".
+std::string command_name(const AuditResult& r);
+
 // "1 divergence" / "3 divergences".
 std::string plural(int64_t n, const std::string& singular, const std::string& plural_form);
 

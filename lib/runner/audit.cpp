@@ -63,6 +63,14 @@ RequestRecord hash_output(const RequestOutput& out) {
 }
 
 ScenarioSummary summarize(const Scenario& s, const Workload& w) {
+  ScenarioSummary m = summarize_scenario(s);
+  m.coord_names = w.coord_names();
+  return m;
+}
+
+}  // namespace
+
+ScenarioSummary summarize_scenario(const Scenario& s) {
   ScenarioSummary m;
   m.name = s.name;
   m.path = s.path;
@@ -82,6 +90,8 @@ ScenarioSummary summarize(const Scenario& s, const Workload& w) {
   if (s.traffic.enabled) m.traffic = traffic_summary(s.traffic);
   return m;
 }
+
+namespace {
 
 // Compares one request's output with a reference output; nullopt when bitwise identical.
 std::optional<Divergence> compare_request(const RequestOutput& reference_out,
@@ -277,6 +287,9 @@ class BackendAudit {
 }  // namespace
 
 std::vector<BackendSpec> select_backends(const Scenario& s, const std::vector<std::string>& names) {
+  // A probe's `backends` is its server, which no kernel computes: audit, bench and bisect all
+  // start here and send it to nvdet probe.
+  if (op_spec(s.op).server) refuse_server_op(s);
   std::vector<BackendSpec> chosen;
   if (names.empty()) {
     chosen = s.backends;
@@ -321,6 +334,10 @@ void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& sp
 }
 
 Support scenario_support(const Scenario& s, const std::string& name, const DeviceFacts& device) {
+  // A server op calls no backend op: no backend computes it (rather than every one, vacuously).
+  if (op_spec(s.op).server)
+    return {Support::Status::kUnsupportedOp,
+            "does not compute op " + std::string(op_name(s.op)) + ": a running server answers it"};
   if (Support fp8 = fp8_support(s, name); !fp8.ok()) return fp8;
   Support device_refusal;
   for (OpKind op : op_spec(s.op).uses) {

@@ -48,6 +48,11 @@ struct AuditOptions {
 void check_scenario_budget(const Scenario& s, const std::vector<BackendSpec>& specs,
                            const Budget& budget);
 
+// What the reports say of a scenario: its name, path, op, dtypes, seed, requests, repeat and
+// swept axes with their values (not the output's coordinate names: its workload's, or a
+// probe's server's).
+ScenarioSummary summarize_scenario(const Scenario& s);
+
 // The backends an audit runs, with their expectations, after applying options.backends.
 // Throws kBadInput for names not in the registry (pointing at the scenario line when it is
 // the scenario's).

@@ -85,12 +85,27 @@ struct ParitySummary : ParityMetrics {
   std::optional<OpDivergence> first_op;
 };
 
+// nvdet probe (op probe): what the server returned for one probed prompt, at the finest level it
+// returned: the text always; each generated token's text and log probability where it gave them
+// (its ids are the record's `completion`). The hashes are taken over every byte and bit of it,
+// the top alternatives' log probabilities included (lib/probe/served_output.h).
+struct ServedCompletion {
+  std::string text;
+  std::string finish_reason;
+  std::vector<std::string> tokens;  // each token's text; empty when the server gave text only
+  std::vector<double> logprobs;     // each token's log probability; empty when not given
+  // Each token's top-1 minus top-2 log probability among the alternatives the server listed
+  // (NaN where it listed fewer than two): how close the choice was.
+  std::vector<double> top_gaps;
+};
+
 struct RequestRecord {
   int64_t request = 0;
-  Hash128 hash;                        // the request's whole output
-  std::vector<Hash128> token_hashes;   // one per token (first dimension)
-  std::vector<int32_t> completion;     // model scenarios: the generated token ids
-  std::optional<ParityRecord> parity;  // model scenarios with a scoring pass
+  Hash128 hash;                            // the request's whole output
+  std::vector<Hash128> token_hashes;       // one per token (first dimension)
+  std::vector<int32_t> completion;         // model scenarios: the generated token ids
+  std::optional<ParityRecord> parity;      // model scenarios with a scoring pass
+  std::optional<ServedCompletion> served;  // op probe
   // Which of its request's distinct results in its group this output is, by first appearance in
   // sweep order (0: the group's baseline result); set by assign_result_classes
   // (lib/runner/result_classes.h), not written to the JSON report.
@@ -131,6 +146,21 @@ struct TrafficParting {
   ProbeStep baseline, here;
 };
 
+// nvdet probe: where a run's completion parts from the probe's first run alone (the control's
+// first): the first token that differs (the first byte of the text when the server gave no
+// tokens), both sides there, and how close the alone run's choice was.
+struct ServedDivergence {
+  bool by_token = true;  // false: `position` is a byte of the text
+  int64_t position = 0;
+  std::string baseline_piece, piece;  // the two tokens' texts (or a few bytes of each text)
+  int32_t baseline_id = -1, id = -1;  // their ids, where the server gave ids
+  double baseline_logprob = 0.0, logprob = 0.0;  // each side's token's log probability (NaN: none)
+  double baseline_top_gap = 0.0;  // the alone run's top-1 minus top-2 there (NaN: not listed)
+  // The same completion came from a run of the probe alone (the control is not deterministic):
+  // this difference is not the load's doing.
+  bool seen_alone = false;
+};
+
 // What an output was compared with when it differed.
 enum class DivergenceKind {
   kContext,   // the same request in its group's baseline context (repeat 0 of both)
@@ -167,6 +197,7 @@ struct Divergence {
   std::optional<CompletionDivergence> completion;  // model scenarios, when the tokens differ
   std::optional<OpDivergence> first_op;            // model scenarios
   std::optional<TrafficParting> traffic;           // model scenarios under serving traffic
+  std::optional<ServedDivergence> served;          // op probe
 };
 
 struct BackendOutcome {
@@ -221,6 +252,23 @@ struct ShardInfo {
 // manifest records the fields that are not the build's.
 using RunFingerprint = std::map<std::string, std::string>;
 
+// nvdet probe: the server that answered and what it was asked (never a header's value), and what
+// it returned (`level`). The endpoint is the result's one backend; the context of sweep index 0
+// is its control, the probe alone, run `control` times.
+struct ProbeRun {
+  std::string url, model, api;       // where the requests went: <url>/v1/<api path>
+  std::vector<std::string> headers;  // names of the headers set from the environment
+  std::string body_json;             // the server hints merged into every request
+  bool stream = false;
+  int32_t control = 1, max_tokens = 0, logprobs = 0;
+  double temperature = 0.0;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> prompts;  // the probed prompts, by request id (cut to 200 bytes)
+  // The finest level of what the server returned, compared bit for bit: "logprobs" (tokens and
+  // their log probabilities), "tokens" (token texts) or "text".
+  std::string level;
+};
+
 struct AuditResult {
   int schema_version = kReportSchemaVersion;
   // When and where it ran: "2026-12-01T20:46:03Z" (UTC) and the host's name; "" when unknown
@@ -240,6 +288,7 @@ struct AuditResult {
   // summary.passed (see attach_verify in lib/runner/audit.h).
   std::optional<VerifyResult> verify;
   std::optional<ShardInfo> shard;  // a shard's report; absent for a whole (or merged) sweep
+  std::optional<ProbeRun> probe;   // nvdet probe's result (op probe)
 };
 
 // The context of sweep index `index`, null when the result has none of that index.

@@ -10,6 +10,7 @@
 #include "lib/core/text_excerpt.h"
 #include "lib/runner/audit.h"
 #include "lib/runner/parity_metrics.h"
+#include "lib/runner/probe_verdict.h"
 #include "lib/runner/verdict.h"
 
 namespace nvdet {
@@ -82,8 +83,9 @@ class Recount {
       if (!o) refuse(where + " names a backend the report does not list");
       if (o->skipped) refuse(where + " belongs to a backend the report marks skipped");
       if (!find_context(r_, c.context_index)) refuse(where + " names a context it does not hold");
-      if (c.repeat >= r_.scenario.repeat) {
-        refuse(fmt::format("{} is past the scenario's {} repeats", where, r_.scenario.repeat));
+      if (c.repeat >= repeats_of(*find_context(r_, c.context_index))) {
+        refuse(fmt::format("{} is past the {} repeats of its context", where,
+                           repeats_of(*find_context(r_, c.context_index))));
       }
       std::vector<int64_t> requests;
       for (const RequestRecord& q : c.requests) requests.push_back(q.request);
@@ -97,7 +99,7 @@ class Recount {
     for (const BackendOutcome& o : r_.backends) {
       if (o.skipped) continue;
       for (const Context& c : r_.contexts) {
-        for (int rep = 0; rep < r_.scenario.repeat; ++rep) {
+        for (int rep = 0; rep < repeats_of(c); ++rep) {
           if (!cases_.count({o.name, c.index, rep})) {
             refuse(fmt::format("backend '{}' has no case of {} (repeat {})", excerpt(o.name), c.id,
                                rep));
@@ -117,9 +119,57 @@ class Recount {
     return *cases_.at({backend, context, repeat});
   }
 
+  // A server probe's control (the probe alone) runs `control` times, every other context the
+  // scenario's repeats.
+  int repeats_of(const Context& c) const {
+    return r_.probe && is_probe_control(c) ? r_.probe->control : r_.scenario.repeat;
+  }
+
+  // A server probe compares every run with the first run alone (the control's repeat 0): a run
+  // of the control that differs is run-to-run, a run under load that differs a context's
+  // divergence, each with its repeat.
+  void check_probe_divergences() {
+    using Key = std::tuple<std::string, DivergenceKind, int, int64_t, int>;
+    std::set<Key> implied, listed;
+    for (const BackendOutcome& o : r_.backends) {
+      if (o.skipped || r_.contexts.empty()) continue;
+      const Context& control = r_.contexts.front();
+      if (!is_probe_control(control)) refuse("its first context is not the probe's control");
+      const CaseRecord& alone = case_of(o.name, control.index, 0);
+      for (const Context& c : r_.contexts) {
+        for (int rep = 0; rep < repeats_of(c); ++rep) {
+          const CaseRecord& run = case_of(o.name, c.index, rep);
+          for (size_t q = 0; q < run.requests.size(); ++q) {
+            if (same_output(alone.requests[q], run.requests[q])) continue;
+            implied.insert({o.name,
+                            &c == &control ? DivergenceKind::kRunToRun : DivergenceKind::kContext,
+                            c.index, run.requests[q].request, rep});
+          }
+        }
+      }
+    }
+    for (const Divergence& d : r_.divergences) {
+      if (!find_context(r_, d.context_index))
+        refuse("a divergence names context '" + excerpt(d.context) + "', which it does not hold");
+      if (!listed.insert({d.backend, d.kind, d.context_index, d.request, d.repeat}).second) {
+        refuse(fmt::format("the divergence of backend '{}' on {}, request {} is listed twice",
+                           excerpt(d.backend), context_name(d.context_index), d.request));
+      }
+    }
+    if (implied != listed) {
+      refuse(
+          "its divergences do not match its hashes: the runs that differ from the first run alone "
+          "are not those its divergences name");
+    }
+  }
+
   // The divergences the hashes imply, against those the report lists: the same set, each
   // against its group's baseline (or its own repeat 0).
   void check_divergences() {
+    if (r_.probe) {
+      check_probe_divergences();
+      return;
+    }
     std::set<DivergenceKey> implied;
     for (const BackendOutcome& o : r_.backends) {
       if (o.skipped) continue;
@@ -216,6 +266,10 @@ class Recount {
     for (const auto& [key, set] : completions) {
       o.max_distinct_completions =
           std::max(o.max_distinct_completions, static_cast<int>(set.size()));
+    }
+    if (r_.probe) {
+      decide_probe_verdict(o, r_, r_.shard.has_value());  // over the probe's runs
+      return;
     }
     decide_verdict(o, first, r_.shard.has_value());
     // Sampler against trainer: the summary folded again from the per-request records, in the

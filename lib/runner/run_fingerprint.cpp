@@ -151,6 +151,28 @@ void add_traffic(const TrafficSpec& t, RunFingerprint& f) {
   f["traffic.traffic_seed"] = text(t.seed);
 }
 
+// A server probe (op probe): what the server was asked and the load beside it; the URL is the
+// probe runner's (--url may replace the scenario's). Never a header's value.
+void add_probe(const ProbeSpec& p, RunFingerprint& f) {
+  f["probe.model"] = p.endpoint.model;
+  f["probe.api"] = std::string(server_api_name(p.endpoint.api));
+  f["probe.body"] = p.endpoint.body_json;
+  f["probe.stream"] = text(p.endpoint.stream);
+  StreamHash prompts;
+  for (const std::string& prompt : p.probe.prompts) {
+    add_byte_count(prompts, prompt.size());
+    prompts.update(prompt);
+  }
+  f["inputs.probe_prompts"] = prompts.digest().hex();
+  f["probe.max_tokens"] = text(p.probe.max_tokens);
+  f["probe.temperature"] = text(p.probe.temperature);
+  f["probe.seed"] = p.probe.seeded ? text(p.probe.seed) : "";
+  f["probe.logprobs"] = text(p.probe.logprobs);
+  f["probe.control"] = text(p.control);
+  f["probe.fillers"] = fmt::format("{} x {} words, {} tokens, arrival {}", p.fillers.concurrency,
+                                   p.fillers.words, p.fillers.max_tokens, p.fillers.arrival);
+}
+
 // Whether a tensor of the checkpoint's dtype changes when the scenario's dtype holds it.
 bool rounds(const std::string& stored, DType to) {
   if (stored == "F32") return to != DType::kFP32;
@@ -225,6 +247,7 @@ RunFingerprint run_fingerprint(const Scenario& s) {
   }
   if (op.accepts_key("model")) add_model(s.model, f);
   if (s.traffic.enabled) add_traffic(s.traffic, f);
+  if (s.op == OpKind::kProbe) add_probe(s.probe, f);
   if (s.fp8.enabled) {
     // The scheme's defaults; a swept field is in each context's id.
     f["fp8.format"] = std::string(fp8_format_name(s.fp8.scheme.format));

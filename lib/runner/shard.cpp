@@ -180,4 +180,13 @@ std::vector<int> partitioned_contexts(const ScenarioSummary& s, const ShardInfo&
   return kept;
 }
 
+std::optional<ShardInfo> keep_shard(std::vector<Context>& contexts,
+                                    const std::optional<ShardSpec>& spec,
+                                    const std::string& filter) {
+  if (!spec) return std::nullopt;
+  ShardSelection sel = select_shard(std::move(contexts), *spec, filter);
+  contexts = std::move(sel.contexts);
+  return std::move(sel.info);
+}
+
 }  // namespace nvdet

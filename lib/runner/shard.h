@@ -61,5 +61,10 @@ std::vector<int> partitioned_contexts(const ScenarioSummary& s, const ShardInfo&
 
 // The positions of `contexts` that shard `index` (1-based) of `count` owns: p % count == index-1.
 std::vector<int> owned_by_shard(const std::vector<int>& contexts, int index, int count);
+// The same in place, for a command that may or may not run a shard: `contexts` cut to the
+// shard's (and nullopt returned, the contexts left whole) when `spec` is nullopt.
+std::optional<ShardInfo> keep_shard(std::vector<Context>& contexts,
+                                    const std::optional<ShardSpec>& spec,
+                                    const std::string& filter);
 
 }  // namespace nvdet

@@ -54,8 +54,12 @@ enum class Axis : uint8_t {
   kActScale,
   kWeightScale,
   kAccumulation,
+  kConcurrency,
+  kArrival,
+  kFillerWords,
+  kFillerMaxTokens,
 };
-inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kAccumulation) + 1;
+inline constexpr size_t kAxisCount = static_cast<size_t>(Axis::kFillerMaxTokens) + 1;
 
 enum class AxisValueType {
   kInteger,        // integers from `min`

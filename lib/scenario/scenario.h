@@ -16,6 +16,7 @@
 #include "lib/ops/fp8_quant.h"
 #include "lib/ops/op_kind.h"
 #include "lib/scenario/axis.h"
+#include "lib/scenario/probe_spec.h"
 #include "lib/scenario/traffic_spec.h"
 
 namespace nvdet {
@@ -173,6 +174,7 @@ struct Scenario {
   ModelSpec model;
   // op model: the serving traffic the probed requests are replayed under (`traffic:`).
   TrafficSpec traffic;
+  ProbeSpec probe;  // op probe: the server, the probed prompts and the load beside them
 
   uint64_t seed = 0;
   std::vector<int64_t> requests;  // ids of the probed requests (their data is seeded by id)

@@ -38,5 +38,7 @@ Footprint attention_prefill_footprint(const Scenario& s);
 Footprint moe_footprint(const Scenario& s);
 // Reads a checkpoint's config.json when the scenario names one (throws kBadInput when it is bad).
 Footprint model_footprint(const Scenario& s);
+// op probe: the prompts held and every response in flight at its size limit (lib/probe/).
+Footprint probe_footprint(const Scenario& s);
 
 }  // namespace nvdet

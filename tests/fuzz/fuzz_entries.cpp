@@ -14,6 +14,8 @@
 #include "lib/loader/scenario_loader.h"
 #include "lib/manifest/manifest.h"
 #include "lib/model/checkpoint.h"
+#include "lib/probe/served_output.h"
+#include "lib/probe/sse_stream.h"
 #include "lib/report/html_report.h"
 #include "lib/report/json_report_reader.h"
 #include "lib/report/markdown_report.h"
@@ -117,13 +119,37 @@ void audit_report(const uint8_t* data, size_t size) {
   });
 }
 
+void served_answer(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const ServerApi api = data[0] & 1 ? ServerApi::kChat : ServerApi::kCompletions;
+  const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  const size_t cut = body.empty() ? 0 : (data[0] >> 1) % (body.size() + 1);
+  // What a reader says of malformed input is a sentence in error(), never an exception.
+  ServedOutputReader whole(api), streamed(api);
+  (void)whole.add_text(body);
+  SseStream sse;
+  const auto read = [&](std::string_view event) { (void)streamed.add_text(event); };
+  sse.feed(body.substr(0, cut), read);
+  sse.feed(body.substr(cut), read);
+  sse.finish(read);
+  ServedOutput plain;
+  plain.text = "a";
+  for (const ServedOutputReader* r : {&whole, &streamed}) {
+    (void)served_level(r->output());
+    (void)served_record(0, r->output());
+    (void)compare_served(plain, r->output());
+    (void)compare_served(r->output(), whole.output());
+  }
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"scenario", scenario},
                                           {"npy", npy},
                                           {"safetensors", safetensors},
                                           {"manifest", manifest},
                                           {"checkpoint_config", checkpoint_config},
-                                          {"audit_report", audit_report}};
+                                          {"audit_report", audit_report},
+                                          {"served_answer", served_answer}};
   return all;
 }
 

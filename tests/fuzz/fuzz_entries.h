@@ -17,6 +17,9 @@ void safetensors(const uint8_t* data, size_t size);
 void manifest(const uint8_t* data, size_t size);
 void checkpoint_config(const uint8_t* data, size_t size);
 void audit_report(const uint8_t* data, size_t size);
+// A server's answer to nvdet probe: the first byte chooses the API (odd: chat) and where a stream
+// is cut in two; the rest is read as one JSON body and as an SSE stream, then hashed and compared.
+void served_answer(const uint8_t* data, size_t size);
 
 struct Target {
   const char* name;  // also the folder name under tests/fuzz/regressions/ and corpus/

@@ -8,13 +8,13 @@
 #   tests/fuzz/run-fuzzers.sh BUILD_DIR [SECONDS_PER_TARGET]
 #   NVDET_FUZZ_SECONDS   seconds per target when not given (default 60)
 #   NVDET_FUZZ_WORK      where the growing corpora, logs and artifacts go (default: a temp folder)
-#   NVDET_FUZZ_TARGETS   the targets to run (default: all six)
+#   NVDET_FUZZ_TARGETS   the targets to run (default: all seven)
 set -euo pipefail
 build=${1:?usage: run-fuzzers.sh BUILD_DIR [SECONDS_PER_TARGET]}
 seconds=${2:-${NVDET_FUZZ_SECONDS:-60}}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${NVDET_FUZZ_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/nvdet-fuzz.XXXXXX")}
-targets=${NVDET_FUZZ_TARGETS:-scenario npy safetensors manifest checkpoint_config audit_report}
+targets=${NVDET_FUZZ_TARGETS:-scenario npy safetensors manifest checkpoint_config audit_report served_answer}
 # The checkpoint-config target writes its config.json for every input: keep that in memory.
 fuzz_tmp=${TMPDIR:-}
 if [[ -z $fuzz_tmp && -d /dev/shm && -w /dev/shm ]]; then fuzz_tmp=/dev/shm; fi
