@@ -4,6 +4,7 @@
 #include "lib/core/parallel.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -40,6 +41,12 @@ TEST(ParallelFor, EveryItemOnceWhateverTheWorkerCount) {
 // work in between and an overflowing product saturates instead of wrapping to a small count.
 TEST(ParallelFor, WorkersFollowTheWork) {
   const int64_t all = parallel_workers();
+  // No more workers than CPUs this process may run on (under `taskset -c 0`: one).
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  if (!std::getenv("NVDET_CPU_THREADS")) EXPECT_LE(all, CPU_COUNT(&set));
+  EXPECT_GE(all, 1);
   EXPECT_EQ(workers_for(0, 1000), 1);
   EXPECT_EQ(workers_for(1, kMinWorkPerWorker * 64), 1);  // one item cannot be split
   EXPECT_EQ(workers_for(64, 256), 1);                    // a tiny model's norm: 16 Ki

@@ -13,8 +13,9 @@
 
 namespace nvdet {
 
-// Number of workers parallel_for uses: the hardware's thread count (at least 1). The
-// NVDET_CPU_THREADS environment variable, when set to a positive number, overrides it.
+// Number of workers parallel_for uses: the CPUs this process may use (the hardware's count cut to
+// its affinity mask and cgroup CPU quota; at least 1). The NVDET_CPU_THREADS environment
+// variable, when set to a positive number, overrides it.
 int parallel_workers();
 
 // Calls body(begin, end) on disjoint contiguous ranges covering [0, n), one per worker, and

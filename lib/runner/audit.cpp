@@ -86,7 +86,6 @@ ScenarioSummary summarize_scenario(const Scenario& s) {
     for (const AxisValue& v : a.values) values.push_back(axis_value_string(v));
     m.axes.emplace_back(a.name(), std::move(values));
   }
-  m.coord_names = w.coord_names();
   if (s.traffic.enabled) m.traffic = traffic_summary(s.traffic);
   return m;
 }
