@@ -180,10 +180,13 @@ TEST(Fp8Checkpoint, RefusesOtherQuantisationsByName) {
       {"fmt", "e5m2", "fmt \"e5m2\""},
       {"dequantize", true, "dequantize true"},
       {"group_size", 128, "key 'group_size' is not understood"}};
-  for (const auto& [key, value, words] : settings) {
+  for (const auto& setting : settings) {
+    // Named copies: a lambda may not capture a structured binding (before C++20's clang 16).
+    const std::string key = std::get<0>(setting);
+    const json value = std::get<1>(setting);
     expect_refused(edited("llama-fp8", "setting-" + key,
                           [&](json& c, RawCheckpoint&) { c["quantization_config"][key] = value; }),
-                   {words});
+                   {std::get<2>(setting)});
   }
   expect_refused(
       edited("llama-fp8", "no-block",
