@@ -300,6 +300,27 @@ TEST(ProbeCli, ShardsMergeIntoTheWholeRunsVerdictAndReportsRenderAgain) {
   EXPECT_EQ(read_file(dir / "again" / "fake-probe.json"),
             read_file(dir / "merged" / "fake-probe.json"));
   EXPECT_EQ(server.requests().size(), requests);
+  // A probe report is judged again from its runs, as an audit's is: a written failing verdict
+  // renders as the pass its runs show, and a divergence taken out is refused.
+  json edited = m;
+  edited["summary"]["passed"] = false;
+  edited["backends"][0]["passed"] = false;
+  edited["backends"][0]["verdict"] = "FAILED";
+  write_file(dir / "edited" / "fake-probe.json", edited.dump(1));
+  const CommandResult judged =
+      run_nvdet("report " + (dir / "edited" / "fake-probe.json").string() + " --report-dir " +
+                (dir / "judged").string() + " --format json");
+  EXPECT_EQ(judged.exit_code, 0) << judged.out << judged.err;
+  ASSERT_FALSE(m.at("divergences").empty());
+  json hidden = m;
+  hidden["divergences"].erase(hidden["divergences"].begin());
+  write_file(dir / "hidden" / "fake-probe.json", hidden.dump(1));
+  const CommandResult refused =
+      run_nvdet("report " + (dir / "hidden" / "fake-probe.json").string() + " --report-dir " +
+                (dir / "refused").string() + " --format json");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("its divergences do not match its hashes"), std::string::npos)
+      << refused.err;
 }
 
 // The chat API with the probe itself streamed: every answer a stream of deltas that ends when the
