@@ -98,6 +98,11 @@ std::vector<QuotedCommand> quoted_commands(const std::string& readme) {
 }
 
 TEST(Docs, ReadmeQuotesTheCurrentOutput) {
+#ifdef NVDET_ASAN
+  // Every audit README quotes, traffic-cpu's 100 replays among them: half a minute in the release
+  // build, past ten under the sanitizers, and what it checks is the text, not memory.
+  GTEST_SKIP() << "the release build checks README's quoted output";
+#endif
   const std::string readme = read_file(source_dir() / "README.md");
   const auto commands = quoted_commands(readme);
   ASSERT_GE(commands.size(), 3u);

@@ -6,6 +6,7 @@
 // the loader refuses FP8 keys and axes where they do not apply, naming them.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -15,6 +16,7 @@
 #include "lib/loader/scenario_loader.h"
 #include "lib/runner/audit.h"
 #include "lib/scenario/context.h"
+#include "tests/scenario_snippets.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
@@ -139,6 +141,37 @@ TEST(Fp8Scenarios, EveryBackendThatComputesNoFp8IsRefusedNamingTheKey) {
           << answer.reason;
     }
   }
+}
+
+// cublas's registry answer: what cuBLASLt's FP8 GEMM with one scale per operand computes, and a
+// sentence naming the field for the rest; the other CUDA backends compute no FP8.
+TEST(Fp8Scenarios, CublasComputesTensorWideE4m3GemmsOnly) {
+  Fp8Scheme s;
+  s.format = Fp8Format::kE4M3;
+  s.weight_scale = Fp8WeightScale::kTensor;
+  for (const Fp8ActScale act : {Fp8ActScale::kStatic, Fp8ActScale::kDynamicTensor}) {
+    for (const Fp8Accumulation acc : {Fp8Accumulation::kPromoted, Fp8Accumulation::kFast}) {
+      s.act_scale = act;
+      s.accumulation = acc;
+      for (const OpKind op : {OpKind::kGemm, OpKind::kMoe})
+        EXPECT_EQ(backend_fp8_refusal("cublas", op, s), "") << fp8_scheme_text(s);
+    }
+  }
+  const auto refusal = [&](const std::function<void(Fp8Scheme&)>& edit, OpKind op) {
+    Fp8Scheme t = s;
+    edit(t);
+    return backend_fp8_refusal("cublas", op, t);
+  };
+  EXPECT_CONTAINS(refusal([](Fp8Scheme& t) { t.format = Fp8Format::kE5M2; }, OpKind::kGemm),
+                  "does not compute FP8 format 'e5m2'");
+  EXPECT_CONTAINS(
+      refusal([](Fp8Scheme& t) { t.weight_scale = Fp8WeightScale::kChannel; }, OpKind::kGemm),
+      "does not compute FP8 weight_scale 'channel'");
+  EXPECT_CONTAINS(refusal([](Fp8Scheme& t) { t.act_scale = Fp8ActScale::kGroup128; }, OpKind::kMoe),
+                  "does not compute FP8 act_scale 'group_128'");
+  EXPECT_CONTAINS(refusal([](Fp8Scheme&) {}, OpKind::kModel), "does not compute FP8 models");
+  for (const char* other : {"cuda-invariant", "cublaslt-nosplit", "cuda-vendor-policy"})
+    EXPECT_CONTAINS(backend_fp8_refusal(other, OpKind::kGemm, s), "does not compute FP8: ");
 }
 
 TEST(Fp8Scenarios, TheCliRefusesAGpuBackendWithExit2) {

@@ -143,7 +143,7 @@ struct BackendRegistration {
   // take on device 0 (asked only where a GPU answers). Every record has one.
   std::function<std::string()> kernel_path;
   BenchRole bench;
-  // FP8 (README "FP8"): null for a backend that computes no FP8 (every GPU backend so far).
+  // FP8 (README "FP8"): null for a backend that computes no FP8 (every GPU backend but cublas).
   Fp8SupportFn fp8 = {};
 };
 

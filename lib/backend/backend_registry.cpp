@@ -157,8 +157,8 @@ std::string backend_fp8_refusal(std::string_view name, OpKind op, const Fp8Schem
   const BackendRegistration* r = find_backend(name);
   if (!r) return "is not a known backend";
   if (!r->fp8) {
-    return "does not compute FP8: FP8 GEMMs run on cpu-reference, cpu-invariant and cpu-variant "
-           "only so far";
+    return "does not compute FP8: FP8 GEMMs run on cpu-reference, cpu-invariant, cpu-variant and "
+           "cublas only so far";
   }
   return r->fp8(op, scheme);
 }

@@ -20,14 +20,14 @@ class CudaBackend final : public Backend {
   const BackendInfo& info() const override { return info_; }
 
   HostTensor run(const OpArgs& args, RunNotes* notes) override {
-    validate_op_args(args);
+    validate_op_args(args, computes_fp8());
     if (const auto* moe = std::get_if<MoeArgs>(&args)) return run_moe_block(*moe, notes);
     PreparedCall call = prepare(args, notes);
     return run_prepared(ctx_, call);
   }
 
   std::optional<Timing> time(const OpArgs& args, const TimingOptions& opts) override {
-    validate_op_args(args);
+    validate_op_args(args, computes_fp8());
     if (const auto* moe = std::get_if<MoeArgs>(&args)) {
       return time_host_driven([&] { run_moe_block(*moe, nullptr); }, opts);
     }
@@ -56,6 +56,9 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // cublas calls cuBLASLt's FP8 GEMM (gemm_fp8_ops.cpp); the other flavors compute no FP8.
+  bool computes_fp8() const { return flavor_ == CudaFlavor::kCublas; }
+
   // The MoE block: a plain expert loop on the host (lib/backend/moe_pipeline.h) calling this
   // flavor's GEMM for the router and for each expert's gate_up and down, one device GEMM per
   // expert, as a framework's eager MoE does (cublas: cuBLASLt with its default heuristic, whose

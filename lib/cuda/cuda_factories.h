@@ -42,6 +42,12 @@ inline constexpr const char* kCudaCoresPath = "CUDA cores (fp32 accumulation)";
 // for `nvdet info` (lib/cuda/kernel_paths.cpp; CUDA builds only).
 std::string invariant_kernel_path();
 
+// cublas's answer to an FP8 scheme (README "FP8"): "" for what cuBLASLt's FP8 GEMM computes (one
+// scale per operand: act_scale static or dynamic_tensor, weight_scale tensor; e4m3; fast or
+// promoted accumulation; op gemm and the MoE block's expert GEMMs), else the clause saying what
+// it does not compute.
+std::string cublas_fp8_refusal(OpKind op, const Fp8Scheme& scheme);
+
 std::unique_ptr<Backend> make_cuda_backend(const BackendInfo& info, CudaFlavor flavor);
 std::unique_ptr<Backend> make_portable_backend(const BackendInfo& info);
 // cublas-grouped: the MoE block through cublasGemmGroupedBatchedEx (grouped_moe_backend.cpp).

@@ -13,6 +13,28 @@ std::string cuda::needs_sm80(const DeviceFacts& d) {
          std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ")";
 }
 
+std::string cuda::cublas_fp8_refusal(OpKind op, const Fp8Scheme& scheme) {
+  if (op == OpKind::kModel) {
+    return "does not compute FP8 models: an FP8 checkpoint's 128x128 weight blocks need "
+           "cuBLASLt's block-scaled mode, which is not wired yet";
+  }
+  if (scheme.format != Fp8Format::kE4M3) {
+    return "does not compute FP8 format 'e5m2': cuBLASLt's FP8 GEMM has no kernel with both "
+           "operands in e5m2; use 'e4m3'";
+  }
+  if (scheme.weight_scale != Fp8WeightScale::kTensor) {
+    return "does not compute FP8 weight_scale '" +
+           std::string(fp8_weight_scale_name(scheme.weight_scale)) +
+           "': cuBLASLt's FP8 GEMM takes one scale per operand here (its sm_90 block-scaled mode "
+           "is not wired yet); use 'tensor'";
+  }
+  if (scheme.act_scale != Fp8ActScale::kStatic && scheme.act_scale != Fp8ActScale::kDynamicTensor) {
+    return "does not compute FP8 act_scale '" + std::string(fp8_act_scale_name(scheme.act_scale)) +
+           "': cuBLASLt's FP8 GEMM takes one scale per operand; use 'static' or 'dynamic_tensor'";
+  }
+  return "";
+}
+
 namespace {
 
 using cuda::needs_sm80;
@@ -59,8 +81,15 @@ std::function<std::string()> flavor_path(cuda::CudaFlavor kind) {
 
 BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind, BenchRole bench = {}) {
   (void)kind;  // unused where the factory is the CPU-only stub
-  return {info, NVDET_GPU_FACTORY(info, cuda::make_cuda_backend(info, kind)),
-          supports_from({flavor_ops(), true, needs_sm80}), flavor_path(kind), std::move(bench)};
+  // FP8: cublas calls cuBLASLt's FP8 GEMM; the other flavors compute none yet.
+  Fp8SupportFn fp8 = {};
+  if (kind == cuda::CudaFlavor::kCublas) fp8 = cuda::cublas_fp8_refusal;
+  return {info,
+          NVDET_GPU_FACTORY(info, cuda::make_cuda_backend(info, kind)),
+          supports_from({flavor_ops(), true, needs_sm80}),
+          flavor_path(kind),
+          std::move(bench),
+          std::move(fp8)};
 }
 
 BackendRegistration portable(BackendInfo info) {

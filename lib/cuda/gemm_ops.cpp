@@ -21,6 +21,7 @@
 
 #include "kernels/gemm_invariant.cuh"
 #include "lib/core/error.h"
+#include "lib/cuda/cublaslt_handles.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
 #include "lib/cuda/gemm_tile_names.h"
@@ -58,67 +59,16 @@ GemmInputs upload_inputs(DeviceContext& ctx, const GemmArgs& args) {
 
 // ---- cuBLASLt -----------------------------------------------------------------------------------
 
-struct LtDeleter {
-  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
-  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
-  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
-};
-using LtDesc = std::shared_ptr<cublasLtMatmulDescOpaque_t>;
-using LtLayout = std::shared_ptr<cublasLtMatrixLayoutOpaque_t>;
-using LtPref = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDeleter>;
-
-LtLayout make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
-  cublasLtMatrixLayout_t l = nullptr;
-  check(cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows),
-                                   static_cast<uint64_t>(cols), ld),
-        "cublasLtMatrixLayoutCreate");
-  return LtLayout(l, LtDeleter{});
-}
-
 // The heuristic's answer depends only on the problem description, so it is cached per device,
 // flavor, shape and types: a sweep asks once per shape.
 using HeuristicKey = std::tuple<int, int, int64_t, int64_t, int64_t, int, int, bool, bool>;
 std::mutex heuristic_mutex;
 std::map<HeuristicKey, cublasLtMatmulHeuristicResult_t> heuristic_cache;
 
-template <class T>
-T algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-  T value{};
-  size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof(value), &written) !=
-      CUBLAS_STATUS_SUCCESS) {
-    return T{};
-  }
-  return value;
-}
-
-std::string reduction_scheme_name(uint32_t scheme) {
-  switch (scheme) {
-    case CUBLASLT_REDUCTION_SCHEME_NONE: return "none";
-    case CUBLASLT_REDUCTION_SCHEME_INPLACE: return "inplace";
-    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return "compute_type";
-    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return "output_type";
-    default: return std::to_string(scheme);
-  }
-}
-
 void describe_algo(const cublasLtMatmulHeuristicResult_t& h, bool tf32, bool direct,
                    RunNotes* notes) {
   if (!notes) return;
-  const cublasLtMatmulAlgo_t& algo = h.algo;
-  (*notes)["kernel"] = "cublasLt";
-  (*notes)["algo_id"] = std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID));
-  // cuBLASLt's tile is rows x columns of its column-major D, i.e. n x m of nvdet's output.
-  (*notes)["tile"] =
-      cublaslt_tile_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + " (n x m)";
-  (*notes)["stages"] =
-      cublaslt_stages_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
-  (*notes)["split_k"] = std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
-  (*notes)["reduction_scheme"] =
-      reduction_scheme_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
-  (*notes)["cta_swizzling"] =
-      std::to_string(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
-  (*notes)["workspace_bytes"] = std::to_string(h.workspaceSize);
+  describe_lt_algo(h, *notes);
   (*notes)["compute_type"] = tf32 ? "32F_FAST_TF32" : "32F";
   if (!direct) (*notes)["output"] = "fp32 then rounded to out_dtype";
 }
@@ -255,14 +205,10 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
   const int mi = static_cast<int>(m), ni = static_cast<int>(n);
   call.launch = [=](cudaStream_t stream) -> cudaError_t {
     const float alpha = 1.0f, beta = 0.0f;
-    const cublasStatus_t st = cublasLtMatmul(
+    const cudaError_t st = lt_launch_status(cublasLtMatmul(
         handle, desc.get(), &alpha, w_ptr, w_layout.get(), a_ptr, a_layout.get(), &beta, d_ptr,
-        d_layout.get(), d_ptr, d_layout.get(), &heuristic.algo, workspace, ws_bytes, stream);
-    // PreparedCall speaks cudaError_t; the closest codes keep the failure's nature visible.
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED) return cudaErrorNotSupported;
-    if (st == CUBLAS_STATUS_ALLOC_FAILED) return cudaErrorMemoryAllocation;
-    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
-    if (direct) return cudaSuccess;
+        d_layout.get(), d_ptr, d_layout.get(), &heuristic.algo, workspace, ws_bytes, stream));
+    if (st != cudaSuccess || direct) return st;
     return nvdet::kernels::gemm_convert_output(static_cast<const float*>(d_ptr), nullptr,
                                                nvdet::kernels::GemmType::kFP32, out_ptr,
                                                kernel_type(out), mi, ni, stream);
@@ -326,7 +272,44 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   return call;
 }
 
+template <class T>
+T algo_attr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T value{};
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof(value), &written) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return T{};
+  }
+  return value;
+}
+
+std::string reduction_scheme_name(uint32_t scheme) {
+  switch (scheme) {
+    case CUBLASLT_REDUCTION_SCHEME_NONE: return "none";
+    case CUBLASLT_REDUCTION_SCHEME_INPLACE: return "inplace";
+    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: return "compute_type";
+    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: return "output_type";
+    default: return std::to_string(scheme);
+  }
+}
+
 }  // namespace
+
+void describe_lt_algo(const cublasLtMatmulHeuristicResult_t& h, RunNotes& notes) {
+  const cublasLtMatmulAlgo_t& algo = h.algo;
+  notes["kernel"] = "cublasLt";
+  notes["algo_id"] = std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID));
+  // cuBLASLt's tile is rows x columns of its column-major D, i.e. n x m of nvdet's output.
+  notes["tile"] =
+      cublaslt_tile_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + " (n x m)";
+  notes["stages"] = cublaslt_stages_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
+  notes["split_k"] = std::to_string(algo_attr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  notes["reduction_scheme"] =
+      reduction_scheme_name(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
+  notes["cta_swizzling"] =
+      std::to_string(algo_attr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+  notes["workspace_bytes"] = std::to_string(h.workspaceSize);
+}
 
 namespace {
 
@@ -349,6 +332,7 @@ PreparedCall prepare_gemm_operands(DeviceContext& ctx, CudaFlavor flavor, const 
 
 PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
                           RunNotes* notes) {
+  if (args.is_fp8()) return prepare_fp8_gemm(ctx, flavor, args, notes);
   const GemmInputs dev = upload_inputs(ctx, args);
   GemmOperands g;
   g.a = dev.a;
