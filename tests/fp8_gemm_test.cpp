@@ -20,6 +20,7 @@
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/ops/fp8_quant.h"
+#include "tests/fp8_oracle.h"
 
 namespace nvdet {
 namespace {
@@ -32,54 +33,9 @@ HostTensor seeded(DType dtype, std::vector<int64_t> shape, uint64_t stream, floa
   return t;
 }
 
-// The test's own decoding of a code (the OCP fields), independent of nvdet's table.
-double decode(uint8_t code, Fp8Format f) {
-  const int mbits = f == Fp8Format::kE4M3 ? 3 : 2, bias = f == Fp8Format::kE4M3 ? 7 : 15;
-  const int e = (code & 0x7f) >> mbits, m = code & ((1 << mbits) - 1);
-  const double v =
-      e == 0 ? std::ldexp(m, 1 - bias - mbits) : std::ldexp(m + (1 << mbits), e - bias - mbits);
-  return (code & 0x80) ? -v : v;
-}
-
-struct Oracle {
-  std::vector<double> out;    // [m, n]
-  std::vector<double> bound;  // [m, n]: sum over k of |term| + |bias|
-};
-
-// out[i, j] = sum_k deq(a[i, k]) * deq(w[j, k]) + bias[j], each operand dequantised on its own
-// (code * its scale), in double.
-Oracle dequantised_gemm(const HostTensor& a, const Fp8Weight& w, const HostTensor& bias,
-                        const Fp8Scheme& scheme) {
-  const Fp8Activations qa = quantize_activations(a, scheme);
-  const int64_t m = a.dim(0);
-  Oracle o{std::vector<double>(static_cast<size_t>(m * w.rows)),
-           std::vector<double>(static_cast<size_t>(m * w.rows))};
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < w.rows; ++j) {
-      double sum = bias.get(j), abs_sum = std::fabs(bias.get(j));
-      for (int64_t k = 0; k < w.cols; ++k) {
-        const double x = decode(qa.codes[i * w.cols + k], scheme.format) * qa.scale(i, k / 128);
-        const double y = decode(w.codes[j * w.cols + k], w.format) * w.scale(j, k / 128);
-        sum += x * y;
-        abs_sum += std::fabs(x * y);
-      }
-      o.out[i * w.rows + j] = sum;
-      o.bound[i * w.rows + j] = abs_sum;
-    }
-  }
-  return o;
-}
-
-GemmArgs fp8_args(const HostTensor& a, const Fp8Weight& w, const HostTensor* bias,
-                  const Fp8Scheme& scheme) {
-  GemmArgs g;
-  g.a = &a;
-  g.bias = bias;
-  g.out_dtype = DType::kFP32;
-  g.fp8_w = &w;
-  g.fp8 = scheme;
-  return g;
-}
+using testing::dequantised_gemm;
+using testing::fp8_args;
+using testing::Fp8Oracle;
 
 std::vector<Fp8Scheme> all_schemes() {
   std::vector<Fp8Scheme> out;
@@ -114,7 +70,7 @@ TEST(Fp8Gemm, EveryCpuBackendMatchesTheDequantisedProduct) {
   const HostTensor bias = seeded(DType::kBF16, {kN}, 3, 0.5f);
   for (const Fp8Scheme& scheme : all_schemes()) {
     const Fp8Weight qw = quantize_weight(w, scheme.format, scheme.weight_scale);
-    const Oracle want = dequantised_gemm(a, qw, bias, scheme);
+    const Fp8Oracle want = dequantised_gemm(a, qw, &bias, scheme);
     for (const char* name : kFp8Backends) {
       RunNotes notes;
       const HostTensor got = make_backend(name)->run(fp8_args(a, qw, &bias, scheme), &notes);

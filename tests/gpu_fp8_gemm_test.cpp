@@ -17,10 +17,13 @@
 #include "lib/backend/backend.h"
 #include "lib/core/error.h"
 #include "lib/ops/fp8_quant.h"
+#include "tests/fp8_oracle.h"
 #include "tests/test_support.h"
 
 namespace nvdet {
 namespace {
+
+using testing::fp8_args;
 
 #define REQUIRE_GPU() \
   if (!nvdet::testing::gpu_available()) GTEST_SKIP() << "no GPU"
@@ -31,47 +34,6 @@ HostTensor seeded(std::vector<int64_t> shape, uint64_t stream, float stddev) {
   HostTensor t(DType::kBF16, std::move(shape));
   fill_normal(t, 41, stream, stddev);
   return t;
-}
-
-// The test's own reading of an e4m3 code (the OCP fields), independent of nvdet's table.
-double decode_e4m3(uint8_t code) {
-  const int e = (code & 0x7f) >> 3, m = code & 7;
-  const double v = e == 0 ? std::ldexp(m, -9) : std::ldexp(m + 8, e - 10);
-  return (code & 0x80) ? -v : v;
-}
-
-// out[i, j] = sum_k deq(a[i, k]) * deq(w[j, k]) (+ bias[j]) in double, and sum_k |term| + |bias|.
-void dequantised_gemm(const HostTensor& a, const Fp8Weight& w, const HostTensor* bias,
-                      const Fp8Scheme& scheme, std::vector<double>& out,
-                      std::vector<double>& bound) {
-  const Fp8Activations qa = quantize_activations(a, scheme);
-  const int64_t m = a.dim(0);
-  out.assign(static_cast<size_t>(m * w.rows), 0.0);
-  bound.assign(out.size(), 0.0);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < w.rows; ++j) {
-      double sum = bias ? bias->get(j) : 0.0, abs_sum = bias ? std::fabs(bias->get(j)) : 0.0;
-      for (int64_t k = 0; k < w.cols; ++k) {
-        const double term = decode_e4m3(qa.codes[i * w.cols + k]) * qa.scale(i, 0) *
-                            decode_e4m3(w.codes[j * w.cols + k]) * w.scale(j, 0);
-        sum += term;
-        abs_sum += std::fabs(term);
-      }
-      out[i * w.rows + j] = sum;
-      bound[i * w.rows + j] = abs_sum;
-    }
-  }
-}
-
-GemmArgs fp8_args(const HostTensor& a, const Fp8Weight& w, const HostTensor* bias,
-                  const Fp8Scheme& scheme) {
-  GemmArgs g;
-  g.a = &a;
-  g.bias = bias;
-  g.out_dtype = DType::kFP32;
-  g.fp8_w = &w;
-  g.fp8 = scheme;
-  return g;
 }
 
 Fp8Scheme tensor_scheme(Fp8ActScale act, Fp8Accumulation acc) {
@@ -105,14 +67,13 @@ TEST(GpuFp8Gemm, CublasMatchesTheDequantisedProduct) {
       for (const Fp8Accumulation acc : {Fp8Accumulation::kPromoted, Fp8Accumulation::kFast}) {
         for (const HostTensor* b : {static_cast<const HostTensor*>(nullptr), &bias}) {
           const Fp8Scheme scheme = tensor_scheme(act, acc);
-          std::vector<double> want, bound;
-          dequantised_gemm(a, qw, b, scheme, want, bound);
+          const testing::Fp8Oracle want = testing::dequantised_gemm(a, qw, b, scheme);
           RunNotes notes;
           const HostTensor got = cublas->run(fp8_args(a, qw, b, scheme), &notes);
           ASSERT_EQ(got.shape(), (std::vector<int64_t>{m, kN}));
           double worst = 0;
           for (int64_t i = 0; i < got.numel(); ++i)
-            worst = std::max(worst, std::fabs(got.get(i) - want[i]) / bound[i]);
+            worst = std::max(worst, std::fabs(got.get(i) - want.out[i]) / want.bound[i]);
           const std::string what =
               fp8_scheme_text(scheme) + ", m " + std::to_string(m) + (b ? ", bias" : "");
           EXPECT_LE(worst, tolerance(acc)) << what;
