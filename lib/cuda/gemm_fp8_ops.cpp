@@ -76,10 +76,12 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   const void* a_codes = call.owned.back().get();
   call.owned.push_back(ctx.upload_array(w.codes.data(), w.codes.size()));
   const void* w_codes = call.owned.back().get();
-  const float scales[2] = {w.scales[0], qa.scales[0]};
-  call.owned.push_back(ctx.upload_array(scales, sizeof(scales)));
+  // One allocation per scale: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, at the launch) a
+  // scale pointer 4 bytes into an allocation (seen on an H200 with cuBLAS 13.1).
+  call.owned.push_back(ctx.upload_array(&w.scales[0], sizeof(float)));
   const float* w_scale = static_cast<const float*>(call.owned.back().get());
-  const float* a_scale = w_scale + 1;
+  call.owned.push_back(ctx.upload_array(&qa.scales[0], sizeof(float)));
+  const float* a_scale = static_cast<const float*>(call.owned.back().get());
   call.owned.emplace_back(static_cast<size_t>(m * n) * dtype_size(out));
   void* d_ptr = call.owned.back().get();
   call.output = d_ptr;
