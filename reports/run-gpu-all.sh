@@ -10,6 +10,8 @@
 #   NVDET_PTX_BUILD=DIR   a PTX-only build (-DCMAKE_CUDA_ARCHITECTURES=90-virtual) to test too.
 #   NVDET_STEP_TIMEOUT    seconds per step (default 420); NVDET_SKIP_SANITIZERS=1 skips them.
 #   NVDET_CUDNN_LIBRARY_PATH  cuDNN for the cudnn backend (default: PyTorch's, when installed).
+#   NVDET_TRAFFIC_REPLAYS  replays of each traffic-* scenario here (default 20: traffic_seed 1..N);
+#                          the whole 1000-replay sweep takes its own call: reports/run-gpu-traffic.sh.
 # Writes OUT_DIR/<lane>/... (each step's output and reports) and OUT_DIR/summary.txt, one line
 # per step with its exit code and seconds; exits 1 if any step that must pass did not.
 set -uo pipefail
@@ -42,9 +44,12 @@ step() {  # step LANE NAME EXPECTED_EXIT COMMAND...: run with a timeout, log, re
 }
 
 audit() {  # audit LANE SCENARIO: the scenario's own expectations decide (exit 0 expected)
-  local lane=$1 s=$2
+  local lane=$1 s=$2 extra=()
+  # Serving-traffic sweeps are the long ones: a few replays here, every replay in its own run.
+  [[ $(basename "$s") == traffic-* ]] &&
+    extra=(--axis "traffic_seed={from: 1, to: ${NVDET_TRAFFIC_REPLAYS:-20}}")
   step "$lane" "audit-$(basename "$s" .yaml)" 0 "$nvdet" audit "$s" --report-dir "$out/$lane" \
-    --format md,json,html
+    --format md,json,html "${extra[@]}"
 }
 
 gpu_scenarios=$(grep -lE '^[[:space:]]+(cublas|cublas-grouped|cublaslt-[a-z0-9-]+|cuda-[a-z-]+|cudnn)[[:space:]]*:' \
@@ -68,6 +73,7 @@ lane_of() {  # the long, host-bound model audits get lanes of their own
     model-qwen3-30b-a3b-gpu.yaml) echo model-moe ;;
     model-parity-*|model-sampling-*) echo model-d ;;
     model-*) echo model-c ;;
+    traffic-*) echo traffic ;;
     moe-*) echo moe ;;
     tp-*) echo tp ;;
     gemm-ws1k-*) echo gemm-ws ;;
@@ -96,6 +102,7 @@ run_lane model-moe &
 run_lane model-d &
 run_lane moe &
 run_lane tp &
+run_lane traffic &
 if [[ -z ${NVDET_SKIP_SANITIZERS:-} ]]; then
   NVDET_BUILD=$build NVDET_SANITIZER_TIMEOUT=${NVDET_STEP_TIMEOUT:-420} \
     step sanitize compute-sanitizer 0 reports/run-compute-sanitizer.sh "$out/sanitize/tools" &
