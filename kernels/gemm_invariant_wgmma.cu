@@ -28,6 +28,7 @@
 #include "kernels/gemm_wgmma_instr.cuh"
 #include "kernels/kernel_image.cuh"
 #include "kernels/sm90_async.cuh"
+#include "kernels/tensor_map.cuh"
 
 #ifdef NVDET_SM90A_DEVICE
 #define NVDET_WGMMA_DEVICE 1
@@ -210,25 +211,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
 #endif
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
-  }();
-  return fn;
-}
-
 // A row-major [rows, k] 16-bit matrix as a TMA map with a box of box_rows x 64 elements.
 bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld, int box_rows,
               CUtensorMapDataType type) {
-  auto fn = encode_fn();
+  auto fn = tensor_map_encoder();
   if (!fn) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
@@ -306,7 +292,7 @@ bool wgmma_available() {
     // A compute_90 PTX image JIT-compiled on sm_90 also reports binaryVersion 90, but its wgmma
     // kernel is the __trap() fallback: require the sm_90a image (kernels/kernel_image.cuh).
     return attr.binaryVersion == 90 && nvdet::kernels::kernel_image().arch_specific &&
-           encode_fn() != nullptr;
+           tensor_map_encoder() != nullptr;
   }();
   return available;
 }

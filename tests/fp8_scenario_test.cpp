@@ -133,6 +133,11 @@ TEST(Fp8Scenarios, EveryBackendThatComputesNoFp8IsRefusedNamingTheKey) {
         EXPECT_TRUE(answer.ok()) << r.info.name << ": " << answer.reason;
         continue;
       }
+      if (r.info.name == "cuda-invariant" && s == &gemm) {
+        // Its FP8 GEMM computes every scheme of the sweep: at most the device is missing.
+        EXPECT_EQ(answer.reason.find("does not compute FP8"), std::string::npos) << answer.reason;
+        continue;
+      }
       EXPECT_EQ(answer.status, Support::Status::kUnsupportedOp) << r.info.name;
       EXPECT_EQ(answer.reason.rfind("does not compute FP8", 0), 0u) << answer.reason;
       EXPECT_NE(answer.reason.find(s == &gemm ? "asked for by the key 'fp8'"
@@ -170,8 +175,43 @@ TEST(Fp8Scenarios, CublasComputesTensorWideE4m3GemmsOnly) {
   EXPECT_CONTAINS(refusal([](Fp8Scheme& t) { t.act_scale = Fp8ActScale::kGroup128; }, OpKind::kMoe),
                   "does not compute FP8 act_scale 'group_128'");
   EXPECT_CONTAINS(refusal([](Fp8Scheme&) {}, OpKind::kModel), "does not compute FP8 models");
-  for (const char* other : {"cuda-invariant", "cublaslt-nosplit", "cuda-vendor-policy"})
+  for (const char* other : {"cublaslt-nosplit", "cuda-vendor-policy"})
     EXPECT_CONTAINS(backend_fp8_refusal(other, OpKind::kGemm, s), "does not compute FP8: ");
+}
+
+// cuda-invariant's registry answer: its wgmma e4m3 GEMM takes every activation and weight scale,
+// promoted, for op gemm and the MoE block; fast only where no scale changes along K; not e5m2
+// and not models.
+TEST(Fp8Scenarios, CudaInvariantComputesEveryE4m3SchemeButFastWithKGroupScales) {
+  for (const std::string& act : fp8_act_scale_words()) {
+    for (const std::string& weight : fp8_weight_scale_words()) {
+      for (const std::string& acc : fp8_accumulation_words()) {
+        Fp8Scheme s;
+        s.act_scale = *parse_fp8_act_scale(act);
+        s.weight_scale = *parse_fp8_weight_scale(weight);
+        s.accumulation = *parse_fp8_accumulation(acc);
+        const bool k_groups =
+            s.act_scale == Fp8ActScale::kGroup128 || s.weight_scale == Fp8WeightScale::kBlock128;
+        const bool computed = !(k_groups && s.accumulation == Fp8Accumulation::kFast);
+        for (const OpKind op : {OpKind::kGemm, OpKind::kMoe}) {
+          const std::string answer = backend_fp8_refusal("cuda-invariant", op, s);
+          if (computed) {
+            EXPECT_EQ(answer, "") << fp8_scheme_text(s);
+          } else {
+            EXPECT_CONTAINS(answer,
+                            "does not compute FP8 accumulation 'fast' with scales that "
+                            "change along K");
+          }
+        }
+      }
+    }
+  }
+  Fp8Scheme e5m2;
+  e5m2.format = Fp8Format::kE5M2;
+  EXPECT_CONTAINS(backend_fp8_refusal("cuda-invariant", OpKind::kGemm, e5m2),
+                  "does not compute FP8 format 'e5m2'");
+  EXPECT_CONTAINS(backend_fp8_refusal("cuda-invariant", OpKind::kModel, Fp8Scheme{}),
+                  "does not compute FP8 models");
 }
 
 TEST(Fp8Scenarios, TheCliRefusesAGpuBackendWithExit2) {

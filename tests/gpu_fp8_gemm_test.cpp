@@ -153,13 +153,13 @@ TEST(GpuFp8Gemm, WhatItDoesNotComputeIsRefused) {
     EXPECT_NE(std::string(e.what()).find("k a multiple of 16, got k = 40"), std::string::npos)
         << e.what();
   }
-  // Other CUDA backends compute no FP8 at all.
+  // The vendor-policy flavor computes no FP8 at all (cuda-invariant: gpu_fp8_invariant_test.cpp).
   try {
-    make_backend("cuda-invariant")
+    make_backend("cuda-vendor-policy")
         ->run(fp8_args(a, qw, nullptr,
                        tensor_scheme(Fp8ActScale::kStatic, Fp8Accumulation::kPromoted)),
               nullptr);
-    ADD_FAILURE() << "FP8 ran on cuda-invariant";
+    ADD_FAILURE() << "FP8 ran on cuda-vendor-policy";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("does not compute FP8"), std::string::npos) << e.what();
   }

@@ -56,8 +56,11 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // cublas calls cuBLASLt's FP8 GEMM (gemm_fp8_ops.cpp); the other flavors compute no FP8.
-  bool computes_fp8() const { return flavor_ == CudaFlavor::kCublas; }
+  // cublas calls cuBLASLt's FP8 GEMM (gemm_fp8_ops.cpp), cuda-invariant nvdet's wgmma e4m3 GEMM
+  // (gemm_fp8_invariant_ops.cpp); the other flavors compute no FP8.
+  bool computes_fp8() const {
+    return flavor_ == CudaFlavor::kCublas || flavor_ == CudaFlavor::kInvariant;
+  }
 
   // The MoE block: a plain expert loop on the host (lib/backend/moe_pipeline.h) calling this
   // flavor's GEMM for the router and for each expert's gate_up and down, one device GEMM per

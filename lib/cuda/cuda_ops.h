@@ -16,9 +16,13 @@ namespace nvdet::cuda {
 PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
                           RunNotes* notes);
 // An FP8 GEMM (args.is_fp8(), lib/cuda/gemm_fp8_ops.cpp): cuBLASLt's tensor-wide-scaled FP8
-// matmul, cublas only; what it refuses is cublas_fp8_refusal's.
+// matmul for cublas (what it refuses is cublas_fp8_refusal's), nvdet's wgmma e4m3 GEMM for
+// cuda-invariant (prepare_invariant_fp8_gemm); the other flavors compute none.
 PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
                               RunNotes* notes);
+// cuda-invariant's FP8 GEMM (lib/cuda/gemm_fp8_invariant_ops.cpp); what it refuses is
+// invariant_fp8_refusal's.
+PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args, RunNotes* notes);
 PreparedCall prepare_rmsnorm(DeviceContext& ctx, CudaFlavor flavor, const RmsNormArgs& args,
                              RunNotes* notes);
 PreparedCall prepare_log_softmax(DeviceContext& ctx, CudaFlavor flavor, const LogSoftmaxArgs& args,

@@ -35,6 +35,24 @@ std::string cuda::cublas_fp8_refusal(OpKind op, const Fp8Scheme& scheme) {
   return "";
 }
 
+std::string cuda::invariant_fp8_refusal(OpKind op, const Fp8Scheme& scheme) {
+  if (op == OpKind::kModel) {
+    return "does not compute FP8 models: the device decoder has no FP8 GEMM wired yet (the CPU "
+           "backends compute them)";
+  }
+  if (scheme.format != Fp8Format::kE4M3) {
+    return "does not compute FP8 format 'e5m2': its wgmma GEMM takes e4m3 operands; use 'e4m3'";
+  }
+  const bool per_group = scheme.act_scale == Fp8ActScale::kGroup128 ||
+                         scheme.weight_scale == Fp8WeightScale::kBlock128;
+  if (scheme.accumulation == Fp8Accumulation::kFast && per_group) {
+    return "does not compute FP8 accumulation 'fast' with scales that change along K (act_scale "
+           "group_128 or weight_scale block_128x128): they are applied when each 128-wide K "
+           "group is promoted, which fast accumulation never does; use 'promoted'";
+  }
+  return "";
+}
+
 namespace {
 
 using cuda::needs_sm80;
@@ -81,9 +99,11 @@ std::function<std::string()> flavor_path(cuda::CudaFlavor kind) {
 
 BackendRegistration flavor(BackendInfo info, cuda::CudaFlavor kind, BenchRole bench = {}) {
   (void)kind;  // unused where the factory is the CPU-only stub
-  // FP8: cublas calls cuBLASLt's FP8 GEMM; the other flavors compute none yet.
+  // FP8: cublas calls cuBLASLt's FP8 GEMM, cuda-invariant nvdet's wgmma e4m3 GEMM; the other
+  // flavors compute none yet.
   Fp8SupportFn fp8 = {};
   if (kind == cuda::CudaFlavor::kCublas) fp8 = cuda::cublas_fp8_refusal;
+  if (kind == cuda::CudaFlavor::kInvariant) fp8 = cuda::invariant_fp8_refusal;
   return {info,
           NVDET_GPU_FACTORY(info, cuda::make_cuda_backend(info, kind)),
           supports_from({flavor_ops(), true, needs_sm80}),

@@ -49,12 +49,14 @@ void check_fp8_shape(int64_t m, int64_t n, int64_t k) {
 
 PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
                               RunNotes* notes) {
+  if (flavor == CudaFlavor::kInvariant) return prepare_invariant_fp8_gemm(ctx, args, notes);
   const Fp8Scheme& scheme = args.fp8;
   // The registry refuses these before a run (cublas_fp8_refusal); a direct caller gets the same
   // sentence.
-  const std::string refusal = flavor == CudaFlavor::kCublas
-                                  ? cublas_fp8_refusal(OpKind::kGemm, scheme)
-                                  : "does not compute FP8 (only cublas calls cuBLASLt's FP8 GEMM)";
+  const std::string refusal =
+      flavor == CudaFlavor::kCublas
+          ? cublas_fp8_refusal(OpKind::kGemm, scheme)
+          : "does not compute FP8 (cublas calls cuBLASLt's FP8 GEMM, cuda-invariant nvdet's)";
   if (!refusal.empty()) throw_input_error("this CUDA backend " + refusal);
   const Fp8Weight& w = *args.fp8_w;
   const int64_t m = args.a->dim(0), k = args.a->dim(1), n = w.rows;
