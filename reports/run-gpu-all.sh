@@ -74,6 +74,7 @@ lane_of() {  # the long, host-bound model audits get lanes of their own
     model-parity-*|model-sampling-*) echo model-d ;;
     model-*) echo model-c ;;
     traffic-*) echo traffic ;;
+    fp8-*) echo fp8 ;;
     moe-*) echo moe ;;
     tp-*) echo tp ;;
     gemm-ws1k-*) echo gemm-ws ;;
@@ -103,6 +104,7 @@ run_lane model-d &
 run_lane moe &
 run_lane tp &
 run_lane traffic &
+run_lane fp8 &
 if [[ -z ${NVDET_SKIP_SANITIZERS:-} ]]; then
   NVDET_BUILD=$build NVDET_SANITIZER_TIMEOUT=${NVDET_STEP_TIMEOUT:-420} \
     step sanitize compute-sanitizer 0 reports/run-compute-sanitizer.sh "$out/sanitize/tools" &
