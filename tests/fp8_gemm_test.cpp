@@ -208,10 +208,12 @@ TEST(Fp8Gemm, RefusesWhatItDoesNotCompute) {
   EXPECT_EQ(backend_fp8_refusal("cpu-invariant", OpKind::kGemm, scheme), "");
   EXPECT_NE(backend_fp8_refusal("cpu-invariant", OpKind::kGemm, fast).find("accumulation 'fast'"),
             std::string::npos);
-  // cuda-invariant computes this scheme on its wgmma e4m3 GEMM; no other GPU backend does.
-  EXPECT_EQ(backend_fp8_refusal("cuda-invariant", OpKind::kGemm, scheme), "");
+  // cublas (cuBLASLt's block-scaled mode) and cuda-invariant (its wgmma e4m3 GEMM) compute this
+  // scheme; no other GPU backend does.
+  for (const char* computes : {"cublas", "cuda-invariant"})
+    EXPECT_EQ(backend_fp8_refusal(computes, OpKind::kGemm, scheme), "") << computes;
   for (const BackendRegistration& r : backend_registry()) {
-    if (!r.info.gpu || r.info.name == "cuda-invariant") continue;
+    if (!r.info.gpu || r.info.name == "cublas" || r.info.name == "cuda-invariant") continue;
     EXPECT_EQ(
         backend_fp8_refusal(r.info.name, OpKind::kGemm, scheme).rfind("does not compute FP8", 0),
         0u)

@@ -148,35 +148,61 @@ TEST(Fp8Scenarios, EveryBackendThatComputesNoFp8IsRefusedNamingTheKey) {
   }
 }
 
-// cublas's registry answer: what cuBLASLt's FP8 GEMM with one scale per operand computes, and a
-// sentence naming the field for the rest; the other CUDA backends compute no FP8.
-TEST(Fp8Scenarios, CublasComputesTensorWideE4m3GemmsOnly) {
-  Fp8Scheme s;
-  s.format = Fp8Format::kE4M3;
-  s.weight_scale = Fp8WeightScale::kTensor;
-  for (const Fp8ActScale act : {Fp8ActScale::kStatic, Fp8ActScale::kDynamicTensor}) {
+// cublas's registry answer: the scale pairs cuBLASLt's FP8 GEMM takes (one scale per operand, a
+// scale per row of each, 128-wide activation vectors with 128x128 weight blocks), e4m3, gemm and
+// the MoE block; a sentence naming the pair for the rest; the other CUDA backends but
+// cuda-invariant compute no FP8.
+TEST(Fp8Scenarios, CublasComputesTheScalePairsCublasLtTakes) {
+  struct Pair {
+    Fp8ActScale act;
+    Fp8WeightScale weight;
+    bool fast_too;
+  };
+  for (const Pair& p : {Pair{Fp8ActScale::kStatic, Fp8WeightScale::kTensor, true},
+                        Pair{Fp8ActScale::kDynamicTensor, Fp8WeightScale::kTensor, true},
+                        Pair{Fp8ActScale::kDynamicToken, Fp8WeightScale::kChannel, true},
+                        Pair{Fp8ActScale::kGroup128, Fp8WeightScale::kBlock128, false}}) {
     for (const Fp8Accumulation acc : {Fp8Accumulation::kPromoted, Fp8Accumulation::kFast}) {
-      s.act_scale = act;
+      Fp8Scheme s;
+      s.act_scale = p.act;
+      s.weight_scale = p.weight;
       s.accumulation = acc;
-      for (const OpKind op : {OpKind::kGemm, OpKind::kMoe})
-        EXPECT_EQ(backend_fp8_refusal("cublas", op, s), "") << fp8_scheme_text(s);
+      for (const OpKind op : {OpKind::kGemm, OpKind::kMoe}) {
+        const std::string answer = backend_fp8_refusal("cublas", op, s);
+        if (acc == Fp8Accumulation::kPromoted || p.fast_too) {
+          EXPECT_EQ(answer, "") << fp8_scheme_text(s);
+        } else {
+          EXPECT_CONTAINS(answer,
+                          "does not compute FP8 accumulation 'fast' with act_scale "
+                          "'group_128' with weight_scale 'block_128x128'");
+        }
+      }
     }
   }
-  const auto refusal = [&](const std::function<void(Fp8Scheme&)>& edit, OpKind op) {
-    Fp8Scheme t = s;
-    edit(t);
+  const auto refusal = [](Fp8ActScale act, Fp8WeightScale weight, OpKind op) {
+    Fp8Scheme t;
+    t.act_scale = act;
+    t.weight_scale = weight;
     return backend_fp8_refusal("cublas", op, t);
   };
-  EXPECT_CONTAINS(refusal([](Fp8Scheme& t) { t.format = Fp8Format::kE5M2; }, OpKind::kGemm),
+  EXPECT_CONTAINS(refusal(Fp8ActScale::kStatic, Fp8WeightScale::kChannel, OpKind::kGemm),
+                  "does not compute FP8 act_scale 'static' with weight_scale 'channel'");
+  EXPECT_CONTAINS(refusal(Fp8ActScale::kGroup128, Fp8WeightScale::kTensor, OpKind::kMoe),
+                  "does not compute FP8 act_scale 'group_128' with weight_scale 'tensor'");
+  EXPECT_CONTAINS(refusal(Fp8ActScale::kDynamicToken, Fp8WeightScale::kBlock128, OpKind::kGemm),
+                  "does not compute FP8 act_scale 'dynamic_token' with weight_scale "
+                  "'block_128x128'");
+  Fp8Scheme e5m2;
+  e5m2.format = Fp8Format::kE5M2;
+  e5m2.act_scale = Fp8ActScale::kStatic;
+  e5m2.weight_scale = Fp8WeightScale::kTensor;
+  EXPECT_CONTAINS(backend_fp8_refusal("cublas", OpKind::kGemm, e5m2),
                   "does not compute FP8 format 'e5m2'");
-  EXPECT_CONTAINS(
-      refusal([](Fp8Scheme& t) { t.weight_scale = Fp8WeightScale::kChannel; }, OpKind::kGemm),
-      "does not compute FP8 weight_scale 'channel'");
-  EXPECT_CONTAINS(refusal([](Fp8Scheme& t) { t.act_scale = Fp8ActScale::kGroup128; }, OpKind::kMoe),
-                  "does not compute FP8 act_scale 'group_128'");
-  EXPECT_CONTAINS(refusal([](Fp8Scheme&) {}, OpKind::kModel), "does not compute FP8 models");
+  EXPECT_CONTAINS(backend_fp8_refusal("cublas", OpKind::kModel, Fp8Scheme{}),
+                  "does not compute FP8 models");
   for (const char* other : {"cublaslt-nosplit", "cuda-vendor-policy"})
-    EXPECT_CONTAINS(backend_fp8_refusal(other, OpKind::kGemm, s), "does not compute FP8: ");
+    EXPECT_CONTAINS(backend_fp8_refusal(other, OpKind::kGemm, Fp8Scheme{}),
+                    "does not compute FP8: ");
 }
 
 // cuda-invariant's registry answer: its wgmma e4m3 GEMM takes every activation and weight scale,

@@ -1,11 +1,13 @@
-// cublas's FP8 GEMM (cuBLASLt's FP8 matmul, one scale per operand; lib/cuda/gemm_fp8_ops.cpp):
+// cublas's FP8 GEMM (cuBLASLt's FP8 matmul; lib/cuda/gemm_fp8_ops.cpp):
 //  - correctness: e4m3 with static and dynamic_tensor activation scales and a tensor weight scale,
 //    promoted and fast accumulation, with and without a bias, against an independent
 //    dequantise-then-double product of the same codes and scales, within the bound of each
 //    accumulation's rounding (stated at `tolerance`); the largest error is printed;
 //  - the scheme's batch dependence: with dynamic_tensor a loud row elsewhere in the batch moves
 //    the probe row's scale and so its bits; with static the probe row stays within tolerance;
-//  - the refusals of what cuBLASLt's tensor-wide FP8 GEMM does not compute, on the device.
+//  - its per-row (OUTER_VEC) and block-scaled (VEC128 with BLK128x128) modes against the same
+//    oracle;
+//  - the refusals of what cuBLASLt's FP8 GEMM does not compute, on the device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -83,6 +85,46 @@ TEST(GpuFp8Gemm, CublasMatchesTheDequantisedProduct) {
           std::cout << what << ": largest error " << worst << " of sum |a w| (tolerance "
                     << tolerance(acc) << ")\n";
         }
+      }
+    }
+  }
+}
+
+// cuBLASLt's other scale modes: a scale per row of each operand (dynamic_token with channel) and
+// 128-wide activation vectors with 128x128 weight blocks (group_128 with block_128x128), against
+// the same oracle, with and without a bias, at m where the block mode has kernels and where it
+// needs the activations padded (the notes say so).
+TEST(GpuFp8Gemm, CublasScaleModesMatchTheDequantisedProduct) {
+  REQUIRE_GPU();
+  const HostTensor w = seeded({kN, kK}, 2, 0.05f);
+  const HostTensor bias = seeded({kN}, 3, 0.5f);
+  auto cublas = make_backend("cublas");
+  struct Pair {
+    Fp8ActScale act;
+    Fp8WeightScale weight;
+    const char* mode;
+  };
+  for (const Pair& p : {Pair{Fp8ActScale::kDynamicToken, Fp8WeightScale::kChannel, "OUTER_VEC"},
+                        Pair{Fp8ActScale::kGroup128, Fp8WeightScale::kBlock128, "VEC128"}}) {
+    const Fp8Weight qw = quantize_weight(w, Fp8Format::kE4M3, p.weight);
+    Fp8Scheme scheme = tensor_scheme(p.act, Fp8Accumulation::kPromoted);
+    scheme.weight_scale = p.weight;
+    for (const int64_t m : {1, 7, 64, 256}) {
+      const HostTensor a = seeded({m, kK}, 20 + static_cast<uint64_t>(m), 1.0f);
+      for (const HostTensor* b : {static_cast<const HostTensor*>(nullptr), &bias}) {
+        const testing::Fp8Oracle want = testing::dequantised_gemm(a, qw, b, scheme);
+        RunNotes notes;
+        const HostTensor got = cublas->run(fp8_args(a, qw, b, scheme), &notes);
+        ASSERT_EQ(got.shape(), (std::vector<int64_t>{m, kN}));
+        double worst = 0;
+        for (int64_t i = 0; i < got.numel(); ++i)
+          worst = std::max(worst, std::fabs(got.get(i) - want.out[i]) / want.bound[i]);
+        const std::string what =
+            fp8_scheme_text(scheme) + ", m " + std::to_string(m) + (b ? ", bias" : "");
+        EXPECT_LE(worst, tolerance(Fp8Accumulation::kPromoted)) << what;
+        EXPECT_NE(notes.at("scale_mode").find(p.mode), std::string::npos) << what;
+        std::cout << what << ": largest error " << worst << " of sum |a w|"
+                  << (notes.count("m_padded") ? ", m padded " + notes.at("m_padded") : "") << "\n";
       }
     }
   }

@@ -42,10 +42,10 @@ inline constexpr const char* kCudaCoresPath = "CUDA cores (fp32 accumulation)";
 // for `nvdet info` (lib/cuda/kernel_paths.cpp; CUDA builds only).
 std::string invariant_kernel_path();
 
-// cublas's answer to an FP8 scheme (README "FP8"): "" for what cuBLASLt's FP8 GEMM computes (one
-// scale per operand: act_scale static or dynamic_tensor, weight_scale tensor; e4m3; fast or
-// promoted accumulation; op gemm and the MoE block's expert GEMMs), else the clause saying what
-// it does not compute.
+// cublas's answer to an FP8 scheme (README "FP8"): "" for what cuBLASLt's FP8 GEMM computes
+// (e4m3; act_scale static or dynamic_tensor with weight_scale tensor, dynamic_token with channel,
+// group_128 with block_128x128, the last promoted only; op gemm and the MoE block's expert
+// GEMMs), else the clause saying what it does not compute.
 std::string cublas_fp8_refusal(OpKind op, const Fp8Scheme& scheme);
 
 // cuda-invariant's answer to an FP8 scheme: its wgmma e4m3 GEMM (kernels/gemm_fp8.cuh) computes

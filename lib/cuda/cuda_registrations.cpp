@@ -15,22 +15,32 @@ std::string cuda::needs_sm80(const DeviceFacts& d) {
 
 std::string cuda::cublas_fp8_refusal(OpKind op, const Fp8Scheme& scheme) {
   if (op == OpKind::kModel) {
-    return "does not compute FP8 models: an FP8 checkpoint's 128x128 weight blocks need "
-           "cuBLASLt's block-scaled mode, which is not wired yet";
+    return "does not compute FP8 models: the device decoder has no FP8 GEMM wired yet (the CPU "
+           "backends compute them)";
   }
   if (scheme.format != Fp8Format::kE4M3) {
     return "does not compute FP8 format 'e5m2': cuBLASLt's FP8 GEMM has no kernel with both "
            "operands in e5m2; use 'e4m3'";
   }
-  if (scheme.weight_scale != Fp8WeightScale::kTensor) {
-    return "does not compute FP8 weight_scale '" +
-           std::string(fp8_weight_scale_name(scheme.weight_scale)) +
-           "': cuBLASLt's FP8 GEMM takes one scale per operand here (its sm_90 block-scaled mode "
-           "is not wired yet); use 'tensor'";
-  }
-  if (scheme.act_scale != Fp8ActScale::kStatic && scheme.act_scale != Fp8ActScale::kDynamicTensor) {
-    return "does not compute FP8 act_scale '" + std::string(fp8_act_scale_name(scheme.act_scale)) +
-           "': cuBLASLt's FP8 GEMM takes one scale per operand; use 'static' or 'dynamic_tensor'";
+  // cuBLASLt's scale modes pair an activation scale with one weight scale (gemm_fp8_ops.cpp).
+  const Fp8ActScale act = scheme.act_scale;
+  const Fp8WeightScale weight = scheme.weight_scale;
+  const std::string pair = "act_scale '" + std::string(fp8_act_scale_name(act)) +
+                           "' with weight_scale '" + std::string(fp8_weight_scale_name(weight)) +
+                           "'";
+  const char* takes =
+      ": cuBLASLt's FP8 GEMM takes static or dynamic_tensor with tensor (one scale per "
+      "operand), dynamic_token with channel (a scale per row of each) and group_128 with "
+      "block_128x128 (its 128-wide vector and 128x128 block modes)";
+  const bool tensor_pair = (act == Fp8ActScale::kStatic || act == Fp8ActScale::kDynamicTensor) &&
+                           weight == Fp8WeightScale::kTensor;
+  const bool row_pair = act == Fp8ActScale::kDynamicToken && weight == Fp8WeightScale::kChannel;
+  const bool block_pair = act == Fp8ActScale::kGroup128 && weight == Fp8WeightScale::kBlock128;
+  if (!tensor_pair && !row_pair && !block_pair) return "does not compute FP8 " + pair + takes;
+  if (block_pair && scheme.accumulation == Fp8Accumulation::kFast) {
+    return "does not compute FP8 accumulation 'fast' with " + pair +
+           ": scales that change along K are applied as each 128-wide K group is promoted, which "
+           "fast accumulation never does; use 'promoted'";
   }
   return "";
 }

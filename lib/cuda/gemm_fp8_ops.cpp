@@ -1,18 +1,33 @@
-// The FP8 GEMM of the cublas backend: cuBLASLt's FP8 matmul with one scale per operand.
-//
+// The FP8 GEMM of the cublas backend: cuBLASLt's FP8 matmul with the scale mode that matches
+// the scheme (cublas_fp8_refusal says which pairs it takes):
+//   static or dynamic_tensor with tensor:   one fp32 scale per operand (SCALAR_32F);
+//   dynamic_token with channel:             one scale per row of each operand (OUTER_VEC_32F);
+//   group_128 with block_128x128:           one scale per row and 128-wide K group of the
+//                                           activations (VEC128_32F) and one per 128 x 128 block
+//                                           of the weight (BLK128x128_32F).
 // The activations are quantised on the host by the scheme's rule (lib/ops/fp8_quant.h, the same
-// function the CPU backends call), so the codes and the scale are the CPU's bit for bit; the
-// weight's codes and scale are the workload's. cuBLASLt then computes, in its column-major terms,
-// D[n, m] = scale_w * scale_a * (W_codes^T[n, k] · A_codes[k, m]) (+ bias[n]), the weight as the
-// transposed first operand and the activations as the second (the TN layout its FP8 kernels
-// need), D in fp32, then the bias and one rounding to the output dtype. `accumulation: fast` sets
-// CUBLASLT_MATMUL_DESC_FAST_ACCUM: the tensor cores' own reduced-precision accumulator, never
-// promoted to fp32; `promoted` leaves it off, and cuBLASLt promotes its partial sums to fp32 at an
-// interval of its own choosing (not necessarily the CPU's 128-wide K groups, so the two agree
-// within the tolerance of the tests, not bitwise). The heuristic's choice is in the notes, as for
-// the 16-bit GEMM.
+// function the CPU backends call), so the codes and scales are the CPU's bit for bit; the
+// weight's codes and scales are the workload's. cuBLASLt then computes, in its column-major
+// terms, D[n, m] = (W_codes^T[n, k] with its scales) · (A_codes[k, m] with theirs), the weight
+// as the transposed first operand and the activations as the second (the TN layout its FP8
+// kernels need), D in fp32, then the bias and one rounding to the output dtype. Scale layouts (a
+// probe on the H200, reports/h200/traffic-fp8-2026-12-05): VEC128 K-group-major (s[g * m + i]),
+// BLK128x128 in the checkpoint's order (s[n_block * k_groups + g]).
+//
+// cuBLASLt's block-scaled kernels did not take every m on the H200 (none at m = 1 or 33, one at
+// m = 256): where its heuristic finds no algorithm for m, the activations are padded with zero
+// rows (scale 1) to the next multiple of 16, 128 or 256 that it takes, and the notes say so; the
+// padded rows are never returned.
+//
+// `accumulation: fast` sets CUBLASLT_MATMUL_DESC_FAST_ACCUM: the tensor cores' own
+// reduced-precision accumulator, never promoted to fp32; `promoted` leaves it off, and cuBLASLt
+// promotes its partial sums to fp32 at an interval of its own choosing (not necessarily the CPU's
+// 128-wide K groups, so the two agree within the tolerance of the tests, not bitwise). The
+// heuristic's choice is in the notes, as for the 16-bit GEMM.
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/gemm_invariant.cuh"
 #include "lib/core/error.h"
@@ -45,6 +60,70 @@ void check_fp8_shape(int64_t m, int64_t n, int64_t k) {
   }
 }
 
+// How cuBLASLt reads the scales of a scheme cublas computes.
+enum class LtScales { kTensor, kRows, kBlocks };
+
+LtScales lt_scales(const Fp8Scheme& s) {
+  if (s.act_scale == Fp8ActScale::kDynamicToken) return LtScales::kRows;
+  if (s.act_scale == Fp8ActScale::kGroup128) return LtScales::kBlocks;
+  return LtScales::kTensor;
+}
+
+const char* lt_scales_note(LtScales mode) {
+  switch (mode) {
+    case LtScales::kTensor: return "one scale per operand (SCALAR_32F)";
+    case LtScales::kRows: return "one scale per row of each operand (OUTER_VEC_32F)";
+    case LtScales::kBlocks:
+      return "activations per row and 128-wide K group (VEC128_32F), weight per 128x128 block "
+             "(BLK128x128_32F)";
+  }
+  return "";
+}
+
+// The weight's scales in cuBLASLt's layout for `mode`.
+std::vector<float> weight_scales(const Fp8Weight& w, LtScales mode) {
+  std::vector<float> out;
+  if (mode == LtScales::kTensor) return {w.scales.at(0)};
+  if (mode == LtScales::kRows) {
+    for (int64_t j = 0; j < w.rows; ++j) out.push_back(w.scale(j, 0));
+    return out;
+  }
+  // Blocks: one 128-row grid. Weights stacked from parts whose rows are not multiples of 128
+  // keep each part's own scale rows, which no 128-row grid can hold.
+  for (int64_t j = 0; j < w.rows; ++j) {
+    if (w.scale_row[j] != w.scale_row[j - j % kFp8Group] ||
+        (j % kFp8Group == 0 && w.scale_row[j] != j / kFp8Group)) {
+      throw_input_error(
+          "backend 'cublas': this FP8 weight's 128x128 scale blocks do not lie on one 128-row "
+          "grid (it stacks parts whose rows are not multiples of 128), which cuBLASLt's "
+          "BLK128x128 mode needs");
+    }
+  }
+  return w.scales;  // [ceil(rows / 128)][ceil(cols / 128)]: the checkpoint's order
+}
+
+// The activations' codes and scales for `rows` >= m rows (rows past m: zero codes, scale 1).
+struct PaddedActivations {
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+};
+PaddedActivations pad_activations(const Fp8Activations& qa, LtScales mode, int64_t rows) {
+  PaddedActivations p;
+  p.codes.assign(static_cast<size_t>(rows * qa.cols), 0);
+  std::copy(qa.codes.begin(), qa.codes.end(), p.codes.begin());
+  if (mode == LtScales::kTensor) {
+    p.scales = {qa.scales.at(0)};
+  } else if (mode == LtScales::kRows) {
+    p.scales.assign(static_cast<size_t>(rows), 1.0f);
+    for (int64_t i = 0; i < qa.rows; ++i) p.scales[i] = qa.scale(i, 0);
+  } else {
+    p.scales.assign(static_cast<size_t>(rows * qa.scale_cols), 1.0f);
+    for (int64_t g = 0; g < qa.scale_cols; ++g)
+      for (int64_t i = 0; i < qa.rows; ++i) p.scales[g * rows + i] = qa.scale(i, g);
+  }
+  return p;
+}
+
 }  // namespace
 
 PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs& args,
@@ -66,28 +145,90 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   }
   const DType out = args.out_dtype;
   check_fp8_shape(m, n, k);
-
+  const LtScales mode = lt_scales(scheme);
   const Fp8Activations qa = quantize_activations(*args.a, scheme);
-  if (qa.scales.size() != 1 || w.scales.size() != 1) {
-    throw_runtime_error("the cublas FP8 GEMM got a scale per row or block; it takes one each");
+  const std::vector<float> w_scales = weight_scales(w, mode);
+
+  cublasLtMatmulDesc_t raw_desc = nullptr;
+  check(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  const LtDesc desc(raw_desc, LtDeleter{});
+  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, "setting TRANSA");
+  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, "setting TRANSB");
+  const int8_t fast = scheme.accumulation == Fp8Accumulation::kFast ? 1 : 0;
+  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast, "setting fast accumulation");
+  if (mode != LtScales::kTensor) {
+    const int32_t w_mode = mode == LtScales::kRows ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
+                                                   : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    const int32_t a_mode = mode == LtScales::kRows ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
+                                                   : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    set_desc(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_MODE, w_mode,
+             "setting the weight's scale mode");
+    set_desc(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_MODE, a_mode,
+             "setting the activations' scale mode");
   }
+  const LtLayout w_layout = make_layout(fp8_data_type(w.format), k, n, k);  // op T -> n x k
+
+  cublasLtMatmulPreference_t raw_pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&raw_pref), "cublasLtMatmulPreferenceCreate");
+  const LtPref pref(raw_pref);
+  const uint64_t max_ws = kFp8WorkspaceBytes;
+  check(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &max_ws, sizeof(max_ws)),
+        "setting the workspace limit");
+  // The heuristic for `rows` activation rows; the block-scaled mode may need m padded.
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  LtLayout a_layout, d_layout;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  const auto find = [&](int64_t rows) {
+    a_layout = make_layout(fp8_data_type(scheme.format), k, rows, k);
+    d_layout = make_layout(CUDA_R_32F, n, rows, n);
+    int found = 0;
+    status = cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt(), desc.get(), w_layout.get(),
+                                            a_layout.get(), d_layout.get(), d_layout.get(),
+                                            pref.get(), 1, &heuristic, &found);
+    return status == CUBLAS_STATUS_SUCCESS && found > 0;
+  };
+  int64_t rows = m;
+  bool ok = find(rows);
+  if (!ok && mode == LtScales::kBlocks) {
+    for (const int64_t multiple : {16, 128, 256}) {
+      const int64_t padded = (m + multiple - 1) / multiple * multiple;
+      if (padded == rows) continue;
+      rows = padded;
+      if ((ok = find(rows))) break;
+    }
+  }
+  if (!ok) {
+    throw_runtime_error(
+        "cuBLASLt has no FP8 algorithm for this GEMM on this GPU (m=" + std::to_string(m) +
+        ", n=" + std::to_string(n) + ", k=" + std::to_string(k) + ", " + fp8_scheme_text(scheme) +
+        ", " + lt_scales_note(mode) + "): " + cublasGetStatusString(status) +
+        "; its FP8 kernels need compute capability 8.9 or newer");
+  }
+  const PaddedActivations act = pad_activations(qa, mode, rows);
+
   PreparedCall call;
   call.out_dtype = out;
   call.out_shape = {m, n};
-  call.owned.push_back(ctx.upload_array(qa.codes.data(), qa.codes.size()));
+  call.owned.push_back(ctx.upload_array(act.codes.data(), act.codes.size()));
   const void* a_codes = call.owned.back().get();
   call.owned.push_back(ctx.upload_array(w.codes.data(), w.codes.size()));
   const void* w_codes = call.owned.back().get();
-  // One allocation per scale: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, at the launch) a
-  // scale pointer 4 bytes into an allocation (seen on an H200 with cuBLAS 13.1).
-  call.owned.push_back(ctx.upload_array(&w.scales[0], sizeof(float)));
+  // One allocation per scale array: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, at the launch)
+  // a scale pointer 4 bytes into an allocation (seen on an H200 with cuBLAS 13.1).
+  call.owned.push_back(ctx.upload_array(w_scales.data(), w_scales.size() * sizeof(float)));
   const float* w_scale = static_cast<const float*>(call.owned.back().get());
-  call.owned.push_back(ctx.upload_array(&qa.scales[0], sizeof(float)));
+  call.owned.push_back(ctx.upload_array(act.scales.data(), act.scales.size() * sizeof(float)));
   const float* a_scale = static_cast<const float*>(call.owned.back().get());
-  // cuBLASLt writes the scaled product in fp32; one pass then adds the bias in full precision
-  // and rounds once to the output dtype, as the CPU backends do. (cuBLASLt's own bias epilogue
-  // on the FP8 path gave sums off by about a tenth of sum |a w| on the H200.)
-  call.owned.emplace_back(static_cast<size_t>(m * n) * sizeof(float));
+  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, w_scale, "setting the weight's scale");
+  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale,
+           "setting the activations' scale");
+  // cuBLASLt writes the scaled product in fp32 ([rows, n], row i of the output at i * n); one
+  // pass then adds the bias in full precision and rounds once to the output dtype, as the CPU
+  // backends do. (cuBLASLt's own bias epilogue on the FP8 path gave sums off by about a tenth of
+  // sum |a w| on the H200.)
+  call.owned.emplace_back(static_cast<size_t>(rows * n) * sizeof(float));
   float* d_ptr = static_cast<float*>(call.owned.back().get());
   call.owned.emplace_back(static_cast<size_t>(m * n) * dtype_size(out));
   void* out_ptr = call.owned.back().get();
@@ -99,48 +240,18 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   }
   const kernels::GemmType bias_type = elem_type(args.bias ? args.bias->dtype() : DType::kFP32);
   const kernels::GemmType out_type = elem_type(out);
-
-  cublasLtMatmulDesc_t raw_desc = nullptr;
-  check(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-        "cublasLtMatmulDescCreate");
-  const LtDesc desc(raw_desc, LtDeleter{});
-  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, "setting TRANSA");
-  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, "setting TRANSB");
-  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, w_scale, "setting the weight's scale");
-  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale,
-           "setting the activations' scale");
-  const int8_t fast = scheme.accumulation == Fp8Accumulation::kFast ? 1 : 0;
-  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast, "setting fast accumulation");
-  const LtLayout w_layout = make_layout(fp8_data_type(w.format), k, n, k);  // op T -> n x k
-  const LtLayout a_layout = make_layout(fp8_data_type(scheme.format), k, m, k);
-  const LtLayout d_layout = make_layout(CUDA_R_32F, n, m, n);
-
-  cublasLtMatmulPreference_t raw_pref = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&raw_pref), "cublasLtMatmulPreferenceCreate");
-  const LtPref pref(raw_pref);
-  const uint64_t max_ws = kFp8WorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                             &max_ws, sizeof(max_ws)),
-        "setting the workspace limit");
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  check(cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt(), desc.get(), w_layout.get(), a_layout.get(),
-                                       d_layout.get(), d_layout.get(), pref.get(), 1, &heuristic,
-                                       &found),
-        "cublasLtMatmulAlgoGetHeuristic (FP8)");
-  if (found == 0) {
-    throw_runtime_error(
-        "cuBLASLt has no FP8 algorithm for this GEMM on this GPU (m=" + std::to_string(m) +
-        ", n=" + std::to_string(n) + ", k=" + std::to_string(k) + ", " + fp8_scheme_text(scheme) +
-        "); its FP8 kernels need compute capability 8.9 or newer");
-  }
   if (notes) {
     describe_lt_algo(heuristic, *notes);
     (*notes)["kernel"] = "cublasLt fp8";
     (*notes)["fp8"] = fp8_scheme_text(scheme);
-    (*notes)["fp8_quantisation"] = "activations on the host (the CPU backends' codes and scale)";
+    (*notes)["fp8_quantisation"] = "activations on the host (the CPU backends' codes and scales)";
     (*notes)["fast_accum"] = fast ? "on" : "off";
-    (*notes)["act_scale_value"] = std::to_string(qa.scales[0]);
+    (*notes)["scale_mode"] = lt_scales_note(mode);
+    if (mode == LtScales::kTensor) (*notes)["act_scale_value"] = std::to_string(qa.scales[0]);
+    if (rows != m) {
+      (*notes)["m_padded"] = std::to_string(m) + " -> " + std::to_string(rows) +
+                             " (cuBLASLt's block-scaled FP8 kernels found no algorithm at m)";
+    }
   }
 
   void* workspace = ctx.workspace(kFp8WorkspaceBytes);
