@@ -133,8 +133,8 @@ TEST(Fp8Scenarios, EveryBackendThatComputesNoFp8IsRefusedNamingTheKey) {
         EXPECT_TRUE(answer.ok()) << r.info.name << ": " << answer.reason;
         continue;
       }
-      if (r.info.name == "cuda-invariant" && s == &gemm) {
-        // Its FP8 GEMM computes every scheme of the sweep: at most the device is missing.
+      if (r.info.name == "cuda-invariant") {
+        // Its FP8 GEMM computes every scheme of both sweeps: at most the device is missing.
         EXPECT_EQ(answer.reason.find("does not compute FP8"), std::string::npos) << answer.reason;
         continue;
       }
@@ -206,8 +206,8 @@ TEST(Fp8Scenarios, CublasComputesTheScalePairsCublasLtTakes) {
 }
 
 // cuda-invariant's registry answer: its wgmma e4m3 GEMM takes every activation and weight scale,
-// promoted, for op gemm and the MoE block; fast only where no scale changes along K; not e5m2
-// and not models.
+// promoted, for op gemm, the MoE block and FP8 checkpoints (on the host engine); fast only where
+// no scale changes along K; not e5m2.
 TEST(Fp8Scenarios, CudaInvariantComputesEveryE4m3SchemeButFastWithKGroupScales) {
   for (const std::string& act : fp8_act_scale_words()) {
     for (const std::string& weight : fp8_weight_scale_words()) {
@@ -219,7 +219,7 @@ TEST(Fp8Scenarios, CudaInvariantComputesEveryE4m3SchemeButFastWithKGroupScales) 
         const bool k_groups =
             s.act_scale == Fp8ActScale::kGroup128 || s.weight_scale == Fp8WeightScale::kBlock128;
         const bool computed = !(k_groups && s.accumulation == Fp8Accumulation::kFast);
-        for (const OpKind op : {OpKind::kGemm, OpKind::kMoe}) {
+        for (const OpKind op : {OpKind::kGemm, OpKind::kMoe, OpKind::kModel}) {
           const std::string answer = backend_fp8_refusal("cuda-invariant", op, s);
           if (computed) {
             EXPECT_EQ(answer, "") << fp8_scheme_text(s);
@@ -236,8 +236,6 @@ TEST(Fp8Scenarios, CudaInvariantComputesEveryE4m3SchemeButFastWithKGroupScales) 
   e5m2.format = Fp8Format::kE5M2;
   EXPECT_CONTAINS(backend_fp8_refusal("cuda-invariant", OpKind::kGemm, e5m2),
                   "does not compute FP8 format 'e5m2'");
-  EXPECT_CONTAINS(backend_fp8_refusal("cuda-invariant", OpKind::kModel, Fp8Scheme{}),
-                  "does not compute FP8 models");
 }
 
 TEST(Fp8Scenarios, TheCliRefusesAGpuBackendWithExit2) {

@@ -49,8 +49,9 @@ std::string invariant_kernel_path();
 std::string cublas_fp8_refusal(OpKind op, const Fp8Scheme& scheme);
 
 // cuda-invariant's answer to an FP8 scheme: its wgmma e4m3 GEMM (kernels/gemm_fp8.cuh) computes
-// op gemm and the MoE block's GEMMs for every activation and weight scale, promoted or fast
-// (fast only with scales that do not change along K); "" then, else the clause saying what not.
+// op gemm, the MoE block's GEMMs and FP8 checkpoints' GEMMs (on the host engine) for every
+// activation and weight scale, promoted or fast (fast only with scales that do not change along
+// K); "" then, else the clause saying what not.
 std::string invariant_fp8_refusal(OpKind op, const Fp8Scheme& scheme);
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendInfo& info, CudaFlavor flavor);
