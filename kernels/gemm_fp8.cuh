@@ -55,7 +55,8 @@ struct Fp8GemmConfig {
 inline constexpr Fp8GemmConfig kFp8GemmConfigs[] = {
     {128, 128, 6, 100},  // 192 KiB of stages; large M
     {64, 128, 8, 75},    // 192 KiB
-    {64, 64, 12, 55},    // 192 KiB; decode sizes: many CTAs streaming W
+    {64, 64, 12, 55},    // 192 KiB
+    {64, 32, 16, 40},    // 192 KiB; decode sizes: twice the CTAs streaming W (n = 4096: 128)
 };
 inline constexpr int kFp8GemmConfigCount =
     static_cast<int>(sizeof(kFp8GemmConfigs) / sizeof(kFp8GemmConfigs[0]));

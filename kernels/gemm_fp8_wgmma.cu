@@ -294,8 +294,9 @@ constexpr bool fp8_config_is(int i, int consumers, int tile_n, int stages) {
   return kFp8GemmConfigs[i].tile_m == 64 * consumers && kFp8GemmConfigs[i].tile_n == tile_n &&
          kFp8GemmConfigs[i].stages == stages;
 }
-static_assert(kFp8GemmConfigCount == 3 && fp8_config_is(0, 2, 128, 6) &&
-                  fp8_config_is(1, 1, 128, 8) && fp8_config_is(2, 1, 64, 12),
+static_assert(kFp8GemmConfigCount == 4 && fp8_config_is(0, 2, 128, 6) &&
+                  fp8_config_is(1, 1, 128, 8) && fp8_config_is(2, 1, 64, 12) &&
+                  fp8_config_is(3, 1, 32, 16),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
 template <bool PROMOTED>
@@ -304,6 +305,7 @@ cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream
     case 0: return launch_fp8_config<2, 128, 6, PROMOTED>(p, ctas, stream);
     case 1: return launch_fp8_config<1, 128, 8, PROMOTED>(p, ctas, stream);
     case 2: return launch_fp8_config<1, 64, 12, PROMOTED>(p, ctas, stream);
+    case 3: return launch_fp8_config<1, 32, 16, PROMOTED>(p, ctas, stream);
     default: break;
   }
   return cudaErrorInvalidValue;

@@ -1,6 +1,6 @@
 #pragma once
 // wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3 (both operands K-major in shared memory,
-// fp32 accumulators) for the FP8 GEMM's tile widths (N = 64, 128): one wrapper per width, because
+// fp32 accumulators) for the FP8 GEMM's tile widths (N = 32, 64, 128): one wrapper per width, because
 // the instruction takes its N / 2 accumulator registers per thread as separate operands.
 //
 // scale_d 0 issues d = A[64 x 32] * B[N x 32]^T (the registers' old values are ignored: the first
@@ -11,6 +11,27 @@ namespace nvdet::kernels {
 
 template <int N>
 struct WgmmaE4m3;
+
+template <>
+struct WgmmaE4m3<32> {
+  static constexpr int kRegs = 16;
+  __device__ __forceinline__ static void mma(float (&d)[16], uint64_t desc_a, uint64_t desc_b,
+                                             int scale_d) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+        "%16, %17, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+#else
+    (void)d, (void)desc_a, (void)desc_b, (void)scale_d;
+#endif
+  }
+};
 
 template <>
 struct WgmmaE4m3<64> {

@@ -141,6 +141,21 @@ TEST(BenchCli, CpuBenchPrintsRatios) {
   for (const auto& row : j.at("rows")) EXPECT_GT(row.at("median_us").get<double>(), 0.0);
 }
 
+// FP8 GEMMs are timed like any GEMM: one row per backend and context, the bytes of the codes.
+TEST(BenchCli, TimesFp8Gemms) {
+  const auto dir = make_temp_dir("bench-fp8");
+  const CommandResult r =
+      run_nvdet("bench " + scenario("fp8-gemm-cpu.yaml") +
+                " --filter 'act_scale=group_128,weight_scale=block_128x128,batch=8,position=first' "
+                "--reps 2 --warmup 1 --report-dir " +
+                dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(dir / "bench-fp8-gemm-cpu.json"));
+  ASSERT_FALSE(j.at("rows").empty());
+  for (const auto& row : j.at("rows")) EXPECT_GT(row.at("median_us").get<double>(), 0.0);
+  EXPECT_NE(r.out.find("act_scale=group_128"), std::string::npos) << r.out;
+}
+
 // --format of bench: names split at commas, spaces around them trimmed, duplicates and empty
 // names dropped; an unknown name is exit 2, naming it.
 TEST(BenchCli, FormatListIsTrimmedAndChecked) {

@@ -68,19 +68,33 @@ class GemmWorkload final : public RowWorkload {
   }
   // One backend call is what bench times; a sharded context is many calls and a host-side
   // all-reduce, which it would misrepresent.
+  // FP8: the call with the context's scheme and quantised weight, as compute() makes it. Its
+  // time is what the backend enqueues for one call (the GEMM, and any output pass); the host-side
+  // quantisation of the activations happens when the call is prepared, before the timing.
   std::unique_ptr<BenchCase> bench_case(const Context& context) override {
-    if (scenario().fp8.enabled)
-      throw_input_error("nvdet bench does not time FP8 GEMMs: no GPU backend computes FP8 yet");
     if (!rows_.empty() || !columns_.empty())
       throw_input_error(
           "nvdet bench does not time tensor-parallel contexts (the tp, allreduce "
           "and channels axes); audit them instead");
-    return RowWorkload::bench_case(context);
+    std::unique_ptr<BenchCase> bc = RowWorkload::bench_case(context);
+    if (scenario().fp8.enabled) {
+      auto& g = std::get<GemmArgs>(bc->args);
+      g.w = nullptr;
+      g.fp8 = fp8_scheme(scenario(), context);
+      g.fp8_w = &fp8_w_.at(0, g.fp8);
+      bc->bytes = fp8_bytes(g.a->dim(0), *g.fp8_w);
+    }
+    return bc;
   }
   double flops(int64_t rows) const override { return 2.0 * rows * scenario().n * scenario().k; }
   double bytes(int64_t rows) const override {
     const double in = static_cast<double>(dtype_size(scenario().dtype));
     return in * (rows * scenario().k + scenario().n * scenario().k) +
+           dtype_size(scenario().out_dtype) * static_cast<double>(rows * scenario().n);
+  }
+  // One byte per code of the activations and the weight, the weight's scales, the output.
+  double fp8_bytes(int64_t rows, const Fp8Weight& w) const {
+    return static_cast<double>(rows * scenario().k) + static_cast<double>(w.bytes()) +
            dtype_size(scenario().out_dtype) * static_cast<double>(rows * scenario().n);
   }
 
