@@ -156,6 +156,20 @@ __global__ void swiglu_kernel(const void* gate_up, void* out, ElemType t, int64_
   store_elem(out, t, i, portable::mul(silu, u));
 }
 
+__global__ void moe_combine_kernel(const void* y, const int32_t* slot, const float* weight,
+                                   ElemType t, int64_t rows, int64_t k, int64_t hidden, void* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * hidden) return;
+  const int64_t r = i / hidden, c = i % hidden;
+  float acc = 0.0f;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t at = r * k + j;
+    const float v = load_elem(y, t, static_cast<int64_t>(slot[at]) * hidden + c);
+    acc = portable::add(acc, portable::mul(weight[at], v));
+  }
+  store_elem(out, t, i, acc);
+}
+
 // A candidate of argmax: index -1 is "none yet".
 struct Best {
   float value;
@@ -258,6 +272,17 @@ cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t ro
   if (n == 0) return cudaSuccess;
   if (!launchable(n)) return cudaErrorInvalidValue;
   swiglu_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate_up, out, t, rows, inter);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_moe_combine(ElemType t, const void* y, const int32_t* slot, const float* weight,
+                               int64_t rows, int64_t k, int64_t hidden, void* out,
+                               cudaStream_t stream) {
+  const int64_t n = rows * hidden;
+  if (n == 0) return cudaSuccess;
+  if (!launchable(n) || k < 1) return cudaErrorInvalidValue;
+  moe_combine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, slot, weight, t, rows, k, hidden,
+                                                             out);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The decoder's elementwise steps on the device: embedding / row gather, RoPE, the paged KV
-// cache write, residual add, SwiGLU and greedy argmax. See decode_elementwise.cu for why each
+// cache write, residual add, SwiGLU, the MoE combine and greedy argmax. See decode_elementwise.cu for why each
 // one gives the host's bits (lib/model/host_ops.h computes the same steps on the host).
 //
 // This header includes nothing from lib/: element types are kernels/element_type.cuh's.
@@ -37,6 +37,14 @@ cudaError_t launch_residual_add(ElemType t, void* x, const void* y, int64_t n,
 // exp(-g)) with portable_math.cuh's exp (the host's swiglu uses the same one).
 cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t rows,
                           int64_t inter, cudaStream_t stream);
+
+// An MoE layer's combine: out[r, c] = sum over j = 0 .. k-1, in that order, of
+// weight[r * k + j] * y[slot[r * k + j], c], accumulated in fp32 from 0 (each product and each
+// sum rounded on its own), then rounded once to t; y holds the experts' output rows. The same
+// arithmetic as lib/model/moe_combine.h's combine_experts.
+cudaError_t launch_moe_combine(ElemType t, const void* y, const int32_t* slot, const float* weight,
+                               int64_t rows, int64_t k, int64_t hidden, void* out,
+                               cudaStream_t stream);
 
 // out[r] = index of the largest value of fp32 row r (lowest index on ties, NaN never wins, 0
 // when the whole row is NaN), as lib/model/host_ops.h's argmax_row.

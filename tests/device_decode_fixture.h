@@ -47,6 +47,20 @@ inline std::vector<DecodeCase> decode_cases() {
   return {{"llama-bf16", llama, DType::kBF16}, {"qwen-biases-qknorm-fp16", qwen, DType::kFP16}};
 }
 
+// A Qwen3-MoE layout of the first case: 8 experts of 128, top-2, layer 1 keeping the dense MLP;
+// with `shared`, Qwen2-MoE's shared expert of 192 as well.
+inline ModelConfig moe_decode_config(bool shared = false) {
+  ModelConfig c = decode_cases().front().config;
+  c.architecture = shared ? "qwen2_moe" : "qwen3_moe";
+  c.num_experts = 8;
+  c.experts_per_token = 2;
+  c.expert_intermediate = 128;
+  c.norm_topk_prob = !shared;
+  c.moe_layers = {true, false};
+  if (shared) c.shared_expert_intermediate = 192;
+  return c;
+}
+
 // 6 seeded prompts of 3 to 40 tokens.
 inline std::vector<std::vector<int32_t>> decode_prompts(int32_t vocab) {
   std::mt19937_64 rng(1601);

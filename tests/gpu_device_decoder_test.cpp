@@ -72,34 +72,35 @@ TEST(GpuDeviceDecoder, BitwiseEqualToTheHostPath) {
   }
 }
 
-// An MoE model (a Qwen3-MoE layout of the first case: 8 experts of 128, top-2) is declined by the
-// device-resident decoder: asked for the device path, every device backend decodes on the host
-// path, says so in its notes, and gives the host path's bits.
-TEST(GpuDeviceDecoder, MoeModelsTakeTheHostPath) {
+// MoE models (moe_decode_config: 8 experts of 128, top-2, one dense layer) run on the device
+// path: their routing on the host, their experts' GEMMs, SwiGLU and combine on the device; every
+// device backend gives the host path's bits, notes and trace. Qwen2-MoE's shared expert keeps the
+// host path and says so.
+TEST(GpuDeviceDecoder, MoeModelsRunOnTheDevicePath) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  ModelConfig c = decode_cases().front().config;
-  c.architecture = "qwen3_moe";
-  c.num_experts = 8;
-  c.experts_per_token = 2;
-  c.expert_intermediate = 128;
-  c.norm_topk_prob = true;
-  c.moe_layers = {true, false};  // layer 1 keeps the dense MLP
-  const ModelWeights w = make_synthetic_weights(c, DType::kBF16, 1617);
-  for (const char* name : kDeviceBackends) {
-    SCOPED_TRACE(name);
-    std::unique_ptr<Backend> b = make_backend(name);
-    Decoded host, asked_device;
-    decode(*b, w, true, true, host);
-    decode(*b, w, false, true, asked_device);
-    EXPECT_NE(asked_device.notes.at("decoder").find("does not compute MoE layers"),
-              std::string::npos)
-        << asked_device.notes.at("decoder");
-    for (size_t i = 0; i < host.results.size(); ++i) {
-      EXPECT_EQ(host.results[i].completion, asked_device.results[i].completion) << i;
-      EXPECT_TRUE(same_bits(host.results[i].logits, asked_device.results[i].logits)) << i;
+  for (const bool shared : {false, true}) {
+    const ModelWeights w = make_synthetic_weights(moe_decode_config(shared), DType::kBF16, 1617);
+    for (const char* name : kDeviceBackends) {
+      SCOPED_TRACE(std::string(name) + (shared ? " shared expert" : ""));
+      std::unique_ptr<Backend> b = make_backend(name);
+      Decoded host, device;
+      decode(*b, w, true, true, host);
+      decode(*b, w, false, true, device);
+      if (shared) {
+        EXPECT_NE(device.notes.at("decoder").find("does not compute Qwen2-MoE's shared expert"),
+                  std::string::npos)
+            << device.notes.at("decoder");
+      } else {
+        EXPECT_EQ(device.notes.at("decoder").rfind("device-resident", 0), 0u)
+            << device.notes.at("decoder");
+      }
+      for (size_t i = 0; i < host.results.size(); ++i) {
+        EXPECT_EQ(host.results[i].completion, device.results[i].completion) << i;
+        EXPECT_TRUE(same_bits(host.results[i].logits, device.results[i].logits)) << i;
+      }
+      EXPECT_EQ(host.trace.keys, device.trace.keys);
+      EXPECT_EQ(host.trace.bytes, device.trace.bytes);
     }
-    EXPECT_EQ(host.trace.keys, asked_device.trace.keys);
-    EXPECT_EQ(host.trace.bytes, asked_device.trace.bytes);
   }
 }
 

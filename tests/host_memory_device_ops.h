@@ -149,6 +149,13 @@ class HostMemoryOps final : public DeviceDecodeOps {
   void swiglu(DType t, const void* gate_up, void* out, int64_t rows, int64_t inter) override {
     put(nvdet::swiglu(tensor_at(gate_up, t, {rows, 2 * inter})), out);
   }
+  void moe_combine(DType t, const void* y, const int32_t* slot, const float* weight, int64_t rows,
+                   int64_t k, int64_t hidden, void* out) override {
+    int64_t y_rows = 0;
+    for (int64_t i = 0; i < rows * k; ++i) y_rows = std::max<int64_t>(y_rows, slot[i] + 1);
+    const size_t n = static_cast<size_t>(rows * k);
+    put(combine_rows(tensor_at(y, t, {y_rows, hidden}), {slot, n}, {weight, n}, k), out);
+  }
   void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) override {
     const HostTensor l = tensor_at(logits, DType::kFP32, {rows, cols});
     for (int64_t r = 0; r < rows; ++r) out[r] = argmax_row(l, r);

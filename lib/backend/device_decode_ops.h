@@ -88,6 +88,11 @@ class DeviceDecodeOps {
                         int64_t kv_dim, const int64_t* slots, void* k, void* v) = 0;
   virtual void residual_add(DType t, void* x, const void* y, int64_t n) = 0;
   virtual void swiglu(DType t, const void* gate_up, void* out, int64_t rows, int64_t inter) = 0;
+  // An MoE layer's combine (lib/model/moe_combine.h's arithmetic): out [rows, hidden] row r =
+  // the sum over j < k, ascending, of weight[r * k + j] times row slot[r * k + j] of y (the
+  // experts' outputs), in fp32 from 0, rounded once to t.
+  virtual void moe_combine(DType t, const void* y, const int32_t* slot, const float* weight,
+                           int64_t rows, int64_t k, int64_t hidden, void* out) = 0;
   virtual void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) = 0;
 };
 

@@ -182,6 +182,13 @@ class CudaDecodeOps final : public DeviceDecodeOps {
     check(kernels::launch_swiglu(elem_type(t), gate_up, out, rows, inter, ctx_.stream()), "SwiGLU");
   }
 
+  void moe_combine(DType t, const void* y, const int32_t* slot, const float* weight, int64_t rows,
+                   int64_t k, int64_t hidden, void* out) override {
+    check(kernels::launch_moe_combine(elem_type(t), y, slot, weight, rows, k, hidden, out,
+                                      ctx_.stream()),
+          "MoE combine");
+  }
+
   void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) override {
     check(kernels::launch_argmax_rows(logits, rows, cols, out, ctx_.stream()), "greedy argmax");
   }

@@ -16,6 +16,7 @@
 #include "lib/model/kv_cache.h"
 #include "lib/model/model_config.h"
 #include "lib/model/model_weights.h"
+#include "lib/ops/moe_routing.h"
 
 namespace nvdet {
 
@@ -133,5 +134,10 @@ HostTensor run_noted(Backend& backend, const OpArgs& args, RunNotes* notes, cons
 
 // Runs one backend call's notes into `notes` as "<tag>.<name>.<key>" (nothing without a tag).
 void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNotes& call_notes);
+
+// An MoE layer's experts that a watched sequence's rows of pass p are routed to: the experts whose
+// calls' notes are kept, by every engine alike.
+std::vector<bool> watched_experts(const Pass& p, const MoeRoute& route, int32_t num_experts,
+                                  const PassTrace& trace);
 
 }  // namespace nvdet

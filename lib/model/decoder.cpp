@@ -61,8 +61,14 @@ constexpr const char* kDeviceDecoderNote =
     "device-resident (weights, KV cache and activations on the GPU)";
 constexpr const char* kHostDecoderNote = "host (each op through the backend's run)";
 constexpr const char* kHostMoeDecoderNote =
-    "host (each op through the backend's run): the device-resident decoder does not compute MoE "
-    "layers";
+    "host (each op through the backend's run): the device-resident decoder does not compute "
+    "Qwen2-MoE's shared expert";
+
+// Whether the device-resident decoder computes the model: every dense model, and MoE models
+// without a shared expert (their routing on the host, their experts on the device).
+bool device_decoder_computes(const ModelConfig& c) {
+  return !c.is_moe() || c.shared_expert_intermediate == 0;
+}
 
 class HostEngine final : public PassEngine {
  public:
@@ -180,7 +186,8 @@ class HostEngine final : public PassEngine {
         route_tokens({logits.data_as<float>(), static_cast<size_t>(logits.numel())}, rows, experts,
                      c_.experts_per_token, c_.norm_topk_prob);
     const MoeExpertRows by_expert = group_rows_by_expert(route, experts);
-    const std::vector<bool> noted = tag && notes_ ? watched_experts(p, route) : std::vector<bool>();
+    const std::vector<bool> noted =
+        tag && notes_ ? watched_experts(p, route, experts, trace_) : std::vector<bool>();
     // Every expert's gate/up first, then every down: an FP8 dynamic_tensor scale is a max over a
     // whole stage's (token, top-k) rows, as a fused MoE kernel quantises its input buffer
     // (fp8_stage_scheme). The trace keeps the per-expert order.
@@ -251,20 +258,6 @@ class HostEngine final : public PassEngine {
     if (tag && notes_ && s.stage_scale > 0)
       (*notes_)[std::string(tag) + "." + name + ".act_scale"] = fp8_stage_note(s, inputs);
     return s;
-  }
-
-  // The experts that a watched sequence's rows are routed to (those whose calls' notes are kept).
-  std::vector<bool> watched_experts(const Pass& p, const MoeRoute& route) const {
-    std::vector<bool> used(static_cast<size_t>(c_.num_experts), false);
-    for (size_t i = 0; i < p.seqs.size(); ++i) {
-      if (!trace_.watched(p.seqs[i])) continue;
-      for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
-        for (int j = 0; j < route.top_k; ++j) {
-          used[route.expert[static_cast<size_t>(r) * route.top_k + j]] = true;
-        }
-      }
-    }
-    return used;
   }
 
   // Traces one expert's tensor as a pass tensor: row r holds the expert's row for pass row r
@@ -386,13 +379,13 @@ class BatchDecoder final : public PassTrace {
     for (const auto& p : prompts_) {
       capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
     }
-    // MoE layers are computed on the host path only (one backend call per op): the device
-    // engine declines them, and FP8 layers; so is tensor parallelism (each rank's shard through
-    // the backend).
-    DeviceDecodeOps* device =
-        use_device_path(options_.path) && !c_.is_moe() && !w_.fp8 && options_.tp.tp == 1
-            ? backend_.device_decode_ops()
-            : nullptr;
+    // The device engine declines Qwen2-MoE's shared expert and FP8 layers (computed on the host
+    // path, one backend call per op); so is tensor parallelism (each rank's shard through the
+    // backend).
+    DeviceDecodeOps* device = use_device_path(options_.path) && device_decoder_computes(c_) &&
+                                      !w_.fp8 && options_.tp.tp == 1
+                                  ? backend_.device_decode_ops()
+                                  : nullptr;
     if (w_.fp8 && options_.tp.tp > 1)
       throw_input_error("tensor parallelism ('tp') is not implemented for FP8 checkpoints");
     if (options_.tp.tp > 1) {
@@ -420,12 +413,12 @@ class BatchDecoder final : public PassTrace {
     }
     if (notes_) {
       (*notes_)["batch"] = std::to_string(prompts_.size());
-      (*notes_)["decoder"] = device ? kDeviceDecoderNote
-                             : options_.tp.tp > 1
-                                 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
-                                       " simulated ranks (each shard through the backend's run)"
-                             : c_.is_moe() && backend_.device_decode_ops() ? kHostMoeDecoderNote
-                                                                           : kHostDecoderNote;
+      (*notes_)["decoder"] =
+          device               ? kDeviceDecoderNote
+          : options_.tp.tp > 1 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
+                                     " simulated ranks (each shard through the backend's run)"
+          : !device_decoder_computes(c_) && backend_.device_decode_ops() ? kHostMoeDecoderNote
+                                                                         : kHostDecoderNote;
     }
     return std::move(results_);
   }
@@ -669,6 +662,20 @@ void keep_notes(RunNotes* notes, const char* tag, const char* name, const RunNot
   for (const auto& [k, v] : call_notes) (*notes)[std::string(tag) + "." + name + "." + k] = v;
 }
 
+std::vector<bool> watched_experts(const Pass& p, const MoeRoute& route, int32_t num_experts,
+                                  const PassTrace& trace) {
+  std::vector<bool> used(static_cast<size_t>(num_experts), false);
+  for (size_t i = 0; i < p.seqs.size(); ++i) {
+    if (!trace.watched(p.seqs[i])) continue;
+    for (int32_t r = p.row_start[i]; r < p.row_start[i + 1]; ++r) {
+      for (int j = 0; j < route.top_k; ++j) {
+        used[route.expert[static_cast<size_t>(r) * route.top_k + j]] = true;
+      }
+    }
+  }
+  return used;
+}
+
 namespace {
 
 // The fields decode and prefill attention share: the cache, the heads and the softmax scale.
@@ -742,15 +749,17 @@ std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWei
                                                 DecodePath path, PassTrace& trace, RunNotes* notes,
                                                 std::string& decoder) {
   if (weights.fp8) throw_input_error("serving traffic is not implemented for FP8 checkpoints");
-  DeviceDecodeOps* device =
-      use_device_path(path) && !weights.config.is_moe() ? backend.device_decode_ops() : nullptr;
+  DeviceDecodeOps* device = use_device_path(path) && device_decoder_computes(weights.config)
+                                ? backend.device_decode_ops()
+                                : nullptr;
   if (device) {
     decoder = kDeviceDecoderNote;
     return make_serving_device_engine(*device, weights, std::move(pages), max_rows, max_heads,
                                       trace, notes);
   }
-  decoder = weights.config.is_moe() && backend.device_decode_ops() ? kHostMoeDecoderNote
-                                                                   : kHostDecoderNote;
+  decoder = !device_decoder_computes(weights.config) && backend.device_decode_ops()
+                ? kHostMoeDecoderNote
+                : kHostDecoderNote;
   return std::make_unique<HostEngine>(backend, weights, std::move(pages), trace, notes);
 }
 

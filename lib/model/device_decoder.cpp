@@ -7,8 +7,10 @@
 #include <string>
 
 #include "lib/core/error.h"
+#include "lib/model/decode_pass.h"
 #include "lib/model/host_ops.h"
 #include "lib/model/kv_cache.h"
+#include "lib/ops/moe_routing.h"
 
 namespace nvdet {
 namespace {
@@ -97,12 +99,16 @@ class DeviceEngine final : public PassEngine {
       emit(p, l, "attn_residual", {x_, w_.dtype, {rows, hidden}});
       rmsnorm(x_, L.mlp_norm, h_, rows, hidden, tag, "mlp_norm");
       emit(p, l, "mlp_norm", {h_, w_.dtype, {rows, hidden}});
-      gemm(h_, L.gate_up, L.gate_up_bias, gu_, rows, 2 * inter, hidden, w_.dtype, tag, "gate_up");
-      emit(p, l, "gate_up", {gu_, w_.dtype, {rows, 2 * inter}});
-      ops_.swiglu(w_.dtype, gu_, act_, rows, inter);
-      emit(p, l, "swiglu", {act_, w_.dtype, {rows, inter}});
-      gemm(act_, L.down, L.down_bias, d_, rows, hidden, inter, w_.dtype, tag, "down");
-      emit(p, l, "down", {d_, w_.dtype, {rows, hidden}});
+      if (c_.is_moe_layer(l)) {
+        moe_mlp(p, l, L, rows, tag);
+      } else {
+        gemm(h_, L.gate_up, L.gate_up_bias, gu_, rows, 2 * inter, hidden, w_.dtype, tag, "gate_up");
+        emit(p, l, "gate_up", {gu_, w_.dtype, {rows, 2 * inter}});
+        ops_.swiglu(w_.dtype, gu_, act_, rows, inter);
+        emit(p, l, "swiglu", {act_, w_.dtype, {rows, inter}});
+        gemm(act_, L.down, L.down_bias, d_, rows, hidden, inter, w_.dtype, tag, "down");
+        emit(p, l, "down", {d_, w_.dtype, {rows, hidden}});
+      }
       ops_.residual_add(w_.dtype, x_, d_, rows * hidden);
       emit(p, l, "mlp_residual", {x_, w_.dtype, {rows, hidden}});
     }
@@ -151,6 +157,9 @@ class DeviceEngine final : public PassEngine {
   struct Layer {
     const void *attn_norm, *qkv, *qkv_bias, *q_norm, *k_norm, *o_proj, *o_bias, *mlp_norm, *gate_up,
         *gate_up_bias, *down, *down_bias;
+    // An MoE layer: the router and each expert's fused gate/up and down (empty otherwise).
+    const void* router = nullptr;
+    std::vector<const void*> expert_gate_up, expert_down;
   };
 
   void check_memory(int64_t max_rows, int64_t max_heads) {
@@ -183,10 +192,24 @@ class DeviceEngine final : public PassEngine {
     final_norm_ = resident(w_.final_norm);
     lm_head_ = resident(w_.lm_head);
     for (const LayerWeights& L : w_.layers) {
-      layers_.push_back({resident(L.attn_norm), resident(L.qkv), resident(L.qkv_bias),
-                         resident(L.q_norm), resident(L.k_norm), resident(L.o_proj),
-                         resident(L.o_bias), resident(L.mlp_norm), resident(L.gate_up),
-                         resident(L.gate_up_bias), resident(L.down), resident(L.down_bias)});
+      Layer D{resident(L.attn_norm),
+              resident(L.qkv),
+              resident(L.qkv_bias),
+              resident(L.q_norm),
+              resident(L.k_norm),
+              resident(L.o_proj),
+              resident(L.o_bias),
+              resident(L.mlp_norm),
+              resident(L.gate_up),
+              resident(L.gate_up_bias),
+              resident(L.down),
+              resident(L.down_bias),
+              resident(L.router),
+              {},
+              {}};
+      for (const HostTensor& t : L.expert_gate_up) D.expert_gate_up.push_back(resident(t));
+      for (const HostTensor& t : L.expert_down) D.expert_down.push_back(resident(t));
+      layers_.push_back(std::move(D));
     }
   }
 
@@ -209,6 +232,23 @@ class DeviceEngine final : public PassEngine {
     if (c_.qk_norm) {
       qk_in_ = buffer(r * c_.q_dim() * e);  // num_heads >= num_kv_heads: room for either
       qk_out_ = buffer(r * c_.q_dim() * e);
+    }
+    if (c_.is_moe()) {
+      // The experts' rows in the grouped layout (each expert's rows together), one row more
+      // than a pass can route (rows x top-k): the zero row the trace shows for a pass row that
+      // an expert did not receive.
+      const double routed = r * c_.experts_per_token + 1;
+      router_ = static_cast<float*>(buffer(r * c_.num_experts * sizeof(float)));
+      grouped_in_ = buffer(routed * c_.hidden * e);
+      grouped_gu_ = buffer(routed * 2.0 * c_.expert_intermediate * e);
+      grouped_act_ = buffer(routed * c_.expert_intermediate * e);
+      grouped_out_ = buffer(routed * c_.hidden * e);
+      routed_rows_ = static_cast<int32_t*>(buffer(routed * sizeof(int32_t)));
+      combine_slots_ = static_cast<int32_t*>(buffer(routed * sizeof(int32_t)));
+      combine_weights_ = static_cast<float*>(buffer(routed * sizeof(float)));
+      if (trace_.tracing()) {
+        expert_trace_rows_ = static_cast<int32_t*>(buffer(r * c_.num_experts * sizeof(int32_t)));
+      }
     }
     last_ = buffer(static_cast<double>(batch) * c_.hidden * e);
     fn_ = buffer(static_cast<double>(batch) * c_.hidden * e);
@@ -329,6 +369,91 @@ class DeviceEngine final : public PassEngine {
     }
   }
 
+  // An MoE layer's MLP on h_ into d_, as the host engine computes it (decoder.cpp's moe_mlp, the
+  // same calls, bits, notes and trace): the router GEMM on the device; its logits downloaded and
+  // routed on the host (route_tokens, the one wait of the layer: the routing's softmax is
+  // computed in double with the host's exp, which no device exp matches bit for bit); h_'s rows
+  // gathered into the grouped layout; each expert's gate/up GEMM and SwiGLU, then each expert's
+  // down GEMM, on its slice of the layout; the combine in fixed rank order (launch_moe_combine).
+  void moe_mlp(const Pass& p, int32_t l, const Layer& L, int64_t rows, const char* tag) {
+    const int32_t experts = c_.num_experts, k = c_.experts_per_token;
+    const int64_t hidden = c_.hidden, ei = c_.expert_intermediate;
+    gemm(h_, L.router, nullptr, router_, rows, experts, hidden, DType::kFP32, tag, "router");
+    emit(p, l, "router", {router_, DType::kFP32, {rows, experts}});
+    router_host_.resize(static_cast<size_t>(rows * experts));
+    ops_.download(router_host_.data(), router_, router_host_.size() * sizeof(float));
+    const MoeRoute route =
+        route_tokens(router_host_, static_cast<int>(rows), experts, k, c_.norm_topk_prob);
+    const MoeExpertRows by_expert = group_rows_by_expert(route, experts);
+    const int64_t routed = rows * k;
+    ops_.upload(routed_rows_, by_expert.row.data(), by_expert.row.size() * sizeof(int32_t));
+    ops_.gather_rows(h_, routed_rows_, routed, hidden * static_cast<int64_t>(elem_), grouped_in_);
+    const std::vector<bool> noted =
+        tag && notes_ ? watched_experts(p, route, experts, trace_) : std::vector<bool>();
+    const auto tag_of = [&](int e) { return !noted.empty() && noted[e] ? tag : nullptr; };
+    const auto at = [&](void* base, int64_t row, int64_t width) {
+      return bytes_at(base, static_cast<size_t>(row * width) * elem_);
+    };
+    for (int e = 0; e < experts; ++e) {
+      const int32_t begin = by_expert.offsets[e], n = by_expert.offsets[e + 1] - begin;
+      if (n == 0) continue;
+      const std::string name = "expert" + std::to_string(e);
+      if (tag_of(e)) (*notes_)[std::string(tag) + "." + name + ".rows"] = std::to_string(n);
+      gemm(at(grouped_in_, begin, hidden), L.expert_gate_up[e], nullptr,
+           at(grouped_gu_, begin, 2 * ei), n, 2 * ei, hidden, w_.dtype, tag_of(e),
+           (name + ".gate_up").c_str());
+      ops_.swiglu(w_.dtype, at(grouped_gu_, begin, 2 * ei), at(grouped_act_, begin, ei), n, ei);
+    }
+    for (int e = 0; e < experts; ++e) {
+      const int32_t begin = by_expert.offsets[e], n = by_expert.offsets[e + 1] - begin;
+      if (n == 0) continue;
+      gemm(at(grouped_act_, begin, ei), L.expert_down[e], nullptr, at(grouped_out_, begin, hidden),
+           n, hidden, ei, w_.dtype, tag_of(e), ("expert" + std::to_string(e) + ".down").c_str());
+    }
+    trace_experts(p, l, by_expert, routed);
+    // For each (row, rank): its entry's place in the grouped layout, and its weight.
+    std::vector<int32_t> slot(static_cast<size_t>(routed));
+    for (int32_t i = 0; i < static_cast<int32_t>(routed); ++i) {
+      slot[static_cast<size_t>(by_expert.row[i]) * k + by_expert.rank[i]] = i;
+    }
+    ops_.upload(combine_slots_, slot.data(), slot.size() * sizeof(int32_t));
+    ops_.upload(combine_weights_, route.weight.data(), route.weight.size() * sizeof(float));
+    ops_.moe_combine(w_.dtype, grouped_out_, combine_slots_, combine_weights_, rows, k, hidden, d_);
+    emit(p, l, "combine", {d_, w_.dtype, {rows, hidden}});
+  }
+
+  // The trace of each expert's gate/up and down as pass tensors (decoder.cpp's emit_expert): a
+  // watched pass row shows the expert's row for it when it was routed there, else the zero row
+  // kept past the routed rows of the grouped buffers.
+  void trace_experts(const Pass& p, int32_t l, const MoeExpertRows& by_expert, int64_t routed) {
+    if (!trace_.tracing() || traced_rows_ == 0) return;
+    const int64_t hidden = c_.hidden, ei = c_.expert_intermediate;
+    const std::vector<std::byte> zeros(static_cast<size_t>(std::max(hidden, 2 * ei)) * elem_);
+    ops_.upload(bytes_at(grouped_gu_, static_cast<size_t>(routed * 2 * ei) * elem_), zeros.data(),
+                static_cast<size_t>(2 * ei) * elem_);
+    ops_.upload(bytes_at(grouped_out_, static_cast<size_t>(routed * hidden) * elem_), zeros.data(),
+                static_cast<size_t>(hidden) * elem_);
+    const int32_t experts = c_.num_experts;
+    std::vector<int32_t> index(static_cast<size_t>(experts * traced_rows_));
+    for (int e = 0; e < experts; ++e) {
+      const auto first = by_expert.row.begin() + by_expert.offsets[e];
+      const auto last = by_expert.row.begin() + by_expert.offsets[e + 1];
+      for (int64_t i = 0; i < traced_rows_; ++i) {
+        const auto it = std::lower_bound(first, last, traced_pass_rows_[i]);
+        index[e * traced_rows_ + i] = it != last && *it == traced_pass_rows_[i]
+                                          ? static_cast<int32_t>(it - by_expert.row.begin())
+                                          : static_cast<int32_t>(routed);
+      }
+    }
+    ops_.upload(expert_trace_rows_, index.data(), index.size() * sizeof(int32_t));
+    for (int e = 0; e < experts; ++e) {
+      const int32_t* rows = expert_trace_rows_ + e * traced_rows_;
+      const std::string name = "expert" + std::to_string(e);
+      stage(p, false, l, name + ".gate_up", {grouped_gu_, w_.dtype, {0, 2 * ei}}, rows);
+      stage(p, false, l, name + ".down", {grouped_out_, w_.dtype, {0, hidden}}, rows);
+    }
+  }
+
   template <class F>
   void with_notes(const char* tag, const char* name, F&& call) {
     if (!tag || !notes_) return call(nullptr);
@@ -369,11 +494,15 @@ class DeviceEngine final : public PassEngine {
     }
     traced_rows_ = static_cast<int64_t>(rows.size());
     traced_heads_ = static_cast<int64_t>(heads.size());
+    traced_pass_rows_ = rows;
     ops_.upload(trace_rows_, rows.data(), rows.size() * sizeof(int32_t));
     ops_.upload(trace_heads_, heads.data(), heads.size() * sizeof(int32_t));
   }
 
-  void stage(const Pass& p, bool head, int32_t layer, std::string_view op, const DevTensor& t) {
+  // `index` (device, one entry per staged row): the rows of t to stage, in the order of the
+  // pass rows the trace watches; null: t's own rows of those pass rows (or heads).
+  void stage(const Pass& p, bool head, int32_t layer, std::string_view op, const DevTensor& t,
+             const int32_t* index = nullptr) {
     const int64_t n = head ? traced_heads_ : traced_rows_;
     if (!trace_.tracing() || n == 0) return;
     size_t row_bytes = dtype_size(t.dtype);
@@ -381,7 +510,8 @@ class DeviceEngine final : public PassEngine {
     // Each tensor's rows start 16-byte aligned, as the gather kernel's word stores need.
     const size_t bytes = (static_cast<size_t>(n) * row_bytes + 15) / 16 * 16;
     if (staged_used_ + bytes > staging_bytes_) flush_trace(p);
-    ops_.gather_rows(t.ptr, head ? trace_heads_ : trace_rows_, n, static_cast<int64_t>(row_bytes),
+    const int32_t* rows = index ? index : head ? trace_heads_ : trace_rows_;
+    ops_.gather_rows(t.ptr, rows, n, static_cast<int64_t>(row_bytes),
                      bytes_at(staging_, staged_used_));
     Staged s{head, layer, std::string(op), t.dtype, t.shape, staged_used_, row_bytes};
     s.shape[0] = n;
@@ -440,6 +570,14 @@ class DeviceEngine final : public PassEngine {
        *attn_ = nullptr, *gu_ = nullptr, *act_ = nullptr, *qk_in_ = nullptr, *qk_out_ = nullptr,
        *last_ = nullptr, *fn_ = nullptr, *logits_ = nullptr;
   int32_t *tokens_ = nullptr, *tokens_out_ = nullptr, *head_rows_ = nullptr;
+  // MoE layers (moe_mlp).
+  float* router_ = nullptr;
+  void *grouped_in_ = nullptr, *grouped_gu_ = nullptr, *grouped_act_ = nullptr,
+       *grouped_out_ = nullptr;
+  int32_t *routed_rows_ = nullptr, *combine_slots_ = nullptr, *expert_trace_rows_ = nullptr;
+  float* combine_weights_ = nullptr;
+  std::vector<float> router_host_;
+  std::vector<int32_t> traced_pass_rows_;  // the pass rows the trace stages, in staging order
   int64_t* slots_ = nullptr;
   float *cos_ = nullptr, *sin_ = nullptr;
   std::vector<void*> k_, v_;
@@ -468,9 +606,11 @@ std::vector<const HostTensor*> weight_tensors(const ModelWeights& w) {
   for (const LayerWeights& L : w.layers) {
     for (const HostTensor* t :
          {&L.attn_norm, &L.qkv, &L.qkv_bias, &L.q_norm, &L.k_norm, &L.o_proj, &L.o_bias,
-          &L.mlp_norm, &L.gate_up, &L.gate_up_bias, &L.down, &L.down_bias}) {
+          &L.mlp_norm, &L.gate_up, &L.gate_up_bias, &L.down, &L.down_bias, &L.router}) {
       add(*t);
     }
+    for (const HostTensor& t : L.expert_gate_up) add(t);
+    for (const HostTensor& t : L.expert_down) add(t);
   }
   return out;
 }
@@ -501,9 +641,17 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w, double tota
                              e +
                          sizeof(int32_t) + sizeof(int64_t) + c.head_dim * sizeof(float);
   f.activations = r * per_row + b * (2.0 * c.hidden * e + c.vocab * sizeof(float) + 8.0);
+  if (c.is_moe()) {
+    // The router's logits, and rows x top-k (+ 1) rows of the grouped layout: inputs, gate/up,
+    // SwiGLU, outputs, their indices and combine weights (and the trace's expert rows).
+    const double routed = r * c.experts_per_token + 1;
+    f.activations += r * c.num_experts * sizeof(float) +
+                     routed * ((2.0 * c.hidden + 3.0 * c.expert_intermediate) * e + 12.0);
+  }
   const double items = 3.0 * r + kMaxDecodeSplits * b;
   f.workspace = kLibraryBytes + items * c.num_heads * (c.head_dim + 2.0) * sizeof(float);
   if (tracing) f.trace = trace_staging_bytes(w, max_rows, max_heads) + (r + b) * sizeof(int32_t);
+  if (tracing && c.is_moe()) f.trace += r * c.num_experts * sizeof(int32_t);
   return f;
 }
 
@@ -511,8 +659,9 @@ double trace_staging_bytes(const ModelWeights& w, int64_t max_rows, int64_t batc
   const ModelConfig& c = w.config;
   const double e = static_cast<double>(dtype_size(w.dtype));
   const double widest_row =
-      std::max<double>(
-          {static_cast<double>(c.hidden), static_cast<double>(c.qkv_dim()), 2.0 * c.intermediate}) *
+      std::max<double>({static_cast<double>(c.hidden), static_cast<double>(c.qkv_dim()),
+                        2.0 * c.intermediate, 2.0 * c.expert_intermediate,
+                        c.num_experts * sizeof(float) / e}) *
       e;
   const double largest = std::max(static_cast<double>(max_rows) * widest_row,
                                   static_cast<double>(batch) * c.vocab * sizeof(float));

@@ -107,6 +107,24 @@ HostTensor add(const HostTensor& a, const HostTensor& b) {
   return out;
 }
 
+HostTensor combine_rows(const HostTensor& y, std::span<const int32_t> slot,
+                        std::span<const float> weight, int64_t k) {
+  const int64_t rows = static_cast<int64_t>(slot.size()) / k, hidden = y.dim(1);
+  HostTensor out(y.dtype(), {rows, hidden});
+  std::byte* o = out.mutable_data();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < hidden; ++c) {
+      float acc = 0.0f;
+      for (int64_t j = 0; j < k; ++j) {
+        const size_t at = static_cast<size_t>(r * k + j);
+        acc += weight[at] * load(y.data(), y.dtype(), int64_t{slot[at]} * hidden + c);
+      }
+      store(o, y.dtype(), r * hidden + c, acc);
+    }
+  }
+  return out;
+}
+
 HostTensor swiglu(const HostTensor& gate_up) {
   const int64_t rows = gate_up.dim(0);
   const int64_t inter = gate_up.dim(1) / 2;
