@@ -143,6 +143,23 @@ __device__ __forceinline__ void promote(const Fp8KernelParams& kp, float (&acc)[
   }
 }
 
+// One K group's four wgmma m64nNk32 into d, k ascending, and the wait for them: the first from
+// zero when `from_zero` (a promoted group's partial), else all adding to d (fast accumulation).
+template <int TILE_N, int R>
+__device__ __forceinline__ void group_mma(float (&d)[R], uint32_t a_rows, uint32_t w_rows,
+                                          bool from_zero) {
+  fence_operands(d);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kGroupK / 32; ++kk) {
+    WgmmaE4m3<TILE_N>::mma(d, smem_desc(a_rows + kk * 32), smem_desc(w_rows + kk * 32),
+                           from_zero && kk == 0 ? 0 : 1);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_operands(d);
+}
+
 #endif  // NVDET_SM90A_DEVICE
 
 template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>
@@ -208,33 +225,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       for (int g = 0; g < kp.k_groups; ++g, ++t) {
         const int s = t % STAGES;
         mbar_wait(full_bar(s), (t / STAGES) & 1);
+        const uint32_t a_rows = stage_a(s) + wg * 64 * kGroupK;
         if constexpr (PROMOTED) {
-          fence_operands(part);
-          wgmma_fence();
-#pragma unroll
-          for (int kk = 0; kk < kGroupK / 32; ++kk) {
-            const uint64_t da = smem_desc(stage_a(s) + wg * 64 * kGroupK + kk * 32);
-            const uint64_t dw = smem_desc(stage_w(s) + kk * 32);
-            WgmmaE4m3<TILE_N>::mma(part, da, dw, kk > 0 ? 1 : 0);
-          }
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_operands(part);
+          group_mma<TILE_N>(part, a_rows, stage_w(s), true);
           mbar_arrive(empty_bar(s));
           promote(kp, acc, part, g, row_base, col_base);
         } else {
           // Fast accumulation: one chain over the whole of K in the tensor cores' accumulator.
-          fence_operands(acc);
-          wgmma_fence();
-#pragma unroll
-          for (int kk = 0; kk < kGroupK / 32; ++kk) {
-            const uint64_t da = smem_desc(stage_a(s) + wg * 64 * kGroupK + kk * 32);
-            const uint64_t dw = smem_desc(stage_w(s) + kk * 32);
-            WgmmaE4m3<TILE_N>::mma(acc, da, dw, 1);
-          }
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_operands(acc);
+          group_mma<TILE_N>(acc, a_rows, stage_w(s), false);
           mbar_arrive(empty_bar(s));
         }
       }

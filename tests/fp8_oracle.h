@@ -2,6 +2,7 @@
 // The FP8 GEMM's independent oracle and arguments, shared by the CPU and GPU FP8 tests: each
 // operand dequantised on its own (code * its scale) with the test's own reading of the codes (the
 // OCP fields, not nvdet's table), the products summed in double.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -47,6 +48,15 @@ inline Fp8Oracle dequantised_gemm(const HostTensor& a, const Fp8Weight& w, const
     }
   }
   return o;
+}
+
+// The largest |got - want| of an FP8 GEMM's output, each relative to its sum of |terms| (the
+// bound of any summation order's error).
+inline double worst_relative_error(const HostTensor& got, const Fp8Oracle& want) {
+  double worst = 0;
+  for (int64_t i = 0; i < got.numel(); ++i)
+    worst = std::max(worst, std::fabs(got.get(i) - want.out[i]) / want.bound[i]);
+  return worst;
 }
 
 // An FP8 GEMM's arguments: `a` quantised by `scheme` against `w`, fp32 out.

@@ -73,9 +73,7 @@ TEST(GpuFp8Gemm, CublasMatchesTheDequantisedProduct) {
           RunNotes notes;
           const HostTensor got = cublas->run(fp8_args(a, qw, b, scheme), &notes);
           ASSERT_EQ(got.shape(), (std::vector<int64_t>{m, kN}));
-          double worst = 0;
-          for (int64_t i = 0; i < got.numel(); ++i)
-            worst = std::max(worst, std::fabs(got.get(i) - want.out[i]) / want.bound[i]);
+          const double worst = testing::worst_relative_error(got, want);
           const std::string what =
               fp8_scheme_text(scheme) + ", m " + std::to_string(m) + (b ? ", bias" : "");
           EXPECT_LE(worst, tolerance(acc)) << what;
@@ -116,9 +114,7 @@ TEST(GpuFp8Gemm, CublasScaleModesMatchTheDequantisedProduct) {
         RunNotes notes;
         const HostTensor got = cublas->run(fp8_args(a, qw, b, scheme), &notes);
         ASSERT_EQ(got.shape(), (std::vector<int64_t>{m, kN}));
-        double worst = 0;
-        for (int64_t i = 0; i < got.numel(); ++i)
-          worst = std::max(worst, std::fabs(got.get(i) - want.out[i]) / want.bound[i]);
+        const double worst = testing::worst_relative_error(got, want);
         const std::string what =
             fp8_scheme_text(scheme) + ", m " + std::to_string(m) + (b ? ", bias" : "");
         EXPECT_LE(worst, tolerance(Fp8Accumulation::kPromoted)) << what;

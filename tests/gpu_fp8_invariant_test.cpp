@@ -94,9 +94,7 @@ TEST(GpuFp8Invariant, MatchesTheDequantisedProduct) {
           RunNotes notes;
           const HostTensor got = backend->run(fp8_args(a, qw, b, scheme), &notes);
           ASSERT_EQ(got.shape(), (std::vector<int64_t>{m, n}));
-          double worst = 0;
-          for (int64_t i = 0; i < got.numel(); ++i)
-            worst = std::max(worst, std::fabs(got.get(i) - want.out[i]) / want.bound[i]);
+          const double worst = testing::worst_relative_error(got, want);
           const std::string what = fp8_scheme_text(scheme) + ", m " + std::to_string(m) + ", n " +
                                    std::to_string(n) + ", k " + std::to_string(k) +
                                    (b ? ", bias" : "");
