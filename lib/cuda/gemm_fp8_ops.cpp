@@ -169,6 +169,26 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   }
   const LtLayout w_layout = make_layout(fp8_data_type(w.format), k, n, k);  // op T -> n x k
 
+  // The scale pointers are set before the heuristic is asked, as for the launch. One allocation
+  // per scale array: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, at the launch) a scale
+  // pointer 4 bytes into an allocation (seen on an H200 with cuBLAS 13.1). The activations'
+  // scales are written once the rows are known (the block mode may pad them, to at most a
+  // multiple of 256).
+  PreparedCall call;
+  call.out_dtype = out;
+  call.out_shape = {m, n};
+  call.owned.push_back(ctx.upload_array(w_scales.data(), w_scales.size() * sizeof(float)));
+  const float* w_scale = static_cast<const float*>(call.owned.back().get());
+  const int64_t most_rows = mode == LtScales::kBlocks ? (m + 255) / 256 * 256 : m;
+  const size_t a_scale_count =
+      mode == LtScales::kTensor ? 1 : static_cast<size_t>(most_rows * qa.scale_cols);
+  call.owned.emplace_back(a_scale_count * sizeof(float));
+  float* a_scale = static_cast<float*>(call.owned.back().get());
+  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const float*>(w_scale),
+           "setting the weight's scale");
+  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const float*>(a_scale),
+           "setting the activations' scale");
+
   cublasLtMatmulPreference_t raw_pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&raw_pref), "cublasLtMatmulPreferenceCreate");
   const LtPref pref(raw_pref);
@@ -207,23 +227,13 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
         "; its FP8 kernels need compute capability 8.9 or newer");
   }
   const PaddedActivations act = pad_activations(qa, mode, rows);
-
-  PreparedCall call;
-  call.out_dtype = out;
-  call.out_shape = {m, n};
+  check(cudaMemcpy(a_scale, act.scales.data(), act.scales.size() * sizeof(float),
+                   cudaMemcpyHostToDevice),
+        "copying the activations' scales to the device");
   call.owned.push_back(ctx.upload_array(act.codes.data(), act.codes.size()));
   const void* a_codes = call.owned.back().get();
   call.owned.push_back(ctx.upload_array(w.codes.data(), w.codes.size()));
   const void* w_codes = call.owned.back().get();
-  // One allocation per scale array: cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED, at the launch)
-  // a scale pointer 4 bytes into an allocation (seen on an H200 with cuBLAS 13.1).
-  call.owned.push_back(ctx.upload_array(w_scales.data(), w_scales.size() * sizeof(float)));
-  const float* w_scale = static_cast<const float*>(call.owned.back().get());
-  call.owned.push_back(ctx.upload_array(act.scales.data(), act.scales.size() * sizeof(float)));
-  const float* a_scale = static_cast<const float*>(call.owned.back().get());
-  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, w_scale, "setting the weight's scale");
-  set_desc(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale,
-           "setting the activations' scale");
   // cuBLASLt writes the scaled product in fp32 ([rows, n], row i of the output at i * n); one
   // pass then adds the bias in full precision and rounds once to the output dtype, as the CPU
   // backends do. (cuBLASLt's own bias epilogue on the FP8 path gave sums off by about a tenth of
