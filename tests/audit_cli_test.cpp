@@ -156,6 +156,27 @@ TEST(BenchCli, TimesFp8Gemms) {
   EXPECT_NE(r.out.find("act_scale=group_128"), std::string::npos) << r.out;
 }
 
+// An MoE block's bytes count the experts its rows are routed to, not every expert: one token
+// with top-4 of 16 experts reads 4 experts' weights (moe-speed-cpu: hidden 1024, width 512, bf16).
+TEST(BenchCli, MoeBytesCountTheExpertsTheBatchTouches) {
+  const auto dir = make_temp_dir("bench-moe");
+  const CommandResult r =
+      run_nvdet("bench " + scenario("moe-speed-cpu.yaml") +
+                " --filter 'batch=1,filler_routing=random' --reps 1 --warmup 0 --format json "
+                "--report-dir " +
+                dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(dir / "bench-moe-speed-cpu.json"));
+  const double h = 1024, width = 512, experts = 16, touched = 4;
+  const double want = 2 * (h + experts * h + touched * 3 * width * h) + 2 * h;
+  ASSERT_FALSE(j.at("rows").empty());
+  for (const auto& row : j.at("rows")) {
+    const double bytes =
+        row.at("gbps").get<double>() * 1e9 * row.at("median_us").get<double>() * 1e-6;
+    EXPECT_NEAR(bytes / want, 1.0, 1e-9) << row.dump();
+  }
+}
+
 // --format of bench: names split at commas, spaces around them trimmed, duplicates and empty
 // names dropped; an unknown name is exit 2, naming it.
 TEST(BenchCli, FormatListIsTrimmedAndChecked) {
