@@ -49,42 +49,25 @@ struct Fp8KernelParams {
 
 #ifdef NVDET_SM90A_DEVICE
 
-__device__ __forceinline__ float load_bias(const Fp8GemmProblem& p, int col) {
-  if (p.bias_type == ElemType::kBF16)
-    return __bfloat162float(static_cast<const __nv_bfloat16*>(p.bias)[col]);
-  if (p.bias_type == ElemType::kFP16) return __half2float(static_cast<const __half*>(p.bias)[col]);
-  return static_cast<const float*>(p.bias)[col];
+// The output's element i (type p.out_type), one value or two neighbours at once.
+__device__ __forceinline__ void store_out(const Fp8GemmProblem& p, long long i, float v) {
+  store_from_float(p.out, i, v, static_cast<int>(p.out_type));
 }
-
-__device__ __forceinline__ void store_out(const Fp8GemmProblem& p, int row, int col, float v) {
-  const long long i = static_cast<long long>(row) * p.ldo + col;
-  if (p.out_type == ElemType::kBF16) {
-    static_cast<__nv_bfloat16*>(p.out)[i] = __float2bfloat16_rn(v);
-  } else if (p.out_type == ElemType::kFP16) {
-    static_cast<__half*>(p.out)[i] = __float2half_rn(v);
-  } else {
-    static_cast<float*>(p.out)[i] = v;
-  }
-}
-
-__device__ __forceinline__ void store_pair(const Fp8GemmProblem& p, int row, int col, float v0,
+__device__ __forceinline__ void store_pair(const Fp8GemmProblem& p, long long i, float v0,
                                            float v1) {
-  const long long i = static_cast<long long>(row) * p.ldo + col;
   if (p.out_type == ElemType::kBF16) {
-    *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out) + i) =
-        __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+    store2(static_cast<__nv_bfloat16*>(p.out) + i, v0, v1);
   } else if (p.out_type == ElemType::kFP16) {
-    *reinterpret_cast<__half2*>(static_cast<__half*>(p.out) + i) =
-        __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+    store2(static_cast<__half*>(p.out) + i, v0, v1);
   } else {
-    *reinterpret_cast<float2*>(static_cast<float*>(p.out) + i) = make_float2(v0, v1);
+    store2(static_cast<float*>(p.out) + i, v0, v1);
   }
 }
 
 // The last steps of an element: the scales (when they are not per K group), + bias, one rounding.
 __device__ __forceinline__ float finish_fp8(const Fp8GemmProblem& p, int row, int col, float t) {
   if (!p.per_group) t = __fmul_rn(p.a_scale[row], __fmul_rn(p.w_scale[col], t));
-  if (p.bias) t = __fadd_rn(t, load_bias(p, col));
+  if (p.bias) t = __fadd_rn(t, load_as_float(p.bias, col, static_cast<int>(p.bias_type)));
   return t;
 }
 
@@ -103,12 +86,13 @@ __device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const 
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 8 * h;
       if (row >= p.m) continue;
+      const long long at = static_cast<long long>(row) * p.ldo + col;
       const float v0 = finish_fp8(p, row, col, acc[4 * j + 2 * h]);
       if (pair) {
-        store_pair(p, row, col, v0, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
+        store_pair(p, at, v0, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
       } else {
-        store_out(p, row, col, v0);
-        if (col + 1 < p.n) store_out(p, row, col + 1, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
+        store_out(p, at, v0);
+        if (col + 1 < p.n) store_out(p, at + 1, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
       }
     }
   }
@@ -247,16 +231,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 // A row-major [rows, k] matrix of bytes as a TMA map with a box of box_rows x 128 bytes.
 bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
                    int box_rows) {
-  auto fn = tensor_map_encoder();
-  if (!fn) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld)};
-  const cuuint32_t box[2] = {kGroupK, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box,
-            elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode_swizzled_tile_map(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, base,
+                                  static_cast<uint64_t>(rows), static_cast<uint64_t>(k),
+                                  static_cast<uint64_t>(ld), kGroupK,
+                                  static_cast<uint32_t>(box_rows));
 }
 
 template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>

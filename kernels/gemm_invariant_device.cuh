@@ -59,6 +59,18 @@ __device__ __forceinline__ void store_from_float(void* p, long long i, float v, 
   }
 }
 
+// Two neighbouring output columns in one store (the wgmma epilogues' pair path).
+__device__ __forceinline__ void store2(__nv_bfloat16* o, float v0, float v1) {
+  *reinterpret_cast<__nv_bfloat162*>(o) =
+      __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+}
+__device__ __forceinline__ void store2(__half* o, float v0, float v1) {
+  *reinterpret_cast<__half2*>(o) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+}
+__device__ __forceinline__ void store2(float* o, float v0, float v1) {
+  *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
+}
+
 // The last step of every element, in every path and schedule: + bias (when present), then one
 // rounding to the output type.
 __device__ __forceinline__ void finish_element(const GemmKernelParams& p, int row, int col,

@@ -64,17 +64,6 @@ __device__ __noinline__ void store_edge(const GemmKernelParams& p, int row, int 
   if (col + 1 < p.n) finish_element(p, row, col + 1, v1);
 }
 
-__device__ __forceinline__ void store2(__nv_bfloat16* o, float v0, float v1) {
-  *reinterpret_cast<__nv_bfloat162*>(o) =
-      __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
-}
-__device__ __forceinline__ void store2(__half* o, float v0, float v1) {
-  *reinterpret_cast<__half2*>(o) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
-}
-__device__ __forceinline__ void store2(float* o, float v0, float v1) {
-  *reinterpret_cast<float2*>(o) = make_float2(v0, v1);
-}
-
 // The tile's epilogue, for one output type: per element + bias (in T, the input type) in fp32,
 // then one rounding — the same steps as finish_element. Accumulator register 4j + e holds row
 // row_base + 8 (e >> 1), column col_base + 8j + (e & 1).
@@ -214,15 +203,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
 // A row-major [rows, k] 16-bit matrix as a TMA map with a box of box_rows x 64 elements.
 bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld, int box_rows,
               CUtensorMapDataType type) {
-  auto fn = tensor_map_encoder();
-  if (!fn) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
-  const cuuint32_t box[2] = {kTileK, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return fn(map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode_swizzled_tile_map(map, type, base, static_cast<uint64_t>(rows),
+                                  static_cast<uint64_t>(k), static_cast<uint64_t>(ld) * 2, kTileK,
+                                  static_cast<uint32_t>(box_rows));
 }
 
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, class T>

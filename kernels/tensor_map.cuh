@@ -5,8 +5,18 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <cstdint>
+
 namespace nvdet::kernels {
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder();
+
+// A row-major [rows, cols] matrix (row stride row_bytes) as a TMA map whose box is box_rows rows
+// of box_cols elements, 128-byte swizzled (box_cols elements must be 128 bytes: one swizzle atom
+// row), zero-filled past the matrix: the operand tiles of the wgmma GEMMs. False when the driver
+// has no encoder or refuses the map.
+bool encode_swizzled_tile_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
+                              uint64_t rows, uint64_t cols, uint64_t row_bytes, uint32_t box_cols,
+                              uint32_t box_rows);
 
 }  // namespace nvdet::kernels

@@ -161,14 +161,6 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
     (*notes)[fmt::format("expert {}", e)] = text;
   }
 
-  // Where row r's rank-j output sits in y[expert]: the sorted layout lists each expert's rows
-  // ascending, so position = index in that expert's range.
-  std::vector<int64_t> slot(static_cast<size_t>(assignments));
-  for (int e = 0; e < experts; ++e) {
-    for (int32_t i = grouped.offsets[e]; i < grouped.offsets[e + 1]; ++i) {
-      slot[static_cast<size_t>(grouped.row[i]) * k + grouped.rank[i]] = i - grouped.offsets[e];
-    }
-  }
   const MoeCombineOrder order =
       kernels.combine_order ? kernels.combine_order(rows) : MoeCombineOrder::kRank;
   HostTensor out(args.out_dtype, {rows, hidden});
@@ -186,7 +178,9 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
     for (int j : ranks) {
       const int32_t e = route.expert[r * k + j];
       const float w = route.weight[r * k + j];
-      const float* ye = y[e].data_as<float>() + slot[r * k + j] * hidden;
+      // Row r's rank-j output within y[e] (the sorted layout lists each expert's rows ascending).
+      const int64_t slot = grouped.position[r * k + j] - grouped.offsets[e];
+      const float* ye = y[e].data_as<float>() + slot * hidden;
       for (int64_t c = 0; c < hidden; ++c) {
         if (kernels.in_double) {
           acc_d[c] += double{w} * double{ye[c]};

@@ -102,26 +102,18 @@ std::vector<float> weight_scales(const Fp8Weight& w, LtScales mode) {
   return w.scales;  // [ceil(rows / 128)][ceil(cols / 128)]: the checkpoint's order
 }
 
-// The activations' codes and scales for `rows` >= m rows (rows past m: zero codes, scale 1).
-struct PaddedActivations {
-  std::vector<uint8_t> codes;
-  std::vector<float> scales;
-};
-PaddedActivations pad_activations(const Fp8Activations& qa, LtScales mode, int64_t rows) {
-  PaddedActivations p;
-  p.codes.assign(static_cast<size_t>(rows * qa.cols), 0);
-  std::copy(qa.codes.begin(), qa.codes.end(), p.codes.begin());
-  if (mode == LtScales::kTensor) {
-    p.scales = {qa.scales.at(0)};
-  } else if (mode == LtScales::kRows) {
-    p.scales.assign(static_cast<size_t>(rows), 1.0f);
-    for (int64_t i = 0; i < qa.rows; ++i) p.scales[i] = qa.scale(i, 0);
+// The activations' scales in cuBLASLt's layout for `rows` >= m rows (rows past m: scale 1).
+std::vector<float> activation_scales(const Fp8Activations& qa, LtScales mode, int64_t rows) {
+  if (mode == LtScales::kTensor) return {qa.scales.at(0)};
+  std::vector<float> out(static_cast<size_t>(rows * (mode == LtScales::kRows ? 1 : qa.scale_cols)),
+                         1.0f);
+  if (mode == LtScales::kRows) {
+    for (int64_t i = 0; i < qa.rows; ++i) out[i] = qa.scale(i, 0);
   } else {
-    p.scales.assign(static_cast<size_t>(rows * qa.scale_cols), 1.0f);
     for (int64_t g = 0; g < qa.scale_cols; ++g)
-      for (int64_t i = 0; i < qa.rows; ++i) p.scales[g * rows + i] = qa.scale(i, g);
+      for (int64_t i = 0; i < qa.rows; ++i) out[g * rows + i] = qa.scale(i, g);
   }
-  return p;
+  return out;
 }
 
 }  // namespace
@@ -226,11 +218,17 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
         ", " + lt_scales_note(mode) + "): " + cublasGetStatusString(status) +
         "; its FP8 kernels need compute capability 8.9 or newer");
   }
-  const PaddedActivations act = pad_activations(qa, mode, rows);
-  check(cudaMemcpy(a_scale, act.scales.data(), act.scales.size() * sizeof(float),
+  const std::vector<float> act_scales = activation_scales(qa, mode, rows);
+  check(cudaMemcpy(a_scale, act_scales.data(), act_scales.size() * sizeof(float),
                    cudaMemcpyHostToDevice),
         "copying the activations' scales to the device");
-  call.owned.push_back(ctx.upload_array(act.codes.data(), act.codes.size()));
+  if (rows == m) {
+    call.owned.push_back(ctx.upload_array(qa.codes.data(), qa.codes.size()));
+  } else {  // zero codes in the padding rows
+    std::vector<uint8_t> padded(static_cast<size_t>(rows * k), 0);
+    std::copy(qa.codes.begin(), qa.codes.end(), padded.begin());
+    call.owned.push_back(ctx.upload_array(padded.data(), padded.size()));
+  }
   const void* a_codes = call.owned.back().get();
   call.owned.push_back(ctx.upload_array(w.codes.data(), w.codes.size()));
   const void* w_codes = call.owned.back().get();

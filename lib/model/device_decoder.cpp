@@ -412,11 +412,8 @@ class DeviceEngine final : public PassEngine {
     }
     trace_experts(p, l, by_expert, routed);
     // For each (row, rank): its entry's place in the grouped layout, and its weight.
-    std::vector<int32_t> slot(static_cast<size_t>(routed));
-    for (int32_t i = 0; i < static_cast<int32_t>(routed); ++i) {
-      slot[static_cast<size_t>(by_expert.row[i]) * k + by_expert.rank[i]] = i;
-    }
-    ops_.upload(combine_slots_, slot.data(), slot.size() * sizeof(int32_t));
+    ops_.upload(combine_slots_, by_expert.position.data(),
+                by_expert.position.size() * sizeof(int32_t));
     ops_.upload(combine_weights_, route.weight.data(), route.weight.size() * sizeof(float));
     ops_.moe_combine(w_.dtype, grouped_out_, combine_slots_, combine_weights_, rows, k, hidden, d_);
     emit(p, l, "combine", {d_, w_.dtype, {rows, hidden}});

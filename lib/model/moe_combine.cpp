@@ -8,14 +8,6 @@ HostTensor combine_experts(const MoeRoute& route, const MoeExpertRows& by_expert
                            const std::vector<HostTensor>& outputs, int64_t hidden, DType dtype,
                            const HostTensor* shared, const HostTensor* shared_gate) {
   const size_t k = static_cast<size_t>(route.top_k);
-  // For each (row, rank): its entry's row within its expert's output.
-  std::vector<int64_t> slot(route.expert.size(), -1);
-  for (size_t e = 0; e + 1 < by_expert.offsets.size(); ++e) {
-    for (int32_t i = by_expert.offsets[e]; i < by_expert.offsets[e + 1]; ++i) {
-      const size_t at = static_cast<size_t>(by_expert.row[i]) * k + by_expert.rank[i];
-      slot[at] = i - by_expert.offsets[e];
-    }
-  }
   HostTensor out(dtype, {route.rows, hidden});
   std::vector<float> acc(static_cast<size_t>(hidden));
   for (int64_t r = 0; r < route.rows; ++r) {
@@ -24,7 +16,9 @@ HostTensor combine_experts(const MoeRoute& route, const MoeExpertRows& by_expert
       const size_t at = static_cast<size_t>(r) * k + j;
       const HostTensor& y = outputs.at(static_cast<size_t>(route.expert[at]));
       const float w = route.weight[at];
-      const int64_t base = slot[at] * hidden;
+      // The entry's row within its expert's output.
+      const int64_t base =
+          int64_t{by_expert.position[at] - by_expert.offsets[route.expert[at]]} * hidden;
       for (int64_t c = 0; c < hidden; ++c) acc[c] += w * y.get(base + c);
     }
     if (shared) {

@@ -89,13 +89,16 @@ MoeExpertRows group_rows_by_expert(const MoeRoute& route, int num_experts) {
   for (int e = 0; e < num_experts; ++e) grouped.offsets[e + 1] = grouped.offsets[e] + counts[e];
   grouped.row.resize(route.expert.size());
   grouped.rank.resize(route.expert.size());
+  grouped.position.resize(route.expert.size());
   std::vector<int32_t> next(grouped.offsets.begin(), grouped.offsets.end() - 1);
   // Rows in ascending order, so each expert's entries come out ascending by row.
   for (int r = 0; r < route.rows; ++r) {
     for (int j = 0; j < route.top_k; ++j) {
-      const int32_t e = route.expert[static_cast<size_t>(r) * route.top_k + j];
+      const size_t at = static_cast<size_t>(r) * route.top_k + j;
+      const int32_t e = route.expert[at];
       grouped.row[next[e]] = r;
       grouped.rank[next[e]] = j;
+      grouped.position[at] = next[e];
       ++next[e];
     }
   }

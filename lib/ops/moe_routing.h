@@ -39,6 +39,8 @@ struct MoeExpertRows {
   std::vector<int32_t> offsets;  // [num_experts + 1]
   std::vector<int32_t> row;      // [rows * top_k]: the token row
   std::vector<int32_t> rank;     // [rows * top_k]: which of that row's top-k slots it fills
+  // The inverse, [rows * top_k] row-major: where row r's rank-j entry sits in `row`.
+  std::vector<int32_t> position;
 };
 
 MoeExpertRows group_rows_by_expert(const MoeRoute& route, int num_experts);
