@@ -311,7 +311,11 @@ TEST(Fp8Moe, FollowsTheReferenceWithinTolerance) {
     double worst = 0;
     for (int64_t i = 0; i < got.numel(); ++i)
       worst = std::max(worst, std::fabs(double{got.get(i)} - want.get(i)));
-    EXPECT_LE(worst, 2e-3 * scale) << name;
+    // cpu-variant's fused plan also rounds each weighted expert output and their sum to bf16,
+    // as the serving kernel does: up to top_k + 1 = 3 half-ulps of bf16 (2^-9) more.
+    const double vendor_rounding =
+        std::string(name) == "cpu-variant" ? 3 * std::ldexp(1.0, -9) : 0.0;
+    EXPECT_LE(worst, (2e-3 + vendor_rounding) * scale) << name;
     std::cout << name << " FP8 MoE: largest difference from cpu-reference " << worst / scale
               << " of the output's scale\n";
   }

@@ -1,11 +1,13 @@
 // op moe on the GPU backends (skipped without a device): cuda-portable bitwise equal to
 // cpu-portable, cuda-invariant bitwise invariant across batch and filler_routing, cublas and
-// cublas-grouped within a tolerance of cpu-reference, and the audit of scenarios/moe-gpu.yaml.
+// cublas-grouped within a tolerance of cpu-reference, cuda-vendor-policy following the fused-MoE
+// plan cpu-variant follows, and the audit of scenarios/moe-gpu.yaml.
 // Small seeded shapes (hidden 256, 8 experts, top-2) except for the scenario.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 
 #include "lib/backend/backend.h"
 #include "lib/loader/op_table.h"
@@ -70,7 +72,8 @@ TEST_F(GpuMoe, InvariantHoldsAcrossBatchAndRouting) {
 TEST_F(GpuMoe, VendorBackendsMatchTheReference) {
   const Scenario s = gpu_moe_scenario("fp32");
   const std::vector<HostTensor> want = outputs(s, "cpu-reference");
-  for (const std::string name : {"cublas", "cublas-grouped", "cuda-invariant", "cuda-portable"}) {
+  for (const std::string name :
+       {"cublas", "cublas-grouped", "cuda-invariant", "cuda-portable", "cuda-vendor-policy"}) {
     const std::vector<HostTensor> got = outputs(s, name);
     for (size_t c = 0; c < want.size(); ++c) {
       double scale = 0;
@@ -83,6 +86,43 @@ TEST_F(GpuMoe, VendorBackendsMatchTheReference) {
       }
     }
   }
+}
+
+// cuda-vendor-policy plans its fused MoE with lib/ops/fused_moe_plan.h for the device's SMs, as
+// cpu-variant does for a notional 132: on a 132-SM device (H100 SXM, H200) both give the same
+// plan note in every context. The plan's split-K moves with the batch, so in fp32 its outputs take
+// more than one value across the sweep.
+TEST_F(GpuMoe, VendorPolicyFollowsTheFusedPlan) {
+  const auto dir = make_temp_dir("gpu-moe-vendor");
+  write_file(dir / "moe.yaml",
+             "name: gpu-moe-vendor\nop: moe\ndtype: fp32\nout_dtype: fp32\n"
+             "shape: {hidden: 256, intermediate: 256, experts: 16, top_k: 2}\n"
+             "tokens: 2\nseed: 23\nrequests: [0, 1]\nsweep:\n  batch: [2, 4, 8, 16, 48]\n"
+             "  filler_routing: [random, hot]\nbackends:\n  cuda-vendor-policy: variant\n");
+  const Scenario s = load_scenario((dir / "moe.yaml").string());
+  auto workload = make_workload(s);
+  auto gpu = make_backend("cuda-vendor-policy");
+  auto cpu = make_backend("cpu-variant");
+  std::vector<HostTensor> out;
+  int compared = 0;
+  for (const Context& c : expand_contexts(s)) {
+    RunNotes gpu_notes, cpu_notes;
+    out.push_back(workload->run(*gpu, c, &gpu_notes).at(0).output);
+    workload->run(*cpu, c, &cpu_notes);
+    ASSERT_NE(gpu_notes.find("fused_moe"), gpu_notes.end()) << c.id;
+    EXPECT_NE(gpu_notes.at("combine").find("routed weight"), std::string::npos);
+    if (gpu_notes.at("fused_moe").find("132 SMs") == std::string::npos) continue;
+    EXPECT_EQ(gpu_notes.at("fused_moe"), cpu_notes.at("fused_moe")) << c.id;
+    ++compared;
+  }
+  std::cout << "plan notes compared with cpu-variant's in " << compared << " contexts\n";
+  size_t distinct = 1;
+  for (size_t i = 1; i < out.size(); ++i) {
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen = seen || same_bits(out[i], out[j]);
+    if (!seen) ++distinct;
+  }
+  EXPECT_GE(distinct, 2u);
 }
 
 TEST_F(GpuMoe, ScenarioAuditPasses) {

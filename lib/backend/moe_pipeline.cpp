@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace nvdet {
@@ -55,6 +56,29 @@ std::string order_name(MoeCombineOrder order) {
                                          : "sorted layout (ascending expert)";
 }
 
+// A fused plan's combine: each of row r's k down outputs weighted in fp32 and rounded to the
+// activations' dtype (the down GEMM's epilogue), then added by the plan's rule in slot order.
+void fused_combine(const FusedMoePlan& plan, const MoeRoute& route, const MoeExpertRows& grouped,
+                   const std::vector<HostTensor>& y, DType act, HostTensor& out) {
+  const int64_t rows = out.dim(0), hidden = out.dim(1);
+  const int k = route.top_k;
+  std::vector<float> products(static_cast<size_t>(k));
+  std::vector<const float*> slots(static_cast<size_t>(k));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int j = 0; j < k; ++j) {
+      const int32_t e = route.expert[r * k + j];
+      const int64_t slot = grouped.position[r * k + j] - grouped.offsets[e];
+      slots[j] = y[e].data_as<float>() + slot * hidden;
+    }
+    for (int64_t c = 0; c < hidden; ++c) {
+      for (int j = 0; j < k; ++j) {
+        products[j] = round_to_dtype(route.weight[r * k + j] * slots[j][c], act);
+      }
+      out.set(r * hidden + c, fused_moe_combine(plan.combine, products.data(), k, act));
+    }
+  }
+}
+
 }  // namespace
 
 std::string gemm_plan_summary(const RunNotes& gemm_notes) {
@@ -84,6 +108,18 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
       std::span<const float>(logits.data_as<float>(), static_cast<size_t>(rows * experts)),
       static_cast<int>(rows), experts, k, args.norm_topk_prob);
   const MoeExpertRows grouped = group_rows_by_expert(route, experts);
+  // A fused plan follows the batch: its config from the token count, its split-K from the grid
+  // that every expert's row count makes.
+  const int64_t width = args.is_fp8() ? args.fp8_down[0]->cols : args.down[0]->dim(1);
+  std::optional<FusedMoePlan> plan;
+  std::vector<int32_t> counts(experts);
+  for (int e = 0; e < experts; ++e) counts[e] = grouped.offsets[e + 1] - grouped.offsets[e];
+  if (kernels.fused_plan) plan = kernels.fused_plan(rows, experts, k, width);
+  const auto stage_split = [&](MoeGemmSite& site, int64_t n, int64_t depth) {
+    if (!plan) return;
+    site.split_k = plan->split_k(counts, n, depth);
+    site.split_len = plan->split_len(site.split_k, depth);
+  };
 
   std::set<int32_t> noted;
   for (int64_t r : args.noted_rows) {
@@ -109,7 +145,10 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
     std::vector<MoeGemmSite> sites;
     for (size_t i = 0; i < n; ++i) {
       const int32_t e = active[i];
-      sites.push_back({st, e, grouped.offsets[e + 1] - grouped.offsets[e], rows, assignments});
+      MoeGemmSite site{st, e, counts[e], rows, assignments};
+      if (st == MoeGemmSite::Stage::kGateUp) stage_split(site, 2 * width, hidden);
+      else stage_split(site, hidden, width);
+      sites.push_back(site);
     }
     if (kernels.gemm_group) return kernels.gemm_group(calls, sites, note_ptrs);
     std::vector<HostTensor> outs;
@@ -156,14 +195,33 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
     if (gu_note_ptrs[i] == nullptr) continue;
     const int64_t count = grouped.offsets[e + 1] - grouped.offsets[e];
     std::string text = fmt::format("{} row{}", count, count == 1 ? "" : "s");
+    if (plan) text += fmt::format(" -> {}", plan->padded_rows(count));
     if (const std::string s = gemm_plan_summary(gu_notes[i]); !s.empty()) text += "; gate_up " + s;
     if (const std::string s = gemm_plan_summary(down_notes[i]); !s.empty()) text += "; down " + s;
     (*notes)[fmt::format("expert {}", e)] = text;
   }
 
+  HostTensor out(args.out_dtype, {rows, hidden});
+  if (plan) {
+    fused_combine(*plan, route, grouped, y, x.dtype(), out);
+    if (notes) {
+      MoeGemmSite gu_site, down_site;
+      stage_split(gu_site, 2 * width, hidden);
+      stage_split(down_site, hidden, width);
+      (*notes)["fused_moe"] =
+          fmt::format("{}; split_k gate_up {}, down {} ({} blocks, {} SMs)", plan->describe(),
+                      gu_site.split_k, down_site.split_k, plan->blocks(counts), plan->num_sms);
+      (*notes)["combine"] =
+          fmt::format("{}; routed weight applied in fp32 in the down epilogue, rounded to {}",
+                      fused_moe_combine_name(plan->combine), dtype_name(x.dtype()));
+      const std::string router_plan = gemm_plan_summary(router_notes);
+      (*notes)["router"] =
+          fmt::format("{} rows{}", rows, router_plan.empty() ? "" : "; " + router_plan);
+    }
+    return out;
+  }
   const MoeCombineOrder order =
       kernels.combine_order ? kernels.combine_order(rows) : MoeCombineOrder::kRank;
-  HostTensor out(args.out_dtype, {rows, hidden});
   std::vector<int> ranks(k);
   std::vector<float> acc(hidden);
   std::vector<double> acc_d(hidden);

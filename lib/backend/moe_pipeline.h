@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "lib/backend/backend.h"
+#include "lib/ops/fused_moe_plan.h"
 #include "lib/ops/moe_routing.h"
 
 namespace nvdet {
@@ -23,6 +24,11 @@ struct MoeGemmSite {
   int64_t rows = 0;         // rows of this GEMM (the expert's row count, or all rows)
   int64_t total_rows = 0;   // rows of the whole batch
   int64_t assignments = 0;  // rows x top_k: the sorted layout's length
+  // Set by a fused-MoE plan (MoeKernels::fused_plan): the split-K every expert GEMM of this stage
+  // takes (K cut into parts of split_len elements, their fp32 partials added by a fixed tree);
+  // 0 where the backend's GEMM chooses for itself.
+  int split_k = 0;
+  int64_t split_len = 0;
 };
 
 // How a row's k expert outputs are added (fp32, from zero, one product w * y at a time).
@@ -46,11 +52,18 @@ struct MoeKernels {
   std::function<MoeCombineOrder(int64_t total_rows)> combine_order;
   // cpu-reference: SwiGLU and the combine in double (its GEMMs accumulate in double too).
   bool in_double = false;
+  // Optional: a vendor-style fused MoE (lib/ops/fused_moe_plan.h), planned per block from
+  // (tokens, experts, top_k, expert width). With it, the expert GEMMs get the plan's split-K in
+  // their sites, each down output is weighted in fp32 and rounded to the activations' dtype, and
+  // the combine follows the plan (combine_order is not used).
+  std::function<FusedMoePlan(int64_t tokens, int experts, int top_k, int64_t expert_width)>
+      fused_plan;
 };
 
 // Computes the block. Notes: "router" (its GEMM's plan), "combine" (the order), and for each
 // expert that a row of args.noted_rows selects, "expert E" = its row count and its GEMMs' plans,
-// e.g. "3 rows; gate_up split_k 4; down split_k 4".
+// e.g. "3 rows; gate_up split_k 4; down split_k 4". With a fused plan, "fused_moe" gives its
+// config and block assignment, and each expert note its padded row count.
 HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* notes);
 
 // The plan facts an MoE note keeps from a GEMM's notes (tile, split_k, split_len, algo_id,

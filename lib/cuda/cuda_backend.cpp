@@ -6,6 +6,7 @@
 #include "kernels/silu_mul.cuh"
 #include "lib/backend/host_timer.h"
 #include "lib/backend/moe_pipeline.h"
+#include "lib/backend/split_k_gemm.h"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/kernel_paths.h"
@@ -62,14 +63,18 @@ class CudaBackend final : public Backend {
     return flavor_ == CudaFlavor::kCublas || flavor_ == CudaFlavor::kInvariant;
   }
 
-  // The MoE block: a plain expert loop on the host (lib/backend/moe_pipeline.h) calling this
-  // flavor's GEMM for the router and for each expert's gate_up and down, one device GEMM per
-  // expert, as a framework's eager MoE does (cublas: cuBLASLt with its default heuristic, whose
-  // choice follows each expert's row count; cuda-invariant: the invariant GEMM, whose per-row
-  // order does not). Routing, gather, SwiGLU and the combine run on the host between the GEMM
-  // calls. The combine: ascending top-k rank for cuda-invariant (a fixed order); for the vendor
-  // flavors ascending expert, the order in which such a loop adds each expert's weighted output
-  // into its rows.
+  // The MoE block on the host pipeline (lib/backend/moe_pipeline.h), this flavor's GEMMs on the
+  // device; routing, gather, SwiGLU and the combine run on the host between the GEMM calls.
+  //  - cublas and the cuBLASLt flavors: a plain expert loop, as a framework's eager MoE runs it:
+  //    one cuBLASLt GEMM per expert with the default heuristic (whose choice follows each
+  //    expert's row count), combined in ascending expert order;
+  //  - cuda-invariant: the invariant GEMM per expert (its per-row order does not follow the row
+  //    count), combined in ascending top-k rank;
+  //  - cuda-vendor-policy: a vendor fused MoE planned by lib/ops/fused_moe_plan.h for this
+  //    device's SMs, as cpu-variant plans it: each expert GEMM is cuBLASLt without split-K
+  //    (the fused kernel's one tile loop) or, where the plan splits K, cuBLASLt on each K part
+  //    with the parts added by the plan's fixed tree (lib/backend/split_k_gemm.h); the routed
+  //    weight in fp32 rounded to the dtype and the combine by the plan's rule.
   HostTensor run_moe_block(const MoeArgs& args, RunNotes* notes) {
     MoeKernels k;
     k.gemm = [this](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) {
@@ -81,8 +86,48 @@ class CudaBackend final : public Backend {
     k.combine_order = [invariant](int64_t) {
       return invariant ? MoeCombineOrder::kRank : MoeCombineOrder::kSortedLayout;
     };
+    if (flavor_ == CudaFlavor::kVendorPolicy) {
+      k.fused_plan = [sms = ctx_.sm_count()](int64_t tokens, int experts, int top_k,
+                                             int64_t width) {
+        return plan_fused_moe(tokens, experts, top_k, width, sms);
+      };
+      k.gemm = [this](const GemmArgs& g, const MoeGemmSite& site, RunNotes* n) {
+        return fused_plan_gemm(g, site, n);
+      };
+    }
     HostTensor out = run_moe(args, k, notes);
     if (notes) (*notes)["moe_host_steps"] = "routing, gather, SwiGLU and combine on the host";
+    return out;
+  }
+
+  // One GEMM of cuda-vendor-policy's fused plan (run_moe_block): the router as this flavor's
+  // ordinary GEMM; an expert GEMM on cuBLASLt without split-K, whole or per K part.
+  HostTensor fused_plan_gemm(const GemmArgs& g, const MoeGemmSite& site, RunNotes* n) {
+    if (site.stage == MoeGemmSite::Stage::kRouter || site.split_k == 0) {
+      PreparedCall call = prepare(g, n);
+      return run_prepared(ctx_, call);
+    }
+    const auto whole = [&](const GemmArgs& part, RunNotes* part_notes) {
+      PreparedCall call = prepare_gemm(ctx_, CudaFlavor::kCublasLtNoSplit, part, part_notes);
+      return run_prepared(ctx_, call);
+    };
+    if (site.split_k <= 1) return whole(g, n);
+    RunNotes part_notes;
+    bool first = true;
+    HostTensor out = gemm_in_k_splits(
+        g, site.split_len,
+        [&](const GemmArgs& part) {
+          HostTensor p = whole(part, n && first ? &part_notes : nullptr);
+          first = false;
+          return p;
+        },
+        &weight_slices_);
+    if (n) {
+      *n = part_notes;
+      (*n)["split_k"] = std::to_string(site.split_k);
+      (*n)["split_len"] = std::to_string(site.split_len);
+      (*n)["split_reduce"] = "fp32 parts added by a fixed tree";
+    }
     return out;
   }
 
@@ -114,6 +159,7 @@ class CudaBackend final : public Backend {
   CudaFlavor flavor_;
   DeviceContext ctx_;
   std::unique_ptr<DeviceDecodeOps> decode_ops_;  // after ctx_: destroyed before it
+  KSliceCache weight_slices_;                    // cuda-vendor-policy's expert weights cut along K
 };
 
 }  // namespace

@@ -172,6 +172,9 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
       "CUBLASLT_WORKSPACE_SIZE=1, which PyTorch reads in KiB)";
   std::map<std::string, std::string> vendor_stands_for = vendor_policy_stands_for;
   vendor_stands_for["gemm"] = cublas_stands_for["gemm"];
+  vendor_stands_for["moe"] =
+      "a fused MoE kernel (vLLM fused_moe style, lib/ops/fused_moe_plan.h, as cpu-variant plans "
+      "it for this device's SMs) around cuBLASLt GEMMs without split-K of their own";
   using cuda::CudaFlavor;
   // The vendor GEMM users run (torch.mm): bench's baseline for any op without one of its own.
   BenchRole vendor_gemm;

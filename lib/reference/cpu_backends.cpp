@@ -142,9 +142,10 @@ std::vector<BackendRegistration> cpu_backend_registrations() {
            "chunked-prefill / cascade attention that splits the KV reduction at the prefix and "
            "chunk boundaries and merges the partial states"},
           {"moe",
-           "a fused MoE kernel (vLLM fused_moe style) whose tile follows the batch's "
-           "token count, whose split-K follows each expert's row count and whose combine "
-           "follows the sorted token layout at large tiles"},
+           "a fused MoE kernel (vLLM fused_moe style, lib/ops/fused_moe_plan.h): its config "
+           "from a tuned table keyed by the token count, a split-K from the grid of every "
+           "expert's padded blocks, the routed weight rounded to the dtype and a combine "
+           "whose rule follows the token count"},
       }};
   BackendInfo portable{
       "cpu-portable",

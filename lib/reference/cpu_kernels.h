@@ -29,8 +29,10 @@ HostTensor variant_rmsnorm(const RmsNormArgs& args, RunNotes* notes);
 HostTensor variant_log_softmax(const LogSoftmaxArgs& args, RunNotes* notes);
 HostTensor variant_attention_decode(const AttentionDecodeArgs& args, RunNotes* notes);
 HostTensor variant_attention_prefill(const AttentionPrefillArgs& args, RunNotes* notes);
-// The variant GEMM's reduction with a split count chosen by the caller (the MoE block's plan).
+// The variant GEMM's reduction with a split count chosen by the caller, or with splits of
+// `split_len` elements of K (a fused MoE plan's; not for FP8 GEMMs).
 HostTensor variant_gemm_with_split_k(const GemmArgs& args, int split_k, RunNotes* notes);
+HostTensor variant_gemm_with_split_len(const GemmArgs& args, int64_t split_len, RunNotes* notes);
 
 // cpu-portable: the arithmetic of kernels/portable_ops.cuh, bitwise equal to cuda-portable
 // (portable_kernels.cpp).

@@ -6,19 +6,18 @@
 //  - cpu-invariant: the invariant GEMM per expert (a row's bits depend only on K, never on how
 //    many rows its expert received), combine in ascending top-k rank in fp32: a row's result is
 //    a function of the row alone;
-//  - cpu-variant: a vendor-style fused MoE (vLLM fused_moe's shape of decisions): its config,
-//    looked up from the batch's total rows M, takes tile_m 16 when M <= experts and 64 above;
-//    at tile_m 16 each expert's GEMMs split K by that expert's row count (4 splits up to 4 rows,
-//    2 up to 16, none above), at tile_m 64 they do not split and the combine is fused into the
-//    down GEMM's epilogue in the sorted token layout's order (ascending expert) instead of
-//    ascending rank. So an expert's row count and the batch's total both change a row's bits;
+//  - cpu-variant: a vendor-style fused MoE, planned by lib/ops/fused_moe_plan.h as an H200 would
+//    plan it (132 SMs): the config from the tuned table's row nearest the batch's token count, the
+//    blocks padded per expert (or one per token-expert pair in sparse batches), a split-K from
+//    the grid where the row asks for one (so every expert's row count moves it), the routed
+//    weight applied in fp32 and rounded to the dtype, and a combine whose rule follows the token
+//    count. cuda-vendor-policy follows the same plan with its device GEMMs;
 //  - cpu-portable: kernels/portable_ops.cuh's GEMM, combine in rank order: bitwise equal to
 //    cuda-portable, which runs the same pipeline with its device GEMM.
 // The router GEMM is each flavor's ordinary GEMM (cpu-variant's split-K follows the total rows).
-#include <fmt/format.h>
-
 #include "kernels/silu_mul.cuh"
 #include "lib/backend/moe_pipeline.h"
+#include "lib/ops/split_policies.h"
 #include "lib/reference/cpu_kernels.h"
 
 namespace nvdet::cpu {
@@ -33,17 +32,6 @@ MoeKernels rank_order_kernels(HostTensor (*gemm)(const GemmArgs&, RunNotes*)) {
   k.gemm = [gemm](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) { return gemm(g, n); };
   k.combine_order = [](int64_t) { return MoeCombineOrder::kRank; };
   return k;
-}
-
-// vLLM's default fused_moe config rule in outline: small batches (no more rows than experts) get
-// the small tile, larger ones the large tile.
-int vendor_moe_tile_m(int64_t total_rows, int64_t experts) {
-  return total_rows <= experts ? 16 : 64;
-}
-
-int vendor_moe_split_k(int tile_m, int64_t expert_rows) {
-  if (tile_m >= 64) return 1;
-  return expert_rows <= 4 ? 4 : (expert_rows <= 16 ? 2 : 1);
 }
 
 }  // namespace
@@ -61,20 +49,17 @@ HostTensor invariant_moe(const MoeArgs& args, RunNotes* notes) {
 }
 
 HostTensor variant_moe(const MoeArgs& args, RunNotes* notes) {
-  const int64_t experts = args.router->dim(0);
   MoeKernels k;
-  k.gemm = [experts](const GemmArgs& g, const MoeGemmSite& site, RunNotes* n) {
+  k.fused_plan = [](int64_t tokens, int experts, int top_k, int64_t width) {
+    return plan_fused_moe(tokens, experts, top_k, width, kNotionalSmCount);
+  };
+  k.gemm = [](const GemmArgs& g, const MoeGemmSite& site, RunNotes* n) {
     if (site.stage == Stage::kRouter) return variant_gemm(g, n);
-    const int tile_m = vendor_moe_tile_m(site.total_rows, experts);
-    HostTensor out = variant_gemm_with_split_k(g, vendor_moe_split_k(tile_m, site.rows), n);
-    if (n) (*n)["tile"] = fmt::format("{}x64", tile_m);
-    return out;
+    // FP8 experts split into runs of whole 128-wide scale groups instead.
+    if (g.is_fp8()) return variant_gemm_with_split_k(g, site.split_k, n);
+    return variant_gemm_with_split_len(g, site.split_len, n);
   };
   k.silu_mul = kernels::portable::silu_mul;
-  k.combine_order = [experts](int64_t total_rows) {
-    return vendor_moe_tile_m(total_rows, experts) >= 64 ? MoeCombineOrder::kSortedLayout
-                                                        : MoeCombineOrder::kRank;
-  };
   return run_moe(args, k, notes);
 }
 

@@ -26,8 +26,12 @@ HostTensor variant_gemm(const GemmArgs& args, RunNotes* notes) {
 
 HostTensor variant_gemm_with_split_k(const GemmArgs& args, int split_k, RunNotes* notes) {
   if (args.is_fp8()) return variant_fp8_gemm_with_split_k(args, split_k, notes);
+  const int64_t k = args.a->dim(1);
+  return variant_gemm_with_split_len(args, ((k + split_k - 1) / split_k + 63) / 64 * 64, notes);
+}
+
+HostTensor variant_gemm_with_split_len(const GemmArgs& args, int64_t split_len, RunNotes* notes) {
   const PackedGemm g = pack_gemm(args);
-  const int64_t split_len = ((g.k + split_k - 1) / split_k + 63) / 64 * 64;
   const int num_splits = static_cast<int>((g.k + split_len - 1) / split_len);
   int padded = 1;
   while (padded < num_splits) padded *= 2;
