@@ -28,18 +28,22 @@ int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
 namespace {
 
-// The wgmma path over staged operands: W copied once, then A block by block (rows are
-// independent, so a block's rows get the bits they would get in one launch).
+// The wgmma path over staged operands: W copied once (or the caller's kept copy,
+// prob.w_staged), then A block by block (rows are independent, so a block's rows get the bits
+// they would get in one launch).
 cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
                                 const GemmKernelParams& base, void* workspace,
                                 cudaStream_t stream) {
   if (plan.stage_rows <= 0 || plan.staged_k < prob.k) return cudaErrorInvalidValue;
-  const size_t row_bytes = size_t(plan.staged_k) * 2;
-  auto* w_staged = static_cast<unsigned char*>(workspace);
-  auto* a_staged = w_staged + (size_t(prob.n) * row_bytes + 255) / 256 * 256;
-  cudaError_t st = launch_stage_rows(prob.w, prob.ldw, prob.n, prob.k, w_staged, plan.staged_k,
-                                     stream);
-  if (st != cudaSuccess) return st;
+  auto* w_area = static_cast<unsigned char*>(workspace);
+  auto* a_staged = w_area + gemm_invariant_staged_weight_bytes(prob, plan);
+  const void* w_staged = prob.w_staged;
+  if (w_staged == nullptr) {
+    const cudaError_t st = gemm_invariant_stage_weight(prob, plan, w_area, stream);
+    if (st != cudaSuccess) return st;
+    w_staged = w_area;
+  }
+  cudaError_t st = cudaSuccess;
   const size_t out_elem = prob.out_type == GemmType::kFP32 ? 4 : 2;
   for (int r0 = 0; r0 < prob.m; r0 += plan.stage_rows) {
     const int rows = std::min(plan.stage_rows, prob.m - r0);
@@ -60,6 +64,17 @@ cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
 }
 
 }  // namespace
+
+size_t gemm_invariant_staged_weight_bytes(const GemmProblem& problem, const GemmPlan& plan) {
+  return (size_t(problem.n) * size_t(plan.staged_k) * 2 + 255) / 256 * 256;
+}
+
+cudaError_t gemm_invariant_stage_weight(const GemmProblem& problem, const GemmPlan& plan, void* dst,
+                                        cudaStream_t stream) {
+  if (plan.staged_k < problem.k) return cudaErrorInvalidValue;
+  return launch_stage_rows(problem.w, problem.ldw, problem.n, problem.k, dst, plan.staged_k,
+                           stream);
+}
 
 const char* gemm_path_name(GemmPath path) {
   switch (path) {

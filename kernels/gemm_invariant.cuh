@@ -51,6 +51,10 @@ struct GemmProblem {
   int64_t lda = 0, ldw = 0, ldo = 0;
   GemmType in_type = GemmType::kBF16;
   GemmType out_type = GemmType::kFP32;
+  // The wgmma path's staged W (plan.staged_k > 0), made earlier by gemm_invariant_stage_weight
+  // for this w and kept by the caller: the launch then stages only A. Null: W is staged on every
+  // launch. The same bits either way (a copy of W's values).
+  const void* w_staged = nullptr;
 };
 
 // The wgmma path's CTA shapes. tile_m = 64 x consumer warpgroups; the producer warpgroup streams
@@ -112,6 +116,13 @@ GemmPlan gemm_invariant_plan(const GemmProblem& problem, const GemmDevice& devic
 // plan.workspace_bytes of `workspace` (cudaErrorInvalidValue otherwise).
 cudaError_t gemm_invariant_launch(const GemmProblem& problem, const GemmPlan& plan, void* workspace,
                                   size_t workspace_bytes, cudaStream_t stream);
+
+// The staged copy of W that a plan with staged_k > 0 reads (n rows of staged_k elements, the
+// tail zeroed): its size, and the kernel that writes it into `dst` on `stream`. A caller that
+// keeps it for a weight that does not change passes it as problem.w_staged to later launches.
+size_t gemm_invariant_staged_weight_bytes(const GemmProblem& problem, const GemmPlan& plan);
+cudaError_t gemm_invariant_stage_weight(const GemmProblem& problem, const GemmPlan& plan, void* dst,
+                                        cudaStream_t stream);
 
 // Vendor-path helper: out[m, n] (out_type) = src[m, n] (fp32) + bias[n] (bias_type, may be null),
 // rounded once. Used when cuBLASLt cannot write the requested output type directly.

@@ -281,6 +281,44 @@ TEST(GpuGemmInvariant, OddShapesAreBatchInvariant) {
   }
 }
 
+// Odd shapes stage W into 16-byte rows; the staged copy of a weight is kept (keyed by its uid)
+// and reused by later calls. Reused, made afresh for an equal copy of W, or made for W after a
+// change: the results are those of the weight's current values.
+TEST(GpuGemmInvariant, AKeptStagedWeightGivesTheBitsOfAFreshOneAndFollowsAChange) {
+  REQUIRE_GPU();
+  auto backend = make_backend("cuda-invariant");
+  GemmShape shape(DType::kBF16, 4097, 4100);
+  const HostTensor a = seeded_rows(DType::kBF16, 17, shape.k, 7);
+  const auto run = [&](const HostTensor& w, RunNotes* notes) {
+    return backend->run(GemmArgs{&a, &w, nullptr, DType::kBF16, false}, notes);
+  };
+  RunNotes notes;
+  const HostTensor first = run(shape.w, &notes);
+  const HostTensor again = run(shape.w, nullptr);
+  HostTensor copy(shape.w.dtype(), shape.w.shape());
+  std::memcpy(copy.mutable_data(), shape.w.data(), shape.w.nbytes());
+  const HostTensor fresh = run(copy, nullptr);
+  if (notes.at("kernel") != "wgmma-m64nNk16-tma") GTEST_SKIP() << "no wgmma path on this device";
+  EXPECT_NE(notes.at("operands").find("made once and reused"), std::string::npos)
+      << notes.at("operands");
+  for (int64_t r = 0; r < 17; ++r) {
+    EXPECT_EQ(row_bits(again, r), row_bits(first, r)) << r;
+    EXPECT_EQ(row_bits(fresh, r), row_bits(first, r)) << r;
+  }
+  // A change gives the tensor a new uid: its next call stages the new values.
+  shape.w.set(0, shape.w.get(0) + 1.0f);
+  const HostTensor changed = run(shape.w, nullptr);
+  HostTensor changed_copy(shape.w.dtype(), shape.w.shape());
+  std::memcpy(changed_copy.mutable_data(), shape.w.data(), shape.w.nbytes());
+  const HostTensor changed_fresh = run(changed_copy, nullptr);
+  bool column0_moved = false;
+  for (int64_t r = 0; r < 17; ++r) {
+    EXPECT_EQ(row_bits(changed, r), row_bits(changed_fresh, r)) << r;
+    column0_moved = column0_moved || changed.get(r * 4097) != first.get(r * 4097);
+  }
+  EXPECT_TRUE(column0_moved);
+}
+
 TEST(GpuGemmInvariant, EveryOutputTypeWithAndWithoutBias) {
   REQUIRE_GPU();
   auto backend = make_backend("cuda-invariant");

@@ -23,6 +23,9 @@ struct DeviceGemmCall {
   void* out = nullptr;         // [m, n] of out_dtype
   int64_t m = 0, n = 0, k = 0;
   DType dtype = DType::kBF16, out_dtype = DType::kFP32;
+  // The uid of the HostTensor `w` holds when it is a weight that does not change between calls
+  // (a backend may then keep a copy derived from it, e.g. a staged layout); 0 when unknown.
+  uint64_t w_uid = 0;
 };
 
 struct DeviceRmsNormCall {

@@ -142,7 +142,7 @@ void DeviceContext::drop_least_recent() {
   cache_.pop_back();
 }
 
-void DeviceContext::evict_until(size_t incoming) {
+void DeviceContext::evict_until(size_t incoming, size_t keep_recent) {
   CacheRegistry& r = cache_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   // Other contexts' copies go first: backends run one call at a time, so none of their pointers
@@ -152,12 +152,14 @@ void DeviceContext::evict_until(size_t incoming) {
       other->drop_least_recent();
     }
   }
-  while (!cache_.empty() && r.cached_bytes + incoming > cache_budget_) drop_least_recent();
+  while (cache_.size() > keep_recent && r.cached_bytes + incoming > cache_budget_) {
+    drop_least_recent();
+  }
 }
 
 const void* DeviceContext::upload(const HostTensor& t) {
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (it->uid == t.uid() && it->buffer.bytes() == t.nbytes()) {
+    if (it->uid == t.uid() && it->purpose == 0 && it->buffer.bytes() == t.nbytes()) {
       cache_.splice(cache_.begin(), cache_, it);
       return cache_.front().buffer.get();
     }
@@ -174,6 +176,28 @@ const void* DeviceContext::upload(const HostTensor& t) {
     r.cached_bytes += buf.bytes();
   }
   cache_.push_front({t.uid(), std::move(buf)});
+  return cache_.front().buffer.get();
+}
+
+const void* DeviceContext::derived(uint64_t uid, int purpose, size_t bytes,
+                                   const std::function<cudaError_t(void*, cudaStream_t)>& fill,
+                                   size_t keep_recent) {
+  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+    if (it->uid == uid && it->purpose == purpose && it->buffer.bytes() == bytes) {
+      cache_.splice(cache_.begin(), cache_, it);
+      return cache_.front().buffer.get();
+    }
+  }
+  evict_until(bytes, keep_recent);
+  DeviceBuffer buf(std::max<size_t>(bytes, 1));
+  check(fill(buf.get(), stream_), "making a derived copy on the device");
+  cache_bytes_ += buf.bytes();
+  {
+    CacheRegistry& r = cache_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.cached_bytes += buf.bytes();
+  }
+  cache_.push_front({uid, std::move(buf), purpose});
   return cache_.front().buffer.get();
 }
 

@@ -66,6 +66,14 @@ class DeviceContext {
   // a byte budget shared by every context of the process, other contexts' copies first). The
   // pointer stays valid until the next call to upload() on this context.
   const void* upload(const HostTensor& t);
+  // A buffer derived from a tensor that does not change (the invariant GEMM's staged copy of a
+  // weight), cached beside the uploads under (uid, purpose) and made by `fill` on stream() on
+  // first use. A tensor that changes gets a new uid, so a stale copy is never found. The pointer
+  // stays valid as upload()'s does; making it never drops this context's `keep_recent` most
+  // recently used copies (the inputs of the call being prepared).
+  const void* derived(uint64_t uid, int purpose, size_t bytes,
+                      const std::function<cudaError_t(void*, cudaStream_t)>& fill,
+                      size_t keep_recent = 3);
   // Uploads a small host array (page tables, lengths) into a fresh buffer.
   DeviceBuffer upload_array(const void* data, size_t bytes);
   // A scratch buffer of at least `bytes`, reused across calls (e.g. split-K partials).
@@ -78,8 +86,9 @@ class DeviceContext {
   struct CachedTensor {
     uint64_t uid;
     DeviceBuffer buffer;
+    int purpose = 0;  // 0: the tensor's own bytes (upload); else derived()'s purpose
   };
-  void evict_until(size_t incoming_bytes);
+  void evict_until(size_t incoming_bytes, size_t keep_recent = 0);
   void drop_least_recent();  // callers hold the registry lock
 
   int device_ = 0;

@@ -41,6 +41,7 @@ namespace {
 struct ResidentStore {
   std::mutex mutex;
   std::map<uint64_t, DeviceBuffer> buffers;
+  std::map<const void*, uint64_t> uid_at;  // each buffer's address -> its weight's uid
 };
 ResidentStore& resident_store() {
   static ResidentStore s;
@@ -87,8 +88,17 @@ class CudaDecodeOps final : public DeviceDecodeOps {
     DeviceBuffer buf(std::max<size_t>(t.nbytes(), 1));
     upload_through_pinned(buf.get(), t.data(), t.nbytes());
     const void* p = buf.get();
+    if (it != s.buffers.end()) s.uid_at.erase(it->second.get());
     s.buffers[t.uid()] = std::move(buf);
+    s.uid_at[p] = t.uid();
     return p;
+  }
+
+  static uint64_t resident_uid(const void* p) {
+    ResidentStore& s = resident_store();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const auto it = s.uid_at.find(p);
+    return it == s.uid_at.end() ? 0 : it->second;
   }
 
   bool is_resident(const HostTensor& t) override {
@@ -104,7 +114,12 @@ class CudaDecodeOps final : public DeviceDecodeOps {
     // No backend has work in flight between decodes (each ends by waiting for its tokens), and
     // cudaFree waits for the device anyway.
     for (auto it = s.buffers.begin(); it != s.buffers.end();) {
-      it = keep.count(it->first) ? std::next(it) : s.buffers.erase(it);
+      if (keep.count(it->first)) {
+        ++it;
+        continue;
+      }
+      s.uid_at.erase(it->second.get());
+      it = s.buffers.erase(it);
     }
   }
 
@@ -135,6 +150,9 @@ class CudaDecodeOps final : public DeviceDecodeOps {
   void gemm(const DeviceGemmCall& g, RunNotes* notes) override {
     GemmOperands o;
     static_cast<DeviceGemmCall&>(o) = g;
+    // A resident weight is known by its uid, as run()'s GEMM knows it (the same notes and the
+    // same kept staged copy on both paths).
+    if (o.w_uid == 0) o.w_uid = resident_uid(g.w);
     launch(prepare_gemm_device(ctx_, flavor_, o, notes), true, notes);
   }
 

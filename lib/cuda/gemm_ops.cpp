@@ -218,6 +218,9 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
 
 // ---- nvdet's invariant kernels ------------------------------------------------------------------
 
+// DeviceContext::derived's purpose for the invariant GEMM's staged weights.
+constexpr int kStagedWeightPurpose = 1;
+
 PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNotes* notes) {
   const DType in = g.dtype, out = g.out_dtype;
   const int64_t m = g.m, k = g.k, n = g.n;
@@ -244,6 +247,18 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   device.cc_minor = ctx.props().minor;
   device.sm_count = ctx.sm_count();
   const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(prob, device);
+  // W that TMA cannot address is staged into 16-byte rows. For a weight known by its uid, the
+  // staged copy is made once and kept beside the uploads (DeviceContext::derived), so a decode
+  // step pays for staging A only; it is the same copy of W's values either way.
+  const bool keep_staged_w = plan.staged_k > 0 && g.w_uid != 0;
+  if (keep_staged_w) {
+    prob.w_staged =
+        ctx.derived(g.w_uid, kStagedWeightPurpose,
+                    nvdet::kernels::gemm_invariant_staged_weight_bytes(prob, plan),
+                    [&](void* dst, cudaStream_t stream) {
+                      return nvdet::kernels::gemm_invariant_stage_weight(prob, plan, dst, stream);
+                    });
+  }
   void* workspace = plan.workspace_bytes ? ctx.workspace(plan.workspace_bytes) : nullptr;
 
   if (notes) {
@@ -259,7 +274,8 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
       (*notes)["k_order"] = "one wgmma chain over the whole of K";
       if (plan.staged_k > 0) {
         (*notes)["operands"] = "copied to rows of " + std::to_string(plan.staged_k) +
-                               " elements (K or stride not TMA-addressable)";
+                               " elements (K or stride not TMA-addressable)" +
+                               (keep_staged_w ? "; the weight's copy made once and reused" : "");
       }
     }
     if (in == DType::kFP32 && g.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
@@ -344,6 +360,7 @@ PreparedCall prepare_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmArgs&
   g.dtype = args.a->dtype();
   g.out_dtype = args.out_dtype;
   g.allow_tf32 = args.allow_tf32;
+  g.w_uid = args.w->uid();
   return prepare_gemm_operands(ctx, flavor, g, args.bias, notes);
 }
 
