@@ -2,22 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
-
+#include "kernels/moe_route.cuh"
 #include "lib/core/error.h"
 
 namespace nvdet {
-
-namespace {
-
-// Does expert a rank before expert b in a row? Higher logit first, then the lower index.
-bool ranks_before(const float* logits, int a, int b) {
-  return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-}
-
-}  // namespace
 
 MoeRoute route_tokens(std::span<const float> router_logits, int rows, int num_experts, int top_k,
                       bool norm_topk_prob) {
@@ -36,36 +24,15 @@ MoeRoute route_tokens(std::span<const float> router_logits, int rows, int num_ex
   route.top_k = top_k;
   route.expert.resize(static_cast<size_t>(rows) * top_k);
   route.weight.resize(route.expert.size());
-  std::vector<int32_t> chosen(top_k);
-  std::vector<int32_t> order(num_experts);
   for (int r = 0; r < rows; ++r) {
-    const float* logits = router_logits.data() + static_cast<size_t>(r) * num_experts;
-    for (int e = 0; e < num_experts; ++e) {
-      if (!std::isfinite(logits[e])) {
-        throw_runtime_error(fmt::format(
-            "MoE routing: router logit of row {}, expert {} is not finite ({})", r, e, logits[e]));
-      }
-    }
-    // The top_k by a partial sort under the ranking (a strict total order: the index breaks
-    // every tie, so the result does not depend on the sort's algorithm).
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
-                      [logits](int a, int b) { return ranks_before(logits, a, b); });
-    for (int j = 0; j < top_k; ++j) chosen[j] = order[j];
-    double max_logit = logits[0];
-    for (int e = 1; e < num_experts; ++e) max_logit = std::fmax(max_logit, double{logits[e]});
-    double denom = 0.0;
-    for (int e = 0; e < num_experts; ++e) denom += std::exp(double{logits[e]} - max_logit);
-    double kept = 0.0;
-    std::vector<double> score(top_k);
-    for (int j = 0; j < top_k; ++j) {
-      score[j] = std::exp(double{logits[chosen[j]]} - max_logit) / denom;
-      kept += score[j];
-    }
-    for (int j = 0; j < top_k; ++j) {
-      const size_t at = static_cast<size_t>(r) * top_k + j;
-      route.expert[at] = chosen[j];
-      route.weight[at] = static_cast<float>(norm_topk_prob ? score[j] / kept : score[j]);
+    const size_t at = static_cast<size_t>(r) * top_k;
+    const int bad = kernels::moe_route_row(
+        router_logits.data() + static_cast<size_t>(r) * num_experts, num_experts, top_k,
+        norm_topk_prob, route.expert.data() + at, route.weight.data() + at);
+    if (bad >= 0) {
+      throw_runtime_error(
+          fmt::format("MoE routing: router logit of row {}, expert {} is not finite ({})", r, bad,
+                      router_logits[static_cast<size_t>(r) * num_experts + bad]));
     }
   }
   return route;

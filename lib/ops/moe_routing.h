@@ -3,9 +3,11 @@
 // send each token row to the same experts with the same weights: a backend's bits may then differ
 // only in its GEMMs and in its combine, which is where serving kernels differ.
 //
-// For each row r of router logits [rows, num_experts] (fp32, as the router GEMM returned them):
+// For each row r of router logits [rows, num_experts] (fp32, as the router GEMM returned them),
+// by kernels/moe_route.cuh (the same code routes on the device, with the same bits):
 //  - scores: softmax over the experts, computed in double (max subtracted, exp, sum in ascending
-//    expert order, divide);
+//    expert order, divide), with nvdet's own exp (kernels/portable_math_f64.cuh) rather than the
+//    C library's, which the device does not share;
 //  - top-k: the top_k experts with the highest score; equal scores -> the lower expert index
 //    first. Softmax is monotone, so the ranking is made on the fp32 logits themselves (exact;
 //    no rounding of the scores can reorder or merge them);
