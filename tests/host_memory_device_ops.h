@@ -5,6 +5,7 @@
 // host_ops.h defines them, and a CPU backend that offers it. The engine must then reproduce the
 // host engine bit for bit.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "lib/backend/backend.h"
 #include "lib/backend/device_decode_ops.h"
 #include "lib/model/host_ops.h"
+#include "lib/ops/moe_routing.h"
 
 namespace nvdet::testing {
 
@@ -155,6 +157,25 @@ class HostMemoryOps final : public DeviceDecodeOps {
     for (int64_t i = 0; i < rows * k; ++i) y_rows = std::max<int64_t>(y_rows, slot[i] + 1);
     const size_t n = static_cast<size_t>(rows * k);
     put(combine_rows(tensor_at(y, t, {y_rows, hidden}), {slot, n}, {weight, n}, k), out);
+  }
+  // The host's routing and layout; a row with a non-finite logit is flagged as the device flags
+  // it (the host's route_tokens would throw instead).
+  void moe_route(const float* logits, int64_t rows, int32_t experts, int32_t top_k,
+                 bool norm_topk_prob, const DeviceMoeRoute& out) override {
+    int32_t bad = -1;
+    for (int64_t i = 0; i < rows * experts && bad < 0; ++i) {
+      if (!std::isfinite(logits[i])) bad = static_cast<int32_t>(i / experts);
+    }
+    out.offsets[experts + 1] = bad + 1;
+    if (bad >= 0) return;
+    const MoeRoute route = route_tokens({logits, static_cast<size_t>(rows * experts)},
+                                        static_cast<int>(rows), experts, top_k, norm_topk_prob);
+    const MoeExpertRows layout = group_rows_by_expert(route, experts);
+    std::copy(route.expert.begin(), route.expert.end(), out.expert);
+    std::copy(route.weight.begin(), route.weight.end(), out.weight);
+    std::copy(layout.offsets.begin(), layout.offsets.end(), out.offsets);
+    std::copy(layout.row.begin(), layout.row.end(), out.row);
+    std::copy(layout.position.begin(), layout.position.end(), out.position);
   }
   void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) override {
     const HostTensor l = tensor_at(logits, DType::kFP32, {rows, cols});

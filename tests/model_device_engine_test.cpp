@@ -104,6 +104,27 @@ TEST(DeviceEngine, ReproducesTheHostEngineOnMoeModelsBitwise) {
   }
 }
 
+// A router logit that is not finite: the device routing flags the row, and the engine refuses
+// with the host engine's sentence and exit code.
+TEST(DeviceEngine, RefusesANonFiniteRouterLogitAsTheHostEngineDoes) {
+  ModelWeights w = make_synthetic_weights(moe_decode_config(false), DType::kBF16, 1617);
+  w.layers[0].router.set(0, NAN);  // every token's logit for expert 0 becomes NaN
+  FakeDeviceBackend b("cpu-reference");
+  std::string said[2];
+  for (const bool host_path : {true, false}) {
+    try {
+      decode(b, w, host_path);
+      ADD_FAILURE() << (host_path ? "host" : "device") << " engine decoded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kRuntime);
+      said[host_path ? 0 : 1] = e.what();
+    }
+  }
+  EXPECT_NE(said[0].find("router logit of row 0, expert 0 is not finite"), std::string::npos)
+      << said[0];
+  EXPECT_EQ(said[0], said[1]);
+}
+
 TEST(DeviceEngine, UploadsWeightsOncePerProcessAndDropsAnotherModels) {
   const DecodeCase c = decode_cases().front();
   const ModelWeights w = make_synthetic_weights(c.config, c.dtype, 1616);

@@ -45,6 +45,19 @@ struct DeviceAttentionCall {
   DType dtype = DType::kBF16;
 };
 
+// An MoE layer's routing on the device (DeviceDecodeOps::moe_route): device buffers for
+// lib/ops/moe_routing.h's route and sorted layout.
+struct DeviceMoeRoute {
+  int32_t* expert = nullptr;    // [rows * top_k]: row r's rank-j expert at r * top_k + j
+  float* weight = nullptr;      // [rows * top_k]: its combine weight
+  int32_t* offsets = nullptr;   // [experts + 2]: expert e's entries are [offsets[e], offsets[e+1]);
+                                // offsets[experts + 1]: 0, or 1 + the first row whose router
+                                // logits are not all finite (then nothing else is valid)
+  int32_t* row = nullptr;       // [rows * top_k]: the layout's token rows (ascending per expert)
+  int32_t* position = nullptr;  // [rows * top_k]: where row r's rank-j entry sits in `row`
+  int32_t* counts = nullptr;    // [experts]: scratch
+};
+
 class DeviceDecodeOps {
  public:
   using Buffer = std::shared_ptr<void>;  // freed when the last holder lets go
@@ -96,6 +109,11 @@ class DeviceDecodeOps {
   // experts' outputs), in fp32 from 0, rounded once to t.
   virtual void moe_combine(DType t, const void* y, const int32_t* slot, const float* weight,
                            int64_t rows, int64_t k, int64_t hidden, void* out) = 0;
+  // An MoE layer's routing of router logits [rows, experts] (fp32): route_tokens's route and
+  // group_rows_by_expert's layout, bit for bit (kernels/moe_route.cuh is the row function of
+  // both), written into `out`.
+  virtual void moe_route(const float* logits, int64_t rows, int32_t experts, int32_t top_k,
+                         bool norm_topk_prob, const DeviceMoeRoute& out) = 0;
   virtual void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) = 0;
 };
 

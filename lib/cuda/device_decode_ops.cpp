@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/decode_elementwise.cuh"
+#include "kernels/moe_route_launch.cuh"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
@@ -205,6 +206,23 @@ class CudaDecodeOps final : public DeviceDecodeOps {
     check(kernels::launch_moe_combine(elem_type(t), y, slot, weight, rows, k, hidden, out,
                                       ctx_.stream()),
           "MoE combine");
+  }
+
+  void moe_route(const float* logits, int64_t rows, int32_t experts, int32_t top_k,
+                 bool norm_topk_prob, const DeviceMoeRoute& out) override {
+    if (rows * top_k >= INT32_MAX) {
+      throw_input_error("MoE routing on the device: rows x top_k beyond 2^31 - 1");
+    }
+    kernels::MoeRouteOutputs o;
+    o.expert = out.expert;
+    o.weight = out.weight;
+    o.offsets = out.offsets;
+    o.row = out.row;
+    o.position = out.position;
+    o.counts = out.counts;
+    check(kernels::launch_moe_route(logits, static_cast<int>(rows), experts, top_k, norm_topk_prob,
+                                    o, ctx_.stream()),
+          "MoE routing");
   }
 
   void argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out) override {

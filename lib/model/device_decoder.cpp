@@ -246,6 +246,9 @@ class DeviceEngine final : public PassEngine {
       routed_rows_ = static_cast<int32_t*>(buffer(routed * sizeof(int32_t)));
       combine_slots_ = static_cast<int32_t*>(buffer(routed * sizeof(int32_t)));
       combine_weights_ = static_cast<float*>(buffer(routed * sizeof(float)));
+      route_expert_ = static_cast<int32_t*>(buffer(routed * sizeof(int32_t)));
+      route_offsets_ = static_cast<int32_t*>(buffer((c_.num_experts + 2.0) * sizeof(int32_t)));
+      route_counts_ = static_cast<int32_t*>(buffer(c_.num_experts * sizeof(int32_t)));
       if (trace_.tracing()) {
         expert_trace_rows_ = static_cast<int32_t*>(buffer(r * c_.num_experts * sizeof(int32_t)));
       }
@@ -370,26 +373,37 @@ class DeviceEngine final : public PassEngine {
   }
 
   // An MoE layer's MLP on h_ into d_, as the host engine computes it (decoder.cpp's moe_mlp, the
-  // same calls, bits, notes and trace): the router GEMM on the device; its logits downloaded and
-  // routed on the host (route_tokens, the one wait of the layer: the routing's softmax is
-  // computed in double with the host's exp, which no device exp matches bit for bit); h_'s rows
-  // gathered into the grouped layout; each expert's gate/up GEMM and SwiGLU, then each expert's
-  // down GEMM, on its slice of the layout; the combine in fixed rank order (launch_moe_combine).
+  // same calls, bits, notes and trace): the router GEMM, the routing and the sorted layout on the
+  // device (moe_route: route_tokens and group_rows_by_expert bit for bit); the layout's offsets
+  // downloaded (the one wait of the layer: each expert's GEMMs are sized on the host), and the
+  // route itself only where notes or the trace need it; h_'s rows gathered into the grouped
+  // layout; each expert's gate/up GEMM and SwiGLU, then each expert's down GEMM, on its slice of
+  // the layout; the combine in fixed rank order (launch_moe_combine).
   void moe_mlp(const Pass& p, int32_t l, const Layer& L, int64_t rows, const char* tag) {
     const int32_t experts = c_.num_experts, k = c_.experts_per_token;
     const int64_t hidden = c_.hidden, ei = c_.expert_intermediate;
     gemm(h_, L.router, nullptr, router_, rows, experts, hidden, DType::kFP32, tag, "router");
     emit(p, l, "router", {router_, DType::kFP32, {rows, experts}});
-    router_host_.resize(static_cast<size_t>(rows * experts));
-    ops_.download(router_host_.data(), router_, router_host_.size() * sizeof(float));
-    const MoeRoute route =
-        route_tokens(router_host_, static_cast<int>(rows), experts, k, c_.norm_topk_prob);
-    const MoeExpertRows by_expert = group_rows_by_expert(route, experts);
     const int64_t routed = rows * k;
-    ops_.upload(routed_rows_, by_expert.row.data(), by_expert.row.size() * sizeof(int32_t));
+    DeviceMoeRoute on_device;
+    on_device.expert = route_expert_;
+    on_device.weight = combine_weights_;
+    on_device.offsets = route_offsets_;
+    on_device.row = routed_rows_;
+    on_device.position = combine_slots_;
+    on_device.counts = route_counts_;
+    ops_.moe_route(router_, rows, experts, k, c_.norm_topk_prob, on_device);
+    MoeExpertRows by_expert;
+    by_expert.offsets.resize(static_cast<size_t>(experts) + 2);
+    ops_.download(by_expert.offsets.data(), route_offsets_, by_expert.offsets.size() * 4);
+    if (by_expert.offsets.back() != 0) refuse_router_logits(rows);
+    by_expert.offsets.pop_back();
+    MoeRoute route;
+    const bool noting = tag && notes_;
+    if (noting || trace_.tracing()) download_route(rows, route, by_expert);
     ops_.gather_rows(h_, routed_rows_, routed, hidden * static_cast<int64_t>(elem_), grouped_in_);
     const std::vector<bool> noted =
-        tag && notes_ ? watched_experts(p, route, experts, trace_) : std::vector<bool>();
+        noting ? watched_experts(p, route, experts, trace_) : std::vector<bool>();
     const auto tag_of = [&](int e) { return !noted.empty() && noted[e] ? tag : nullptr; };
     const auto at = [&](void* base, int64_t row, int64_t width) {
       return bytes_at(base, static_cast<size_t>(row * width) * elem_);
@@ -411,12 +425,37 @@ class DeviceEngine final : public PassEngine {
            n, hidden, ei, w_.dtype, tag_of(e), ("expert" + std::to_string(e) + ".down").c_str());
     }
     trace_experts(p, l, by_expert, routed);
-    // For each (row, rank): its entry's place in the grouped layout, and its weight.
-    ops_.upload(combine_slots_, by_expert.position.data(),
-                by_expert.position.size() * sizeof(int32_t));
-    ops_.upload(combine_weights_, route.weight.data(), route.weight.size() * sizeof(float));
+    // For each (row, rank): its entry's place in the grouped layout, and its weight (moe_route
+    // wrote both).
     ops_.moe_combine(w_.dtype, grouped_out_, combine_slots_, combine_weights_, rows, k, hidden, d_);
     emit(p, l, "combine", {d_, w_.dtype, {rows, hidden}});
+  }
+
+  // The route and the layout's rows on the host, for notes and the trace.
+  void download_route(int64_t rows, MoeRoute& route, MoeExpertRows& by_expert) {
+    const int32_t k = c_.experts_per_token;
+    const size_t routed = static_cast<size_t>(rows * k);
+    route.rows = static_cast<int>(rows);
+    route.top_k = k;
+    route.expert.resize(routed);
+    route.weight.resize(routed);
+    by_expert.row.resize(routed);
+    by_expert.position.resize(routed);
+    by_expert.rank.resize(routed);
+    ops_.download(route.expert.data(), route_expert_, routed * sizeof(int32_t));
+    ops_.download(route.weight.data(), combine_weights_, routed * sizeof(float));
+    ops_.download(by_expert.row.data(), routed_rows_, routed * sizeof(int32_t));
+    ops_.download(by_expert.position.data(), combine_slots_, routed * sizeof(int32_t));
+    for (size_t i = 0; i < routed; ++i) by_expert.rank[by_expert.position[i]] = i % k;
+  }
+
+  // A router logit that is not finite: the host's routing gives the sentence (exit 3).
+  [[noreturn]] void refuse_router_logits(int64_t rows) {
+    std::vector<float> logits(static_cast<size_t>(rows * c_.num_experts));
+    ops_.download(logits.data(), router_, logits.size() * sizeof(float));
+    route_tokens(logits, static_cast<int>(rows), c_.num_experts, c_.experts_per_token,
+                 c_.norm_topk_prob);
+    throw_runtime_error("MoE routing on the device found a router logit that is not finite");
   }
 
   // The trace of each expert's gate/up and down as pass tensors (decoder.cpp's emit_expert): a
@@ -573,7 +612,7 @@ class DeviceEngine final : public PassEngine {
        *grouped_out_ = nullptr;
   int32_t *routed_rows_ = nullptr, *combine_slots_ = nullptr, *expert_trace_rows_ = nullptr;
   float* combine_weights_ = nullptr;
-  std::vector<float> router_host_;
+  int32_t *route_expert_ = nullptr, *route_offsets_ = nullptr, *route_counts_ = nullptr;
   std::vector<int32_t> traced_pass_rows_;  // the pass rows the trace stages, in staging order
   int64_t* slots_ = nullptr;
   float *cos_ = nullptr, *sin_ = nullptr;
@@ -640,10 +679,12 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w, double tota
   f.activations = r * per_row + b * (2.0 * c.hidden * e + c.vocab * sizeof(float) + 8.0);
   if (c.is_moe()) {
     // The router's logits, and rows x top-k (+ 1) rows of the grouped layout: inputs, gate/up,
-    // SwiGLU, outputs, their indices and combine weights (and the trace's expert rows).
+    // SwiGLU, outputs, the route's experts, rows, places and weights, and the layout's offsets
+    // and counts (and the trace's expert rows).
     const double routed = r * c.experts_per_token + 1;
     f.activations += r * c.num_experts * sizeof(float) +
-                     routed * ((2.0 * c.hidden + 3.0 * c.expert_intermediate) * e + 12.0);
+                     routed * ((2.0 * c.hidden + 3.0 * c.expert_intermediate) * e + 16.0) +
+                     (2.0 * c.num_experts + 2.0) * sizeof(int32_t);
   }
   const double items = 3.0 * r + kMaxDecodeSplits * b;
   f.workspace = kLibraryBytes + items * c.num_heads * (c.head_dim + 2.0) * sizeof(float);
