@@ -76,6 +76,51 @@ cudaError_t gemm_invariant_stage_weight(const GemmProblem& problem, const GemmPl
                            stream);
 }
 
+bool gemm_invariant_grouped_supported(const GemmGroupedProblem& p, const GemmDevice& device) {
+  return p.in_type != GemmType::kFP32 && device.cc_major == 9 && wgmma_available() &&
+         p.groups >= 1 && p.groups <= kGemmMaxGroups && p.k > 0 && p.k % 8 == 0 &&
+         aligned16(p.a) && aligned16(p.w) && p.n > 0 && p.max_rows >= 0;
+}
+
+int gemm_invariant_grouped_config(const GemmGroupedProblem& p, int force_config) {
+  if (force_config >= 0 && force_config < kGemmWgmmaConfigCount) return force_config;
+  // An expert gets few rows at decode sizes: 64-row tiles, 128 columns where N is wide.
+  return p.n >= 1024 ? 3 : 4;
+}
+
+cudaError_t gemm_invariant_grouped_launch(const GemmGroupedProblem& problem,
+                                          const GemmDevice& device, int force_config,
+                                          int force_ctas, cudaStream_t stream) {
+  if (!gemm_invariant_grouped_supported(problem, device)) return cudaErrorInvalidValue;
+  if (problem.max_rows == 0) return cudaSuccess;
+  const int config = gemm_invariant_grouped_config(problem, force_config);
+  const GemmWgmmaConfig& c = kGemmWgmmaConfigs[config];
+  GemmKernelParams kp{};
+  kp.a = problem.a;
+  kp.w = problem.w;
+  kp.out = problem.out;
+  kp.m = problem.max_rows;
+  kp.n = problem.n;
+  kp.k = problem.k;
+  kp.lda = kp.ldw = problem.k;
+  kp.ldo = problem.n;
+  kp.in_type = static_cast<int>(problem.in_type);
+  kp.out_type = static_cast<int>(problem.out_type);
+  kp.tile_k = 64;
+  kp.k_tiles = ceil_div(problem.k, kp.tile_k);
+  kp.tiles_per_chunk = kp.k_tiles;
+  kp.chunks = 1;
+  kp.vec16 = 1;
+  const uintptr_t pair_align = problem.out_type == GemmType::kFP32 ? 8 : 4;
+  kp.pair_out =
+      problem.n % 2 == 0 && reinterpret_cast<uintptr_t>(problem.out) % pair_align == 0;
+  kp.group_rows = problem.group_rows;
+  kp.groups = problem.groups;
+  const int ctas =
+      force_ctas > 0 ? force_ctas : std::max(device.sm_count, 1) * c.ctas_per_sm;
+  return launch_wgmma_grouped(kp, config, ctas, stream);
+}
+
 const char* gemm_path_name(GemmPath path) {
   switch (path) {
     case GemmPath::kMmaSync: return "mma.sync-m16n8k16";

@@ -117,6 +117,32 @@ GemmPlan gemm_invariant_plan(const GemmProblem& problem, const GemmDevice& devic
 cudaError_t gemm_invariant_launch(const GemmProblem& problem, const GemmPlan& plan, void* workspace,
                                   size_t workspace_bytes, cudaStream_t stream);
 
+// The grouped form, for MoE experts (wgmma path only): group g's rows [group_rows[g],
+// group_rows[g + 1]) of a [max_rows, k] times W_g^T, where W_g is rows [g * n, (g + 1) * n) of
+// a stacked w [groups * n, k], into the same rows of out [max_rows, n] (rows outside every
+// group are not written). group_rows (groups + 1 entries, non-decreasing, the last <= max_rows)
+// is read on the device, so the host need not know the counts. Each row gets the bits of the
+// plain GEMM over its group's rows: the same chain per element (the tile and the CTA count never
+// change it); no bias.
+struct GemmGroupedProblem {
+  const void* a = nullptr;
+  const void* w = nullptr;
+  void* out = nullptr;
+  const int32_t* group_rows = nullptr;
+  int groups = 0, max_rows = 0, n = 0, k = 0;
+  GemmType in_type = GemmType::kBF16;
+  GemmType out_type = GemmType::kFP32;
+};
+
+// Whether the grouped form runs here: an sm_90a device and build, 16-bit inputs, K a multiple of
+// 8, 16-byte aligned bases, 1 to 512 groups.
+bool gemm_invariant_grouped_supported(const GemmGroupedProblem& problem, const GemmDevice& device);
+// The kGemmWgmmaConfigs entry it takes (force_config >= 0 pins one, for tests), and the launch.
+int gemm_invariant_grouped_config(const GemmGroupedProblem& problem, int force_config = -1);
+cudaError_t gemm_invariant_grouped_launch(const GemmGroupedProblem& problem,
+                                          const GemmDevice& device, int force_config,
+                                          int force_ctas, cudaStream_t stream);
+
 // The staged copy of W that a plan with staged_k > 0 reads (n rows of staged_k elements, the
 // tail zeroed): its size, and the kernel that writes it into `dst` on `stream`. A caller that
 // keeps it for a weight that does not change passes it as problem.w_staged to later launches.

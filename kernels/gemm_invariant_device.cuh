@@ -33,7 +33,16 @@ struct GemmKernelParams {
   int vec16;  // rows and bases 16-byte aligned: cp.async 16 B, else element loads
   int pair_out;  // out and ldo allow storing two neighbouring columns at once
   int a_box_rows;  // wgmma path: rows of A per TMA load
+  // Grouped (wgmma path, groups > 0): group g's rows [group_rows[g], group_rows[g + 1]) of A and
+  // out take W rows [g * n, (g + 1) * n) of a stacked W; group_rows is a device array of
+  // groups + 1 entries that the kernel reads (the host need not know the counts); m bounds them.
+  const int* group_rows;
+  int groups;
 };
+
+// Most groups one grouped launch takes (the kernel keeps every group's first tile in shared
+// memory).
+inline constexpr int kGemmMaxGroups = 512;
 
 // Running sum over chunks: acc = acc + p, rounded to nearest. __fadd_rn is never contracted
 // or reassociated by the compiler, so both schedules perform exactly this operation.
@@ -126,6 +135,9 @@ cudaError_t launch_mma_sync(const GemmKernelParams& p, bool split, int tile_m,
 cudaError_t launch_ffma(const GemmKernelParams& p, bool split, cudaStream_t stream);
 // Persistent wgmma kernel with kGemmWgmmaConfigs[config] and `ctas` CTAs.
 cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaStream_t stream);
+// The grouped form (p.groups > 0, p.group_rows set): any configuration.
+cudaError_t launch_wgmma_grouped(const GemmKernelParams& p, int config, int ctas,
+                                 cudaStream_t stream);
 // True when this binary holds sm_90a code for the wgmma kernels and the current device runs it.
 bool wgmma_available();
 

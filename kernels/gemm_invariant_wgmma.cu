@@ -69,7 +69,7 @@ __device__ __noinline__ void store_edge(const GemmKernelParams& p, int row, int 
 // row_base + 8 (e >> 1), column col_base + 8j + (e & 1).
 template <class T, class OutT, int R>
 __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const float (&acc)[R],
-                                           int row_base, int col_base) {
+                                           int row_base, int col_base, int row_end) {
   const T* bias = static_cast<const T*>(p.bias);
   OutT* out = static_cast<OutT*>(p.out);
 #pragma unroll
@@ -85,7 +85,7 @@ __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const floa
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 8 * h;
-      if (row >= p.m) continue;
+      if (row >= row_end) continue;
       float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
       if (pair) {
         if (bias) {
@@ -98,6 +98,66 @@ __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const floa
       }
     }
   }
+}
+
+// Where one output tile lies. Plain: tile (tm, tn) of [m, n], rows below m. Grouped: the tiles of
+// group 0, then of group 1, ...; within a group row blocks of kTileM, each across the n tiles;
+// A's and out's rows start at the group's first row, W's at g * n.
+struct TileSite {
+  int a_row, w_row, out_row, row_end, col;
+};
+
+// Grouped launches: every group's first tile and first row, in shared memory.
+struct GroupTable {
+  int first_tile[kGemmMaxGroups + 1];
+  int first_row[kGemmMaxGroups + 1];
+};
+
+template <int TILE_M, int TILE_N>
+__device__ __forceinline__ TileSite tile_site(const GemmKernelParams& p, const GroupTable& t,
+                                              int tile) {
+  TileSite site;
+  if (p.groups == 0) {
+    int tm, tn;
+    grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+    site.a_row = site.out_row = tm * TILE_M;
+    site.w_row = tn * TILE_N;
+    site.row_end = p.m;
+    site.col = tn * TILE_N;
+    return site;
+  }
+  int lo = 0, hi = p.groups - 1;  // the last group whose first tile is <= tile
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (t.first_tile[mid] <= tile) lo = mid;
+    else hi = mid - 1;
+  }
+  const int local = tile - t.first_tile[lo];
+  const int tm = local / p.n_tiles, tn = local % p.n_tiles;
+  site.a_row = site.out_row = t.first_row[lo] + tm * TILE_M;
+  site.w_row = lo * p.n + tn * TILE_N;
+  site.row_end = t.first_row[lo + 1];
+  site.col = tn * TILE_N;
+  return site;
+}
+
+// Fills the group table (grouped launches) and returns the number of tiles.
+template <int TILE_M>
+__device__ __forceinline__ int load_group_table(const GemmKernelParams& p, GroupTable& t) {
+  if (p.groups == 0) return p.m_tiles * p.n_tiles;
+  for (int g = threadIdx.x; g <= p.groups; g += blockDim.x) t.first_row[g] = p.group_rows[g];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int tiles = 0;
+    for (int g = 0; g < p.groups; ++g) {
+      t.first_tile[g] = tiles;
+      const int rows = t.first_row[g + 1] - t.first_row[g];
+      tiles += (rows + TILE_M - 1) / TILE_M * p.n_tiles;
+    }
+    t.first_tile[p.groups] = tiles;
+  }
+  __syncthreads();
+  return t.first_tile[p.groups];
 }
 
 #endif  // NVDET_WGMMA_DEVICE
@@ -121,8 +181,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
   auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
   auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kASubBytes; };
 
-  const int total_tiles = p.m_tiles * p.n_tiles;
   const int warpgroup = threadIdx.x / 128;
+  // Plain launches never touch it; grouped ones fill it before any tile is walked.
+  __shared__ GroupTable group_table;
+  const int total_tiles = load_group_table<S::kTileM>(p, group_table);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < S::kStages; ++s) {
@@ -143,14 +205,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     if (threadIdx.x == 0) {
       int t = 0;
       for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-        int tm, tn;
-        grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+        const TileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
         for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
           mbar_expect_tx(full_bar(s), p.a_box_rows * 128 + S::kWSubBytes);
-          tma_load_2d(stage_a(s), &map_a, full_bar(s), kt * kTileK, tm * S::kTileM);
-          tma_load_2d(stage_w(s), &map_w, full_bar(s), kt * kTileK, tn * S::kTileN);
+          tma_load_2d(stage_a(s), &map_a, full_bar(s), kt * kTileK, site.a_row);
+          tma_load_2d(stage_w(s), &map_w, full_bar(s), kt * kTileK, site.w_row);
         }
       }
     }
@@ -160,8 +221,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     int t = 0;
     for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-      int tm, tn;
-      grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+      const TileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
       float acc[S::kAccRegs];
       zero_accumulators(acc);
       const int first_t = t;
@@ -184,14 +244,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       fence_operands(acc);
       for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
 
-      const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
-      const int col_base = tn * S::kTileN + ((lane & 3) << 1);
+      const int row_base = site.out_row + wg * 64 + warp * 16 + (lane >> 2);
+      const int col_base = site.col + ((lane & 3) << 1);
       if (p.out_type == static_cast<int>(GemmType::kBF16)) {
-        store_tile<T, __nv_bfloat16>(p, acc, row_base, col_base);
+        store_tile<T, __nv_bfloat16>(p, acc, row_base, col_base, site.row_end);
       } else if (p.out_type == static_cast<int>(GemmType::kFP16)) {
-        store_tile<T, __half>(p, acc, row_base, col_base);
+        store_tile<T, __half>(p, acc, row_base, col_base, site.row_end);
       } else {
-        store_tile<T, float>(p, acc, row_base, col_base);
+        store_tile<T, float>(p, acc, row_base, col_base, site.row_end);
       }
     }
   }
@@ -218,17 +278,25 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
   // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
-  const int a_box_rows = p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
+  // Grouped: always the tile's rows (a group's tile may start at any row; rows of A past the
+  // group belong to the next group or lie past M, and only reach rows that are not stored).
+  const bool grouped = p.groups > 0;
+  const int a_box_rows =
+      grouped || p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
+  const long long w_rows = grouped ? static_cast<long long>(p.n) * p.groups : p.n;
+  if (w_rows > INT32_MAX) return cudaErrorInvalidValue;
   CUtensorMap map_a, map_w;
   if (!make_map(&map_a, p.a, p.m, p.k, p.lda, a_box_rows, type) ||
-      !make_map(&map_w, p.w, p.n, p.k, p.ldw, S::kTileN, type)) {
+      !make_map(&map_w, p.w, static_cast<int>(w_rows), p.k, p.ldw, S::kTileN, type)) {
     return cudaErrorInvalidValue;
   }
   GemmKernelParams q = p;
   q.a_box_rows = a_box_rows;
   q.m_tiles = (p.m + S::kTileM - 1) / S::kTileM;
   q.n_tiles = (p.n + S::kTileN - 1) / S::kTileN;
-  const long long total = static_cast<long long>(q.m_tiles) * q.n_tiles;
+  // Grouped: at most every row's block plus one partial block per group.
+  const long long total =
+      static_cast<long long>(q.m_tiles + (grouped ? p.groups : 0)) * q.n_tiles;
   if (total > INT32_MAX) return cudaErrorInvalidValue;
   const int grid = static_cast<int>(total < ctas ? total : ctas);
   kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, q);
@@ -280,7 +348,9 @@ bool wgmma_available() {
   return available;
 }
 
-cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaStream_t stream) {
+namespace {
+
+cudaError_t launch_checked(const GemmKernelParams& p, int config, int ctas, cudaStream_t stream) {
   if (p.tile_k != kTileK || !p.vec16 || p.k <= 0 || ctas <= 0) return cudaErrorInvalidValue;
   if (config < 0 || config >= kGemmWgmmaConfigCount) return cudaErrorInvalidValue;
   if (p.in_type == static_cast<int>(GemmType::kBF16))
@@ -288,6 +358,21 @@ cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaSt
   if (p.in_type == static_cast<int>(GemmType::kFP16))
     return launch_typed<__half>(p, config, ctas, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, stream);
   return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaStream_t stream) {
+  if (p.groups != 0) return cudaErrorInvalidValue;
+  return launch_checked(p, config, ctas, stream);
+}
+
+cudaError_t launch_wgmma_grouped(const GemmKernelParams& p, int config, int ctas,
+                                 cudaStream_t stream) {
+  if (p.groups <= 0 || p.groups > kGemmMaxGroups || p.group_rows == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  return launch_checked(p, config, ctas, stream);
 }
 
 }  // namespace nvdet::kernels

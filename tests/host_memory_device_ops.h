@@ -30,6 +30,8 @@ class HostMemoryOps final : public DeviceDecodeOps {
   explicit HostMemoryOps(Backend& cpu) : cpu_(cpu) {}
   size_t free = size_t{1} << 40;
   int uploads_of_weights = 0;
+  bool offer_grouped = true;  // grouped_gemm() as cuda-invariant offers it
+  int grouped_launches = 0;
 
   Buffer allocate(size_t bytes) override {
     return Buffer(new std::byte[std::max<size_t>(bytes, 1)](),
@@ -45,13 +47,39 @@ class HostMemoryOps final : public DeviceDecodeOps {
     }
     return it->second.data();
   }
-  bool is_resident(const HostTensor& t) override { return resident_.count(t.uid()) > 0; }
+  bool is_resident(const HostTensor& t) override {
+    if (resident_.count(t.uid()) > 0) return true;
+    for (const auto& [members, bytes] : stacks_) {
+      if (std::find(members.begin(), members.end(), t.uid()) != members.end()) return true;
+    }
+    return false;
+  }
   void keep_resident_only(std::span<const uint64_t> uids) override {
     std::map<uint64_t, std::vector<std::byte>> kept;
     for (uint64_t u : uids) {
       if (auto it = resident_.find(u); it != resident_.end()) kept.insert(*it);
     }
     resident_ = std::move(kept);
+    for (auto it = stacks_.begin(); it != stacks_.end();) {
+      const bool all_kept = std::all_of(it->first.begin(), it->first.end(), [&](uint64_t u) {
+        return std::find(uids.begin(), uids.end(), u) != uids.end();
+      });
+      it = all_kept ? std::next(it) : stacks_.erase(it);
+    }
+  }
+  const void* resident_stack(std::span<const HostTensor* const> tensors) override {
+    std::vector<uint64_t> members;
+    for (const HostTensor* t : tensors) members.push_back(t->uid());
+    auto it = stacks_.find(members);
+    if (it == stacks_.end()) {
+      std::vector<std::byte> bytes;
+      for (const HostTensor* t : tensors) {
+        ++uploads_of_weights;
+        bytes.insert(bytes.end(), t->data(), t->data() + t->nbytes());
+      }
+      it = stacks_.emplace(std::move(members), std::move(bytes)).first;
+    }
+    return it->second.data();
   }
   // An empty tensor has no storage (null data): copy nothing, as cudaMemcpy of 0 bytes does.
   void upload(void* dst, const void* src, size_t bytes) override {
@@ -78,6 +106,29 @@ class HostMemoryOps final : public DeviceDecodeOps {
     args.bias = g.bias ? &bias : nullptr;
     args.out_dtype = g.out_dtype;
     put(cpu_.run(args, notes), g.out);
+  }
+  // The groups' GEMMs one call each, as gemm() runs them: the decoder's grouped path gives the
+  // bits of its per-group path by construction here; on the GPU the test of the grouped kernel
+  // checks it.
+  bool grouped_gemm(const DeviceGroupedGemmCall& g) override {
+    if (!offer_grouped) return false;
+    const size_t e = dtype_size(g.dtype), out_e = dtype_size(g.out_dtype);
+    for (int64_t q = 0; q < g.groups; ++q) {
+      const int32_t begin = g.group_rows[q], rows = g.group_rows[q + 1] - begin;
+      if (rows == 0) continue;
+      DeviceGemmCall call;
+      call.a = static_cast<const std::byte*>(g.a) + static_cast<size_t>(begin * g.k) * e;
+      call.w = static_cast<const std::byte*>(g.w) + static_cast<size_t>(q * g.n * g.k) * e;
+      call.out = static_cast<std::byte*>(g.out) + static_cast<size_t>(begin * g.n) * out_e;
+      call.m = rows;
+      call.n = g.n;
+      call.k = g.k;
+      call.dtype = g.dtype;
+      call.out_dtype = g.out_dtype;
+      gemm(call, nullptr);
+    }
+    ++grouped_launches;
+    return true;
   }
   void rmsnorm(const DeviceRmsNormCall& r, RunNotes* notes) override {
     const HostTensor x = tensor_at(r.x, r.dtype, {r.rows, r.d});
@@ -186,6 +237,7 @@ class HostMemoryOps final : public DeviceDecodeOps {
   static void put(const HostTensor& t, void* dst) { std::memcpy(dst, t.data(), t.nbytes()); }
   Backend& cpu_;
   std::map<uint64_t, std::vector<std::byte>> resident_;
+  std::map<std::vector<uint64_t>, std::vector<std::byte>> stacks_;
 };
 
 // A CPU backend that offers the fake device entry points.

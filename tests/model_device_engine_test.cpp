@@ -104,6 +104,30 @@ TEST(DeviceEngine, ReproducesTheHostEngineOnMoeModelsBitwise) {
   }
 }
 
+// Passes that record neither notes nor a trace run each stage's experts in one grouped launch
+// where the backend offers one (as cuda-invariant does): the completions and logits stay the host
+// engine's, bit for bit. (The traced decodes above take the per-expert calls.)
+TEST(DeviceEngine, GroupedExpertLaunchesGiveTheHostEnginesBits) {
+  const ModelWeights w = make_synthetic_weights(moe_decode_config(false), DType::kBF16, 1617);
+  for (const char* cpu : {"cpu-reference", "cpu-variant"}) {
+    SCOPED_TRACE(cpu);
+    FakeDeviceBackend b(cpu);
+    const auto run = [&](bool host_path) {
+      return greedy_decode(b, w, decode_prompts(w.config.vocab), {0, 2, 5},
+                           decode_options(host_path), nullptr, nullptr);
+    };
+    const std::vector<SequenceResult> host = run(true);
+    EXPECT_EQ(b.ops.grouped_launches, 0);
+    const std::vector<SequenceResult> device = run(false);
+    EXPECT_GT(b.ops.grouped_launches, 0);
+    ASSERT_EQ(host.size(), device.size());
+    for (size_t i = 0; i < host.size(); ++i) {
+      EXPECT_EQ(host[i].completion, device[i].completion) << i;
+      EXPECT_TRUE(same_bits(host[i].logits, device[i].logits)) << i;
+    }
+  }
+}
+
 // A router logit that is not finite: the device routing flags the row, and the engine refuses
 // with the host engine's sentence and exit code.
 TEST(DeviceEngine, RefusesANonFiniteRouterLogitAsTheHostEngineDoes) {

@@ -28,6 +28,18 @@ struct DeviceGemmCall {
   uint64_t w_uid = 0;
 };
 
+// Every group's GEMM in one launch (an MoE layer's experts): group g's rows [group_rows[g],
+// group_rows[g + 1]) of a times W_g^T, W_g rows [g * n, (g + 1) * n) of a stacked w
+// (resident_stack), into the same rows of out. group_rows lives on the device.
+struct DeviceGroupedGemmCall {
+  const void* a = nullptr;              // [max_rows, k]
+  const void* w = nullptr;              // [groups * n, k]
+  void* out = nullptr;                  // [max_rows, n] of out_dtype
+  const int32_t* group_rows = nullptr;  // [groups + 1], non-decreasing, the last <= max_rows
+  int64_t groups = 0, max_rows = 0, n = 0, k = 0;
+  DType dtype = DType::kBF16, out_dtype = DType::kBF16;
+};
+
 struct DeviceRmsNormCall {
   const void* x = nullptr;       // [rows, d]
   const void* weight = nullptr;  // [d]
@@ -78,8 +90,13 @@ class DeviceDecodeOps {
   // process (keyed by the tensor's uid) until keep_resident_only() drops it.
   virtual const void* resident(const HostTensor& t) = 0;
   virtual bool is_resident(const HostTensor& t) = 0;
-  // Drops every resident copy whose uid is not listed (the weights of another model).
+  // Drops every resident copy whose uid is not listed (the weights of another model), and every
+  // stack with a member not listed.
   virtual void keep_resident_only(std::span<const uint64_t> uids) = 0;
+  // One device copy of several weights' rows, stacked in order ([sum of rows, cols], each
+  // tensor's bytes after the previous one's): an MoE layer's experts, for grouped_gemm. Uploaded
+  // once and shared like resident(); its members count as resident.
+  virtual const void* resident_stack(std::span<const HostTensor* const> tensors) = 0;
   // Host -> device (the host bytes may be reused once it returns); device -> host (waits for
   // everything enqueued before it); device -> device, `rows` rows of `width` bytes each.
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;
@@ -90,6 +107,13 @@ class DeviceDecodeOps {
   // ---- the backend's ops, with the notes run() would give ----
   virtual void gemm(const DeviceGemmCall& g, RunNotes* notes) = 0;
   virtual void rmsnorm(const DeviceRmsNormCall& r, RunNotes* notes) = 0;
+  // The groups' GEMMs in one launch, each row with the bits gemm() gives it in a call over its
+  // group's rows. Returns false, having enqueued nothing, where the backend has no such launch
+  // (the caller then calls gemm() per group).
+  virtual bool grouped_gemm(const DeviceGroupedGemmCall& g) {
+    (void)g;
+    return false;
+  }
   virtual void attention_decode(const AttentionDecodeArgs& args, const DeviceAttentionCall& t,
                                 RunNotes* notes) = 0;
   virtual void attention_prefill(const AttentionPrefillArgs& args, const DeviceAttentionCall& t,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/decode_elementwise.cuh"
+#include "kernels/gemm_invariant.cuh"
 #include "kernels/moe_route_launch.cuh"
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
@@ -43,6 +44,7 @@ struct ResidentStore {
   std::mutex mutex;
   std::map<uint64_t, DeviceBuffer> buffers;
   std::map<const void*, uint64_t> uid_at;  // each buffer's address -> its weight's uid
+  std::map<std::vector<uint64_t>, DeviceBuffer> stacks;  // resident_stack(), by the members' uids
 };
 ResidentStore& resident_store() {
   static ResidentStore s;
@@ -105,7 +107,31 @@ class CudaDecodeOps final : public DeviceDecodeOps {
   bool is_resident(const HostTensor& t) override {
     ResidentStore& s = resident_store();
     std::lock_guard<std::mutex> lock(s.mutex);
-    return s.buffers.count(t.uid()) > 0;
+    if (s.buffers.count(t.uid()) > 0) return true;
+    for (const auto& [members, buffer] : s.stacks) {
+      if (std::find(members.begin(), members.end(), t.uid()) != members.end()) return true;
+    }
+    return false;
+  }
+
+  const void* resident_stack(std::span<const HostTensor* const> tensors) override {
+    std::vector<uint64_t> members;
+    size_t bytes = 0;
+    for (const HostTensor* t : tensors) {
+      members.push_back(t->uid());
+      bytes += t->nbytes();
+    }
+    ResidentStore& s = resident_store();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto it = s.stacks.find(members);
+    if (it != s.stacks.end()) return it->second.get();
+    DeviceBuffer buf(std::max<size_t>(bytes, 1));
+    size_t at = 0;
+    for (const HostTensor* t : tensors) {
+      upload_through_pinned(static_cast<std::byte*>(buf.get()) + at, t->data(), t->nbytes());
+      at += t->nbytes();
+    }
+    return s.stacks.emplace(std::move(members), std::move(buf)).first->second.get();
   }
 
   void keep_resident_only(std::span<const uint64_t> uids) override {
@@ -121,6 +147,11 @@ class CudaDecodeOps final : public DeviceDecodeOps {
       }
       s.uid_at.erase(it->second.get());
       it = s.buffers.erase(it);
+    }
+    for (auto it = s.stacks.begin(); it != s.stacks.end();) {
+      const bool all_kept = std::all_of(it->first.begin(), it->first.end(),
+                                        [&](uint64_t u) { return keep.count(u) > 0; });
+      it = all_kept ? std::next(it) : s.stacks.erase(it);
     }
   }
 
@@ -155,6 +186,34 @@ class CudaDecodeOps final : public DeviceDecodeOps {
     // same kept staged copy on both paths).
     if (o.w_uid == 0) o.w_uid = resident_uid(g.w);
     launch(prepare_gemm_device(ctx_, flavor_, o, notes), true, notes);
+  }
+
+  // cuda-invariant: the invariant GEMM's grouped launch (the same chain per element as its
+  // per-group calls); the vendor flavors have none (cuBLASLt needs each group's rows on the host).
+  bool grouped_gemm(const DeviceGroupedGemmCall& g) override {
+    if (flavor_ != CudaFlavor::kInvariant) return false;
+    if (g.groups > INT32_MAX || g.max_rows > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX) {
+      return false;
+    }
+    kernels::GemmGroupedProblem p;
+    p.a = g.a;
+    p.w = g.w;
+    p.out = g.out;
+    p.group_rows = g.group_rows;
+    p.groups = static_cast<int>(g.groups);
+    p.max_rows = static_cast<int>(g.max_rows);
+    p.n = static_cast<int>(g.n);
+    p.k = static_cast<int>(g.k);
+    p.in_type = elem_type(g.dtype);
+    p.out_type = elem_type(g.out_dtype);
+    kernels::GemmDevice device;
+    device.cc_major = ctx_.props().major;
+    device.cc_minor = ctx_.props().minor;
+    device.sm_count = ctx_.sm_count();
+    if (!kernels::gemm_invariant_grouped_supported(p, device)) return false;
+    check(kernels::gemm_invariant_grouped_launch(p, device, -1, 0, ctx_.stream()),
+          "the grouped invariant GEMM");
+    return true;
   }
 
   void rmsnorm(const DeviceRmsNormCall& r, RunNotes* notes) override {

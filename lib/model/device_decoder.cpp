@@ -157,10 +157,27 @@ class DeviceEngine final : public PassEngine {
   struct Layer {
     const void *attn_norm, *qkv, *qkv_bias, *q_norm, *k_norm, *o_proj, *o_bias, *mlp_norm, *gate_up,
         *gate_up_bias, *down, *down_bias;
-    // An MoE layer: the router and each expert's fused gate/up and down (empty otherwise).
+    // An MoE layer: the router and each expert's fused gate/up and down (empty otherwise), the
+    // experts of each kind stacked in one device buffer (resident_stack), which grouped_gemm
+    // reads whole and the per-expert calls slice.
     const void* router = nullptr;
     std::vector<const void*> expert_gate_up, expert_down;
+    const void *gate_up_stack = nullptr, *down_stack = nullptr;
   };
+
+  // The experts' tensors stacked on the device; each expert's own address inside the stack.
+  const void* stack(const std::vector<HostTensor>& experts, std::vector<const void*>& each) {
+    if (experts.empty()) return nullptr;
+    std::vector<const HostTensor*> members;
+    for (const HostTensor& t : experts) members.push_back(&t);
+    const void* base = ops_.resident_stack(members);
+    size_t at = 0;
+    for (const HostTensor& t : experts) {
+      each.push_back(static_cast<const std::byte*>(base) + at);
+      at += t.nbytes();
+    }
+    return base;
+  }
 
   void check_memory(int64_t max_rows, int64_t max_heads) {
     const std::vector<const HostTensor*> tensors = weight_tensors(w_);
@@ -207,8 +224,8 @@ class DeviceEngine final : public PassEngine {
               resident(L.router),
               {},
               {}};
-      for (const HostTensor& t : L.expert_gate_up) D.expert_gate_up.push_back(resident(t));
-      for (const HostTensor& t : L.expert_down) D.expert_down.push_back(resident(t));
+      D.gate_up_stack = stack(L.expert_gate_up, D.expert_gate_up);
+      D.down_stack = stack(L.expert_down, D.expert_down);
       layers_.push_back(std::move(D));
     }
   }
@@ -408,21 +425,46 @@ class DeviceEngine final : public PassEngine {
     const auto at = [&](void* base, int64_t row, int64_t width) {
       return bytes_at(base, static_cast<size_t>(row * width) * elem_);
     };
-    for (int e = 0; e < experts; ++e) {
-      const int32_t begin = by_expert.offsets[e], n = by_expert.offsets[e + 1] - begin;
-      if (n == 0) continue;
-      const std::string name = "expert" + std::to_string(e);
-      if (tag_of(e)) (*notes_)[std::string(tag) + "." + name + ".rows"] = std::to_string(n);
-      gemm(at(grouped_in_, begin, hidden), L.expert_gate_up[e], nullptr,
-           at(grouped_gu_, begin, 2 * ei), n, 2 * ei, hidden, w_.dtype, tag_of(e),
-           (name + ".gate_up").c_str());
-      ops_.swiglu(w_.dtype, at(grouped_gu_, begin, 2 * ei), at(grouped_act_, begin, ei), n, ei);
+    // Each stage's experts in one grouped launch where the backend has one (its rows get the
+    // bits of the per-expert calls) and no notes or trace want each expert's call; else one
+    // call per expert that received rows, in ascending expert order.
+    const bool may_group = !noting && !trace_.tracing();
+    const auto grouped = [&](const void* a, const void* stacked, void* out, int64_t n,
+                             int64_t depth) {
+      DeviceGroupedGemmCall g;
+      g.a = a;
+      g.w = stacked;
+      g.out = out;
+      g.group_rows = route_offsets_;
+      g.groups = experts;
+      g.max_rows = routed;
+      g.n = n;
+      g.k = depth;
+      g.dtype = g.out_dtype = w_.dtype;
+      return may_group && ops_.grouped_gemm(g);
+    };
+    if (grouped(grouped_in_, L.gate_up_stack, grouped_gu_, 2 * ei, hidden)) {
+      ops_.swiglu(w_.dtype, grouped_gu_, grouped_act_, routed, ei);
+    } else {
+      for (int e = 0; e < experts; ++e) {
+        const int32_t begin = by_expert.offsets[e], n = by_expert.offsets[e + 1] - begin;
+        if (n == 0) continue;
+        const std::string name = "expert" + std::to_string(e);
+        if (tag_of(e)) (*notes_)[std::string(tag) + "." + name + ".rows"] = std::to_string(n);
+        gemm(at(grouped_in_, begin, hidden), L.expert_gate_up[e], nullptr,
+             at(grouped_gu_, begin, 2 * ei), n, 2 * ei, hidden, w_.dtype, tag_of(e),
+             (name + ".gate_up").c_str());
+        ops_.swiglu(w_.dtype, at(grouped_gu_, begin, 2 * ei), at(grouped_act_, begin, ei), n, ei);
+      }
     }
-    for (int e = 0; e < experts; ++e) {
-      const int32_t begin = by_expert.offsets[e], n = by_expert.offsets[e + 1] - begin;
-      if (n == 0) continue;
-      gemm(at(grouped_act_, begin, ei), L.expert_down[e], nullptr, at(grouped_out_, begin, hidden),
-           n, hidden, ei, w_.dtype, tag_of(e), ("expert" + std::to_string(e) + ".down").c_str());
+    if (!grouped(grouped_act_, L.down_stack, grouped_out_, hidden, ei)) {
+      for (int e = 0; e < experts; ++e) {
+        const int32_t begin = by_expert.offsets[e], n = by_expert.offsets[e + 1] - begin;
+        if (n == 0) continue;
+        gemm(at(grouped_act_, begin, ei), L.expert_down[e], nullptr,
+             at(grouped_out_, begin, hidden), n, hidden, ei, w_.dtype, tag_of(e),
+             ("expert" + std::to_string(e) + ".down").c_str());
+      }
     }
     trace_experts(p, l, by_expert, routed);
     // For each (row, rank): its entry's place in the grouped layout, and its weight (moe_route
