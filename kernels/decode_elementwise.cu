@@ -157,7 +157,8 @@ __global__ void swiglu_kernel(const void* gate_up, void* out, ElemType t, int64_
 }
 
 __global__ void moe_combine_kernel(const void* y, const int32_t* slot, const float* weight,
-                                   ElemType t, int64_t rows, int64_t k, int64_t hidden, void* out) {
+                                   ElemType t, ElemType out_type, int64_t rows, int64_t k,
+                                   int64_t hidden, void* out) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= rows * hidden) return;
   const int64_t r = i / hidden, c = i % hidden;
@@ -167,7 +168,7 @@ __global__ void moe_combine_kernel(const void* y, const int32_t* slot, const flo
     const float v = load_elem(y, t, static_cast<int64_t>(slot[at]) * hidden + c);
     acc = portable::add(acc, portable::mul(weight[at], v));
   }
-  store_elem(out, t, i, acc);
+  store_elem(out, out_type, i, acc);
 }
 
 // A candidate of argmax: index -1 is "none yet".
@@ -278,11 +279,17 @@ cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t ro
 cudaError_t launch_moe_combine(ElemType t, const void* y, const int32_t* slot, const float* weight,
                                int64_t rows, int64_t k, int64_t hidden, void* out,
                                cudaStream_t stream) {
+  return launch_moe_combine_typed(t, t, y, slot, weight, rows, k, hidden, out, stream);
+}
+
+cudaError_t launch_moe_combine_typed(ElemType y_type, ElemType out_type, const void* y,
+                                     const int32_t* slot, const float* weight, int64_t rows,
+                                     int64_t k, int64_t hidden, void* out, cudaStream_t stream) {
   const int64_t n = rows * hidden;
   if (n == 0) return cudaSuccess;
   if (!launchable(n) || k < 1) return cudaErrorInvalidValue;
-  moe_combine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, slot, weight, t, rows, k, hidden,
-                                                             out);
+  moe_combine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, slot, weight, y_type, out_type,
+                                                             rows, k, hidden, out);
   return cudaGetLastError();
 }
 

@@ -45,6 +45,11 @@ cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t ro
 cudaError_t launch_moe_combine(ElemType t, const void* y, const int32_t* slot, const float* weight,
                                int64_t rows, int64_t k, int64_t hidden, void* out,
                                cudaStream_t stream);
+// The same with y of one type and out of another (op moe: fp32 expert outputs, as
+// lib/backend/moe_pipeline.h's combine reads them).
+cudaError_t launch_moe_combine_typed(ElemType y_type, ElemType out_type, const void* y,
+                                     const int32_t* slot, const float* weight, int64_t rows,
+                                     int64_t k, int64_t hidden, void* out, cudaStream_t stream);
 
 // out[r] = index of the largest value of fp32 row r (lowest index on ties, NaN never wins, 0
 // when the whole row is NaN), as lib/model/host_ops.h's argmax_row.

@@ -124,6 +124,10 @@ cudaError_t gemm_invariant_launch(const GemmProblem& problem, const GemmPlan& pl
 // is read on the device, so the host need not know the counts. Each row gets the bits of the
 // plain GEMM over its group's rows: the same chain per element (the tile and the CTA count never
 // change it); no bias.
+// Most groups one grouped launch takes (the kernel keeps every group's first tile and row in
+// shared memory).
+inline constexpr int kGemmMaxGroups = 512;
+
 struct GemmGroupedProblem {
   const void* a = nullptr;
   const void* w = nullptr;

@@ -40,9 +40,6 @@ struct GemmKernelParams {
   int groups;
 };
 
-// Most groups one grouped launch takes (the kernel keeps every group's first tile in shared
-// memory).
-inline constexpr int kGemmMaxGroups = 512;
 
 // Running sum over chunks: acc = acc + p, rounded to nearest. __fadd_rn is never contracted
 // or reassociated by the compiler, so both schedules perform exactly this operation.

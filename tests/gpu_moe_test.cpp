@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -58,6 +59,28 @@ TEST_F(GpuMoe, PortableIsBitwiseEqualToCpuPortable) {
     ASSERT_EQ(cpu.size(), gpu.size());
     for (size_t i = 0; i < cpu.size(); ++i) {
       EXPECT_TRUE(same_bits(cpu[i], gpu[i])) << dtype << " context " << i;
+    }
+  }
+}
+
+// cuda-invariant computes op moe on the device (router GEMM, routing, one grouped launch per
+// stage of the experts' GEMMs, SwiGLU, combine) with the bits of the host-driven pipeline,
+// which NVDET_MOE_HOST_PIPELINE=1 asks for.
+TEST_F(GpuMoe, InvariantDevicePathHasTheHostPipelinesBits) {
+  for (const std::string dtype : {"bf16", "fp16"}) {
+    const Scenario s = gpu_moe_scenario(dtype);
+    auto backend = make_backend("cuda-invariant");
+    auto workload = make_workload(s);
+    RunNotes notes;
+    workload->run(*backend, expand_contexts(s).front(), &notes);
+    ASSERT_NE(notes.find("moe_device_steps"), notes.end()) << dtype << ": not on the device";
+    const std::vector<HostTensor> device = outputs(s, "cuda-invariant");
+    setenv("NVDET_MOE_HOST_PIPELINE", "1", 1);
+    const std::vector<HostTensor> host = outputs(s, "cuda-invariant");
+    unsetenv("NVDET_MOE_HOST_PIPELINE");
+    ASSERT_EQ(device.size(), host.size());
+    for (size_t i = 0; i < host.size(); ++i) {
+      EXPECT_TRUE(same_bits(device[i], host[i])) << dtype << " context " << i;
     }
   }
 }

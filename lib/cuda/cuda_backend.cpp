@@ -1,7 +1,10 @@
 // The four vendor and invariant CUDA backends: one class, parameterised by flavor, that dispatches
 // each op to its op file and runs or times the prepared call. (cuda-portable:
 // portable_backend.cpp.)
+#include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "kernels/silu_mul.cuh"
 #include "lib/backend/host_timer.h"
@@ -30,6 +33,7 @@ class CudaBackend final : public Backend {
   std::optional<Timing> time(const OpArgs& args, const TimingOptions& opts) override {
     validate_op_args(args, computes_fp8());
     if (const auto* moe = std::get_if<MoeArgs>(&args)) {
+      if (auto device = device_moe(*moe, nullptr)) return time_prepared(ctx_, device->call, opts);
       return time_host_driven([&] { run_moe_block(*moe, nullptr); }, opts);
     }
     PreparedCall call = prepare(args, nullptr);
@@ -76,6 +80,11 @@ class CudaBackend final : public Backend {
   //    with the parts added by the plan's fixed tree (lib/backend/split_k_gemm.h); the routed
   //    weight in fp32 rounded to the dtype and the combine by the plan's rule.
   HostTensor run_moe_block(const MoeArgs& args, RunNotes* notes) {
+    if (auto device = device_moe(args, notes)) {
+      HostTensor out = run_prepared(ctx_, device->call);
+      describe_moe_device_run(ctx_, *device, args, notes);
+      return out;
+    }
     MoeKernels k;
     k.gemm = [this](const GemmArgs& g, const MoeGemmSite&, RunNotes* n) {
       PreparedCall call = prepare(g, n);
@@ -98,6 +107,15 @@ class CudaBackend final : public Backend {
     HostTensor out = run_moe(args, k, notes);
     if (notes) (*notes)["moe_host_steps"] = "routing, gather, SwiGLU and combine on the host";
     return out;
+  }
+
+  // cuda-invariant's block on the device (moe_device_ops.cpp), with the host-driven pipeline's
+  // bits, where it can run there and NVDET_MOE_HOST_PIPELINE=1 does not ask for the host pipeline.
+  std::optional<MoeDeviceCall> device_moe(const MoeArgs& args, RunNotes* notes) {
+    if (flavor_ != CudaFlavor::kInvariant) return std::nullopt;
+    const char* host = std::getenv("NVDET_MOE_HOST_PIPELINE");
+    if (host && std::string(host) == "1") return std::nullopt;
+    return prepare_invariant_moe_device(ctx_, args, notes);
   }
 
   // One GEMM of cuda-vendor-policy's fused plan (run_moe_block): the router as this flavor's

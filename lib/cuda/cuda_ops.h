@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "lib/backend/backend.h"
 #include "lib/backend/device_decode_ops.h"
@@ -46,6 +47,23 @@ PreparedCall prepare_gemm_k_chunk_partials(DeviceContext& ctx, const GemmArgs& a
 struct GemmOperands : DeviceGemmCall {
   bool allow_tf32 = false;
 };
+// cuda-invariant's MoE block on the device (moe_device_ops.cpp): the prepared call, and where its
+// layout lands (read after a run, for the checks and the notes). nullopt where it cannot run
+// there (FP8 experts, fp32, more than 512 experts, shapes or a device the grouped GEMM cannot
+// take): the caller keeps the host-driven pipeline.
+struct MoeDeviceCall {
+  PreparedCall call;
+  const int32_t* offsets = nullptr;  // [experts + 2]
+  const int32_t* expert = nullptr;   // [rows * top_k]
+  const float* logits = nullptr;     // [rows, experts]: the router's
+  int64_t experts = 0;
+};
+std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, const MoeArgs& args,
+                                                          RunNotes* notes);
+// After a run: refuses a non-finite router logit (exit 3) and notes each probed row's experts.
+void describe_moe_device_run(DeviceContext& ctx, const MoeDeviceCall& m, const MoeArgs& args,
+                             RunNotes* notes);
+
 PreparedCall prepare_gemm_device(DeviceContext& ctx, CudaFlavor flavor, const GemmOperands& g,
                                  RunNotes* notes);
 
