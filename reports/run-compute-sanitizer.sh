@@ -11,7 +11,7 @@
 # work or child processes (the CPU-manifest round trip, the transformers oracle); racecheck and
 # synccheck, the slowest tools, see one test per kernel family that uses shared memory or
 # barriers (decode and prefill attention, both norms, the invariant GEMM's forced schedules and wgmma configurations,
-# odd shapes, the portable kernels). Per-tool limit: NVDET_SANITIZER_TIMEOUT seconds (default 600).
+# odd shapes, its grouped launch, the MoE routing, the portable kernels). Per-tool limit: NVDET_SANITIZER_TIMEOUT seconds (default 600).
 set -uo pipefail
 out=${1:-reports/h200/sanitizer}
 build=${NVDET_BUILD:-build-gpu}
@@ -32,6 +32,9 @@ one_per_family+=':InvariantKernels.ForcedSchedulesGiveIdenticalBitsOnThePortable
 one_per_family+=':InvariantKernels.EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits'
 one_per_family+=':GpuGemmInvariant.OddShapesAreBatchInvariant'
 one_per_family+=':GpuPortable.RowOpsAreBitwiseEqualToCpuPortable:GpuPortable.AttentionIsBitwiseEqualToCpuPortable'
+# MoE on the device: the routing's counting sort and the grouped GEMM's tile table.
+one_per_family+=':GpuMoeRoute.EqualsTheHostRoutingAndLayoutBitwise'
+one_per_family+=':GpuGemmGrouped.EveryRowHasThePlainLaunchsBitsForItsGroup'
 
 run_tool() {  # run_tool TOOL FILTER EXTRA-ARGS...
   local tool=$1 filter=$2
