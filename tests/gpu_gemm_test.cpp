@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -317,6 +318,36 @@ TEST(GpuGemmInvariant, AKeptStagedWeightGivesTheBitsOfAFreshOneAndFollowsAChange
     column0_moved = column0_moved || changed.get(r * 4097) != first.get(r * 4097);
   }
   EXPECT_TRUE(column0_moved);
+}
+
+// NVDET_GEMM_WGMMA_CONFIG and NVDET_GEMM_CTAS pin the backend's launch shape (for bisecting):
+// every pinned shape gives the automatic choice's bits, aligned and odd shapes alike.
+TEST(GpuGemmInvariant, EveryPinnedLaunchShapeGivesTheSameBits) {
+  REQUIRE_GPU();
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape s : {Shape{5, 4096, 4096}, Shape{300, 1000, 1001}}) {
+    const GemmShape shape(DType::kBF16, s.n, s.k);
+    const HostTensor a = seeded_rows(DType::kBF16, s.m, s.k, 11);
+    const GemmArgs args{&a, &shape.w, &shape.bias, DType::kBF16, false};
+    RunNotes notes;
+    const HostTensor want = make_backend("cuda-invariant")->run(args, &notes);
+    if (notes.at("kernel") != "wgmma-m64nNk16-tma") GTEST_SKIP() << "no wgmma path here";
+    for (int config = 0; config < 6; ++config) {
+      for (const char* ctas : {"1", "7", "auto"}) {
+        setenv("NVDET_GEMM_WGMMA_CONFIG", std::to_string(config).c_str(), 1);
+        setenv("NVDET_GEMM_CTAS", ctas, 1);
+        const HostTensor got = make_backend("cuda-invariant")->run(args, nullptr);
+        for (int64_t r = 0; r < s.m; ++r) {
+          ASSERT_EQ(row_bits(got, r), row_bits(want, r))
+              << "n " << s.n << " config " << config << " ctas " << ctas << " row " << r;
+        }
+      }
+    }
+  }
+  unsetenv("NVDET_GEMM_WGMMA_CONFIG");
+  unsetenv("NVDET_GEMM_CTAS");
 }
 
 TEST(GpuGemmInvariant, EveryOutputTypeWithAndWithoutBias) {

@@ -21,6 +21,7 @@
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
+#include "lib/cuda/gemm_settings.h"
 #include "lib/cuda/index_arena.h"
 #include "lib/cuda/kernel_paths.h"
 
@@ -211,7 +212,8 @@ class CudaDecodeOps final : public DeviceDecodeOps {
     device.cc_minor = ctx_.props().minor;
     device.sm_count = ctx_.sm_count();
     if (!kernels::gemm_invariant_grouped_supported(p, device)) return false;
-    check(kernels::gemm_invariant_grouped_launch(p, device, -1, 0, ctx_.stream()),
+    check(kernels::gemm_invariant_grouped_launch(p, device, forced_wgmma_config(),
+                                                 forced_gemm_ctas(), ctx_.stream()),
           "the grouped invariant GEMM");
     return true;
   }

@@ -24,6 +24,7 @@
 #include "lib/cuda/cublaslt_handles.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
+#include "lib/cuda/gemm_settings.h"
 #include "lib/cuda/gemm_tile_names.h"
 
 namespace nvdet::cuda {
@@ -246,7 +247,9 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   device.cc_major = ctx.props().major;
   device.cc_minor = ctx.props().minor;
   device.sm_count = ctx.sm_count();
-  const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(prob, device);
+  const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(
+      prob, device, nvdet::kernels::GemmSchedule::kAuto, nvdet::kernels::GemmPath::kAuto,
+      forced_wgmma_config(), forced_gemm_ctas());
   // W that TMA cannot address is staged into 16-byte rows. For a weight known by its uid, the
   // staged copy is made once and kept beside the uploads (DeviceContext::derived), so a decode
   // step pays for staging A only; it is the same copy of W's values either way.

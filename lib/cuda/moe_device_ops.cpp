@@ -21,6 +21,7 @@
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
+#include "lib/cuda/gemm_settings.h"
 
 namespace nvdet::cuda {
 namespace {
@@ -150,6 +151,7 @@ std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, co
   auto router = std::make_shared<PreparedCall>(
       prepare_gemm_device(ctx, CudaFlavor::kInvariant, r, notes ? &router_notes : nullptr));
 
+  const int config = forced_wgmma_config(), ctas = forced_gemm_ctas();
   const bool norm = args.norm_topk_prob;
   const DType out_dtype = args.out_dtype;
   call.launch = [=](cudaStream_t stream) {
@@ -161,11 +163,11 @@ std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, co
     st = kernels::launch_gather_rows(x_dev, route.row, routed, hidden * static_cast<int64_t>(e),
                                      grouped_in, stream);
     if (st != cudaSuccess) return st;
-    st = kernels::gemm_invariant_grouped_launch(gu, device, -1, 0, stream);
+    st = kernels::gemm_invariant_grouped_launch(gu, device, config, ctas, stream);
     if (st != cudaSuccess) return st;
     st = kernels::launch_swiglu(elem_type(t), grouped_gu, grouped_act, routed, inter, stream);
     if (st != cudaSuccess) return st;
-    st = kernels::gemm_invariant_grouped_launch(dn, device, -1, 0, stream);
+    st = kernels::gemm_invariant_grouped_launch(dn, device, config, ctas, stream);
     if (st != cudaSuccess) return st;
     return kernels::launch_moe_combine_typed(kernels::ElemType::kFP32, elem_type(out_dtype),
                                              grouped_out, route.position, route.weight, rows, k,
@@ -189,8 +191,8 @@ std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, co
     (*notes)["moe_device_steps"] = fmt::format(
         "router GEMM, routing, gather, SwiGLU and combine on the device; each stage's experts in "
         "one grouped launch of the invariant GEMM (gate_up tile {}, down tile {})",
-        tile(kernels::gemm_invariant_grouped_config(gu)),
-        tile(kernels::gemm_invariant_grouped_config(dn)));
+        tile(kernels::gemm_invariant_grouped_config(gu, config)),
+        tile(kernels::gemm_invariant_grouped_config(dn, config)));
   }
   return m;
 }

@@ -1,0 +1,52 @@
+// The settings that pin the invariant GEMM's launch shape (lib/cuda/gemm_settings.h): auto or
+// absent leave the choice to the plan, a value in range pins it, anything else is refused with
+// exit 2 and the variable's name. Read without a GPU; built with the CUDA backends only.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "lib/core/error.h"
+
+#ifdef NVDET_WITH_CUDA
+#include "lib/cuda/gemm_settings.h"
+#endif
+
+namespace nvdet {
+namespace {
+
+#ifdef NVDET_WITH_CUDA
+
+TEST(GemmSettings, AutoPinsOrRefuses) {
+  unsetenv("NVDET_GEMM_WGMMA_CONFIG");
+  unsetenv("NVDET_GEMM_CTAS");
+  EXPECT_EQ(cuda::forced_wgmma_config(), -1);
+  EXPECT_EQ(cuda::forced_gemm_ctas(), 0);
+  setenv("NVDET_GEMM_WGMMA_CONFIG", "auto", 1);
+  EXPECT_EQ(cuda::forced_wgmma_config(), -1);
+  setenv("NVDET_GEMM_WGMMA_CONFIG", "5", 1);
+  setenv("NVDET_GEMM_CTAS", "7", 1);
+  EXPECT_EQ(cuda::forced_wgmma_config(), 5);
+  EXPECT_EQ(cuda::forced_gemm_ctas(), 7);
+  for (const char* bad : {"6", "-1", "2x", "one"}) {
+    setenv("NVDET_GEMM_WGMMA_CONFIG", bad, 1);
+    try {
+      cuda::forced_wgmma_config();
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_NE(std::string(e.what()).find("NVDET_GEMM_WGMMA_CONFIG"), std::string::npos);
+    }
+  }
+  setenv("NVDET_GEMM_CTAS", "0", 1);
+  EXPECT_THROW(cuda::forced_gemm_ctas(), Error);
+  unsetenv("NVDET_GEMM_WGMMA_CONFIG");
+  unsetenv("NVDET_GEMM_CTAS");
+}
+
+#else
+TEST(GemmSettings, NeedTheCudaBuild) { GTEST_SKIP() << "built without CUDA"; }
+#endif
+
+}  // namespace
+}  // namespace nvdet
