@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "kernels/gemm_grouped_tiles.cuh"
 #include "kernels/gemm_invariant_device.cuh"
 #include "kernels/gemm_wgmma_instr.cuh"
 #include "kernels/kernel_image.cuh"
@@ -100,43 +101,28 @@ __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const floa
   }
 }
 
-// Where one output tile lies. Plain: tile (tm, tn) of [m, n], rows below m. Grouped: the tiles of
-// group 0, then of group 1, ...; within a group row blocks of kTileM, each across the n tiles;
-// A's and out's rows start at the group's first row, W's at g * n.
-struct TileSite {
-  int a_row, w_row, out_row, row_end, col;
-};
-
-// Grouped launches: every group's first tile and first row, in shared memory.
+// Grouped launches: every group's first tile and first row, in shared memory
+// (kernels/gemm_grouped_tiles.cuh walks them).
 struct GroupTable {
   int first_tile[kGemmMaxGroups + 1];
   int first_row[kGemmMaxGroups + 1];
 };
 
+// Where one output tile lies. Plain: tile (tm, tn) of [m, n] in grouped_tile's order, rows below
+// m. Grouped: grouped_tile_site.
 template <int TILE_M, int TILE_N>
-__device__ __forceinline__ TileSite tile_site(const GemmKernelParams& p, const GroupTable& t,
-                                              int tile) {
-  TileSite site;
-  if (p.groups == 0) {
-    int tm, tn;
-    grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
-    site.a_row = site.out_row = tm * TILE_M;
-    site.w_row = tn * TILE_N;
-    site.row_end = p.m;
-    site.col = tn * TILE_N;
-    return site;
+__device__ __forceinline__ GroupedTileSite tile_site(const GemmKernelParams& p,
+                                                     const GroupTable& t, int tile) {
+  if (p.groups > 0) {
+    return grouped_tile_site(t.first_tile, t.first_row, p.groups, TILE_M, TILE_N, p.n, p.n_tiles,
+                             tile);
   }
-  int lo = 0, hi = p.groups - 1;  // the last group whose first tile is <= tile
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (t.first_tile[mid] <= tile) lo = mid;
-    else hi = mid - 1;
-  }
-  const int local = tile - t.first_tile[lo];
-  const int tm = local / p.n_tiles, tn = local % p.n_tiles;
-  site.a_row = site.out_row = t.first_row[lo] + tm * TILE_M;
-  site.w_row = lo * p.n + tn * TILE_N;
-  site.row_end = t.first_row[lo + 1];
+  int tm, tn;
+  grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+  GroupedTileSite site;
+  site.a_row = site.out_row = tm * TILE_M;
+  site.w_row = tn * TILE_N;
+  site.row_end = p.m;
   site.col = tn * TILE_N;
   return site;
 }
@@ -147,15 +133,7 @@ __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, Group
   if (p.groups == 0) return p.m_tiles * p.n_tiles;
   for (int g = threadIdx.x; g <= p.groups; g += blockDim.x) t.first_row[g] = p.group_rows[g];
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int tiles = 0;
-    for (int g = 0; g < p.groups; ++g) {
-      t.first_tile[g] = tiles;
-      const int rows = t.first_row[g + 1] - t.first_row[g];
-      tiles += (rows + TILE_M - 1) / TILE_M * p.n_tiles;
-    }
-    t.first_tile[p.groups] = tiles;
-  }
+  if (threadIdx.x == 0) grouped_first_tiles(t.first_row, p.groups, TILE_M, p.n_tiles, t.first_tile);
   __syncthreads();
   return t.first_tile[p.groups];
 }
@@ -205,7 +183,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     if (threadIdx.x == 0) {
       int t = 0;
       for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-        const TileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
+        const GroupedTileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
         for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
@@ -221,7 +199,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     int t = 0;
     for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-      const TileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
+      const GroupedTileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
       float acc[S::kAccRegs];
       zero_accumulators(acc);
       const int first_t = t;

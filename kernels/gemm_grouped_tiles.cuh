@@ -1,0 +1,61 @@
+#pragma once
+// The grouped invariant GEMM's walk over its output tiles (kernels/gemm_invariant_wgmma.cu), in
+// plain C++ that the host can run too, so that tests/gemm_grouped_tiles_test.cpp checks on the
+// CPU that the walk covers every row of every group exactly once.
+//
+// The tiles of group 0 come first, then those of group 1, ...; within a group, blocks of tile_m
+// rows, each across the n tiles. Group g's rows [first_row[g], first_row[g + 1]) of A and out
+// take W rows [g * n, (g + 1) * n) of the stacked weights.
+#if defined(__CUDACC__)
+#define NVDET_TILES_FN __host__ __device__ __forceinline__
+#else
+#define NVDET_TILES_FN inline
+#endif
+
+namespace nvdet::kernels {
+
+// Where one output tile lies: the first row of A and of out, the first row of the stacked W, the
+// row past the tile's group (rows from there on are not stored) and the first column.
+struct GroupedTileSite {
+  int a_row, w_row, out_row, row_end, col;
+};
+
+// first_tile[g] (g <= groups) from first_row (groups + 1 entries): the tiles before group g.
+// Returns the number of tiles.
+NVDET_TILES_FN int grouped_first_tiles(const int* first_row, int groups, int tile_m, int n_tiles,
+                                       int* first_tile) {
+  int tiles = 0;
+  for (int g = 0; g < groups; ++g) {
+    first_tile[g] = tiles;
+    const int rows = first_row[g + 1] - first_row[g];
+    tiles += (rows + tile_m - 1) / tile_m * n_tiles;
+  }
+  first_tile[groups] = tiles;
+  return tiles;
+}
+
+// The site of tile `tile` (< the number of tiles): the group is the last whose first tile is
+// <= tile (empty groups before it have the same first tile and are skipped).
+NVDET_TILES_FN GroupedTileSite grouped_tile_site(const int* first_tile, const int* first_row,
+                                                 int groups, int tile_m, int tile_n, int n,
+                                                 int n_tiles, int tile) {
+  int lo = 0, hi = groups - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (first_tile[mid] <= tile) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const int local = tile - first_tile[lo];
+  const int tm = local / n_tiles, tn = local % n_tiles;
+  GroupedTileSite site;
+  site.a_row = site.out_row = first_row[lo] + tm * tile_m;
+  site.w_row = lo * n + tn * tile_n;
+  site.row_end = first_row[lo + 1];
+  site.col = tn * tile_n;
+  return site;
+}
+
+}  // namespace nvdet::kernels

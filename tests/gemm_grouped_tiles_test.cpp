@@ -1,0 +1,65 @@
+// The grouped invariant GEMM's tile walk (kernels/gemm_grouped_tiles.cuh), run on the CPU as the
+// kernel runs it on the device: over ragged groups (empty ones first, between and last, one row,
+// a tile exactly, one past it), every (row, column) of every group is stored by exactly one tile,
+// from its own group's rows of A and weights, and no row outside the groups is stored.
+#include "kernels/gemm_grouped_tiles.cuh"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace nvdet::kernels {
+namespace {
+
+void check_walk(const std::vector<int>& counts, int tile_m, int tile_n, int n) {
+  const int groups = static_cast<int>(counts.size());
+  std::vector<int> first_row(1, 0), first_tile(static_cast<size_t>(groups) + 1);
+  for (int c : counts) first_row.push_back(first_row.back() + c);
+  const int rows = first_row.back(), n_tiles = (n + tile_n - 1) / tile_n;
+  const int tiles =
+      grouped_first_tiles(first_row.data(), groups, tile_m, n_tiles, first_tile.data());
+  std::vector<int> stored(static_cast<size_t>(rows) * n, 0);
+  for (int tile = 0; tile < tiles; ++tile) {
+    const GroupedTileSite s = grouped_tile_site(first_tile.data(), first_row.data(), groups, tile_m,
+                                                tile_n, n, n_tiles, tile);
+    ASSERT_EQ(s.a_row, s.out_row);
+    // The tile's group: the one whose rows hold its first row, and whose W rows it reads.
+    int g = 0;
+    while (!(s.out_row >= first_row[g] && s.out_row < first_row[g + 1])) ++g;
+    ASSERT_EQ(s.row_end, first_row[g + 1]) << "tile " << tile;
+    ASSERT_EQ(s.w_row, g * n + s.col) << "tile " << tile;
+    ASSERT_EQ(s.col % tile_n, 0);
+    for (int r = s.out_row; r < s.out_row + tile_m && r < s.row_end; ++r) {
+      for (int c = s.col; c < s.col + tile_n && c < n; ++c)
+        ++stored[static_cast<size_t>(r) * n + c];
+    }
+  }
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < n; ++c) {
+      ASSERT_EQ(stored[static_cast<size_t>(r) * n + c], 1) << "row " << r << " col " << c;
+    }
+  }
+}
+
+TEST(GemmGroupedTiles, EveryRowOfEveryGroupIsStoredOnce) {
+  check_walk({0, 3, 0, 1, 64, 65, 0, 130, 7, 0}, 64, 128, 1536);
+  check_walk({0, 3, 0, 1, 64, 65, 0, 130, 7, 0}, 128, 64, 200);
+  check_walk({5}, 64, 32, 31);
+  std::mt19937 rng(33);
+  std::uniform_int_distribution<int> count(0, 150);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<int> counts(1 + trial * 7);
+    for (int& c : counts) c = trial % 3 == 0 ? count(rng) % 4 : count(rng);
+    check_walk(counts, trial % 2 ? 64 : 128, trial % 2 ? 128 : 256, 96 + trial * 17);
+  }
+}
+
+TEST(GemmGroupedTiles, AllGroupsEmptyMeansNoTiles) {
+  const std::vector<int> first_row = {0, 0, 0, 0};
+  std::vector<int> first_tile(4);
+  EXPECT_EQ(grouped_first_tiles(first_row.data(), 3, 64, 8, first_tile.data()), 0);
+}
+
+}  // namespace
+}  // namespace nvdet::kernels
