@@ -13,6 +13,7 @@
 //
 // The invariant flavor calls nvdet's own kernels (kernels/gemm_invariant.cuh).
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,7 +63,21 @@ GemmInputs upload_inputs(DeviceContext& ctx, const GemmArgs& args) {
 
 // The heuristic's answer depends only on the problem description, so it is cached per device,
 // flavor, shape and types: a sweep asks once per shape.
-using HeuristicKey = std::tuple<int, int, int64_t, int64_t, int64_t, int, int, bool, bool>;
+using HeuristicKey = std::tuple<int, int, int64_t, int64_t, int64_t, int, int, bool, bool, int>;
+
+// The largest power of two up to 256 that divides every address: cuBLASLt's algorithms may
+// assume 256-byte aligned operands unless told otherwise (its MIN_ALIGNMENT preferences default
+// to 256), and a slice of a larger buffer (an expert's rows in the device decoder's grouped
+// layout) can be less aligned.
+int common_alignment(std::initializer_list<const void*> ptrs) {
+  int align = 256;
+  for (const void* p : ptrs) {
+    if (!p) continue;
+    const auto addr = reinterpret_cast<uintptr_t>(p);
+    while (align > 1 && addr % static_cast<uintptr_t>(align) != 0) align /= 2;
+  }
+  return align;
+}
 std::mutex heuristic_mutex;
 std::map<HeuristicKey, cublasLtMatmulHeuristicResult_t> heuristic_cache;
 
@@ -151,6 +166,7 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
 
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
+  const int align = common_alignment({g.a, g.w, d_ptr, bias_ptr});
   const HeuristicKey key{device,
                          static_cast<int>(flavor),
                          m,
@@ -159,7 +175,8 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
                          static_cast<int>(in),
                          static_cast<int>(d_dtype),
                          bias_ptr != nullptr,
-                         tf32};
+                         tf32,
+                         align};
   cublasLtMatmulHeuristicResult_t heuristic{};
   bool cached = false;
   {
@@ -178,6 +195,16 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
     check(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &max_ws, sizeof(max_ws)),
           "setting the workspace limit");
+    if (align < 256) {
+      const uint32_t bytes = static_cast<uint32_t>(align);
+      for (const auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+        check(cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &bytes, sizeof(bytes)),
+              "setting the operands' alignment");
+      }
+    }
     if (nosplit) {
       const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE;
       check(cublasLtMatmulPreferenceSetAttribute(
@@ -198,6 +225,7 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
     heuristic_cache[key] = heuristic;
   }
   describe_algo(heuristic, tf32, direct, notes);
+  if (notes && align < 256) (*notes)["operand_alignment"] = std::to_string(align) + " bytes";
 
   void* workspace = ctx.workspace(ws_bytes);
   cublasLtHandle_t handle = ctx.cublas_lt();
