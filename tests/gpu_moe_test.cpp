@@ -63,24 +63,43 @@ TEST_F(GpuMoe, PortableIsBitwiseEqualToCpuPortable) {
   }
 }
 
-// cuda-invariant computes op moe on the device (router GEMM, routing, one grouped launch per
-// stage of the experts' GEMMs, SwiGLU, combine) with the bits of the host-driven pipeline,
-// which NVDET_MOE_HOST_PIPELINE=1 asks for.
-TEST_F(GpuMoe, InvariantDevicePathHasTheHostPipelinesBits) {
-  for (const std::string dtype : {"bf16", "fp16"}) {
-    const Scenario s = gpu_moe_scenario(dtype);
-    auto backend = make_backend("cuda-invariant");
-    auto workload = make_workload(s);
-    RunNotes notes;
-    workload->run(*backend, expand_contexts(s).front(), &notes);
-    ASSERT_NE(notes.find("moe_device_steps"), notes.end()) << dtype << ": not on the device";
-    const std::vector<HostTensor> device = outputs(s, "cuda-invariant");
-    setenv("NVDET_MOE_HOST_PIPELINE", "1", 1);
-    const std::vector<HostTensor> host = outputs(s, "cuda-invariant");
-    unsetenv("NVDET_MOE_HOST_PIPELINE");
-    ASSERT_EQ(device.size(), host.size());
-    for (size_t i = 0; i < host.size(); ++i) {
-      EXPECT_TRUE(same_bits(device[i], host[i])) << dtype << " context " << i;
+// op moe on the device (router GEMM, routing, gather, the experts' GEMMs, SwiGLU, combine):
+// cuda-invariant with one grouped launch per stage, cublas and the cuBLASLt flavors with one
+// cuBLASLt GEMM per expert. Each gives the bits and notes of the host-driven pipeline, which
+// NVDET_MOE_HOST_PIPELINE=1 asks for.
+TEST_F(GpuMoe, DevicePathsHaveTheHostPipelinesBitsAndNotes) {
+  for (const std::string name : {"cuda-invariant", "cublas", "cublaslt-nosplit", "cublaslt-ws1k"}) {
+    for (const std::string dtype : {"bf16", "fp16"}) {
+      SCOPED_TRACE(name + " " + dtype);
+      const Scenario s = gpu_moe_scenario(dtype);
+      auto workload = make_workload(s);
+      const auto run = [&](bool host) {
+        if (host) setenv("NVDET_MOE_HOST_PIPELINE", "1", 1);
+        auto backend = make_backend(name);
+        std::vector<std::pair<HostTensor, RunNotes>> out;
+        for (const Context& c : expand_contexts(s)) {
+          RunNotes notes;
+          HostTensor t = workload->run(*backend, c, &notes).at(0).output;
+          out.emplace_back(std::move(t), std::move(notes));
+        }
+        unsetenv("NVDET_MOE_HOST_PIPELINE");
+        return out;
+      };
+      const auto device = run(false), host = run(true);
+      ASSERT_EQ(device.size(), host.size());
+      ASSERT_NE(device[0].second.find("moe_device_steps"), device[0].second.end());
+      for (size_t i = 0; i < host.size(); ++i) {
+        EXPECT_TRUE(same_bits(device[i].first, host[i].first)) << "context " << i;
+        RunNotes d = device[i].second, h = host[i].second;
+        d.erase("moe_device_steps");
+        h.erase("moe_host_steps");
+        if (name == "cuda-invariant") {
+          // Its experts' notes name the grouped launch instead of each call's plan.
+          std::erase_if(d, [](const auto& kv) { return kv.first.rfind("expert ", 0) == 0; });
+          std::erase_if(h, [](const auto& kv) { return kv.first.rfind("expert ", 0) == 0; });
+        }
+        EXPECT_EQ(d, h) << "context " << i;
+      }
     }
   }
 }

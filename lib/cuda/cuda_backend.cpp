@@ -109,13 +109,22 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  // cuda-invariant's block on the device (moe_device_ops.cpp), with the host-driven pipeline's
-  // bits, where it can run there and NVDET_MOE_HOST_PIPELINE=1 does not ask for the host pipeline.
+  // The block on the device (moe_device_ops.cpp), with the host-driven pipeline's bits, where
+  // it can run there and NVDET_MOE_HOST_PIPELINE=1 does not ask for the host pipeline:
+  // cuda-invariant's grouped launches, the cuBLASLt flavors' expert loop. cuda-vendor-policy's
+  // fused plan keeps the host pipeline.
   std::optional<MoeDeviceCall> device_moe(const MoeArgs& args, RunNotes* notes) {
-    if (flavor_ != CudaFlavor::kInvariant) return std::nullopt;
     const char* host = std::getenv("NVDET_MOE_HOST_PIPELINE");
     if (host && std::string(host) == "1") return std::nullopt;
-    return prepare_invariant_moe_device(ctx_, args, notes);
+    switch (flavor_) {
+      case CudaFlavor::kInvariant: return prepare_invariant_moe_device(ctx_, args, notes);
+      case CudaFlavor::kCublas:
+      case CudaFlavor::kCublasLtNoSplit:
+      case CudaFlavor::kCublasLtSmallWorkspace:
+        return prepare_expert_loop_moe_device(ctx_, flavor_, args, notes);
+      case CudaFlavor::kVendorPolicy: break;
+    }
+    return std::nullopt;
   }
 
   // One GEMM of cuda-vendor-policy's fused plan (run_moe_block): the router as this flavor's

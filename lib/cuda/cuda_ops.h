@@ -60,6 +60,12 @@ struct MoeDeviceCall {
 };
 std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, const MoeArgs& args,
                                                           RunNotes* notes);
+// cublas and the cuBLASLt flavors' expert loop on the device: the router GEMM, the routing, the
+// gather, one cuBLASLt GEMM per expert that received rows (sized from the route, read back once
+// when the call is prepared), SwiGLU and the combine in ascending expert, with the host-driven
+// pipeline's bits where the experts' slices are 256-byte aligned; nullopt as above (FP8, fp32).
+std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, CudaFlavor flavor,
+                                                            const MoeArgs& args, RunNotes* notes);
 // After a run: refuses a non-finite router logit (exit 3) and notes each probed row's experts.
 void describe_moe_device_run(DeviceContext& ctx, const MoeDeviceCall& m, const MoeArgs& args,
                              RunNotes* notes);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <set>
 
 #include "kernels/decode_elementwise.cuh"
 #include "kernels/gemm_invariant.cuh"
@@ -65,128 +66,189 @@ kernels::GemmDevice gemm_device(const DeviceContext& ctx) {
   return d;
 }
 
-}  // namespace
+// The router GEMM, the routing and the gather: the front of every device MoE block. Copyable,
+// so that a launch closure holds its own.
+struct BlockFront {
+  std::shared_ptr<PreparedCall> router;  // the flavor's own GEMM, as the host pipeline calls it
+  float* logits = nullptr;
+  kernels::MoeRouteOutputs route;
+  const void* x_dev = nullptr;
+  void* grouped_in = nullptr;
+  int64_t rows = 0, hidden = 0, experts = 0, k = 0, routed = 0;
+  size_t e = 0;
+  bool norm = true;
 
-std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, const MoeArgs& args,
-                                                          RunNotes* notes) {
-  if (args.is_fp8()) return std::nullopt;
-  const HostTensor& x = *args.x;
-  const DType t = x.dtype();
-  if (t == DType::kFP32) return std::nullopt;
-  const int64_t rows = x.dim(0), hidden = x.dim(1);
-  const int64_t experts = args.router->dim(0), k = args.top_k;
-  const int64_t inter = args.down[0]->dim(1), routed = rows * k;
-  if (experts > kernels::kGemmMaxGroups || routed >= INT32_MAX || rows < 1 ||
-      routed * std::max(hidden, 2 * inter) >= INT32_MAX) {
-    return std::nullopt;
+  cudaError_t launch(cudaStream_t stream) const {
+    cudaError_t st = router->launch(stream);
+    if (st != cudaSuccess) return st;
+    st = kernels::launch_moe_route(logits, static_cast<int>(rows), static_cast<int>(experts),
+                                   static_cast<int>(k), norm, route, stream);
+    if (st != cudaSuccess) return st;
+    return kernels::launch_gather_rows(x_dev, route.row, routed, hidden * static_cast<int64_t>(e),
+                                       grouped_in, stream);
   }
-  const kernels::GemmDevice device = gemm_device(ctx);
-  const size_t e = dtype_size(t);
+};
 
+// What every device MoE block shares: the inputs on the device (the experts' weights stacked),
+// the route's and the grouped layout's buffers (owned by m.call), the output, the front.
+struct BlockSetup {
+  MoeDeviceCall m;
+  BlockFront front;
+  DType t = DType::kBF16;
+  int64_t inter = 0;
+  const void *gate_up_stack = nullptr, *down_stack = nullptr;
+  void *grouped_gu = nullptr, *grouped_act = nullptr, *grouped_out = nullptr, *out = nullptr;
+  RunNotes router_notes;
+};
+
+std::unique_ptr<BlockSetup> setup_block(DeviceContext& ctx, CudaFlavor flavor, const MoeArgs& args,
+                                        RunNotes* notes) {
+  if (args.is_fp8() || args.x->dtype() == DType::kFP32) return nullptr;
+  auto b = std::make_unique<BlockSetup>();
+  const HostTensor& x = *args.x;
+  b->t = x.dtype();
+  b->front.rows = x.dim(0);
+  b->front.hidden = x.dim(1);
+  b->front.experts = args.router->dim(0);
+  b->front.k = args.top_k;
+  b->inter = args.down[0]->dim(1);
+  b->front.routed = b->front.rows * b->front.k;
+  b->front.e = dtype_size(b->t);
+  b->front.norm = args.norm_topk_prob;
+  if (b->front.experts > kernels::kGemmMaxGroups || b->front.routed >= INT32_MAX ||
+      b->front.rows < 1 || b->front.routed * std::max(b->front.hidden, 2 * b->inter) >= INT32_MAX) {
+    return nullptr;
+  }
   std::vector<const HostTensor*> gate_up(args.gate_up.begin(), args.gate_up.end());
   std::vector<const HostTensor*> down(args.down.begin(), args.down.end());
   // Uploads first, the stacks after (never dropping the two inputs), then the inputs again: cache
   // hits, which drop nothing, so every pointer below stays valid.
   ctx.upload(x);
   ctx.upload(*args.router);
-  const void* gate_up_stack = stacked(ctx, gate_up, kStackedGateUp);
-  const void* down_stack = stacked(ctx, down, kStackedDown);
-  const void* x_dev = ctx.upload(x);
+  b->gate_up_stack = stacked(ctx, gate_up, kStackedGateUp);
+  b->down_stack = stacked(ctx, down, kStackedDown);
+  b->front.x_dev = ctx.upload(x);
   const void* router_dev = ctx.upload(*args.router);
 
-  kernels::GemmGroupedProblem gu, dn;
-  gu.w = gate_up_stack;
-  gu.groups = static_cast<int>(experts);
-  gu.max_rows = static_cast<int>(routed);
-  gu.n = static_cast<int>(2 * inter);
-  gu.k = static_cast<int>(hidden);
-  gu.in_type = gu.out_type = elem_type(t);
-  dn = gu;
-  dn.w = down_stack;
-  dn.n = static_cast<int>(hidden);
-  dn.k = static_cast<int>(inter);
-  dn.out_type = kernels::ElemType::kFP32;
-
-  MoeDeviceCall m;
-  PreparedCall& call = m.call;
+  PreparedCall& call = b->m.call;
   const auto own = [&call](double bytes) {
     call.owned.emplace_back(static_cast<size_t>(std::max(bytes, 1.0)));
     return call.owned.back().get();
   };
-  auto* logits = static_cast<float*>(own(rows * experts * 4.0));
-  kernels::MoeRouteOutputs route;
-  route.expert = static_cast<int32_t*>(own(routed * 4.0));
-  route.weight = static_cast<float*>(own(routed * 4.0));
-  route.offsets = static_cast<int32_t*>(own((experts + 2) * 4.0));
-  route.row = static_cast<int32_t*>(own(routed * 4.0));
-  route.position = static_cast<int32_t*>(own(routed * 4.0));
-  route.counts = static_cast<int32_t*>(own(experts * 4.0));
-  void* grouped_in = own(static_cast<double>(routed) * hidden * e);
-  void* grouped_gu = own(static_cast<double>(routed) * 2 * inter * e);
-  void* grouped_act = own(static_cast<double>(routed) * inter * e);
-  void* grouped_out = own(static_cast<double>(routed) * hidden * 4);
-  void* out = own(static_cast<double>(rows) * hidden * dtype_size(args.out_dtype));
-  gu.a = grouped_in;
-  gu.out = grouped_gu;
-  gu.group_rows = route.offsets;
-  dn.a = grouped_act;
-  dn.out = grouped_out;
-  dn.group_rows = route.offsets;
+  const double routed = static_cast<double>(b->front.routed), e = static_cast<double>(b->front.e);
+  b->front.logits = static_cast<float*>(own(b->front.rows * b->front.experts * 4.0));
+  b->front.route.expert = static_cast<int32_t*>(own(routed * 4));
+  b->front.route.weight = static_cast<float*>(own(routed * 4));
+  b->front.route.offsets = static_cast<int32_t*>(own((b->front.experts + 2) * 4.0));
+  b->front.route.row = static_cast<int32_t*>(own(routed * 4));
+  b->front.route.position = static_cast<int32_t*>(own(routed * 4));
+  b->front.route.counts = static_cast<int32_t*>(own(b->front.experts * 4.0));
+  b->front.grouped_in = own(routed * b->front.hidden * e);
+  b->grouped_gu = own(routed * 2 * b->inter * e);
+  b->grouped_act = own(routed * b->inter * e);
+  b->grouped_out = own(routed * b->front.hidden * 4);
+  b->out = own(static_cast<double>(b->front.rows) * b->front.hidden * dtype_size(args.out_dtype));
+
+  GemmOperands r;
+  r.a = b->front.x_dev;
+  r.w = router_dev;
+  r.out = b->front.logits;
+  r.m = b->front.rows;
+  r.n = b->front.experts;
+  r.k = b->front.hidden;
+  r.dtype = b->t;
+  r.out_dtype = DType::kFP32;
+  r.w_uid = args.router->uid();
+  b->front.router = std::make_shared<PreparedCall>(
+      prepare_gemm_device(ctx, flavor, r, notes ? &b->router_notes : nullptr));
+
+  call.output = b->out;
+  call.out_dtype = args.out_dtype;
+  call.out_shape = {b->front.rows, b->front.hidden};
+  b->m.offsets = b->front.route.offsets;
+  b->m.expert = b->front.route.expert;
+  b->m.logits = b->front.logits;
+  b->m.experts = b->front.experts;
+  if (notes) {
+    const std::string plan = gemm_plan_summary(b->router_notes);
+    (*notes)["router"] = fmt::format("{} rows{}", b->front.rows, plan.empty() ? "" : "; " + plan);
+  }
+  return b;
+}
+
+// The host's sentence for a router logit that is not finite, from the flagged row's logits.
+[[noreturn]] void refuse_router_row(const MoeDeviceCall& m, int64_t row) {
+  std::vector<float> logits(static_cast<size_t>(m.experts));
+  check(cudaMemcpy(logits.data(), m.logits + row * m.experts, logits.size() * 4,
+                   cudaMemcpyDeviceToHost),
+        "reading the router logits");
+  const auto bad =
+      std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
+  throw_runtime_error(
+      fmt::format("MoE routing: router logit of row {}, expert {} is not finite ({})", row,
+                  bad - logits.begin(), bad == logits.end() ? 0.0f : *bad));
+}
+
+template <class T>
+std::vector<T> download(const T* src, size_t n) {
+  std::vector<T> out(n);
+  check(cudaMemcpy(out.data(), src, n * sizeof(T), cudaMemcpyDeviceToHost),
+        "reading the MoE route");
+  return out;
+}
+
+}  // namespace
+
+std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, const MoeArgs& args,
+                                                          RunNotes* notes) {
+  std::unique_ptr<BlockSetup> b = setup_block(ctx, CudaFlavor::kInvariant, args, notes);
+  if (!b) return std::nullopt;
+  const BlockFront& f = b->front;
+  const kernels::GemmDevice device = gemm_device(ctx);
+  kernels::GemmGroupedProblem gu, dn;
+  gu.a = f.grouped_in;
+  gu.w = b->gate_up_stack;
+  gu.out = b->grouped_gu;
+  gu.group_rows = f.route.offsets;
+  gu.groups = static_cast<int>(f.experts);
+  gu.max_rows = static_cast<int>(f.routed);
+  gu.n = static_cast<int>(2 * b->inter);
+  gu.k = static_cast<int>(f.hidden);
+  gu.in_type = gu.out_type = elem_type(b->t);
+  dn = gu;
+  dn.a = b->grouped_act;
+  dn.w = b->down_stack;
+  dn.out = b->grouped_out;
+  dn.n = static_cast<int>(f.hidden);
+  dn.k = static_cast<int>(b->inter);
+  dn.out_type = kernels::ElemType::kFP32;
   if (!kernels::gemm_invariant_grouped_supported(gu, device) ||
       !kernels::gemm_invariant_grouped_supported(dn, device)) {
     return std::nullopt;
   }
-
-  GemmOperands r;
-  r.a = x_dev;
-  r.w = router_dev;
-  r.out = logits;
-  r.m = rows;
-  r.n = experts;
-  r.k = hidden;
-  r.dtype = t;
-  r.out_dtype = DType::kFP32;
-  r.w_uid = args.router->uid();
-  RunNotes router_notes;
-  auto router = std::make_shared<PreparedCall>(
-      prepare_gemm_device(ctx, CudaFlavor::kInvariant, r, notes ? &router_notes : nullptr));
-
   const int config = forced_wgmma_config(), ctas = forced_gemm_ctas();
-  const bool norm = args.norm_topk_prob;
-  const DType out_dtype = args.out_dtype;
-  call.launch = [=](cudaStream_t stream) {
-    cudaError_t st = router->launch(stream);
-    if (st != cudaSuccess) return st;
-    st = kernels::launch_moe_route(logits, static_cast<int>(rows), static_cast<int>(experts),
-                                   static_cast<int>(k), norm, route, stream);
-    if (st != cudaSuccess) return st;
-    st = kernels::launch_gather_rows(x_dev, route.row, routed, hidden * static_cast<int64_t>(e),
-                                     grouped_in, stream);
+  const kernels::ElemType t = elem_type(b->t), out_type = elem_type(args.out_dtype);
+  void *gu_out = b->grouped_gu, *act = b->grouped_act, *y = b->grouped_out, *out = b->out;
+  const int64_t inter = b->inter;
+  b->m.call.launch = [f = b->front, gu, dn, device, config, ctas, t, out_type, gu_out, act, y, out,
+                      inter](cudaStream_t stream) {
+    cudaError_t st = f.launch(stream);
     if (st != cudaSuccess) return st;
     st = kernels::gemm_invariant_grouped_launch(gu, device, config, ctas, stream);
     if (st != cudaSuccess) return st;
-    st = kernels::launch_swiglu(elem_type(t), grouped_gu, grouped_act, routed, inter, stream);
+    st = kernels::launch_swiglu(t, gu_out, act, f.routed, inter, stream);
     if (st != cudaSuccess) return st;
     st = kernels::gemm_invariant_grouped_launch(dn, device, config, ctas, stream);
     if (st != cudaSuccess) return st;
-    return kernels::launch_moe_combine_typed(kernels::ElemType::kFP32, elem_type(out_dtype),
-                                             grouped_out, route.position, route.weight, rows, k,
-                                             hidden, out, stream);
+    return kernels::launch_moe_combine_typed(kernels::ElemType::kFP32, out_type, y,
+                                             f.route.position, f.route.weight, f.rows, f.k,
+                                             f.hidden, out, stream);
   };
-  call.output = out;
-  call.out_dtype = out_dtype;
-  call.out_shape = {rows, hidden};
-  m.offsets = route.offsets;
-  m.expert = route.expert;
-  m.logits = logits;
-  m.experts = experts;
   if (notes) {
-    const std::string plan = gemm_plan_summary(router_notes);
-    (*notes)["router"] = fmt::format("{} rows{}", rows, plan.empty() ? "" : "; " + plan);
     (*notes)["combine"] = "ascending top-k rank";
-    const auto tile = [](int config) {
-      const kernels::GemmWgmmaConfig& c = kernels::kGemmWgmmaConfigs[config];
-      return fmt::format("{}x{}", c.tile_m, c.tile_n);
+    const auto tile = [](int c) {
+      const kernels::GemmWgmmaConfig& w = kernels::kGemmWgmmaConfigs[c];
+      return fmt::format("{}x{}", w.tile_m, w.tile_n);
     };
     (*notes)["moe_device_steps"] = fmt::format(
         "router GEMM, routing, gather, SwiGLU and combine on the device; each stage's experts in "
@@ -194,7 +256,108 @@ std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, co
         tile(kernels::gemm_invariant_grouped_config(gu, config)),
         tile(kernels::gemm_invariant_grouped_config(dn, config)));
   }
-  return m;
+  return std::move(b->m);
+}
+
+std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, CudaFlavor flavor,
+                                                            const MoeArgs& args, RunNotes* notes) {
+  std::unique_ptr<BlockSetup> b = setup_block(ctx, flavor, args, notes);
+  if (!b) return std::nullopt;
+  const BlockFront& f = b->front;
+  // cuBLASLt takes each expert's row count from the host: route once now and read the layout
+  // back (the launch routes again, to the same result: the inputs are the call's own).
+  check(f.launch(ctx.stream()), "routing the MoE block");
+  ctx.synchronize();
+  const std::vector<int32_t> offsets = download(f.route.offsets, f.experts + 2);
+  if (offsets.back() != 0) refuse_router_row(b->m, offsets.back() - 1);
+  const size_t routed = static_cast<size_t>(f.routed);
+  const std::vector<int32_t> expert = download(f.route.expert, routed);
+  const std::vector<int32_t> position = download(f.route.position, routed);
+  const std::vector<float> weight = download(f.route.weight, routed);
+  // The loop's combine order: each row's k outputs in ascending expert (the order in which an
+  // expert loop adds each expert's weighted output into its rows), as lib/backend/moe_pipeline.h
+  // orders MoeCombineOrder::kSortedLayout.
+  std::vector<int32_t> slots(routed);
+  std::vector<float> weights(routed);
+  std::vector<int> ranks(static_cast<size_t>(f.k));
+  for (int64_t r = 0; r < f.rows; ++r) {
+    for (int j = 0; j < f.k; ++j) ranks[j] = j;
+    std::sort(ranks.begin(), ranks.end(),
+              [&](int a, int c) { return expert[r * f.k + a] < expert[r * f.k + c]; });
+    for (int i = 0; i < f.k; ++i) {
+      slots[r * f.k + i] = position[r * f.k + ranks[i]];
+      weights[r * f.k + i] = weight[r * f.k + ranks[i]];
+    }
+  }
+  b->m.call.owned.push_back(ctx.upload_array(slots.data(), routed * sizeof(int32_t)));
+  const auto* sorted_slots = static_cast<const int32_t*>(b->m.call.owned.back().get());
+  b->m.call.owned.push_back(ctx.upload_array(weights.data(), routed * sizeof(float)));
+  const auto* sorted_weights = static_cast<const float*>(b->m.call.owned.back().get());
+
+  std::set<int32_t> noted;
+  for (int64_t r : args.noted_rows) {
+    for (int j = 0; j < f.k; ++j) noted.insert(expert[r * f.k + j]);
+  }
+  const size_t e = f.e;
+  const int64_t hidden = f.hidden, inter = b->inter;
+  std::vector<std::shared_ptr<PreparedCall>> gate_up, down;
+  for (int32_t x = 0; x < f.experts; ++x) {
+    const int64_t begin = offsets[x], count = offsets[x + 1] - begin;
+    if (count == 0) continue;
+    const bool note = notes && noted.count(x) > 0;
+    RunNotes gu_notes, dn_notes;
+    GemmOperands g;
+    g.a = static_cast<const std::byte*>(f.grouped_in) + begin * hidden * e;
+    g.w = static_cast<const std::byte*>(b->gate_up_stack) + x * 2 * inter * hidden * e;
+    g.out = static_cast<std::byte*>(b->grouped_gu) + begin * 2 * inter * e;
+    g.m = count;
+    g.n = 2 * inter;
+    g.k = hidden;
+    g.dtype = g.out_dtype = b->t;
+    gate_up.push_back(std::make_shared<PreparedCall>(
+        prepare_gemm_device(ctx, flavor, g, note ? &gu_notes : nullptr)));
+    GemmOperands d;
+    d.a = static_cast<const std::byte*>(b->grouped_act) + begin * inter * e;
+    d.w = static_cast<const std::byte*>(b->down_stack) + x * hidden * inter * e;
+    d.out = static_cast<std::byte*>(b->grouped_out) + begin * hidden * sizeof(float);
+    d.m = count;
+    d.n = hidden;
+    d.k = inter;
+    d.dtype = b->t;
+    d.out_dtype = DType::kFP32;
+    down.push_back(std::make_shared<PreparedCall>(
+        prepare_gemm_device(ctx, flavor, d, note ? &dn_notes : nullptr)));
+    if (!note) continue;
+    // The host pipeline's note for an expert a probed row selects, word for word.
+    std::string text = fmt::format("{} row{}", count, count == 1 ? "" : "s");
+    if (const std::string p = gemm_plan_summary(gu_notes); !p.empty()) text += "; gate_up " + p;
+    if (const std::string p = gemm_plan_summary(dn_notes); !p.empty()) text += "; down " + p;
+    (*notes)[fmt::format("expert {}", x)] = text;
+  }
+  const kernels::ElemType t = elem_type(b->t), out_type = elem_type(args.out_dtype);
+  void *gu_out = b->grouped_gu, *act = b->grouped_act, *y = b->grouped_out, *out = b->out;
+  b->m.call.launch = [f = b->front, gate_up, down, t, out_type, gu_out, act, y, out, inter,
+                      sorted_slots, sorted_weights](cudaStream_t stream) {
+    cudaError_t st = f.launch(stream);
+    if (st != cudaSuccess) return st;
+    for (const auto& c : gate_up) {
+      if ((st = c->launch(stream)) != cudaSuccess) return st;
+    }
+    st = kernels::launch_swiglu(t, gu_out, act, f.routed, inter, stream);
+    if (st != cudaSuccess) return st;
+    for (const auto& c : down) {
+      if ((st = c->launch(stream)) != cudaSuccess) return st;
+    }
+    return kernels::launch_moe_combine_typed(kernels::ElemType::kFP32, out_type, y, sorted_slots,
+                                             sorted_weights, f.rows, f.k, f.hidden, out, stream);
+  };
+  if (notes) {
+    (*notes)["combine"] = "sorted layout (ascending expert)";
+    (*notes)["moe_device_steps"] =
+        "router GEMM, routing, gather, SwiGLU and combine on the device; one cuBLASLt GEMM per "
+        "expert that received rows, sized from the route read back once when the call is prepared";
+  }
+  return std::move(b->m);
 }
 
 void describe_moe_device_run(DeviceContext& ctx, const MoeDeviceCall& m, const MoeArgs& args,
@@ -203,18 +366,7 @@ void describe_moe_device_run(DeviceContext& ctx, const MoeDeviceCall& m, const M
   ctx.synchronize();
   check(cudaMemcpy(offsets.data(), m.offsets, offsets.size() * 4, cudaMemcpyDeviceToHost),
         "reading the MoE layout");
-  if (offsets.back() != 0) {
-    // The host routing's sentence, from the flagged row's logits.
-    const int64_t r = offsets.back() - 1;
-    std::vector<float> row(static_cast<size_t>(m.experts));
-    check(cudaMemcpy(row.data(), m.logits + r * m.experts, row.size() * 4, cudaMemcpyDeviceToHost),
-          "reading the router logits");
-    const auto bad =
-        std::find_if(row.begin(), row.end(), [](float v) { return !std::isfinite(v); });
-    throw_runtime_error(
-        fmt::format("MoE routing: router logit of row {}, expert {} is not finite ({})", r,
-                    bad - row.begin(), bad == row.end() ? 0.0f : *bad));
-  }
+  if (offsets.back() != 0) refuse_router_row(m, offsets.back() - 1);
   if (!notes || args.noted_rows.empty()) return;
   const int64_t k = args.top_k;
   for (int64_t r : args.noted_rows) {
@@ -222,9 +374,10 @@ void describe_moe_device_run(DeviceContext& ctx, const MoeDeviceCall& m, const M
     check(cudaMemcpy(picks.data(), m.expert + r * k, picks.size() * 4, cudaMemcpyDeviceToHost),
           "reading the MoE route");
     for (int32_t e : picks) {
+      const std::string key = fmt::format("expert {}", e);
+      if (notes->count(key) > 0) continue;  // noted with its calls' plans when prepared
       const int32_t count = offsets[e + 1] - offsets[e];
-      (*notes)[fmt::format("expert {}", e)] =
-          fmt::format("{} row{}; grouped launch", count, count == 1 ? "" : "s");
+      (*notes)[key] = fmt::format("{} row{}; grouped launch", count, count == 1 ? "" : "s");
     }
   }
 }
