@@ -197,10 +197,10 @@ PreparedCall prepare_cublaslt(DeviceContext& ctx, CudaFlavor flavor, const GemmO
           "setting the workspace limit");
     if (align < 256) {
       const uint32_t bytes = static_cast<uint32_t>(align);
-      for (const auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                              CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      for (const auto attr :
+           {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
         check(cublasLtMatmulPreferenceSetAttribute(pref.get(), attr, &bytes, sizeof(bytes)),
               "setting the operands' alignment");
       }
