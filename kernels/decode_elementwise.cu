@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "kernels/decode_elementwise.cuh"
+#include "kernels/fused_moe_combine.cuh"
 #include "kernels/portable_math.cuh"
 
 namespace nvdet::kernels {
@@ -95,6 +96,14 @@ __device__ __forceinline__ void store_elem(void* base, ElemType t, int64_t i, fl
   }
 }
 
+// v rounded to t and back (identity for fp32): store_elem's rounding, through a register.
+__device__ __forceinline__ float round_elem(ElemType t, float v) {
+  if (t == ElemType::kFP32) return v;
+  uint16_t bits[1];
+  store_elem(bits, t, 0, v);
+  return load_elem(bits, t, 0);
+}
+
 unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>((n + kThreads - 1) / kThreads);
 }
@@ -169,6 +178,38 @@ __global__ void moe_combine_kernel(const void* y, const int32_t* slot, const flo
     acc = portable::add(acc, portable::mul(weight[at], v));
   }
   store_elem(out, out_type, i, acc);
+}
+
+// A vendor fused-MoE plan's combine (kernels/fused_moe_combine.cuh): for element (r, c), the k
+// products weight * y (fp32, y the down GEMM's fp32 output) each rounded to act, in slot order,
+// added by the plan's rule, rounded once to act, stored as out_type.
+__global__ void fused_moe_combine_kernel(const float* y, const int32_t* slot, const float* weight,
+                                         ElemType act, ElemType out_type, FusedCombineRule rule,
+                                         int64_t rows, int k, int64_t hidden, void* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * hidden) return;
+  const int64_t r = i / hidden, c = i % hidden;
+  float products[64];
+  for (int j = 0; j < k; ++j) {
+    const int64_t at = r * k + j;
+    products[j] =
+        round_elem(act, portable::mul(weight[at], y[static_cast<int64_t>(slot[at]) * hidden + c]));
+  }
+  store_elem(out, out_type, i, round_elem(act, fused_moe_combine_sum(rule, products, k)));
+}
+
+// Split-K parts [parts][elems] (fp32), padded with zeros to `padded` and added by the tree of
+// lib/backend/split_k_gemm.h ((P0 + P2) + (P1 + P3) for four), rounded once to out_type.
+__global__ void sum_k_parts_kernel(const float* parts, int count, int padded, int64_t elems,
+                                   ElemType out_type, void* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= elems) return;
+  float v[8];
+  for (int s = 0; s < padded; ++s) v[s] = s < count ? parts[s * elems + i] : 0.0f;
+  for (int w = padded / 2; w >= 1; w /= 2) {
+    for (int j = 0; j < w; ++j) v[j] = portable::add(v[j], v[j + w]);
+  }
+  store_elem(out, out_type, i, v[0]);
 }
 
 // A candidate of argmax: index -1 is "none yet".
@@ -298,6 +339,29 @@ cudaError_t launch_argmax_rows(const float* logits, int64_t rows, int64_t cols, 
   if (rows == 0) return cudaSuccess;
   if (rows > 0x7fffffff || cols > 0x7fffffff) return cudaErrorInvalidValue;
   argmax_kernel<<<static_cast<unsigned>(rows), kArgmaxThreads, 0, stream>>>(logits, cols, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fused_moe_combine(ElemType act, ElemType out_type, FusedCombineRule rule,
+                                     const float* y, const int32_t* slot, const float* weight,
+                                     int64_t rows, int64_t k, int64_t hidden, void* out,
+                                     cudaStream_t stream) {
+  const int64_t n = rows * hidden;
+  if (n == 0) return cudaSuccess;
+  if (!launchable(n) || k < 1 || k > 64) return cudaErrorInvalidValue;
+  fused_moe_combine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      y, slot, weight, act, out_type, rule, rows, static_cast<int>(k), hidden, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_sum_k_parts(const float* parts, int count, int64_t elems, ElemType out_type,
+                               void* out, cudaStream_t stream) {
+  int padded = 1;
+  while (padded < count) padded *= 2;
+  if (elems == 0) return cudaSuccess;
+  if (!launchable(elems) || count < 1 || padded > 8) return cudaErrorInvalidValue;
+  sum_k_parts_kernel<<<blocks_for(elems), kThreads, 0, stream>>>(parts, count, padded, elems,
+                                                                 out_type, out);
   return cudaGetLastError();
 }
 

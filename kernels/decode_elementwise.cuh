@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/element_type.cuh"
+#include "kernels/fused_moe_combine.cuh"
 
 namespace nvdet::kernels {
 
@@ -50,6 +51,17 @@ cudaError_t launch_moe_combine(ElemType t, const void* y, const int32_t* slot, c
 cudaError_t launch_moe_combine_typed(ElemType y_type, ElemType out_type, const void* y,
                                      const int32_t* slot, const float* weight, int64_t rows,
                                      int64_t k, int64_t hidden, void* out, cudaStream_t stream);
+
+// cuda-vendor-policy's fused-MoE plan on the device (lib/cuda/moe_device_ops.cpp): its combine
+// (kernels/fused_moe_combine.cuh, each weighted product rounded to act first; k <= 64) and the
+// fixed tree that adds a split-K GEMM's fp32 parts ([count][elems], count <= 8) before the one
+// rounding to out_type.
+cudaError_t launch_fused_moe_combine(ElemType act, ElemType out_type, FusedCombineRule rule,
+                                     const float* y, const int32_t* slot, const float* weight,
+                                     int64_t rows, int64_t k, int64_t hidden, void* out,
+                                     cudaStream_t stream);
+cudaError_t launch_sum_k_parts(const float* parts, int count, int64_t elems, ElemType out_type,
+                               void* out, cudaStream_t stream);
 
 // out[r] = index of the largest value of fp32 row r (lowest index on ties, NaN never wins, 0
 // when the whole row is NaN), as lib/model/host_ops.h's argmax_row.

@@ -91,6 +91,26 @@ std::string gemm_plan_summary(const RunNotes& gemm_notes) {
   return out;
 }
 
+std::string moe_expert_note(int64_t rows, int64_t padded, const RunNotes& gate_up,
+                            const RunNotes& down) {
+  std::string text = fmt::format("{} row{}", rows, rows == 1 ? "" : "s");
+  if (padded >= 0) text += fmt::format(" -> {}", padded);
+  if (const std::string s = gemm_plan_summary(gate_up); !s.empty()) text += "; gate_up " + s;
+  if (const std::string s = gemm_plan_summary(down); !s.empty()) text += "; down " + s;
+  return text;
+}
+
+std::string fused_plan_note(const FusedMoePlan& plan, const std::vector<int32_t>& expert_rows,
+                            int gate_up_split, int down_split) {
+  return fmt::format("{}; split_k gate_up {}, down {} ({} blocks, {} SMs)", plan.describe(),
+                     gate_up_split, down_split, plan.blocks(expert_rows), plan.num_sms);
+}
+
+std::string fused_combine_note(const FusedMoePlan& plan, DType activations) {
+  return fmt::format("{}; routed weight applied in fp32 in the down epilogue, rounded to {}",
+                     fused_moe_combine_name(plan.combine), dtype_name(activations));
+}
+
 HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* notes) {
   const HostTensor& x = *args.x;
   const int64_t rows = x.dim(0), hidden = x.dim(1);
@@ -194,11 +214,8 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
     y[e] = down[i].dtype() == DType::kFP32 ? std::move(down[i]) : to_fp32(down[i]);
     if (gu_note_ptrs[i] == nullptr) continue;
     const int64_t count = grouped.offsets[e + 1] - grouped.offsets[e];
-    std::string text = fmt::format("{} row{}", count, count == 1 ? "" : "s");
-    if (plan) text += fmt::format(" -> {}", plan->padded_rows(count));
-    if (const std::string s = gemm_plan_summary(gu_notes[i]); !s.empty()) text += "; gate_up " + s;
-    if (const std::string s = gemm_plan_summary(down_notes[i]); !s.empty()) text += "; down " + s;
-    (*notes)[fmt::format("expert {}", e)] = text;
+    (*notes)[fmt::format("expert {}", e)] =
+        moe_expert_note(count, plan ? plan->padded_rows(count) : -1, gu_notes[i], down_notes[i]);
   }
 
   HostTensor out(args.out_dtype, {rows, hidden});
@@ -208,12 +225,8 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
       MoeGemmSite gu_site, down_site;
       stage_split(gu_site, 2 * width, hidden);
       stage_split(down_site, hidden, width);
-      (*notes)["fused_moe"] =
-          fmt::format("{}; split_k gate_up {}, down {} ({} blocks, {} SMs)", plan->describe(),
-                      gu_site.split_k, down_site.split_k, plan->blocks(counts), plan->num_sms);
-      (*notes)["combine"] =
-          fmt::format("{}; routed weight applied in fp32 in the down epilogue, rounded to {}",
-                      fused_moe_combine_name(plan->combine), dtype_name(x.dtype()));
+      (*notes)["fused_moe"] = fused_plan_note(*plan, counts, gu_site.split_k, down_site.split_k);
+      (*notes)["combine"] = fused_combine_note(*plan, x.dtype());
       const std::string router_plan = gemm_plan_summary(router_notes);
       (*notes)["router"] =
           fmt::format("{} rows{}", rows, router_plan.empty() ? "" : "; " + router_plan);

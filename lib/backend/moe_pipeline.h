@@ -70,4 +70,13 @@ HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* not
 // chunk_k, problems), "key value" joined with ", "; "" when it has none of them.
 std::string gemm_plan_summary(const RunNotes& gemm_notes);
 
+// The notes' text, shared with the device blocks that reproduce the pipeline (lib/cuda/):
+// an expert a probed row selects ("3 rows[ -> 16]; gate_up <plan>; down <plan>", padded < 0 for
+// no padding), a fused plan ("fused_moe") and its combine ("combine").
+std::string moe_expert_note(int64_t rows, int64_t padded, const RunNotes& gate_up,
+                            const RunNotes& down);
+std::string fused_plan_note(const FusedMoePlan& plan, const std::vector<int32_t>& expert_rows,
+                            int gate_up_split, int down_split);
+std::string fused_combine_note(const FusedMoePlan& plan, DType activations);
+
 }  // namespace nvdet

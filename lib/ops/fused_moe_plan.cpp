@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "kernels/fused_moe_combine.cuh"
+
 namespace nvdet {
 namespace {
 
@@ -159,21 +161,10 @@ FusedMoePlan plan_fused_moe(int64_t tokens, int experts, int top_k, int64_t expe
 }
 
 float fused_moe_combine(FusedMoeCombine c, const float* products, int k, DType t) {
-  float total = 0.0f;
-  if (c == FusedMoeCombine::kFp32TreeSum) {
-    // Pad the slots to a power of two with zeros and add pairwise, half by half.
-    float v[64] = {};
-    int width = 1;
-    while (width < k) width *= 2;
-    for (int j = 0; j < k; ++j) v[j] = products[j];
-    for (int w = width / 2; w >= 1; w /= 2) {
-      for (int i = 0; i < w; ++i) v[i] = v[i] + v[i + w];
-    }
-    total = v[0];
-  } else {
-    for (int j = 0; j < k; ++j) total = total + products[j];
-  }
-  return round_to_dtype(total, t);
+  const kernels::FusedCombineRule rule = c == FusedMoeCombine::kFp32TreeSum
+                                             ? kernels::FusedCombineRule::kTree
+                                             : kernels::FusedCombineRule::kSlotOrder;
+  return round_to_dtype(kernels::fused_moe_combine_sum(rule, products, k), t);
 }
 
 }  // namespace nvdet
