@@ -201,15 +201,22 @@ __global__ void fused_moe_combine_kernel(const float* y, const int32_t* slot, co
 // Split-K parts [parts][elems] (fp32), padded with zeros to `padded` and added by the tree of
 // lib/backend/split_k_gemm.h ((P0 + P2) + (P1 + P3) for four), rounded once to out_type.
 __global__ void sum_k_parts_kernel(const float* parts, int count, int padded, int64_t elems,
-                                   ElemType out_type, void* out) {
+                                   int64_t stride, ElemType out_type, void* out) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= elems) return;
   float v[8];
-  for (int s = 0; s < padded; ++s) v[s] = s < count ? parts[s * elems + i] : 0.0f;
+  for (int s = 0; s < padded; ++s) v[s] = s < count ? parts[s * stride + i] : 0.0f;
   for (int w = padded / 2; w >= 1; w /= 2) {
     for (int j = 0; j < w; ++j) v[j] = portable::add(v[j], v[j + w]);
   }
   store_elem(out, out_type, i, v[0]);
+}
+
+__global__ void copy_columns16_kernel(const uint16_t* src, int64_t src_ld, int64_t rows,
+                                      int64_t cols, uint16_t* dst) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * cols) return;
+  dst[i] = src[(i / cols) * src_ld + i % cols];
 }
 
 // A candidate of argmax: index -1 is "none yet".
@@ -354,14 +361,24 @@ cudaError_t launch_fused_moe_combine(ElemType act, ElemType out_type, FusedCombi
   return cudaGetLastError();
 }
 
-cudaError_t launch_sum_k_parts(const float* parts, int count, int64_t elems, ElemType out_type,
-                               void* out, cudaStream_t stream) {
+cudaError_t launch_sum_k_parts(const float* parts, int count, int64_t elems, int64_t stride,
+                               ElemType out_type, void* out, cudaStream_t stream) {
   int padded = 1;
   while (padded < count) padded *= 2;
   if (elems == 0) return cudaSuccess;
-  if (!launchable(elems) || count < 1 || padded > 8) return cudaErrorInvalidValue;
+  if (!launchable(elems) || count < 1 || padded > 8 || stride < elems) return cudaErrorInvalidValue;
   sum_k_parts_kernel<<<blocks_for(elems), kThreads, 0, stream>>>(parts, count, padded, elems,
-                                                                 out_type, out);
+                                                                 stride, out_type, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_copy_columns16(const void* src, int64_t src_ld, int64_t rows, int64_t cols,
+                                  void* dst, cudaStream_t stream) {
+  const int64_t n = rows * cols;
+  if (n == 0) return cudaSuccess;
+  if (!launchable(n) || src_ld < cols) return cudaErrorInvalidValue;
+  copy_columns16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      static_cast<const uint16_t*>(src), src_ld, rows, cols, static_cast<uint16_t*>(dst));
   return cudaGetLastError();
 }
 

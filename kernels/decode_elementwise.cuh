@@ -54,14 +54,18 @@ cudaError_t launch_moe_combine_typed(ElemType y_type, ElemType out_type, const v
 
 // cuda-vendor-policy's fused-MoE plan on the device (lib/cuda/moe_device_ops.cpp): its combine
 // (kernels/fused_moe_combine.cuh, each weighted product rounded to act first; k <= 64) and the
-// fixed tree that adds a split-K GEMM's fp32 parts ([count][elems], count <= 8) before the one
-// rounding to out_type.
+// fixed tree that adds a split-K GEMM's fp32 parts (part s at parts + s * stride, elems each,
+// count <= 8) before the one rounding to out_type.
 cudaError_t launch_fused_moe_combine(ElemType act, ElemType out_type, FusedCombineRule rule,
                                      const float* y, const int32_t* slot, const float* weight,
                                      int64_t rows, int64_t k, int64_t hidden, void* out,
                                      cudaStream_t stream);
-cudaError_t launch_sum_k_parts(const float* parts, int count, int64_t elems, ElemType out_type,
-                               void* out, cudaStream_t stream);
+// dst[r, c] = src[r * src_ld + c] for c < cols: columns [0, cols) of a row-major matrix of
+// 16-bit elements (a K part of a GEMM operand), into a dense [rows, cols].
+cudaError_t launch_copy_columns16(const void* src, int64_t src_ld, int64_t rows, int64_t cols,
+                                  void* dst, cudaStream_t stream);
+cudaError_t launch_sum_k_parts(const float* parts, int count, int64_t elems, int64_t stride,
+                               ElemType out_type, void* out, cudaStream_t stream);
 
 // out[r] = index of the largest value of fp32 row r (lowest index on ties, NaN never wins, 0
 // when the whole row is NaN), as lib/model/host_ops.h's argmax_row.

@@ -19,12 +19,16 @@
 namespace nvdet::testing {
 namespace {
 
-Scenario gpu_moe_scenario(const std::string& dtype) {
+Scenario gpu_moe_scenario(
+    const std::string& dtype,
+    const std::string& shape = "{hidden: 256, intermediate: 128, experts: 8, top_k: 2}") {
   const auto dir = make_temp_dir("gpu-moe");
   write_file(dir / "moe.yaml",
              "name: gpu-moe-test\nop: moe\ndtype: " + dtype +
                  "\nout_dtype: fp32\n"
-                 "shape: {hidden: 256, intermediate: 128, experts: 8, top_k: 2}\n"
+                 "shape: " +
+                 shape +
+                 "\n"
                  "tokens: 2\nseed: 5\nrequests: [1]\nsweep:\n  batch: [1, 4, 16, 48]\n"
                  "  filler_routing: [random, same, hot]\nbackends:\n  cuda-invariant: invariant\n");
   return load_scenario((dir / "moe.yaml").string());
@@ -67,11 +71,23 @@ TEST_F(GpuMoe, PortableIsBitwiseEqualToCpuPortable) {
 // cuda-invariant with one grouped launch per stage, cublas and the cuBLASLt flavors with one
 // cuBLASLt GEMM per expert. Each gives the bits and notes of the host-driven pipeline, which
 // NVDET_MOE_HOST_PIPELINE=1 asks for.
+// cuda-vendor-policy's fused plan also at moe-cpu's shape (16 experts of 256), whose tuned table
+// splits K at small batches, so that its split-K parts run on the device too.
 TEST_F(GpuMoe, DevicePathsHaveTheHostPipelinesBitsAndNotes) {
-  for (const std::string name : {"cuda-invariant", "cublas", "cublaslt-nosplit", "cublaslt-ws1k"}) {
+  const std::string table_shape = "{hidden: 256, intermediate: 256, experts: 16, top_k: 2}";
+  struct Case {
+    std::string name, shape;
+  };
+  const std::vector<Case> cases = {{"cuda-invariant", ""},     {"cublas", ""},
+                                   {"cublaslt-nosplit", ""},   {"cublaslt-ws1k", ""},
+                                   {"cuda-vendor-policy", ""}, {"cuda-vendor-policy", table_shape}};
+  bool split_seen = false;
+  for (const Case& c : cases) {
+    const std::string& name = c.name;
     for (const std::string dtype : {"bf16", "fp16"}) {
-      SCOPED_TRACE(name + " " + dtype);
-      const Scenario s = gpu_moe_scenario(dtype);
+      SCOPED_TRACE(name + " " + dtype + " " + c.shape);
+      const Scenario s =
+          c.shape.empty() ? gpu_moe_scenario(dtype) : gpu_moe_scenario(dtype, c.shape);
       auto workload = make_workload(s);
       const auto run = [&](bool host) {
         if (host) setenv("NVDET_MOE_HOST_PIPELINE", "1", 1);
@@ -99,9 +115,13 @@ TEST_F(GpuMoe, DevicePathsHaveTheHostPipelinesBitsAndNotes) {
           std::erase_if(h, [](const auto& kv) { return kv.first.rfind("expert ", 0) == 0; });
         }
         EXPECT_EQ(d, h) << "context " << i;
+        const auto plan = d.find("fused_moe");
+        split_seen |=
+            plan != d.end() && plan->second.find("split_k gate_up 1, down 1") == std::string::npos;
       }
     }
   }
+  EXPECT_TRUE(split_seen) << "no context made the fused plan split K";
 }
 
 TEST_F(GpuMoe, InvariantHoldsAcrossBatchAndRouting) {

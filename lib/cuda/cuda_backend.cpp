@@ -111,8 +111,8 @@ class CudaBackend final : public Backend {
 
   // The block on the device (moe_device_ops.cpp), with the host-driven pipeline's bits, where
   // it can run there and NVDET_MOE_HOST_PIPELINE=1 does not ask for the host pipeline:
-  // cuda-invariant's grouped launches, the cuBLASLt flavors' expert loop. cuda-vendor-policy's
-  // fused plan keeps the host pipeline.
+  // cuda-invariant's grouped launches, the cuBLASLt flavors' expert loop, cuda-vendor-policy's
+  // fused plan.
   std::optional<MoeDeviceCall> device_moe(const MoeArgs& args, RunNotes* notes) {
     const char* host = std::getenv("NVDET_MOE_HOST_PIPELINE");
     if (host && std::string(host) == "1") return std::nullopt;
@@ -122,7 +122,7 @@ class CudaBackend final : public Backend {
       case CudaFlavor::kCublasLtNoSplit:
       case CudaFlavor::kCublasLtSmallWorkspace:
         return prepare_expert_loop_moe_device(ctx_, flavor_, args, notes);
-      case CudaFlavor::kVendorPolicy: break;
+      case CudaFlavor::kVendorPolicy: return prepare_fused_plan_moe_device(ctx_, args, notes);
     }
     return std::nullopt;
   }

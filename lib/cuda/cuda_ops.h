@@ -66,6 +66,12 @@ std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, co
 // pipeline's bits where the experts' slices are 256-byte aligned; nullopt as above (FP8, fp32).
 std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, CudaFlavor flavor,
                                                             const MoeArgs& args, RunNotes* notes);
+// cuda-vendor-policy's fused plan (lib/ops/fused_moe_plan.h) on the device, with its host
+// pipeline's bits: each expert GEMM on cuBLASLt without split-K, per K part where the plan splits
+// K, the parts added by the fixed tree on the device, and the plan's combine kernel; the plan made
+// from the route read back once when the call is prepared.
+std::optional<MoeDeviceCall> prepare_fused_plan_moe_device(DeviceContext& ctx, const MoeArgs& args,
+                                                           RunNotes* notes);
 // After a run: refuses a non-finite router logit (exit 3) and notes each probed row's experts.
 void describe_moe_device_run(DeviceContext& ctx, const MoeDeviceCall& m, const MoeArgs& args,
                              RunNotes* notes);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -23,6 +24,7 @@
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
 #include "lib/cuda/gemm_settings.h"
+#include "lib/ops/fused_moe_plan.h"
 
 namespace nvdet::cuda {
 namespace {
@@ -356,6 +358,161 @@ std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, 
     (*notes)["moe_device_steps"] =
         "router GEMM, routing, gather, SwiGLU and combine on the device; one cuBLASLt GEMM per "
         "expert that received rows, sized from the route read back once when the call is prepared";
+  }
+  return std::move(b->m);
+}
+
+namespace {
+
+// One expert GEMM of cuda-vendor-policy's fused plan on the device, as the host pipeline's
+// fused_plan_gemm computes it (cuda_backend.cpp): cuBLASLt without split-K over the whole of K,
+// or, where the plan splits K, over each part (A's part copied out of the grouped layout on every
+// launch, W's once, here), the fp32 parts added by the fixed tree and rounded once. `a` holds
+// `rows` rows of `depth`; the enqueued steps go to `steps`, buffers to `call`.
+void plan_expert_gemm(DeviceContext& ctx, PreparedCall& call,
+                      std::vector<std::function<cudaError_t(cudaStream_t)>>& steps, const void* a,
+                      const void* w, void* out, int64_t rows, int64_t n, int64_t depth, DType t,
+                      DType out_dtype, int split_k, int64_t split_len, RunNotes* notes) {
+  const size_t e = dtype_size(t);
+  if (split_k <= 1) {
+    GemmOperands g;
+    g.a = a;
+    g.w = w;
+    g.out = out;
+    g.m = rows;
+    g.n = n;
+    g.k = depth;
+    g.dtype = t;
+    g.out_dtype = out_dtype;
+    auto c = std::make_shared<PreparedCall>(
+        prepare_gemm_device(ctx, CudaFlavor::kCublasLtNoSplit, g, notes));
+    steps.push_back([c](cudaStream_t s) { return c->launch(s); });
+    return;
+  }
+  const int64_t parts = (depth + split_len - 1) / split_len;
+  // Each part's output 256-byte aligned, as a GEMM on its own buffer would be (cuBLASLt's choice
+  // may depend on the alignment).
+  const int64_t stride = (rows * n + 63) / 64 * 64;
+  call.owned.emplace_back(static_cast<size_t>(parts * stride) * sizeof(float));
+  auto* partial = static_cast<float*>(call.owned.back().get());
+  RunNotes first_notes;
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t k0 = p * split_len, len = std::min(depth, k0 + split_len) - k0;
+    call.owned.emplace_back(static_cast<size_t>(rows * len) * e);
+    void* a_part = call.owned.back().get();
+    call.owned.emplace_back(static_cast<size_t>(n * len) * e);
+    void* w_part = call.owned.back().get();
+    check(kernels::launch_copy_columns16(static_cast<const std::byte*>(w) + k0 * e, depth, n, len,
+                                         w_part, ctx.stream()),
+          "cutting an expert's weights along K");
+    const void* a_src = static_cast<const std::byte*>(a) + k0 * e;
+    steps.push_back([a_src, depth, rows, len, a_part](cudaStream_t s) {
+      return kernels::launch_copy_columns16(a_src, depth, rows, len, a_part, s);
+    });
+    GemmOperands g;
+    g.a = a_part;
+    g.w = w_part;
+    g.out = partial + p * stride;
+    g.m = rows;
+    g.n = n;
+    g.k = len;
+    g.dtype = t;
+    g.out_dtype = DType::kFP32;
+    auto c = std::make_shared<PreparedCall>(prepare_gemm_device(
+        ctx, CudaFlavor::kCublasLtNoSplit, g, notes && p == 0 ? &first_notes : nullptr));
+    steps.push_back([c](cudaStream_t s) { return c->launch(s); });
+  }
+  const kernels::ElemType out_type = elem_type(out_dtype);
+  steps.push_back([partial, parts, rows, n, stride, out_type, out](cudaStream_t s) {
+    return kernels::launch_sum_k_parts(partial, static_cast<int>(parts), rows * n, stride, out_type,
+                                       out, s);
+  });
+  if (notes) {
+    *notes = first_notes;
+    (*notes)["split_k"] = std::to_string(split_k);
+    (*notes)["split_len"] = std::to_string(split_len);
+    (*notes)["split_reduce"] = "fp32 parts added by a fixed tree";
+  }
+}
+
+}  // namespace
+
+std::optional<MoeDeviceCall> prepare_fused_plan_moe_device(DeviceContext& ctx, const MoeArgs& args,
+                                                           RunNotes* notes) {
+  std::unique_ptr<BlockSetup> b = setup_block(ctx, CudaFlavor::kVendorPolicy, args, notes);
+  if (!b) return std::nullopt;
+  const BlockFront& f = b->front;
+  // The plan follows every expert's row count: route once now and read the layout back (the
+  // launch routes again, to the same result).
+  check(f.launch(ctx.stream()), "routing the MoE block");
+  ctx.synchronize();
+  const std::vector<int32_t> offsets = download(f.route.offsets, f.experts + 2);
+  if (offsets.back() != 0) refuse_router_row(b->m, offsets.back() - 1);
+  const std::vector<int32_t> expert = download(f.route.expert, static_cast<size_t>(f.routed));
+  std::vector<int32_t> counts(static_cast<size_t>(f.experts));
+  for (int64_t x = 0; x < f.experts; ++x) counts[x] = offsets[x + 1] - offsets[x];
+  const FusedMoePlan plan = plan_fused_moe(f.rows, static_cast<int>(f.experts),
+                                           static_cast<int>(f.k), b->inter, ctx.sm_count());
+  const int64_t hidden = f.hidden, inter = b->inter;
+  const int gu_split = plan.split_k(counts, 2 * inter, hidden);
+  const int dn_split = plan.split_k(counts, hidden, inter);
+  const int64_t gu_len = plan.split_len(gu_split, hidden), dn_len = plan.split_len(dn_split, inter);
+
+  std::set<int32_t> noted;
+  for (int64_t r : args.noted_rows) {
+    for (int j = 0; j < f.k; ++j) noted.insert(expert[r * f.k + j]);
+  }
+  const size_t e = f.e;
+  std::vector<std::function<cudaError_t(cudaStream_t)>> gate_up, down;
+  for (int32_t x = 0; x < f.experts; ++x) {
+    const int64_t begin = offsets[x], count = counts[x];
+    if (count == 0) continue;
+    const bool note = notes && noted.count(x) > 0;
+    RunNotes gu_notes, dn_notes;
+    plan_expert_gemm(ctx, b->m.call, gate_up,
+                     static_cast<const std::byte*>(f.grouped_in) + begin * hidden * e,
+                     static_cast<const std::byte*>(b->gate_up_stack) + x * 2 * inter * hidden * e,
+                     static_cast<std::byte*>(b->grouped_gu) + begin * 2 * inter * e, count,
+                     2 * inter, hidden, b->t, b->t, gu_split, gu_len, note ? &gu_notes : nullptr);
+    plan_expert_gemm(
+        ctx, b->m.call, down, static_cast<const std::byte*>(b->grouped_act) + begin * inter * e,
+        static_cast<const std::byte*>(b->down_stack) + x * hidden * inter * e,
+        static_cast<std::byte*>(b->grouped_out) + begin * hidden * sizeof(float), count, hidden,
+        inter, b->t, DType::kFP32, dn_split, dn_len, note ? &dn_notes : nullptr);
+    if (note) {
+      (*notes)[fmt::format("expert {}", x)] =
+          moe_expert_note(count, plan.padded_rows(count), gu_notes, dn_notes);
+    }
+  }
+  const kernels::ElemType t = elem_type(b->t), out_type = elem_type(args.out_dtype);
+  const kernels::FusedCombineRule rule = plan.combine == FusedMoeCombine::kFp32TreeSum
+                                             ? kernels::FusedCombineRule::kTree
+                                             : kernels::FusedCombineRule::kSlotOrder;
+  void *gu_out = b->grouped_gu, *act = b->grouped_act, *out = b->out;
+  const auto* y = static_cast<const float*>(b->grouped_out);
+  b->m.call.launch = [f = b->front, gate_up, down, t, out_type, rule, gu_out, act, y, out,
+                      inter](cudaStream_t stream) {
+    cudaError_t st = f.launch(stream);
+    if (st != cudaSuccess) return st;
+    for (const auto& step : gate_up) {
+      if ((st = step(stream)) != cudaSuccess) return st;
+    }
+    st = kernels::launch_swiglu(t, gu_out, act, f.routed, inter, stream);
+    if (st != cudaSuccess) return st;
+    for (const auto& step : down) {
+      if ((st = step(stream)) != cudaSuccess) return st;
+    }
+    return kernels::launch_fused_moe_combine(t, out_type, rule, y, f.route.position, f.route.weight,
+                                             f.rows, f.k, f.hidden, out, stream);
+  };
+  if (notes) {
+    (*notes)["fused_moe"] = fused_plan_note(plan, counts, gu_split, dn_split);
+    (*notes)["combine"] = fused_combine_note(plan, b->t);
+    (*notes)["moe_device_steps"] =
+        "router GEMM, routing, gather, SwiGLU and combine on the device; each expert's GEMMs "
+        "on cuBLASLt without split-K of their own, per K part where the plan splits K, the parts "
+        "added on the device; the plan made from the route read back once when the call is "
+        "prepared";
   }
   return std::move(b->m);
 }
