@@ -1,13 +1,21 @@
-// cuda-invariant's MoE block on the device (op moe): the router GEMM, the routing and sorted
-// layout (kernels/moe_route.cu), the gather, each stage's experts in one grouped launch of the
-// invariant GEMM over the experts' stacked weights, SwiGLU and the rank-order combine, all
-// enqueued on the stream with no host step between them, so `nvdet bench` times the device work.
+// op moe on the device, for every CUDA flavor but cuda-portable: the router GEMM (the flavor's
+// own), the routing and sorted layout (kernels/moe_route.cu), the gather, the experts' GEMMs,
+// SwiGLU and the combine, all enqueued on the stream with no host step between them, so
+// `nvdet bench` times the device work.
+//  - cuda-invariant: each stage's experts in one grouped launch of the invariant GEMM over the
+//    experts' stacked weights; the combine in ascending top-k rank;
+//  - cublas and the cuBLASLt flavors: one cuBLASLt GEMM per expert on its slice of the grouped
+//    layout; the combine in ascending expert (the expert loop's order);
+//  - cuda-vendor-policy: its fused plan (lib/ops/fused_moe_plan.h), the expert GEMMs on cuBLASLt
+//    without split-K of their own, per K part where the plan splits K; the plan's combine.
+// cuBLASLt takes each expert's row count from the host, so those calls route once when they are
+// prepared and read the layout back (the launch routes again, to the same result).
 //
 // The bits are those of the host-driven pipeline (lib/backend/moe_pipeline.h) with the same
-// GEMM: the router GEMM is the same call; the routing row function is the host's; a grouped
-// launch gives each row its per-expert call's bits; SwiGLU and the combine are the pipeline's
-// arithmetic (the portable exp, products and sums each rounded, in ascending rank, the experts'
-// down outputs in fp32). tests/gpu_moe_test.cpp compares the two.
+// GEMMs: the router GEMM is the same call; the routing row function is the host's; a grouped
+// launch gives each row its per-expert call's bits; SwiGLU and the combines are the pipeline's
+// arithmetic (the portable exp, products and sums each rounded, the experts' down outputs in
+// fp32). tests/gpu_moe_test.cpp compares them, notes included.
 #include <fmt/format.h>
 
 #include <algorithm>
