@@ -207,6 +207,29 @@ std::vector<T> download(const T* src, size_t n) {
   return out;
 }
 
+// The route on the host, for the flavors whose GEMMs take each expert's row count from there:
+// the block routed once now (the launch routes again, to the same result: the inputs are the
+// call's own), its layout's offsets and each row's experts read back, and the experts a probed
+// row selects. A row with a non-finite router logit is refused with the host's sentence.
+struct HostRoute {
+  std::vector<int32_t> offsets, expert;
+  std::set<int32_t> noted;
+};
+
+HostRoute route_now(DeviceContext& ctx, const BlockSetup& b, const MoeArgs& args) {
+  const BlockFront& f = b.front;
+  check(f.launch(ctx.stream()), "routing the MoE block");
+  ctx.synchronize();
+  HostRoute r;
+  r.offsets = download(f.route.offsets, f.experts + 2);
+  if (r.offsets.back() != 0) refuse_router_row(b.m, r.offsets.back() - 1);
+  r.expert = download(f.route.expert, static_cast<size_t>(f.routed));
+  for (int64_t row : args.noted_rows) {
+    for (int j = 0; j < f.k; ++j) r.noted.insert(r.expert[row * f.k + j]);
+  }
+  return r;
+}
+
 }  // namespace
 
 std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, const MoeArgs& args,
@@ -274,14 +297,10 @@ std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, 
   std::unique_ptr<BlockSetup> b = setup_block(ctx, flavor, args, notes);
   if (!b) return std::nullopt;
   const BlockFront& f = b->front;
-  // cuBLASLt takes each expert's row count from the host: route once now and read the layout
-  // back (the launch routes again, to the same result: the inputs are the call's own).
-  check(f.launch(ctx.stream()), "routing the MoE block");
-  ctx.synchronize();
-  const std::vector<int32_t> offsets = download(f.route.offsets, f.experts + 2);
-  if (offsets.back() != 0) refuse_router_row(b->m, offsets.back() - 1);
+  const HostRoute route = route_now(ctx, *b, args);
+  const std::vector<int32_t>& offsets = route.offsets;
+  const std::vector<int32_t>& expert = route.expert;
   const size_t routed = static_cast<size_t>(f.routed);
-  const std::vector<int32_t> expert = download(f.route.expert, routed);
   const std::vector<int32_t> position = download(f.route.position, routed);
   const std::vector<float> weight = download(f.route.weight, routed);
   // The loop's combine order: each row's k outputs in ascending expert (the order in which an
@@ -304,10 +323,7 @@ std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, 
   b->m.call.owned.push_back(ctx.upload_array(weights.data(), routed * sizeof(float)));
   const auto* sorted_weights = static_cast<const float*>(b->m.call.owned.back().get());
 
-  std::set<int32_t> noted;
-  for (int64_t r : args.noted_rows) {
-    for (int j = 0; j < f.k; ++j) noted.insert(expert[r * f.k + j]);
-  }
+  const std::set<int32_t>& noted = route.noted;
   const size_t e = f.e;
   const int64_t hidden = f.hidden, inter = b->inter;
   std::vector<std::shared_ptr<PreparedCall>> gate_up, down;
@@ -450,13 +466,9 @@ std::optional<MoeDeviceCall> prepare_fused_plan_moe_device(DeviceContext& ctx, c
   std::unique_ptr<BlockSetup> b = setup_block(ctx, CudaFlavor::kVendorPolicy, args, notes);
   if (!b) return std::nullopt;
   const BlockFront& f = b->front;
-  // The plan follows every expert's row count: route once now and read the layout back (the
-  // launch routes again, to the same result).
-  check(f.launch(ctx.stream()), "routing the MoE block");
-  ctx.synchronize();
-  const std::vector<int32_t> offsets = download(f.route.offsets, f.experts + 2);
-  if (offsets.back() != 0) refuse_router_row(b->m, offsets.back() - 1);
-  const std::vector<int32_t> expert = download(f.route.expert, static_cast<size_t>(f.routed));
+  // The plan follows every expert's row count.
+  const HostRoute route = route_now(ctx, *b, args);
+  const std::vector<int32_t>& offsets = route.offsets;
   std::vector<int32_t> counts(static_cast<size_t>(f.experts));
   for (int64_t x = 0; x < f.experts; ++x) counts[x] = offsets[x + 1] - offsets[x];
   const FusedMoePlan plan = plan_fused_moe(f.rows, static_cast<int>(f.experts),
@@ -466,10 +478,7 @@ std::optional<MoeDeviceCall> prepare_fused_plan_moe_device(DeviceContext& ctx, c
   const int dn_split = plan.split_k(counts, hidden, inter);
   const int64_t gu_len = plan.split_len(gu_split, hidden), dn_len = plan.split_len(dn_split, inter);
 
-  std::set<int32_t> noted;
-  for (int64_t r : args.noted_rows) {
-    for (int j = 0; j < f.k; ++j) noted.insert(expert[r * f.k + j]);
-  }
+  const std::set<int32_t>& noted = route.noted;
   const size_t e = f.e;
   std::vector<std::function<cudaError_t(cudaStream_t)>> gate_up, down;
   for (int32_t x = 0; x < f.experts; ++x) {
