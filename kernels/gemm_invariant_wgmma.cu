@@ -256,11 +256,11 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
   // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
-  // Grouped: always the tile's rows (a group's tile may start at any row; rows of A past the
-  // group belong to the next group or lie past M, and only reach rows that are not stored).
+  // The rows of shared memory past the box only reach output rows past M. Grouped: a group's tile
+  // may start at any row; rows of A past the group belong to the next group or lie past M, and
+  // only reach rows that are not stored either.
   const bool grouped = p.groups > 0;
-  const int a_box_rows =
-      grouped || p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
+  const int a_box_rows = p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
   const long long w_rows = grouped ? static_cast<long long>(p.n) * p.groups : p.n;
   if (w_rows > INT32_MAX) return cudaErrorInvalidValue;
   CUtensorMap map_a, map_w;
