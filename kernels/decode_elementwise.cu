@@ -167,7 +167,8 @@ __global__ void swiglu_kernel(const void* gate_up, void* out, ElemType t, int64_
 
 __global__ void moe_combine_kernel(const void* y, const int32_t* slot, const float* weight,
                                    ElemType t, ElemType out_type, int64_t rows, int64_t k,
-                                   int64_t hidden, void* out) {
+                                   int64_t hidden, void* out, const void* shared,
+                                   const float* shared_gate) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= rows * hidden) return;
   const int64_t r = i / hidden, c = i % hidden;
@@ -176,6 +177,10 @@ __global__ void moe_combine_kernel(const void* y, const int32_t* slot, const flo
     const int64_t at = r * k + j;
     const float v = load_elem(y, t, static_cast<int64_t>(slot[at]) * hidden + c);
     acc = portable::add(acc, portable::mul(weight[at], v));
+  }
+  if (shared) {
+    const float s = portable::div(1.0f, portable::add(1.0f, portable::exp(-shared_gate[r])));
+    acc = portable::add(acc, portable::mul(s, load_elem(shared, t, i)));
   }
   store_elem(out, out_type, i, acc);
 }
@@ -324,21 +329,32 @@ cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t ro
   return cudaGetLastError();
 }
 
+namespace {
+
+cudaError_t launch_combine(ElemType y_type, ElemType out_type, const void* y, const int32_t* slot,
+                           const float* weight, int64_t rows, int64_t k, int64_t hidden, void* out,
+                           cudaStream_t stream, const void* shared, const float* shared_gate) {
+  const int64_t n = rows * hidden;
+  if (n == 0) return cudaSuccess;
+  if (!launchable(n) || k < 1) return cudaErrorInvalidValue;
+  moe_combine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      y, slot, weight, y_type, out_type, rows, k, hidden, out, shared, shared_gate);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
 cudaError_t launch_moe_combine(ElemType t, const void* y, const int32_t* slot, const float* weight,
                                int64_t rows, int64_t k, int64_t hidden, void* out,
-                               cudaStream_t stream) {
-  return launch_moe_combine_typed(t, t, y, slot, weight, rows, k, hidden, out, stream);
+                               cudaStream_t stream, const void* shared, const float* shared_gate) {
+  return launch_combine(t, t, y, slot, weight, rows, k, hidden, out, stream, shared, shared_gate);
 }
 
 cudaError_t launch_moe_combine_typed(ElemType y_type, ElemType out_type, const void* y,
                                      const int32_t* slot, const float* weight, int64_t rows,
                                      int64_t k, int64_t hidden, void* out, cudaStream_t stream) {
-  const int64_t n = rows * hidden;
-  if (n == 0) return cudaSuccess;
-  if (!launchable(n) || k < 1) return cudaErrorInvalidValue;
-  moe_combine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, slot, weight, y_type, out_type,
-                                                             rows, k, hidden, out);
-  return cudaGetLastError();
+  return launch_combine(y_type, out_type, y, slot, weight, rows, k, hidden, out, stream, nullptr,
+                        nullptr);
 }
 
 cudaError_t launch_argmax_rows(const float* logits, int64_t rows, int64_t cols, int32_t* out,

@@ -43,9 +43,13 @@ cudaError_t launch_swiglu(ElemType t, const void* gate_up, void* out, int64_t ro
 // weight[r * k + j] * y[slot[r * k + j], c], accumulated in fp32 from 0 (each product and each
 // sum rounded on its own), then rounded once to t; y holds the experts' output rows. The same
 // arithmetic as lib/model/moe_combine.h's combine_experts.
+// With Qwen2-MoE's shared expert (shared [rows, hidden] of type t, shared_gate [rows] fp32):
+// sigmoid(g) = 1 / (1 + exp(-g)) (the portable exp) times shared[r, c] is added after the routed
+// sum, before the rounding, as combine_experts adds it.
 cudaError_t launch_moe_combine(ElemType t, const void* y, const int32_t* slot, const float* weight,
                                int64_t rows, int64_t k, int64_t hidden, void* out,
-                               cudaStream_t stream);
+                               cudaStream_t stream, const void* shared = nullptr,
+                               const float* shared_gate = nullptr);
 // The same with y of one type and out of another (op moe: fp32 expert outputs, as
 // lib/backend/moe_pipeline.h's combine reads them).
 cudaError_t launch_moe_combine_typed(ElemType y_type, ElemType out_type, const void* y,

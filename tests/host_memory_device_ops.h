@@ -203,11 +203,15 @@ class HostMemoryOps final : public DeviceDecodeOps {
     put(nvdet::swiglu(tensor_at(gate_up, t, {rows, 2 * inter})), out);
   }
   void moe_combine(DType t, const void* y, const int32_t* slot, const float* weight, int64_t rows,
-                   int64_t k, int64_t hidden, void* out) override {
+                   int64_t k, int64_t hidden, void* out, const void* shared,
+                   const float* shared_gate) override {
     int64_t y_rows = 0;
     for (int64_t i = 0; i < rows * k; ++i) y_rows = std::max<int64_t>(y_rows, slot[i] + 1);
     const size_t n = static_cast<size_t>(rows * k);
-    put(combine_rows(tensor_at(y, t, {y_rows, hidden}), {slot, n}, {weight, n}, k), out);
+    const HostTensor s = shared ? tensor_at(shared, t, {rows, hidden}) : HostTensor();
+    put(combine_rows(tensor_at(y, t, {y_rows, hidden}), {slot, n}, {weight, n}, k,
+                     shared ? &s : nullptr, shared_gate),
+        out);
   }
   // The host's routing and layout; a row with a non-finite logit is flagged as the device flags
   // it (the host's route_tokens would throw instead).

@@ -80,7 +80,8 @@ TEST(DeviceEngine, ReproducesTheHostEngineBitwise) {
 // experts' rows gathered into one grouped layout, each expert's GEMMs on its slice, the combine
 // by launch_moe_combine's arithmetic: the host engine's bits, notes (the watched experts' rows and
 // plans) and trace (each expert's tensors as pass tensors, zeros where a row went elsewhere).
-// Qwen2-MoE's shared expert is declined: the host path, with a note saying why.
+// Qwen2-MoE's shared expert too: its gate/up, SwiGLU, down and gate on the device, added in the
+// combine kernel after the routed sum.
 TEST(DeviceEngine, ReproducesTheHostEngineOnMoeModelsBitwise) {
   for (const bool shared : {false, true}) {
     const ModelWeights w = make_synthetic_weights(moe_decode_config(shared), DType::kBF16, 1617);
@@ -89,16 +90,18 @@ TEST(DeviceEngine, ReproducesTheHostEngineOnMoeModelsBitwise) {
       FakeDeviceBackend b(cpu);
       Decoded host = decode(b, w, true);
       Decoded device = decode(b, w, false);
-      EXPECT_EQ(device.notes.at("decoder").rfind(shared ? "host" : "device-resident", 0), 0u)
+      EXPECT_EQ(device.notes.at("decoder").rfind("device-resident", 0), 0u)
           << device.notes.at("decoder");
       ASSERT_EQ(device.results.size(), 3u);
-      if (!shared) {
-        // The experts' calls and rows are in the notes, which the comparison covers.
-        bool expert_notes = false;
-        for (const auto& [k, v] : host.notes)
-          expert_notes |= k.find(".expert") != std::string::npos;
-        EXPECT_TRUE(expert_notes);
+      // The experts' calls and rows (and the shared expert's) are in the notes and the trace,
+      // which the comparison covers.
+      bool expert_notes = false, shared_traced = false;
+      for (const auto& [k, v] : host.notes) expert_notes |= k.find(".expert") != std::string::npos;
+      for (const auto& key : host.trace.keys) {
+        shared_traced |= key.find("shared_expert") != std::string::npos;
       }
+      EXPECT_TRUE(expert_notes);
+      EXPECT_EQ(shared_traced, shared);
       expect_same_decode(std::move(host), std::move(device));
     }
   }

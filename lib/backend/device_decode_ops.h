@@ -130,9 +130,11 @@ class DeviceDecodeOps {
   virtual void swiglu(DType t, const void* gate_up, void* out, int64_t rows, int64_t inter) = 0;
   // An MoE layer's combine (lib/model/moe_combine.h's arithmetic): out [rows, hidden] row r =
   // the sum over j < k, ascending, of weight[r * k + j] times row slot[r * k + j] of y (the
-  // experts' outputs), in fp32 from 0, rounded once to t.
+  // experts' outputs), in fp32 from 0, then (Qwen2-MoE, when `shared` is set) sigmoid(
+  // shared_gate[r]) times row r of shared, rounded once to t.
   virtual void moe_combine(DType t, const void* y, const int32_t* slot, const float* weight,
-                           int64_t rows, int64_t k, int64_t hidden, void* out) = 0;
+                           int64_t rows, int64_t k, int64_t hidden, void* out, const void* shared,
+                           const float* shared_gate) = 0;
   // An MoE layer's routing of router logits [rows, experts] (fp32): route_tokens's route and
   // group_rows_by_expert's layout, bit for bit (kernels/moe_route.cuh is the row function of
   // both), written into `out`.

@@ -263,9 +263,10 @@ class CudaDecodeOps final : public DeviceDecodeOps {
   }
 
   void moe_combine(DType t, const void* y, const int32_t* slot, const float* weight, int64_t rows,
-                   int64_t k, int64_t hidden, void* out) override {
+                   int64_t k, int64_t hidden, void* out, const void* shared,
+                   const float* shared_gate) override {
     check(kernels::launch_moe_combine(elem_type(t), y, slot, weight, rows, k, hidden, out,
-                                      ctx_.stream()),
+                                      ctx_.stream(), shared, shared_gate),
           "MoE combine");
   }
 

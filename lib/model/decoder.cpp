@@ -60,16 +60,6 @@ bool use_device_path(DecodePath path) {
 constexpr const char* kDeviceDecoderNote =
     "device-resident (weights, KV cache and activations on the GPU)";
 constexpr const char* kHostDecoderNote = "host (each op through the backend's run)";
-constexpr const char* kHostMoeDecoderNote =
-    "host (each op through the backend's run): the device-resident decoder does not compute "
-    "Qwen2-MoE's shared expert";
-
-// Whether the device-resident decoder computes the model: every dense model, and MoE models
-// without a shared expert (their routing on the host, their experts on the device).
-bool device_decoder_computes(const ModelConfig& c) {
-  return !c.is_moe() || c.shared_expert_intermediate == 0;
-}
-
 class HostEngine final : public PassEngine {
  public:
   HostEngine(Backend& backend, const ModelWeights& w, std::shared_ptr<const KvPageMap> pages,
@@ -379,11 +369,9 @@ class BatchDecoder final : public PassTrace {
     for (const auto& p : prompts_) {
       capacity.push_back(static_cast<int32_t>(p.size()) + options_.max_new_tokens - 1);
     }
-    // The device engine declines Qwen2-MoE's shared expert and FP8 layers (computed on the host
-    // path, one backend call per op); so is tensor parallelism (each rank's shard through the
-    // backend).
-    DeviceDecodeOps* device = use_device_path(options_.path) && device_decoder_computes(c_) &&
-                                      !w_.fp8 && options_.tp.tp == 1
+    // The device engine declines FP8 layers (computed on the host path, one backend call per
+    // op); so is tensor parallelism (each rank's shard through the backend).
+    DeviceDecodeOps* device = use_device_path(options_.path) && !w_.fp8 && options_.tp.tp == 1
                                   ? backend_.device_decode_ops()
                                   : nullptr;
     if (w_.fp8 && options_.tp.tp > 1)
@@ -413,12 +401,11 @@ class BatchDecoder final : public PassTrace {
     }
     if (notes_) {
       (*notes_)["batch"] = std::to_string(prompts_.size());
-      (*notes_)["decoder"] =
-          device               ? kDeviceDecoderNote
-          : options_.tp.tp > 1 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
-                                     " simulated ranks (each shard through the backend's run)"
-          : !device_decoder_computes(c_) && backend_.device_decode_ops() ? kHostMoeDecoderNote
-                                                                         : kHostDecoderNote;
+      (*notes_)["decoder"] = device ? kDeviceDecoderNote
+                             : options_.tp.tp > 1
+                                 ? "host, tensor parallel over " + std::to_string(options_.tp.tp) +
+                                       " simulated ranks (each shard through the backend's run)"
+                                 : kHostDecoderNote;
     }
     return std::move(results_);
   }
@@ -749,17 +736,13 @@ std::unique_ptr<PassEngine> make_serving_engine(Backend& backend, const ModelWei
                                                 DecodePath path, PassTrace& trace, RunNotes* notes,
                                                 std::string& decoder) {
   if (weights.fp8) throw_input_error("serving traffic is not implemented for FP8 checkpoints");
-  DeviceDecodeOps* device = use_device_path(path) && device_decoder_computes(weights.config)
-                                ? backend.device_decode_ops()
-                                : nullptr;
+  DeviceDecodeOps* device = use_device_path(path) ? backend.device_decode_ops() : nullptr;
   if (device) {
     decoder = kDeviceDecoderNote;
     return make_serving_device_engine(*device, weights, std::move(pages), max_rows, max_heads,
                                       trace, notes);
   }
-  decoder = !device_decoder_computes(weights.config) && backend.device_decode_ops()
-                ? kHostMoeDecoderNote
-                : kHostDecoderNote;
+  decoder = kHostDecoderNote;
   return std::make_unique<HostEngine>(backend, weights, std::move(pages), trace, notes);
 }
 

@@ -163,6 +163,8 @@ class DeviceEngine final : public PassEngine {
     const void* router = nullptr;
     std::vector<const void*> expert_gate_up, expert_down;
     const void *gate_up_stack = nullptr, *down_stack = nullptr;
+    // Qwen2-MoE's shared expert (null otherwise).
+    const void *shared_gate_up = nullptr, *shared_down = nullptr, *shared_gate = nullptr;
   };
 
   // The experts' tensors stacked on the device; each expert's own address inside the stack.
@@ -226,6 +228,9 @@ class DeviceEngine final : public PassEngine {
               {}};
       D.gate_up_stack = stack(L.expert_gate_up, D.expert_gate_up);
       D.down_stack = stack(L.expert_down, D.expert_down);
+      D.shared_gate_up = resident(L.shared_gate_up);
+      D.shared_down = resident(L.shared_down);
+      D.shared_gate = resident(L.shared_gate);
       layers_.push_back(std::move(D));
     }
   }
@@ -266,6 +271,13 @@ class DeviceEngine final : public PassEngine {
       route_expert_ = static_cast<int32_t*>(buffer(routed * sizeof(int32_t)));
       route_offsets_ = static_cast<int32_t*>(buffer((c_.num_experts + 2.0) * sizeof(int32_t)));
       route_counts_ = static_cast<int32_t*>(buffer(c_.num_experts * sizeof(int32_t)));
+      if (c_.shared_expert_intermediate > 0) {
+        const double si = static_cast<double>(c_.shared_expert_intermediate);
+        shared_gu_ = buffer(r * 2 * si * e);
+        shared_act_ = buffer(r * si * e);
+        shared_out_ = buffer(r * c_.hidden * e);
+        shared_logit_ = static_cast<float*>(buffer(r * sizeof(float)));
+      }
       if (trace_.tracing()) {
         expert_trace_rows_ = static_cast<int32_t*>(buffer(r * c_.num_experts * sizeof(int32_t)));
       }
@@ -467,9 +479,25 @@ class DeviceEngine final : public PassEngine {
       }
     }
     trace_experts(p, l, by_expert, routed);
+    // Qwen2-MoE's shared expert, on every row: gate/up, SwiGLU, down, and its gate's logit.
+    const bool shared = L.shared_gate_up != nullptr;
+    if (shared) {
+      const int64_t si = c_.shared_expert_intermediate;
+      gemm(h_, L.shared_gate_up, nullptr, shared_gu_, rows, 2 * si, hidden, w_.dtype, tag,
+           "shared_expert.gate_up");
+      emit(p, l, "shared_expert.gate_up", {shared_gu_, w_.dtype, {rows, 2 * si}});
+      ops_.swiglu(w_.dtype, shared_gu_, shared_act_, rows, si);
+      gemm(shared_act_, L.shared_down, nullptr, shared_out_, rows, hidden, si, w_.dtype, tag,
+           "shared_expert.down");
+      emit(p, l, "shared_expert.down", {shared_out_, w_.dtype, {rows, hidden}});
+      gemm(h_, L.shared_gate, nullptr, shared_logit_, rows, 1, hidden, DType::kFP32, tag,
+           "shared_expert_gate");
+      emit(p, l, "shared_expert_gate", {shared_logit_, DType::kFP32, {rows, 1}});
+    }
     // For each (row, rank): its entry's place in the grouped layout, and its weight (moe_route
-    // wrote both).
-    ops_.moe_combine(w_.dtype, grouped_out_, combine_slots_, combine_weights_, rows, k, hidden, d_);
+    // wrote both); the shared expert's output and gate where the model has one.
+    ops_.moe_combine(w_.dtype, grouped_out_, combine_slots_, combine_weights_, rows, k, hidden, d_,
+                     shared ? shared_out_ : nullptr, shared ? shared_logit_ : nullptr);
     emit(p, l, "combine", {d_, w_.dtype, {rows, hidden}});
   }
 
@@ -655,6 +683,8 @@ class DeviceEngine final : public PassEngine {
   int32_t *routed_rows_ = nullptr, *combine_slots_ = nullptr, *expert_trace_rows_ = nullptr;
   float* combine_weights_ = nullptr;
   int32_t *route_expert_ = nullptr, *route_offsets_ = nullptr, *route_counts_ = nullptr;
+  void *shared_gu_ = nullptr, *shared_act_ = nullptr, *shared_out_ = nullptr;
+  float* shared_logit_ = nullptr;
   std::vector<int32_t> traced_pass_rows_;  // the pass rows the trace stages, in staging order
   int64_t* slots_ = nullptr;
   float *cos_ = nullptr, *sin_ = nullptr;
@@ -726,7 +756,9 @@ DeviceDecodeFootprint device_decode_footprint(const ModelWeights& w, double tota
     const double routed = r * c.experts_per_token + 1;
     f.activations += r * c.num_experts * sizeof(float) +
                      routed * ((2.0 * c.hidden + 3.0 * c.expert_intermediate) * e + 16.0) +
-                     (2.0 * c.num_experts + 2.0) * sizeof(int32_t);
+                     (2.0 * c.num_experts + 2.0) * sizeof(int32_t) +
+                     r * ((3.0 * c.shared_expert_intermediate + c.hidden) * e + sizeof(float)) *
+                         (c.shared_expert_intermediate > 0 ? 1.0 : 0.0);
   }
   const double items = 3.0 * r + kMaxDecodeSplits * b;
   f.workspace = kLibraryBytes + items * c.num_heads * (c.head_dim + 2.0) * sizeof(float);

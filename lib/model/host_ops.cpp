@@ -108,17 +108,24 @@ HostTensor add(const HostTensor& a, const HostTensor& b) {
 }
 
 HostTensor combine_rows(const HostTensor& y, std::span<const int32_t> slot,
-                        std::span<const float> weight, int64_t k) {
+                        std::span<const float> weight, int64_t k, const HostTensor* shared,
+                        const float* shared_gate) {
   const int64_t rows = static_cast<int64_t>(slot.size()) / k, hidden = y.dim(1);
   HostTensor out(y.dtype(), {rows, hidden});
   std::byte* o = out.mutable_data();
   for (int64_t r = 0; r < rows; ++r) {
+    // sigmoid(g) = 1 / (1 + exp(-g)) with the portable exp, as combine_experts computes it.
+    const float s =
+        shared ? kernels::portable::div(
+                     1.0f, kernels::portable::add(1.0f, kernels::portable::exp(-shared_gate[r])))
+               : 0.0f;
     for (int64_t c = 0; c < hidden; ++c) {
       float acc = 0.0f;
       for (int64_t j = 0; j < k; ++j) {
         const size_t at = static_cast<size_t>(r * k + j);
         acc += weight[at] * load(y.data(), y.dtype(), int64_t{slot[at]} * hidden + c);
       }
+      if (shared) acc += s * load(shared->data(), shared->dtype(), r * hidden + c);
       store(o, y.dtype(), r * hidden + c, acc);
     }
   }

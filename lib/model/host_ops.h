@@ -47,9 +47,11 @@ HostTensor swiglu(const HostTensor& gate_up);
 // An MoE layer's combine over the experts' output rows y [*, hidden]: row r of the result sums,
 // for j = 0 .. k-1 in order, weight[r * k + j] * y[slot[r * k + j], :] in fp32 from 0, rounded
 // once to y's dtype (combine_experts' arithmetic, lib/model/moe_combine.h; the device decoder's
-// launch_moe_combine computes the same).
+// launch_moe_combine computes the same). With Qwen2-MoE's shared expert, shared [rows, hidden]
+// gated by sigmoid(shared_gate[r]) is added after the routed sum, before the rounding.
 HostTensor combine_rows(const HostTensor& y, std::span<const int32_t> slot,
-                        std::span<const float> weight, int64_t k);
+                        std::span<const float> weight, int64_t k,
+                        const HostTensor* shared = nullptr, const float* shared_gate = nullptr);
 
 // A copy of `t` with a new shape of the same element count.
 HostTensor reshaped(const HostTensor& t, std::vector<int64_t> shape);
