@@ -207,10 +207,7 @@ class CudaDecodeOps final : public DeviceDecodeOps {
     p.k = static_cast<int>(g.k);
     p.in_type = elem_type(g.dtype);
     p.out_type = elem_type(g.out_dtype);
-    kernels::GemmDevice device;
-    device.cc_major = ctx_.props().major;
-    device.cc_minor = ctx_.props().minor;
-    device.sm_count = ctx_.sm_count();
+    const kernels::GemmDevice device = gemm_device(ctx_);
     if (!kernels::gemm_invariant_grouped_supported(p, device)) return false;
     check(kernels::gemm_invariant_grouped_launch(p, device, forced_wgmma_config(),
                                                  forced_gemm_ctas(), ctx_.stream()),

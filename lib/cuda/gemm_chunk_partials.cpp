@@ -12,6 +12,7 @@
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
+#include "lib/cuda/gemm_settings.h"
 
 namespace nvdet::cuda {
 
@@ -38,10 +39,7 @@ PreparedCall prepare_gemm_k_chunk_partials(DeviceContext& ctx, const GemmArgs& a
   call.output = call.owned.back().get();
   auto* out = static_cast<float*>(const_cast<void*>(call.output));
 
-  kernels::GemmDevice device;
-  device.cc_major = ctx.props().major;
-  device.cc_minor = ctx.props().minor;
-  device.sm_count = ctx.sm_count();
+  const kernels::GemmDevice device = gemm_device(ctx);
   const size_t elem = dtype_size(in);
   std::vector<kernels::GemmProblem> problems;
   std::vector<kernels::GemmPlan> plans;

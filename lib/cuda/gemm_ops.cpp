@@ -271,10 +271,7 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   prob.in_type = kernel_type(in);
   prob.out_type = kernel_type(out);
 
-  nvdet::kernels::GemmDevice device;
-  device.cc_major = ctx.props().major;
-  device.cc_minor = ctx.props().minor;
-  device.sm_count = ctx.sm_count();
+  const nvdet::kernels::GemmDevice device = gemm_device(ctx);
   const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(
       prob, device, nvdet::kernels::GemmSchedule::kAuto, nvdet::kernels::GemmPath::kAuto,
       forced_wgmma_config(), forced_gemm_ctas());

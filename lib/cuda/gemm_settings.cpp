@@ -27,6 +27,14 @@ int setting(const char* name, int lo, int hi, int unset) {
 
 }  // namespace
 
+kernels::GemmDevice gemm_device(const DeviceContext& ctx) {
+  kernels::GemmDevice d;
+  d.cc_major = ctx.props().major;
+  d.cc_minor = ctx.props().minor;
+  d.sm_count = ctx.sm_count();
+  return d;
+}
+
 int forced_wgmma_config() {
   return setting("NVDET_GEMM_WGMMA_CONFIG", 0, kernels::kGemmWgmmaConfigCount - 1, -1);
 }

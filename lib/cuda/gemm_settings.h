@@ -1,12 +1,19 @@
 #pragma once
-// Settings that pin the invariant GEMM's launch shape, for the tests that compare every shape's
+// What the invariant GEMM's plan is given besides the problem: the device's facts, and the
+// settings that pin the invariant GEMM's launch shape, for the tests that compare every shape's
 // bits and for bisecting a difference by hand. Neither changes any element's reduction order
 // (kernels/gemm_invariant.cuh); both only choose how the work is spread.
 //   NVDET_GEMM_WGMMA_CONFIG = auto | 0..5  the kGemmWgmmaConfigs entry (tile and pipeline) of the
 //                                          wgmma path, plain and grouped launches alike
 //   NVDET_GEMM_CTAS         = auto | N     the number of persistent CTAs of the wgmma path
 // Anything else is refused (exit 2) with the variable's name.
+#include "kernels/gemm_invariant.cuh"
+#include "lib/cuda/device_context.h"
+
 namespace nvdet::cuda {
+
+// The context's device as the plan sees it (compute capability, SM count).
+kernels::GemmDevice gemm_device(const DeviceContext& ctx);
 
 int forced_wgmma_config();  // -1: auto
 int forced_gemm_ctas();     // 0: auto

@@ -68,14 +68,6 @@ const void* stacked(DeviceContext& ctx, const std::vector<const HostTensor*>& te
   });
 }
 
-kernels::GemmDevice gemm_device(const DeviceContext& ctx) {
-  kernels::GemmDevice d;
-  d.cc_major = ctx.props().major;
-  d.cc_minor = ctx.props().minor;
-  d.sm_count = ctx.sm_count();
-  return d;
-}
-
 // The router GEMM, the routing and the gather: the front of every device MoE block. Copyable,
 // so that a launch closure holds its own.
 struct BlockFront {
