@@ -1,10 +1,10 @@
-// FP8 checkpoints (README "FP8"): the fixtures llama-fp8 and qwen3moe-fp8 (hub layout: e4m3
-// weights with float32 weight_scale_inv per 128 x 128 block, made by make_fp8_fixtures.py) decoded
-// by cpu-reference and cpu-invariant against two oracles transformers computed on the
-// dequantised weights: with the activations quantised as vLLM quantises them for this layout
-// (group_128), and without (dequantise-then-fp32); the block scales are shown to be read; and
-// every malformed or unsupported FP8 checkpoint is refused with one sentence naming the key or
-// tensor.
+// FP8 checkpoints (README "FP8"): the fixtures llama-fp8, qwen3moe-fp8 and qwen3moe-fp8-hd64 (hub
+// layout: e4m3 weights with float32 weight_scale_inv per 128 x 128 block, made by
+// make_fp8_fixtures.py) decoded by cpu-reference and cpu-invariant against two oracles transformers
+// computed on the dequantised weights: with the activations quantised as vLLM quantises them for
+// this layout (group_128), and without (dequantise-then-fp32); the block scales are shown to be
+// read; and every malformed or unsupported FP8 checkpoint is refused with one sentence naming the
+// key or tensor.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-const char* const kFp8Fixtures[] = {"llama-fp8", "qwen3moe-fp8"};
+const char* const kFp8Fixtures[] = {"llama-fp8", "qwen3moe-fp8", "qwen3moe-fp8-hd64"};
 
 // One of a fixture's two oracles: logits.npy with `tokens` (dequantise-then-fp32), or
 // logits_actquant.npy with `tokens_actquant` (group_128 activations).
@@ -64,9 +64,13 @@ constexpr double kActQuantPromptTolerance = 1e-4;
 constexpr double kActQuantTolerance = 0.05;
 // Against dequantise-then-fp32 the difference is the activation quantisation itself: e4m3 keeps
 // 3 mantissa bits (a 2^-4 relative rounding per element), which moves the logits by a few percent
-// of their scale. Measured: 0.038 (llama-fp8) and 0.05 (qwen3moe-fp8, first steps); the bound is
-// 0.1. Tokens are compared where the oracle's margin exceeds twice that.
-constexpr double kDequantTolerance = 0.1;
+// of their scale. Measured: 0.043 (llama-fp8), 0.079 (qwen3moe-fp8, first steps) and 0.24
+// (qwen3moe-fp8-hd64, whose oracles themselves differ by 0.24 of the scale: oracle.json's
+// actquant_vs_dequant_max_abs_diff). The bound is 0.1, 0.3 for qwen3moe-fp8-hd64. Tokens are
+// compared where the oracle's margin exceeds twice it.
+double dequant_tolerance(const std::string& fixture) {
+  return fixture == "qwen3moe-fp8-hd64" ? 0.3 : 0.1;
+}
 
 TEST(Fp8Checkpoint, MatchesTransformersWithQuantisedActivations) {
   for (const char* name : kFp8Fixtures) {
@@ -97,8 +101,9 @@ TEST(Fp8Checkpoint, StaysNearTheDequantisedFp32Model) {
   for (const char* name : kFp8Fixtures) {
     const ModelWeights w = load_hf_checkpoint(fixture_dir(name).string(), DType::kFP32);
     const Oracle o = fp8_oracle(name, false);
-    const OracleMatch m = compare_with_oracle(decode("cpu-invariant", w, o), o, kDequantTolerance,
-                                              std::string(name) + " dequantised");
+    const OracleMatch m =
+        compare_with_oracle(decode("cpu-invariant", w, o), o, dequant_tolerance(name),
+                            std::string(name) + " dequantised");
     EXPECT_GE(m.compared_steps, 1) << name;
     // Not an equality: the activation quantisation is visible (more than 100x fp32 rounding).
     EXPECT_GT(m.max_error, 1e-3) << name;
