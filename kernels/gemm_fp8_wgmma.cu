@@ -2,9 +2,9 @@
 // the manner of the 16-bit one (gemm_invariant_wgmma.cu). One producer warpgroup (one thread
 // issues the TMA loads, 128-byte swizzle, 128 e4m3 codes of K per stage row) runs ahead through an
 // mbarrier ring; one or two consumer warpgroups of 64 rows each compute a 128-wide K group per
-// stage: four wgmma m64nNk32 into a partial (the first from zero), then, promoted, wait for it and
-// add it into the fp32 total with the group's scales. The wait per group costs the overlap of one
-// warpgroup's wgmma with its own promotion; two consumers per CTA hide it from the tensor cores.
+// stage: four wgmma m64nNk32 into a partial (the first from zero), then, promoted, add it into the
+// fp32 total with the group's scales. Two partials take turns: group g + 1's wgmma run while
+// group g is waited for and promoted, so the tensor cores do not idle through the promotion.
 //
 // Invariance: as the header says, each output element is one accumulator register of one consumer
 // thread, which sees the same sequence (zero, four k32 steps per group in increasing k, one
@@ -127,11 +127,12 @@ __device__ __forceinline__ void promote(const Fp8KernelParams& kp, float (&acc)[
   }
 }
 
-// One K group's four wgmma m64nNk32 into d, k ascending, and the wait for them: the first from
-// zero when `from_zero` (a promoted group's partial), else all adding to d (fast accumulation).
+// One K group's four wgmma m64nNk32 into d, k ascending, committed as one group and left
+// running: the first from zero when `from_zero` (a promoted group's partial), else all adding to
+// d (fast accumulation).
 template <int TILE_N, int R>
-__device__ __forceinline__ void group_mma(float (&d)[R], uint32_t a_rows, uint32_t w_rows,
-                                          bool from_zero) {
+__device__ __forceinline__ void issue_group_mma(float (&d)[R], uint32_t a_rows, uint32_t w_rows,
+                                                bool from_zero) {
   fence_operands(d);
   wgmma_fence();
 #pragma unroll
@@ -140,7 +141,13 @@ __device__ __forceinline__ void group_mma(float (&d)[R], uint32_t a_rows, uint32
                            from_zero && kk == 0 ? 0 : 1);
   }
   wgmma_commit();
-  wgmma_wait<0>();
+}
+
+// Waits until at most PENDING committed wgmma groups are still running, then pins d's registers
+// after the wait (d: the registers the finished group wrote).
+template <int PENDING, int R>
+__device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
+  wgmma_wait<PENDING>();
   fence_operands(d);
 }
 
@@ -197,8 +204,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int wg = warpgroup - 1;  // consumer index: rows [wg * 64, wg * 64 + 64) of the tile
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     float acc[S::kRegs];
-    float part[S::kRegs];
-    zero_accumulators(part);  // scale_d 0 ignores them; set once so that they are never undefined
+    // Promoted: two partials, so that group g + 1's wgmma run while group g is promoted (the
+    // promotion order, and so every bit, is the same as waiting for each group in turn).
+    float part0[S::kRegs], part1[S::kRegs];
+    zero_accumulators(part0);  // scale_d 0 ignores them; set once so they are never undefined
+    zero_accumulators(part1);
     int t = 0;
     for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
       int tm, tn;
@@ -206,19 +216,50 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = tn * TILE_N + ((lane & 3) << 1);
       zero_accumulators(acc);
-      for (int g = 0; g < kp.k_groups; ++g, ++t) {
-        const int s = t % STAGES;
-        mbar_wait(full_bar(s), (t / STAGES) & 1);
-        const uint32_t a_rows = stage_a(s) + wg * 64 * kGroupK;
-        if constexpr (PROMOTED) {
-          group_mma<TILE_N>(part, a_rows, stage_w(s), true);
-          mbar_arrive(empty_bar(s));
-          promote(kp, acc, part, g, row_base, col_base);
-        } else {
-          // Fast accumulation: one chain over the whole of K in the tensor cores' accumulator.
-          group_mma<TILE_N>(acc, a_rows, stage_w(s), false);
-          mbar_arrive(empty_bar(s));
+      if constexpr (PROMOTED) {
+        // Group g into `cur` while group g - 1 (in `prev`, read from stage t - 1) finishes and is
+        // promoted; its stage goes back to the producer once its wgmma are done.
+        auto step = [&](float(&cur)[S::kRegs], float(&prev)[S::kRegs], int g) {
+          const int s = t % STAGES;
+          mbar_wait(full_bar(s), (t / STAGES) & 1);
+          issue_group_mma<TILE_N>(cur, stage_a(s) + wg * 64 * kGroupK, stage_w(s), true);
+          if (g > 0) {
+            wait_group_mma<1>(prev);
+            mbar_arrive(empty_bar((t - 1) % STAGES));
+            promote(kp, acc, prev, g - 1, row_base, col_base);
+          }
+        };
+        for (int g = 0; g < kp.k_groups; ++g, ++t) {
+          if (g & 1) {
+            step(part1, part0, g);
+          } else {
+            step(part0, part1, g);
+          }
         }
+        const int last = kp.k_groups - 1;
+        if (last & 1) {
+          wait_group_mma<0>(part1);
+          mbar_arrive(empty_bar((t - 1) % STAGES));
+          promote(kp, acc, part1, last, row_base, col_base);
+        } else {
+          wait_group_mma<0>(part0);
+          mbar_arrive(empty_bar((t - 1) % STAGES));
+          promote(kp, acc, part0, last, row_base, col_base);
+        }
+      } else {
+        // Fast accumulation: one chain over the whole of K in the tensor cores' accumulator, one
+        // group left running while the next is issued.
+        for (int g = 0; g < kp.k_groups; ++g, ++t) {
+          const int s = t % STAGES;
+          mbar_wait(full_bar(s), (t / STAGES) & 1);
+          issue_group_mma<TILE_N>(acc, stage_a(s) + wg * 64 * kGroupK, stage_w(s), false);
+          if (g > 0) {
+            wait_group_mma<1>(acc);
+            mbar_arrive(empty_bar((t - 1) % STAGES));
+          }
+        }
+        wait_group_mma<0>(acc);
+        mbar_arrive(empty_bar((t - 1) % STAGES));
       }
       store_fp8_tile(kp, acc, row_base, col_base);
     }

@@ -39,6 +39,9 @@ namespace nvdet::kernels {
 namespace {
 
 constexpr int kTileK = 64;  // 128 bytes: one swizzle atom row
+// Rows of A per TMA box in grouped launches: an expert gets a few rows per tile at decode sizes,
+// and loading the tile's 64 or 128 rows would move up to 8x the rows that are used.
+constexpr int kGroupedABoxRows = 16;
 
 template <int CONSUMERS, int TILE_N, int STAGES>
 struct WgmmaShape {
@@ -176,19 +179,28 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
   // Ring slot s holds k tile t (of some output tile) where s = t % kStages; t counts the k tiles
   // this CTA has streamed over all its output tiles, so the barrier phases carry on from tile to
   // tile. A is loaded a_box_rows rows at a time (fewer than the tile's rows when M is small): the
-  // rows of shared memory past them hold stale data, which only reaches output rows past M, never
-  // stored (rows of an MMA do not mix).
+  // rows of shared memory past them hold stale data, which only reaches output rows past M (past
+  // the group, in grouped launches), never stored (rows of an MMA do not mix).
   if (warpgroup == 0) {
     if constexpr (MIN_BLOCKS == 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
       int t = 0;
       for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
         const GroupedTileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
+        // Grouped: only the boxes that hold the group's rows of this tile (an expert's few rows
+        // at decode sizes, not the tile's 64 or 128); plain: one box.
+        const int a_boxes =
+            p.groups > 0
+                ? (min(S::kTileM, site.row_end - site.a_row) + p.a_box_rows - 1) / p.a_box_rows
+                : 1;
         for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
-          mbar_expect_tx(full_bar(s), p.a_box_rows * 128 + S::kWSubBytes);
-          tma_load_2d(stage_a(s), &map_a, full_bar(s), kt * kTileK, site.a_row);
+          mbar_expect_tx(full_bar(s), a_boxes * p.a_box_rows * 128 + S::kWSubBytes);
+          for (int b = 0; b < a_boxes; ++b) {
+            tma_load_2d(stage_a(s) + b * p.a_box_rows * 128, &map_a, full_bar(s), kt * kTileK,
+                        site.a_row + b * p.a_box_rows);
+          }
           tma_load_2d(stage_w(s), &map_w, full_bar(s), kt * kTileK, site.w_row);
         }
       }
@@ -259,8 +271,12 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   // The rows of shared memory past the box only reach output rows past M. Grouped: a group's tile
   // may start at any row; rows of A past the group belong to the next group or lie past M, and
   // only reach rows that are not stored either.
+  // Grouped: boxes of kGroupedABoxRows rows, as many as a tile's group has rows (each box lands
+  // at a multiple of 2 KiB, so the 128-byte swizzle is the one a single box would give).
   const bool grouped = p.groups > 0;
-  const int a_box_rows = p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
+  const int whole_box = p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
+  const int a_box_rows = grouped ? (whole_box < kGroupedABoxRows ? whole_box : kGroupedABoxRows)
+                                 : whole_box;
   const long long w_rows = grouped ? static_cast<long long>(p.n) * p.groups : p.n;
   if (w_rows > INT32_MAX) return cudaErrorInvalidValue;
   CUtensorMap map_a, map_w;
