@@ -58,4 +58,12 @@ NVDET_TILES_FN GroupedTileSite grouped_tile_site(const int* first_tile, const in
   return site;
 }
 
+// The TMA boxes of box_rows rows of A that a grouped tile loads per k tile: enough to cover the
+// group's rows in the tile (at most tile_m), box b at tile row b * box_rows. Rows of the last box
+// past the group belong to the next group or lie past M: they only reach rows that are not stored.
+NVDET_TILES_FN int grouped_a_boxes(const GroupedTileSite& site, int tile_m, int box_rows) {
+  const int rows = site.row_end - site.a_row < tile_m ? site.row_end - site.a_row : tile_m;
+  return (rows + box_rows - 1) / box_rows;
+}
+
 }  // namespace nvdet::kernels

@@ -189,10 +189,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
         const GroupedTileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
         // Grouped: only the boxes that hold the group's rows of this tile (an expert's few rows
         // at decode sizes, not the tile's 64 or 128); plain: one box.
-        const int a_boxes =
-            p.groups > 0
-                ? (min(S::kTileM, site.row_end - site.a_row) + p.a_box_rows - 1) / p.a_box_rows
-                : 1;
+        const int a_boxes = p.groups > 0 ? grouped_a_boxes(site, S::kTileM, p.a_box_rows) : 1;
         for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);

@@ -1,11 +1,13 @@
 // The grouped invariant GEMM's tile walk (kernels/gemm_grouped_tiles.cuh), run on the CPU as the
 // kernel runs it on the device: over ragged groups (empty ones first, between and last, one row,
 // a tile exactly, one past it), every (row, column) of every group is stored by exactly one tile,
-// from its own group's rows of A and weights, and no row outside the groups is stored.
+// from its own group's rows of A and weights, and no row outside the groups is stored; A's TMA
+// boxes cover each tile's group rows and no more boxes than that.
 #include "kernels/gemm_grouped_tiles.cuh"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -30,6 +32,15 @@ void check_walk(const std::vector<int>& counts, int tile_m, int tile_n, int n) {
     ASSERT_EQ(s.row_end, first_row[g + 1]) << "tile " << tile;
     ASSERT_EQ(s.w_row, g * n + s.col) << "tile " << tile;
     ASSERT_EQ(s.col % tile_n, 0);
+    // A's boxes: they cover the group's rows of the tile, stay inside the tile, and none is
+    // wholly past the group.
+    for (const int box : {8, 16}) {
+      const int boxes = grouped_a_boxes(s, tile_m, box);
+      const int group_rows = std::min(tile_m, s.row_end - s.a_row);
+      ASSERT_GE(boxes * box, group_rows) << "tile " << tile;
+      ASSERT_LE(boxes * box, tile_m) << "tile " << tile;
+      ASSERT_LT((boxes - 1) * box, group_rows) << "tile " << tile;
+    }
     for (int r = s.out_row; r < s.out_row + tile_m && r < s.row_end; ++r) {
       for (int c = s.col; c < s.col + tile_n && c < n; ++c)
         ++stored[static_cast<size_t>(r) * n + c];
