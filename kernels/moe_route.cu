@@ -1,5 +1,6 @@
-// MoE routing on the device (kernels/moe_route_launch.cuh): one thread per row routes it with
-// the host's row function; then one block per expert counts that expert's assignments, and one
+// MoE routing on the device (kernels/moe_route_launch.cuh): one warp per row routes it with the
+// host's row function's arithmetic (one thread per row, the row function itself, past
+// kRouteWarpMaxExperts experts); then one block per expert counts that expert's assignments, and one
 // block per expert places them, in assignment order (r * top_k + j), at its offset (the counts of
 // the experts before it). A block finds its entries' places with warp ballots and a prefix over
 // its warps, chunk by chunk in ascending assignment order: a stable counting sort.
@@ -27,6 +28,67 @@ __global__ void __launch_bounds__(kRouteThreads)
   if (bad >= 0) {
     atomicMin(bad_row, r);  // the smallest bad row, whatever the order of the threads
     for (int j = 0; j < top_k; ++j) expert[at + j] = -1;
+  }
+}
+
+// The same row function's arithmetic with one warp per row, for the latency of one row: the picks
+// by a warp-wide reduction under moe_ranks_before (a strict total order, so any reduction order
+// finds the same expert), each expert's exp_f64 by its lane into shared memory, then every lane
+// adds them in ascending expert order as moe_route_row does, and the picks' scores are those
+// exps divided by the sum: the same operations on the same operands, so the same bits
+// (GpuMoeRoute.EqualsTheHostRoutingAndLayoutBitwise compares them with the host's).
+constexpr int kRouteWarps = 4;  // rows per block
+constexpr int kRouteWarpMaxExperts = 1536;  // kRouteWarps rows of exps in 48 KiB of shared memory
+
+__global__ void __launch_bounds__(kRouteWarps * 32)
+    route_rows_warp_kernel(const float* logits, int rows, int experts, int top_k, bool norm,
+                           int32_t* expert, float* weight, int32_t* bad_row) {
+  namespace pt = portable;
+  extern __shared__ double row_exps[];  // [kRouteWarps][experts]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int r = blockIdx.x * kRouteWarps + warp;
+  if (r >= rows) return;  // the whole warp
+  const float* row = logits + static_cast<long long>(r) * experts;
+  double* exps = row_exps + static_cast<long long>(warp) * experts;
+  const long long at = static_cast<long long>(r) * top_k;
+  bool bad = false;
+  for (int e = lane; e < experts; e += 32) {
+    bad |= (pt::bits_of(row[e]) & 0x7f800000u) == 0x7f800000u;
+  }
+  if (__any_sync(0xffffffffu, bad)) {
+    if (lane == 0) atomicMin(bad_row, r);
+    for (int j = lane; j < top_k; j += 32) expert[at + j] = -1;
+    return;
+  }
+  int previous = -1;
+  for (int j = 0; j < top_k; ++j) {
+    int best = -1;
+    for (int e = lane; e < experts; e += 32) {
+      if (previous >= 0 && !moe_ranks_before(row, previous, e)) continue;
+      if (best < 0 || moe_ranks_before(row, e, best)) best = e;
+    }
+    for (int step = 16; step >= 1; step /= 2) {
+      const int other = __shfl_xor_sync(0xffffffffu, best, step);
+      if (other >= 0 && (best < 0 || moe_ranks_before(row, other, best))) best = other;
+    }
+    if (lane == 0) expert[at + j] = best;
+    previous = best;
+    if (j == 0) {
+      const double max_logit = static_cast<double>(row[best]);
+      for (int e = lane; e < experts; e += 32) {
+        exps[e] = pt::exp_f64(pt::sub_f64(static_cast<double>(row[e]), max_logit));
+      }
+    }
+  }
+  __syncwarp();
+  if (lane != 0) return;
+  double denom = 0.0;
+  for (int e = 0; e < experts; ++e) denom = pt::add_f64(denom, exps[e]);
+  double kept = 0.0;
+  for (int j = 0; j < top_k; ++j) kept = pt::add_f64(kept, pt::div_f64(exps[expert[at + j]], denom));
+  for (int j = 0; j < top_k; ++j) {
+    const double score = pt::div_f64(exps[expert[at + j]], denom);
+    weight[at + j] = static_cast<float>(norm ? pt::div_f64(score, kept) : score);
   }
 }
 
@@ -97,7 +159,13 @@ cudaError_t launch_moe_route(const float* logits, int rows, int experts, int top
   int32_t* bad_row = out.offsets + experts + 1;
   cudaError_t st = cudaMemsetAsync(bad_row, 0x7f, sizeof(int32_t), stream);
   if (st != cudaSuccess) return st;
-  if (rows > 0) {
+  if (rows > 0 && experts <= kRouteWarpMaxExperts) {
+    const size_t smem = static_cast<size_t>(kRouteWarps) * experts * sizeof(double);
+    route_rows_warp_kernel<<<(rows + kRouteWarps - 1) / kRouteWarps, kRouteWarps * 32, smem,
+                             stream>>>(logits, rows, experts, top_k, norm_topk_prob, out.expert,
+                                       out.weight, bad_row);
+    if ((st = cudaGetLastError()) != cudaSuccess) return st;
+  } else if (rows > 0) {
     route_rows_kernel<<<(rows + kRouteThreads - 1) / kRouteThreads, kRouteThreads, 0, stream>>>(
         logits, rows, experts, top_k, norm_topk_prob, out.expert, out.weight, bad_row);
     if ((st = cudaGetLastError()) != cudaSuccess) return st;
