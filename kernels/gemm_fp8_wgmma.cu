@@ -217,17 +217,23 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       const int col_base = tn * TILE_N + ((lane & 3) << 1);
       zero_accumulators(acc);
       if constexpr (PROMOTED) {
-        // Group g into `cur` while group g - 1 (in `prev`, read from stage t - 1) finishes and is
-        // promoted; its stage goes back to the producer once its wgmma are done.
+        // Group g, read from stage t - 1, once done (the last group: nothing else running): its
+        // stage goes back to the producer and its partial is promoted.
+        auto retire = [&](float(&part)[S::kRegs], int g, bool last) {
+          if (last) {
+            wait_group_mma<0>(part);
+          } else {
+            wait_group_mma<1>(part);
+          }
+          mbar_arrive(empty_bar((t - 1) % STAGES));
+          promote(kp, acc, part, g, row_base, col_base);
+        };
+        // Group g into `cur` while group g - 1 (in `prev`) finishes and is promoted.
         auto step = [&](float(&cur)[S::kRegs], float(&prev)[S::kRegs], int g) {
           const int s = t % STAGES;
           mbar_wait(full_bar(s), (t / STAGES) & 1);
           issue_group_mma<TILE_N>(cur, stage_a(s) + wg * 64 * kGroupK, stage_w(s), true);
-          if (g > 0) {
-            wait_group_mma<1>(prev);
-            mbar_arrive(empty_bar((t - 1) % STAGES));
-            promote(kp, acc, prev, g - 1, row_base, col_base);
-          }
+          if (g > 0) retire(prev, g - 1, false);
         };
         for (int g = 0; g < kp.k_groups; ++g, ++t) {
           if (g & 1) {
@@ -238,13 +244,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
         const int last = kp.k_groups - 1;
         if (last & 1) {
-          wait_group_mma<0>(part1);
-          mbar_arrive(empty_bar((t - 1) % STAGES));
-          promote(kp, acc, part1, last, row_base, col_base);
+          retire(part1, last, true);
         } else {
-          wait_group_mma<0>(part0);
-          mbar_arrive(empty_bar((t - 1) % STAGES));
-          promote(kp, acc, part0, last, row_base, col_base);
+          retire(part0, last, true);
         }
       } else {
         // Fast accumulation: one chain over the whole of K in the tensor cores' accumulator, one

@@ -22,6 +22,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/gemm_grouped_tiles.cuh"
@@ -265,15 +266,14 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
   // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
-  // The rows of shared memory past the box only reach output rows past M. Grouped: a group's tile
-  // may start at any row; rows of A past the group belong to the next group or lie past M, and
-  // only reach rows that are not stored either.
-  // Grouped: boxes of kGroupedABoxRows rows, as many as a tile's group has rows (each box lands
-  // at a multiple of 2 KiB, so the 128-byte swizzle is the one a single box would give).
+  // The rows of shared memory past the box only reach output rows past M. Grouped: boxes of at
+  // most kGroupedABoxRows rows, as many as a tile's group has rows (each lands at a multiple of
+  // 2 KiB, so the 128-byte swizzle is the one a single box would give); a group's tile may start
+  // at any row, and rows of A past the group belong to the next group or lie past M, and only
+  // reach rows that are not stored either.
   const bool grouped = p.groups > 0;
   const int whole_box = p.m >= S::kTileM ? S::kTileM : ((p.m + 7) / 8) * 8;
-  const int a_box_rows = grouped ? (whole_box < kGroupedABoxRows ? whole_box : kGroupedABoxRows)
-                                 : whole_box;
+  const int a_box_rows = grouped ? std::min(whole_box, kGroupedABoxRows) : whole_box;
   const long long w_rows = grouped ? static_cast<long long>(p.n) * p.groups : p.n;
   if (w_rows > INT32_MAX) return cudaErrorInvalidValue;
   CUtensorMap map_a, map_w;

@@ -1,9 +1,9 @@
 // MoE routing on the device (kernels/moe_route_launch.cuh): one warp per row routes it with the
 // host's row function's arithmetic (one thread per row, the row function itself, past
-// kRouteWarpMaxExperts experts); then one block per expert counts that expert's assignments, and one
-// block per expert places them, in assignment order (r * top_k + j), at its offset (the counts of
-// the experts before it). A block finds its entries' places with warp ballots and a prefix over
-// its warps, chunk by chunk in ascending assignment order: a stable counting sort.
+// kRouteWarpMaxExperts experts); then one block per expert counts that expert's assignments, and
+// one block per expert places them, in assignment order (r * top_k + j), at its offset (the
+// counts of the experts before it). A block finds its entries' places with warp ballots and a
+// prefix over its warps, chunk by chunk in ascending assignment order: a stable counting sort.
 #include <climits>
 
 #include "kernels/moe_route.cuh"
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32)
   const long long at = static_cast<long long>(r) * top_k;
   bool bad = false;
   for (int e = lane; e < experts; e += 32) {
-    bad |= (pt::bits_of(row[e]) & 0x7f800000u) == 0x7f800000u;
+    bad |= moe_logit_not_finite(row[e]);
   }
   if (__any_sync(0xffffffffu, bad)) {
     if (lane == 0) atomicMin(bad_row, r);
@@ -85,7 +85,9 @@ __global__ void __launch_bounds__(kRouteWarps * 32)
   double denom = 0.0;
   for (int e = 0; e < experts; ++e) denom = pt::add_f64(denom, exps[e]);
   double kept = 0.0;
-  for (int j = 0; j < top_k; ++j) kept = pt::add_f64(kept, pt::div_f64(exps[expert[at + j]], denom));
+  for (int j = 0; j < top_k; ++j) {
+    kept = pt::add_f64(kept, pt::div_f64(exps[expert[at + j]], denom));
+  }
   for (int j = 0; j < top_k; ++j) {
     const double score = pt::div_f64(exps[expert[at + j]], denom);
     weight[at + j] = static_cast<float>(norm ? pt::div_f64(score, kept) : score);

@@ -19,13 +19,18 @@ NVDET_PORTABLE_FN bool moe_ranks_before(const float* logits, int a, int b) {
   return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
 }
 
+// Is this router logit infinite or NaN? (Such a row is not routed.)
+NVDET_PORTABLE_FN bool moe_logit_not_finite(float logit) {
+  return (portable::bits_of(logit) & 0x7f800000u) == 0x7f800000u;
+}
+
 // Routes one row: expert[j] and weight[j] for j < top_k. Returns -1, or the first expert whose
 // logit is not finite (the row is then not routed: the ranking would be undefined).
 NVDET_PORTABLE_FN int moe_route_row(const float* logits, int experts, int top_k,
                                     bool norm_topk_prob, int32_t* expert, float* weight) {
   namespace pt = portable;
   for (int e = 0; e < experts; ++e) {
-    if ((pt::bits_of(logits[e]) & 0x7f800000u) == 0x7f800000u) return e;
+    if (moe_logit_not_finite(logits[e])) return e;
   }
   int previous = -1;
   for (int j = 0; j < top_k; ++j) {
