@@ -111,6 +111,15 @@ std::string fused_combine_note(const FusedMoePlan& plan, DType activations) {
                      fused_moe_combine_name(plan.combine), dtype_name(activations));
 }
 
+RunNotes fused_plan_gemm_notes(int split_k, int64_t split_len) {
+  RunNotes n;
+  if (split_k <= 1) return n;
+  n["split_k"] = std::to_string(split_k);
+  n["split_len"] = std::to_string(split_len);
+  n["split_reduce"] = "fp32 parts added by a fixed tree";
+  return n;
+}
+
 HostTensor run_moe(const MoeArgs& args, const MoeKernels& kernels, RunNotes* notes) {
   const HostTensor& x = *args.x;
   const int64_t rows = x.dim(0), hidden = x.dim(1);

@@ -78,5 +78,7 @@ std::string moe_expert_note(int64_t rows, int64_t padded, const RunNotes& gate_u
 std::string fused_plan_note(const FusedMoePlan& plan, const std::vector<int32_t>& expert_rows,
                             int gate_up_split, int down_split);
 std::string fused_combine_note(const FusedMoePlan& plan, DType activations);
+// The notes of one expert GEMM of a fused plan: its split (none where the plan keeps K whole).
+RunNotes fused_plan_gemm_notes(int split_k, int64_t split_len);
 
 }  // namespace nvdet

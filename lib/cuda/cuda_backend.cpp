@@ -75,10 +75,11 @@ class CudaBackend final : public Backend {
   //  - cuda-invariant: the invariant GEMM per expert (its per-row order does not follow the row
   //    count), combined in ascending top-k rank;
   //  - cuda-vendor-policy: a vendor fused MoE planned by lib/ops/fused_moe_plan.h for this
-  //    device's SMs, as cpu-variant plans it: each expert GEMM is cuBLASLt without split-K
-  //    (the fused kernel's one tile loop) or, where the plan splits K, cuBLASLt on each K part
-  //    with the parts added by the plan's fixed tree (lib/backend/split_k_gemm.h); the routed
-  //    weight in fp32 rounded to the dtype and the combine by the plan's rule.
+  //    device's SMs, as cpu-variant plans it: each expert GEMM is the fused kernel's tile loop
+  //    (the invariant GEMM, one fixed K order) over the whole of K or, where the plan splits K,
+  //    over each K part with the parts added by the plan's fixed tree
+  //    (lib/backend/split_k_gemm.h); the routed weight in fp32 rounded to the dtype and the
+  //    combine by the plan's rule.
   HostTensor run_moe_block(const MoeArgs& args, RunNotes* notes) {
     if (auto device = device_moe(args, notes)) {
       HostTensor out = run_prepared(ctx_, device->call);
@@ -128,34 +129,21 @@ class CudaBackend final : public Backend {
   }
 
   // One GEMM of cuda-vendor-policy's fused plan (run_moe_block): the router as this flavor's
-  // ordinary GEMM; an expert GEMM on cuBLASLt without split-K, whole or per K part.
+  // ordinary GEMM; an expert GEMM as the fused kernel's tile loop, which walks K in one fixed
+  // order: the invariant GEMM, whole or per K part. The notes name the plan's split, not the
+  // call's tile (the device path runs every expert in one grouped launch instead).
   HostTensor fused_plan_gemm(const GemmArgs& g, const MoeGemmSite& site, RunNotes* n) {
     if (site.stage == MoeGemmSite::Stage::kRouter || site.split_k == 0) {
       PreparedCall call = prepare(g, n);
       return run_prepared(ctx_, call);
     }
-    const auto whole = [&](const GemmArgs& part, RunNotes* part_notes) {
-      PreparedCall call = prepare_gemm(ctx_, CudaFlavor::kCublasLtNoSplit, part, part_notes);
+    const auto whole = [&](const GemmArgs& part) {
+      PreparedCall call = prepare_gemm(ctx_, CudaFlavor::kInvariant, part, nullptr);
       return run_prepared(ctx_, call);
     };
-    if (site.split_k <= 1) return whole(g, n);
-    RunNotes part_notes;
-    bool first = true;
-    HostTensor out = gemm_in_k_splits(
-        g, site.split_len,
-        [&](const GemmArgs& part) {
-          HostTensor p = whole(part, n && first ? &part_notes : nullptr);
-          first = false;
-          return p;
-        },
-        &weight_slices_);
-    if (n) {
-      *n = part_notes;
-      (*n)["split_k"] = std::to_string(site.split_k);
-      (*n)["split_len"] = std::to_string(site.split_len);
-      (*n)["split_reduce"] = "fp32 parts added by a fixed tree";
-    }
-    return out;
+    if (n) *n = fused_plan_gemm_notes(site.split_k, site.split_len);
+    if (site.split_k <= 1) return whole(g);
+    return gemm_in_k_splits(g, site.split_len, whole, &weight_slices_);
   }
 
   // Every call's notes say which path ran and from which kernel image (machine code or PTX

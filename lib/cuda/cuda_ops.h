@@ -67,9 +67,10 @@ std::optional<MoeDeviceCall> prepare_invariant_moe_device(DeviceContext& ctx, co
 std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, CudaFlavor flavor,
                                                             const MoeArgs& args, RunNotes* notes);
 // cuda-vendor-policy's fused plan (lib/ops/fused_moe_plan.h) on the device, with its host
-// pipeline's bits: each expert GEMM on cuBLASLt without split-K, per K part where the plan splits
-// K, the parts added by the fixed tree on the device, and the plan's combine kernel; the plan made
-// from the route read back once when the call is prepared.
+// pipeline's bits: each stage's experts in one grouped launch of the invariant GEMM (the fused
+// kernel's tile loop), per K part where the plan splits K, the parts added by the fixed tree on
+// the device, and the plan's combine kernel; the plan made from the route read back once when the
+// call is prepared; nullopt where the grouped launch does not run (then the host pipeline runs).
 std::optional<MoeDeviceCall> prepare_fused_plan_moe_device(DeviceContext& ctx, const MoeArgs& args,
                                                            RunNotes* notes);
 // After a run: refuses a non-finite router logit (exit 3) and notes each probed row's experts.

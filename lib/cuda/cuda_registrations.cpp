@@ -174,7 +174,8 @@ std::vector<BackendRegistration> cuda_backend_registrations() {
   vendor_stands_for["gemm"] = cublas_stands_for["gemm"];
   vendor_stands_for["moe"] =
       "a fused MoE kernel (vLLM fused_moe style, lib/ops/fused_moe_plan.h, as cpu-variant plans "
-      "it for this device's SMs) around cuBLASLt GEMMs without split-K of their own";
+      "it for this device's SMs): one tile loop per expert GEMM in a fixed K order, split into K "
+      "parts where the plan asks";
   using cuda::CudaFlavor;
   // The vendor GEMM users run (torch.mm): bench's baseline for any op without one of its own.
   BenchRole vendor_gemm;

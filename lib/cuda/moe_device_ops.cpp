@@ -6,10 +6,12 @@
 //    experts' stacked weights; the combine in ascending top-k rank;
 //  - cublas and the cuBLASLt flavors: one cuBLASLt GEMM per expert on its slice of the grouped
 //    layout; the combine in ascending expert (the expert loop's order);
-//  - cuda-vendor-policy: its fused plan (lib/ops/fused_moe_plan.h), the expert GEMMs on cuBLASLt
-//    without split-K of their own, per K part where the plan splits K; the plan's combine.
-// cuBLASLt takes each expert's row count from the host, so those calls route once when they are
-// prepared and read the layout back (the launch routes again, to the same result).
+//  - cuda-vendor-policy: its fused plan (lib/ops/fused_moe_plan.h), each stage's experts in one
+//    grouped launch of the invariant GEMM (the fused kernel's tile loop) per K part where the
+//    plan splits K; the plan's combine.
+// cuBLASLt takes each expert's row count from the host, and the fused plan follows the counts, so
+// those calls route once when they are prepared and read the layout back (the launch routes
+// again, to the same result).
 //
 // The bits are those of the host-driven pipeline (lib/backend/moe_pipeline.h) with the same
 // GEMMs: the router GEMM is the same call; the routing row function is the host's; a grouped
@@ -380,75 +382,87 @@ std::optional<MoeDeviceCall> prepare_expert_loop_moe_device(DeviceContext& ctx, 
 
 namespace {
 
-// One expert GEMM of cuda-vendor-policy's fused plan on the device, as the host pipeline's
-// fused_plan_gemm computes it (cuda_backend.cpp): cuBLASLt without split-K over the whole of K,
-// or, where the plan splits K, over each part (A's part copied out of the grouped layout on every
-// launch, W's once, here), the fp32 parts added by the fixed tree and rounded once. `a` holds
-// `rows` rows of `depth`; the enqueued steps go to `steps`, buffers to `call`.
-void plan_expert_gemm(DeviceContext& ctx, PreparedCall& call,
-                      std::vector<std::function<cudaError_t(cudaStream_t)>>& steps, const void* a,
-                      const void* w, void* out, int64_t rows, int64_t n, int64_t depth, DType t,
-                      DType out_dtype, int split_k, int64_t split_len, RunNotes* notes) {
-  const size_t e = dtype_size(t);
-  if (split_k <= 1) {
-    GemmOperands g;
+// One stage of cuda-vendor-policy's fused plan on the device, as the host pipeline's
+// fused_plan_gemm computes it (cuda_backend.cpp), every expert at once: the fused kernel's tile
+// loop, which walks K in one fixed order, is the invariant GEMM's grouped launch (each row the bits
+// of the per-expert invariant call). Where the plan splits K, one grouped launch per K part (A's
+// part copied out of the grouped layout on every launch, the stacked W's part once, here) into fp32
+// parts, added by the fixed tree and rounded once. `a` is the grouped layout [routed, depth], `w`
+// the experts' stacked weights [experts * n, depth]. The enqueued steps go to `steps`, buffers to
+// `call`; the grouped tile's name to `tile`. False where the grouped launch does not run here.
+bool plan_fused_stage(DeviceContext& ctx, PreparedCall& call,
+                      std::vector<std::function<cudaError_t(cudaStream_t)>>& steps,
+                      const BlockFront& f, const void* a, const void* w, void* out, int64_t n,
+                      int64_t depth, DType t, DType out_dtype, int split_k, int64_t split_len,
+                      std::string* tile) {
+  const kernels::GemmDevice device = gemm_device(ctx);
+  const int config = forced_wgmma_config(), ctas = forced_gemm_ctas();
+  const int64_t parts = split_k <= 1 ? 1 : (depth + split_len - 1) / split_len;
+  const int64_t len = parts == 1 ? depth : split_len;
+  kernels::GemmGroupedProblem g;
+  g.group_rows = f.route.offsets;
+  g.groups = static_cast<int>(f.experts);
+  g.max_rows = static_cast<int>(f.routed);
+  g.n = static_cast<int>(n);
+  g.in_type = elem_type(t);
+  g.out_type = parts == 1 ? elem_type(out_dtype) : kernels::ElemType::kFP32;
+  // Every part's length (the last may be shorter) must be one the grouped launch takes.
+  for (int64_t k0 = 0; k0 < depth; k0 += len) {
+    g.k = static_cast<int>(std::min(depth, k0 + len) - k0);
+    g.a = a;  // the parts' copies are allocated with the same alignment
+    g.w = w;
+    g.out = out;
+    if (!kernels::gemm_invariant_grouped_supported(g, device)) return false;
+  }
+  g.k = static_cast<int>(len);
+  const kernels::GemmWgmmaConfig& c =
+      kernels::kGemmWgmmaConfigs[kernels::gemm_invariant_grouped_config(g, config)];
+  *tile = fmt::format("{}x{}", c.tile_m, c.tile_n);
+  if (parts == 1) {
     g.a = a;
     g.w = w;
     g.out = out;
-    g.m = rows;
-    g.n = n;
-    g.k = depth;
-    g.dtype = t;
-    g.out_dtype = out_dtype;
-    auto c = std::make_shared<PreparedCall>(
-        prepare_gemm_device(ctx, CudaFlavor::kCublasLtNoSplit, g, notes));
-    steps.push_back([c](cudaStream_t s) { return c->launch(s); });
-    return;
+    g.k = static_cast<int>(depth);
+    steps.push_back([g, device, config, ctas](cudaStream_t s) {
+      return kernels::gemm_invariant_grouped_launch(g, device, config, ctas, s);
+    });
+    return true;
   }
-  const int64_t parts = (depth + split_len - 1) / split_len;
-  // Each part's output 256-byte aligned, as a GEMM on its own buffer would be (cuBLASLt's choice
-  // may depend on the alignment).
-  const int64_t stride = (rows * n + 63) / 64 * 64;
+  const size_t e = dtype_size(t);
+  // Each part's output 256-byte aligned.
+  const int64_t stride = (f.routed * n + 63) / 64 * 64;
   call.owned.emplace_back(static_cast<size_t>(parts * stride) * sizeof(float));
   auto* partial = static_cast<float*>(call.owned.back().get());
-  RunNotes first_notes;
   for (int64_t p = 0; p < parts; ++p) {
-    const int64_t k0 = p * split_len, len = std::min(depth, k0 + split_len) - k0;
-    call.owned.emplace_back(static_cast<size_t>(rows * len) * e);
+    const int64_t k0 = p * len, part_len = std::min(depth, k0 + len) - k0;
+    call.owned.emplace_back(static_cast<size_t>(f.routed * part_len) * e);
     void* a_part = call.owned.back().get();
-    call.owned.emplace_back(static_cast<size_t>(n * len) * e);
+    call.owned.emplace_back(static_cast<size_t>(f.experts * n * part_len) * e);
     void* w_part = call.owned.back().get();
-    check(kernels::launch_copy_columns16(static_cast<const std::byte*>(w) + k0 * e, depth, n, len,
-                                         w_part, ctx.stream()),
-          "cutting an expert's weights along K");
+    check(kernels::launch_copy_columns16(static_cast<const std::byte*>(w) + k0 * e, depth,
+                                         f.experts * n, part_len, w_part, ctx.stream()),
+          "cutting the experts' weights along K");
     const void* a_src = static_cast<const std::byte*>(a) + k0 * e;
-    steps.push_back([a_src, depth, rows, len, a_part](cudaStream_t s) {
-      return kernels::launch_copy_columns16(a_src, depth, rows, len, a_part, s);
+    const int64_t routed = f.routed;
+    steps.push_back([a_src, depth, routed, part_len, a_part](cudaStream_t s) {
+      return kernels::launch_copy_columns16(a_src, depth, routed, part_len, a_part, s);
     });
-    GemmOperands g;
-    g.a = a_part;
-    g.w = w_part;
-    g.out = partial + p * stride;
-    g.m = rows;
-    g.n = n;
-    g.k = len;
-    g.dtype = t;
-    g.out_dtype = DType::kFP32;
-    auto c = std::make_shared<PreparedCall>(prepare_gemm_device(
-        ctx, CudaFlavor::kCublasLtNoSplit, g, notes && p == 0 ? &first_notes : nullptr));
-    steps.push_back([c](cudaStream_t s) { return c->launch(s); });
+    kernels::GemmGroupedProblem part = g;
+    part.a = a_part;
+    part.w = w_part;
+    part.out = partial + p * stride;
+    part.k = static_cast<int>(part_len);
+    steps.push_back([part, device, config, ctas](cudaStream_t s) {
+      return kernels::gemm_invariant_grouped_launch(part, device, config, ctas, s);
+    });
   }
   const kernels::ElemType out_type = elem_type(out_dtype);
-  steps.push_back([partial, parts, rows, n, stride, out_type, out](cudaStream_t s) {
-    return kernels::launch_sum_k_parts(partial, static_cast<int>(parts), rows * n, stride, out_type,
+  const int64_t elems = f.routed * n;
+  steps.push_back([partial, parts, elems, stride, out_type, out](cudaStream_t s) {
+    return kernels::launch_sum_k_parts(partial, static_cast<int>(parts), elems, stride, out_type,
                                        out, s);
   });
-  if (notes) {
-    *notes = first_notes;
-    (*notes)["split_k"] = std::to_string(split_k);
-    (*notes)["split_len"] = std::to_string(split_len);
-    (*notes)["split_reduce"] = "fp32 parts added by a fixed tree";
-  }
+  return true;
 }
 
 }  // namespace
@@ -470,27 +484,20 @@ std::optional<MoeDeviceCall> prepare_fused_plan_moe_device(DeviceContext& ctx, c
   const int dn_split = plan.split_k(counts, hidden, inter);
   const int64_t gu_len = plan.split_len(gu_split, hidden), dn_len = plan.split_len(dn_split, inter);
 
-  const std::set<int32_t>& noted = route.noted;
-  const size_t e = f.e;
   std::vector<std::function<cudaError_t(cudaStream_t)>> gate_up, down;
-  for (int32_t x = 0; x < f.experts; ++x) {
-    const int64_t begin = offsets[x], count = counts[x];
-    if (count == 0) continue;
-    const bool note = notes && noted.count(x) > 0;
-    RunNotes gu_notes, dn_notes;
-    plan_expert_gemm(ctx, b->m.call, gate_up,
-                     static_cast<const std::byte*>(f.grouped_in) + begin * hidden * e,
-                     static_cast<const std::byte*>(b->gate_up_stack) + x * 2 * inter * hidden * e,
-                     static_cast<std::byte*>(b->grouped_gu) + begin * 2 * inter * e, count,
-                     2 * inter, hidden, b->t, b->t, gu_split, gu_len, note ? &gu_notes : nullptr);
-    plan_expert_gemm(
-        ctx, b->m.call, down, static_cast<const std::byte*>(b->grouped_act) + begin * inter * e,
-        static_cast<const std::byte*>(b->down_stack) + x * hidden * inter * e,
-        static_cast<std::byte*>(b->grouped_out) + begin * hidden * sizeof(float), count, hidden,
-        inter, b->t, DType::kFP32, dn_split, dn_len, note ? &dn_notes : nullptr);
-    if (note) {
+  std::string gu_tile, dn_tile;
+  if (!plan_fused_stage(ctx, b->m.call, gate_up, f, f.grouped_in, b->gate_up_stack, b->grouped_gu,
+                        2 * inter, hidden, b->t, b->t, gu_split, gu_len, &gu_tile) ||
+      !plan_fused_stage(ctx, b->m.call, down, f, b->grouped_act, b->down_stack, b->grouped_out,
+                        hidden, inter, b->t, DType::kFP32, dn_split, dn_len, &dn_tile)) {
+    return std::nullopt;
+  }
+  if (notes) {
+    const RunNotes gu_notes = fused_plan_gemm_notes(gu_split, gu_len);
+    const RunNotes dn_notes = fused_plan_gemm_notes(dn_split, dn_len);
+    for (int32_t x : route.noted) {
       (*notes)[fmt::format("expert {}", x)] =
-          moe_expert_note(count, plan.padded_rows(count), gu_notes, dn_notes);
+          moe_expert_note(counts[x], plan.padded_rows(counts[x]), gu_notes, dn_notes);
     }
   }
   const kernels::ElemType t = elem_type(b->t), out_type = elem_type(args.out_dtype);
@@ -517,11 +524,12 @@ std::optional<MoeDeviceCall> prepare_fused_plan_moe_device(DeviceContext& ctx, c
   if (notes) {
     (*notes)["fused_moe"] = fused_plan_note(plan, counts, gu_split, dn_split);
     (*notes)["combine"] = fused_combine_note(plan, b->t);
-    (*notes)["moe_device_steps"] =
-        "router GEMM, routing, gather, SwiGLU and combine on the device; each expert's GEMMs "
-        "on cuBLASLt without split-K of their own, per K part where the plan splits K, the parts "
-        "added on the device; the plan made from the route read back once when the call is "
-        "prepared";
+    (*notes)["moe_device_steps"] = fmt::format(
+        "router GEMM, routing, gather, SwiGLU and combine on the device; each stage's experts in "
+        "one grouped launch of the invariant GEMM's tile loop (gate_up tile {}, down tile {}) per "
+        "K part, the parts added on the device; the plan made from the route read back once when "
+        "the call is prepared",
+        gu_tile, dn_tile);
   }
   return std::move(b->m);
 }
