@@ -49,10 +49,18 @@ struct TcShape {
   static constexpr int kSmemLimit = 227 * 1024;
   static constexpr int kBarBytes = 256;
   static constexpr int kOffBytes = 2 * kKeys * 8;
-  static constexpr int kNb = (kSmemLimit - kQBytes - kRunBytes - kBarBytes - kOffBytes) / kTileBytes;
-  static constexpr int kNbUsed = kNb > 8 ? 8 : kNb;
+  static constexpr int ring_slots(int q_bufs) {
+    const int n = (kSmemLimit - q_bufs * kQBytes - kRunBytes - kBarBytes - kOffBytes) / kTileBytes;
+    return n > 8 ? 8 : n;
+  }
+  // A second Q buffer where it costs no ring slot (one warpgroup, head_dim <= 128): the producer
+  // then loads the next item's Q while the consumers finish the current one, so a short item
+  // (a decode split of 4 tiles) does not start with the ring drained.
+  static constexpr int kQBufs = ring_slots(2) == ring_slots(1) ? 2 : 1;
+  static constexpr int kNbUsed = ring_slots(kQBufs);
   static_assert(kNbUsed >= 4, "shared memory for at least 4 ring buffers");
-  static constexpr int kSmemBytes = kQBytes + kNbUsed * kTileBytes + kRunBytes + kOffBytes + kBarBytes;
+  static constexpr int kSmemBytes =
+      kQBufs * kQBytes + kNbUsed * kTileBytes + kRunBytes + kOffBytes + kBarBytes;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
 };
 
@@ -116,14 +124,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t base = smem_addr(smem_raw);
   if ((base & 1023u) != 0) __trap();
-  const uint32_t q_smem = base;
-  const uint32_t ring = q_smem + S::kQBytes;
+  const uint32_t ring = base + S::kQBufs * S::kQBytes;
   const uint32_t run_smem = ring + kNb * S::kTileBytes;
   const uint32_t off_smem = run_smem + S::kRunBytes;
   const uint32_t bars = off_smem + S::kOffBytes;
-  const uint32_t q_full = bars, q_empty = bars + 8;
-  auto full_bar = [&](int s) { return bars + 16 + 8 * s; };
-  auto empty_bar = [&](int s) { return bars + 16 + 8 * (kNb + s); };
+  auto q_smem = [&](int b) { return base + b * S::kQBytes; };
+  auto q_full = [&](int b) { return bars + 8 * b; };
+  auto q_empty = [&](int b) { return bars + 16 + 8 * b; };
+  auto full_bar = [&](int s) { return bars + 32 + 8 * s; };
+  auto empty_bar = [&](int s) { return bars + 32 + 8 * (kNb + s); };
   auto tile_smem = [&](int s) { return ring + s * S::kTileBytes; };
   // Generic pointers to the parts the threads read and write with ordinary instructions.
   float* const run_o = reinterpret_cast<float*>(smem_raw + (run_smem - base));
@@ -133,8 +142,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const int num_items = p.num_units * p.num_kv_heads;
   const int warpgroup = threadIdx.x / 128;
   if (threadIdx.x == 0) {
-    mbar_init(q_full, 128);
-    mbar_init(q_empty, 4 * CONSUMERS);
+    for (int b = 0; b < S::kQBufs; ++b) {
+      mbar_init(q_full(b), 128);
+      mbar_init(q_empty(b), 4 * CONSUMERS);
+    }
     for (int s = 0; s < kNb; ++s) {
       mbar_init(full_bar(s), 128);
       mbar_init(empty_bar(s), 4 * CONSUMERS);
@@ -156,9 +167,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
       const Item it = load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
+      const int qb = items_done % S::kQBufs;
       // Q: row r is token r / group, head r % group of this KV head; rows past the unit's tokens
       // are zero.
-      mbar_wait(q_empty, (items_done & 1) ^ 1);
+      mbar_wait(q_empty(qb), ((items_done / S::kQBufs) & 1) ^ 1);
       for (int i = t; i < kRows * kChunks; i += 128) {
         const int r = i / kChunks, c = i % kChunks;
         const int token = r / group;
@@ -168,42 +180,60 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           src = q + (static_cast<int64_t>(it.u.q_row + token) * p.num_heads + it.kvh * group +
                      r % group) * HD + c * 8;
         }
-        cp_async16(q_smem + swizzled_offset(r, c, kRows), src, ok ? 16u : 0u);
+        cp_async16(q_smem(qb) + swizzled_offset(r, c, kRows), src, ok ? 16u : 0u);
       }
-      cp_async_arrive(q_full);
-      for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
-        const int hi = split_hi(j, p.split_size, it.last_pos);
-        for (int t0 = split_lo(j, p.split_size); t0 < hi; t0 += kKeys, ++tiles_done) {
-          // The tile's key offsets (element index of (key, kvh, 0)), -1 past `hi`; double
-          // buffered, so one barrier per tile orders both the writes and the previous reads.
-          int64_t* offs = key_off + (tiles_done & 1) * kKeys;
-          if (t < kKeys) {
-            const int key = t0 + t;
-            int64_t off = -1;
-            if (key < hi) {
-              const int page_index = pow2 ? (key >> shift) : (key / p.page_size);
-              const int slot = pow2 ? (key & (p.page_size - 1)) : (key - page_index * p.page_size);
-              off = (static_cast<int64_t>(pages[page_index]) * p.page_size + slot) * token_stride +
-                    static_cast<int64_t>(it.kvh) * HD;
-            }
-            offs[t] = off;
-          }
-          named_barrier(1, 128);
-#pragma unroll
-          for (int operand = 0; operand < 2; ++operand, ++use) {
-            const int s = use % kNb;
-            mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
-            const uint32_t dst = tile_smem(s);
-#pragma unroll 4
-            for (int i = t; i < kKeys * kChunks; i += 128) {
-              const int r = i / kChunks, c = i % kChunks;
-              const int64_t off = offs[r];
-              const T* src = off >= 0 ? kv[operand] + off + c * 8 : kv[operand];
-              cp_async16(dst + swizzled_offset(r, c, kKeys), src, off >= 0 ? 16u : 0u);
-            }
-            cp_async_arrive(full_bar(s));
-          }
+      cp_async_arrive(q_full(qb));
+      // The item's tiles in plan order; thread t < kKeys owns key t0 + t of each. Its page-table
+      // entry for the next tile is loaded before this tile's copies are issued, so the copies of
+      // the next tile do not wait for that load.
+      const auto page_of = [&](int key) {
+        return pages[pow2 ? (key >> shift) : (key / p.page_size)];
+      };
+      int j = it.u.split_begin;
+      int t0 = split_lo(j, p.split_size);
+      int hi = split_hi(j, p.split_size, it.last_pos);
+      int32_t page = t < kKeys && t0 + t < hi ? page_of(t0 + t) : 0;
+      while (j < it.u.split_end) {
+        int nj = j, nt0 = t0 + kKeys, nhi = hi;
+        if (nt0 >= hi) {
+          ++nj;
+          nt0 = split_lo(nj, p.split_size);
+          nhi = split_hi(nj, p.split_size, it.last_pos);
         }
+        const int32_t next_page = nj < it.u.split_end && t < kKeys && nt0 + t < nhi ? page_of(nt0 + t) : 0;
+        // The tile's key offsets (element index of (key, kvh, 0)), -1 past `hi`; double
+        // buffered, so one barrier per tile orders both the writes and the previous reads.
+        int64_t* offs = key_off + (tiles_done & 1) * kKeys;
+        if (t < kKeys) {
+          const int key = t0 + t;
+          int64_t off = -1;
+          if (key < hi) {
+            const int slot = pow2 ? (key & (p.page_size - 1)) : (key % p.page_size);
+            off = (static_cast<int64_t>(page) * p.page_size + slot) * token_stride +
+                  static_cast<int64_t>(it.kvh) * HD;
+          }
+          offs[t] = off;
+        }
+        named_barrier(1, 128);
+#pragma unroll
+        for (int operand = 0; operand < 2; ++operand, ++use) {
+          const int s = use % kNb;
+          mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
+          const uint32_t dst = tile_smem(s);
+#pragma unroll 4
+          for (int i = t; i < kKeys * kChunks; i += 128) {
+            const int r = i / kChunks, c = i % kChunks;
+            const int64_t off = offs[r];
+            const T* src = off >= 0 ? kv[operand] + off + c * 8 : kv[operand];
+            cp_async16(dst + swizzled_offset(r, c, kKeys), src, off >= 0 ? 16u : 0u);
+          }
+          cp_async_arrive(full_bar(s));
+        }
+        page = next_page;
+        j = nj;
+        t0 = nt0;
+        hi = nhi;
+        ++tiles_done;
       }
     }
   } else {
@@ -235,7 +265,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #pragma unroll
         for (int i = 0; i < S::kORegs; ++i) my_run[i * 128] = 0.0f;
       }
-      mbar_wait(q_full, items_done & 1);
+      const int qb = items_done % S::kQBufs;
+      mbar_wait(q_full(qb), (items_done / S::kQBufs) & 1);
       fence_proxy_async();
       const int last_split = it.u.split_end - 1;
       for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
@@ -260,7 +291,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < HD / 16; ++kk) {
-            const uint64_t dq = smem_desc(q_smem + (kk / 4) * (kRows * 128) + wg * 64 * 128 +
+            const uint64_t dq = smem_desc(q_smem(qb) + (kk / 4) * (kRows * 128) + wg * 64 * 128 +
                                           (kk % 4) * 32);
             const uint64_t dk = smem_desc(tile_smem(sk) + (kk / 4) * (kKeys * 128) + (kk % 4) * 32);
             Wgmma<kKeys, T>::mma(s, dq, dk);
@@ -270,7 +301,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           fence_operands(s);
           if (lane == 0) {
             mbar_arrive(empty_bar(sk));
-            if (j == last_split && t0 + kKeys >= hi) mbar_arrive(q_empty);
+            if (j == last_split && t0 + kKeys >= hi) mbar_arrive(q_empty(qb));
           }
           ++use;
           // ---- the online-softmax step (one arithmetic body for every tile)
