@@ -78,9 +78,22 @@ AttentionPlan invariant_prefill_plan(std::span<const int32_t> q_start,
   return plan;
 }
 
+bool tc_split_parallel_pays(std::span<const int64_t> item_tiles, int64_t split_tiles, int num_sms) {
+  if (item_tiles.empty() || num_sms <= 0 || split_tiles <= 0) return false;
+  int64_t total = 0, longest = 0;
+  for (const int64_t t : item_tiles) {
+    total += t;
+    longest = std::max(longest, t);
+  }
+  const int64_t spread = (total + num_sms - 1) / num_sms;
+  const int64_t fused = std::max(longest, spread);
+  const int64_t split = std::max(std::min(longest, split_tiles), spread) + 1;
+  return 5 * split < 4 * fused;
+}
+
 TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
                                   std::span<const int32_t> kv_lens, int group, int split_size,
-                                  int consumers, int num_kv_heads, int num_sms,
+                                  int consumers, int num_kv_heads, int num_sms, int tile_keys,
                                   TcExecution execution) {
   TcAttentionPlan plan;
   plan.consumers = consumers;
@@ -104,11 +117,23 @@ TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
     }
     if (s == 0 && q_len > 0) plan.num_splits_seq0 = (kv_lens[0] - 1) / split_size + 1;
   }
-  // Split-parallel when the fused blocks would leave SMs idle (or when asked): partial states
-  // cost one write and one read of fp32 O per row and split, against no extra work when fused.
-  const bool split = execution == TcExecution::kSplit ||
-                     (execution == TcExecution::kAuto &&
-                      static_cast<int64_t>(blocks.size()) * num_kv_heads < num_sms);
+  // Split-parallel when the fused blocks would leave SMs idle long enough (or when asked).
+  bool split = execution == TcExecution::kSplit;
+  if (execution == TcExecution::kAuto) {
+    std::vector<int64_t> item_tiles;
+    item_tiles.reserve(blocks.size());
+    for (const Block& b : blocks) {
+      const int64_t last = b.unit.first_pos + b.unit.num_tokens - 1;
+      int64_t tiles = 0;
+      for (int32_t j = 0; j < b.splits; ++j) {
+        const int64_t len = std::min<int64_t>(last + 1, static_cast<int64_t>(j + 1) * split_size) -
+                            static_cast<int64_t>(j) * split_size;
+        tiles += (len + tile_keys - 1) / tile_keys;
+      }
+      for (int h = 0; h < num_kv_heads; ++h) item_tiles.push_back(tiles);
+    }
+    split = tc_split_parallel_pays(item_tiles, (split_size + tile_keys - 1) / tile_keys, num_sms);
+  }
   for (const Block& b : blocks) {
     if (!split || b.splits == 1) {
       plan.units.push_back(b.unit);

@@ -41,8 +41,17 @@ AttentionPlan invariant_prefill_plan(std::span<const int32_t> q_start,
 
 // How the tensor-core kernel runs a plan's splits (kernels/attention_tc.cuh): every split of a
 // block folded by the block's CTA, or each split of a multi-split block in a CTA of its own with a
-// merge kernel after. Both give the same bits; kAuto picks by the launch's size.
+// merge kernel after. Both give the same bits; kAuto picks by the launch's size
+// (tc_split_parallel_pays).
 enum class TcExecution { kAuto, kFused, kSplit };
+
+// Whether running multi-split blocks split-parallel is expected to finish sooner than fused, for
+// `item_tiles` (each fused item's key tiles, one item per block and KV head), the tiles of one
+// split (split_tiles) and `num_sms` persistent CTAs. Fused takes about max(the longest item, the
+// tiles spread over the SMs); split-parallel cuts every item into items of at most split_tiles and
+// adds the partial states' round trip and the merge launch, counted as one tile per CTA. Split
+// wins only by a clear margin (fused writes no partial states).
+bool tc_split_parallel_pays(std::span<const int64_t> item_tiles, int64_t split_tiles, int num_sms);
 
 // The tensor-core kernel's units for decode (q_start = 0, 1, ..., seqs) or prefill: each
 // sequence's new tokens in blocks of block_rows / group tokens, ordered longest first.
@@ -58,7 +67,7 @@ struct TcAttentionPlan {
 };
 TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
                                   std::span<const int32_t> kv_lens, int group, int split_size,
-                                  int consumers, int num_kv_heads, int num_sms,
+                                  int consumers, int num_kv_heads, int num_sms, int tile_keys,
                                   TcExecution execution);
 
 // Prefill, vendor policy: each new token's [0, p] cut at the prefix length and the chunk start

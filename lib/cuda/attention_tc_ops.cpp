@@ -74,9 +74,9 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     consumers = static_cast<int64_t>(longest) * group > 64 ? 2 : 1;
   }
   if (!kernels::attention_tc_consumers_supported(c.head_dim, consumers)) consumers = 1;
-  const TcAttentionPlan plan =
-      tc_attention_plan(c.q_start, c.kv->kv_lens, group, c.split_size, consumers, c.num_kv_heads,
-                        ctx.sm_count(), execution_setting());
+  const TcAttentionPlan plan = tc_attention_plan(
+      c.q_start, c.kv->kv_lens, group, c.split_size, consumers, c.num_kv_heads, ctx.sm_count(),
+      kernels::attention_tc_tile_keys(c.head_dim), execution_setting());
 
   PreparedCall call;
   const auto put = [&](const void* data, size_t bytes) -> const void* {
