@@ -167,6 +167,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const bool pow2 = (p.page_size & (p.page_size - 1)) == 0;
     const int shift = __ffs(p.page_size) - 1;
     int use = 0, items_done = 0, tiles_done = 0;
+    constexpr int kRowStep = 128 / kChunks;  // rows one pass of the 128 threads covers
+    static_assert(128 % kChunks == 0 && (kKeys / kRowStep) % 8 == 0, "whole passes over a tile");
+    const int copy_chunk = t % kChunks, copy_row = t / kChunks;
     for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
       const Item it = load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
@@ -223,12 +226,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           const int s = use % kNb;
           mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
           const uint32_t dst = tile_smem(s);
-#pragma unroll 4
-          for (int i = t; i < kKeys * kChunks; i += 128) {
-            const int r = i / kChunks, c = i % kChunks;
-            const int64_t off = offs[r];
-            const T* src = off >= 0 ? kv[operand] + off + c * 8 : kv[operand];
-            cp_async16(dst + swizzled_offset(r, c, kKeys), src, off >= 0 ? 16u : 0u);
+          const T* const base = kv[operand] + copy_chunk * 8;
+          // Thread t copies 16-byte chunk t % kChunks of rows t / kChunks + n * kRowStep: the
+          // chunk and the row's swizzle phase are fixed per thread, and the row offsets are read
+          // eight at a time before their copies are issued (a generic i / kChunks walk took ~40
+          // dependent instructions a copy and left the consumers waiting for K tiles).
+#pragma unroll
+          for (int n0 = 0; n0 < kKeys / kRowStep; n0 += 8) {
+            int64_t off[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) off[k] = offs[copy_row + (n0 + k) * kRowStep];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+              const int r = copy_row + (n0 + k) * kRowStep;
+              cp_async16_or_zero(dst + swizzled_offset(r, copy_chunk, kKeys), base + max(off[k], int64_t{0}),
+                                 off[k] < 0);
+            }
           }
           cp_async_arrive(full_bar(s));
         }

@@ -70,6 +70,14 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, uint32
                "r"(src_bytes)
                : "memory");
 }
+// 16 bytes global -> shared, bypassing L1, or 16 zero bytes when `zero` (src is then not read):
+// the predicate form, which needs no byte count computed per copy.
+__device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src, bool zero) {
+  asm volatile(
+      "{\n.reg .pred z;\nsetp.ne.b32 z, %2, 0;\ncp.async.cg.shared.global [%0], [%1], 16, z;\n}\n" ::"r"(dst),
+      "l"(src), "r"(static_cast<int>(zero))
+      : "memory");
+}
 // Arrives on `bar` once every cp.async this thread issued before has landed (the arrival counts
 // towards the barrier's expected count: no pending-count increment).
 __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
