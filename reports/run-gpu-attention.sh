@@ -7,6 +7,8 @@
 #   NVDET_ATTN_TESTS   gtest filter of the test step (default: the attention and parity tests)
 #   NVDET_ATTN_BENCH   0 skips the benches; NVDET_ATTN_AUDIT=0 skips the audits
 #   NVDET_DECODE_FILTER / NVDET_PREFILL_FILTER  --filter of the two benches
+#   NVDET_ATTN_NCU=1   also profile the two-warpgroup prefill kernel over a whole 4096-token prompt
+#                      (ncu --set full, one launch; details and per-SASS-line stalls as text)
 set -uo pipefail
 out=${1:-reports/out}
 mkdir -p "$out"
@@ -31,6 +33,17 @@ if [[ ${NVDET_ATTN_BENCH:-1} != 0 ]]; then
   step bench-prefill-chunk-sweep "$nvdet" bench scenarios/prefill-chunk-sweep.yaml \
     --backends cuda-invariant,cudnn --baseline cudnn --report-dir "$out" --format md,json,csv \
     --filter "${NVDET_PREFILL_FILTER:-.}"
+fi
+if [[ ${NVDET_ATTN_NCU:-0} == 1 ]]; then
+  # The kernel is picked by its template arguments (<T, head_dim, 2 warpgroups>): the bench's first
+  # launches of attention_tc_kernel can be other shapes.
+  step ncu-prefill-whole ncu --clock-control none --kernel-name-base demangled \
+    -k 'regex:attention_tc_kernel<.*\(int\)2>' --launch-skip 2 --launch-count 1 --set full \
+    --import-source no -f -o "$out/ncu-prefill-whole" "$nvdet" bench scenarios/prefill-chunk-sweep.yaml \
+    --backends cuda-invariant --filter 'prefill_chunk=whole,prefix_len=0,batch=1'
+  ncu -i "$out/ncu-prefill-whole.ncu-rep" --page details >"$out/ncu-prefill-whole-details.txt" 2>&1
+  ncu -i "$out/ncu-prefill-whole.ncu-rep" --page source --csv --print-source sass \
+    >"$out/ncu-prefill-whole-sass.csv" 2>&1
 fi
 if [[ ${NVDET_ATTN_AUDIT:-1} != 0 ]]; then
   for s in scenarios/model-parity-gpu.yaml scenarios/model-parity-long-gpu.yaml; do
