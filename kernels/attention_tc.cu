@@ -171,16 +171,20 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       // Q: row r is token r / group, head r % group of this KV head; rows past the unit's tokens
       // are zero.
       mbar_wait(q_empty(qb), ((items_done / S::kQBufs) & 1) ^ 1);
-      for (int i = t; i < kRows * kChunks; i += 128) {
-        const int r = i / kChunks, c = i % kChunks;
-        const int token = r / group;
-        const bool ok = token < it.u.num_tokens;
+      // Only the unit's rows (all of them in prefill, the group's heads in decode) divide by the
+      // group.
+      const int q_rows = it.u.num_tokens * group;
+#pragma unroll
+      for (int n = 0; n < kCopy.passes(kRows); ++n) {
+        const int r = kCopy.row(t, n);
+        const bool ok = r < q_rows;
         const T* src = q;
         if (ok) {
+          const int token = r / group;
           src = q + (static_cast<int64_t>(it.u.q_row + token) * p.num_heads + it.kvh * group +
-                     r % group) * HD + c * 8;
+                     (r - token * group)) * HD + copy_chunk * 8;
         }
-        cp_async16(q_smem(qb) + tc_swizzled_offset(r, c, kRows), src, ok ? 16u : 0u);
+        cp_async16_or_zero(q_smem(qb) + tc_swizzled_offset(r, copy_chunk, kRows), src, !ok);
       }
       cp_async_arrive(q_full(qb));
       // The item's tiles in plan order; thread t < kKeys owns key t0 + t of each. Its page-table
