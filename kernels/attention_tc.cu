@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/attention_tc.cuh"
+#include "kernels/attention_tc_copy.cuh"
 #include "kernels/attention_tc_math.cuh"
 #include "kernels/attention_tc_wgmma.cuh"
 #include "kernels/gemm_wgmma_instr.cuh"
@@ -68,13 +69,6 @@ struct TcShape {
 };
 
 #ifdef NVDET_SM90A_DEVICE
-
-// Byte offset of 16-byte chunk `chunk` (of HD / 8) of row `row` in a [col block][rows][64] tile
-// of `rows` rows with the 128-byte swizzle (chunk index XOR row % 8 inside a 1024-byte atom).
-__device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk, int rows) {
-  const int block = chunk >> 3, c = chunk & 7;
-  return static_cast<uint32_t>(block * rows * 128 + row * 128 + ((c ^ (row & 7)) << 4));
-}
 
 template <class T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi);
@@ -167,6 +161,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const bool pow2 = (p.page_size & (p.page_size - 1)) == 0;
     const int shift = __ffs(p.page_size) - 1;
     int use = 0, items_done = 0, tiles_done = 0;
+    constexpr TcTileCopy kCopy(HD);
+    static_assert(128 % kChunks == 0 && kCopy.passes(kKeys) % 8 == 0, "whole passes over a tile");
+    const int copy_chunk = kCopy.chunk(t);
     for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
       const Item it = load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
@@ -174,16 +171,20 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       // Q: row r is token r / group, head r % group of this KV head; rows past the unit's tokens
       // are zero.
       mbar_wait(q_empty(qb), ((items_done / S::kQBufs) & 1) ^ 1);
-      for (int i = t; i < kRows * kChunks; i += 128) {
-        const int r = i / kChunks, c = i % kChunks;
-        const int token = r / group;
-        const bool ok = token < it.u.num_tokens;
+      // Only the unit's rows (all of them in prefill, the group's heads in decode) divide by the
+      // group.
+      const int q_rows = it.u.num_tokens * group;
+#pragma unroll
+      for (int n = 0; n < kCopy.passes(kRows); ++n) {
+        const int r = kCopy.row(t, n);
+        const bool ok = r < q_rows;
         const T* src = q;
         if (ok) {
+          const int token = r / group;
           src = q + (static_cast<int64_t>(it.u.q_row + token) * p.num_heads + it.kvh * group +
-                     r % group) * HD + c * 8;
+                     (r - token * group)) * HD + copy_chunk * 8;
         }
-        cp_async16(q_smem(qb) + swizzled_offset(r, c, kRows), src, ok ? 16u : 0u);
+        cp_async16_or_zero(q_smem(qb) + tc_swizzled_offset(r, copy_chunk, kRows), src, !ok);
       }
       cp_async_arrive(q_full(qb));
       // The item's tiles in plan order; thread t < kKeys owns key t0 + t of each. Its page-table
@@ -223,12 +224,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           const int s = use % kNb;
           mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
           const uint32_t dst = tile_smem(s);
-#pragma unroll 4
-          for (int i = t; i < kKeys * kChunks; i += 128) {
-            const int r = i / kChunks, c = i % kChunks;
-            const int64_t off = offs[r];
-            const T* src = off >= 0 ? kv[operand] + off + c * 8 : kv[operand];
-            cp_async16(dst + swizzled_offset(r, c, kKeys), src, off >= 0 ? 16u : 0u);
+          const T* const base = kv[operand] + copy_chunk * 8;
+          // The thread's chunk is fixed for the tile (attention_tc_copy.cuh), and its rows'
+          // offsets are read eight at a time before their copies are issued (a generic
+          // i / kChunks walk took ~40 dependent instructions a copy and left the consumers
+          // waiting for K tiles).
+#pragma unroll
+          for (int n0 = 0; n0 < kCopy.passes(kKeys); n0 += 8) {
+            int64_t off[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) off[k] = offs[kCopy.row(t, n0 + k)];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+              const int r = kCopy.row(t, n0 + k);
+              cp_async16_or_zero(dst + tc_swizzled_offset(r, copy_chunk, kKeys), base + max(off[k], int64_t{0}),
+                                 off[k] < 0);
+            }
           }
           cp_async_arrive(full_bar(s));
         }
