@@ -4,7 +4,9 @@
 // A CTA is one producer warpgroup and CONSUMERS consumer warpgroups of 64 query rows each. The
 // CTA's rows are the GQA group's heads of consecutive query tokens (row r: token r / group, head
 // r % group of the unit's KV head), so every K and V tile is read once for the whole group. CTAs
-// are persistent: each walks the (unit, KV head) items blockIdx.x, blockIdx.x + gridDim.x, ...
+// are persistent: each walks its list of (unit, KV head) items (the host balances the lists by
+// their tiles where the items' lengths differ, as in a causal prefill), else the items
+// blockIdx.x, blockIdx.x + gridDim.x, ...
 //  - producer: cp.async gathers of Q and of K and V tiles through the page table into
 //    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), completing on
 //    mbarriers of a ring of NB tile buffers (K and V tiles alternate in the ring); Q in two
@@ -103,6 +105,16 @@ __device__ __forceinline__ Item load_item(const TcAttentionParams& p, int item) 
   it.last_pos = it.u.first_pos + it.u.num_tokens - 1;
   return it;
 }
+// The n-th item this CTA runs, or -1 after its last: from its list where the host made one, else
+// every gridDim.x-th item from blockIdx.x. The producer and the consumers walk the same sequence.
+__device__ __forceinline__ int cta_item(const TcAttentionParams& p, int n, int num_items) {
+  if (p.cta_item_begin == nullptr) {
+    const int64_t item = blockIdx.x + static_cast<int64_t>(n) * gridDim.x;
+    return item < num_items ? static_cast<int>(item) : -1;
+  }
+  const int i = p.cta_item_begin[blockIdx.x] + n;
+  return i < p.cta_item_begin[blockIdx.x + 1] ? p.cta_items[i] : -1;
+}
 // Keys [lo, hi) of split j that a unit ending at last_pos needs.
 __device__ __forceinline__ int split_lo(int j, int s) { return j * s; }
 __device__ __forceinline__ int split_hi(int j, int s, int last_pos) {
@@ -164,7 +176,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     constexpr TcTileCopy kCopy(HD);
     static_assert(128 % kChunks == 0 && kCopy.passes(kKeys) % 8 == 0, "whole passes over a tile");
     const int copy_chunk = kCopy.chunk(t);
-    for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
+    for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
       const Item it = load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
       const int qb = items_done % S::kQBufs;
@@ -264,7 +276,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int rows[2] = {row0, row0 + 8};
     float* const my_run = run_o + wg * 128 * S::kORegs + tid;  // element i at my_run[i * 128]
     int use = 0, items_done = 0;
-    for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
+    for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
       const Item it = load_item(p, item);
       int pos[2];
       bool valid[2];
@@ -503,6 +515,7 @@ cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(p.num_units) * p.num_kv_heads;
   if (items > INT32_MAX) return cudaErrorInvalidValue;
   int ctas = p.ctas;
+  if (p.cta_item_begin != nullptr && (ctas <= 0 || p.cta_items == nullptr)) return cudaErrorInvalidValue;
   if (ctas <= 0) {
     int device = 0, sms = 0;
     cudaError_t st = cudaGetDevice(&device);
@@ -510,7 +523,8 @@ cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
     if (st != cudaSuccess) return st;
     ctas = sms;
   }
-  const int grid = static_cast<int>(items < ctas ? items : ctas);
+  // With item lists every CTA is launched (a list may be empty); else no more CTAs than items.
+  const int grid = p.cta_item_begin != nullptr ? ctas : static_cast<int>(items < ctas ? items : ctas);
   kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
