@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
   if (threadIdx.x == 0) {
     for (int s = 0; s < S::kStages; ++s) {
       mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), 128 * CONSUMERS);
+      mbar_init(empty_bar(s), 4 * CONSUMERS);  // one arrival per consumer warp
     }
     mbar_init_fence();
   }
@@ -226,11 +226,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
         }
         wgmma_commit();
         wgmma_wait<IN_FLIGHT>();  // groups up to t - IN_FLIGHT are done with shared memory
-        if (t - IN_FLIGHT >= first_t) mbar_arrive(empty_bar((t - IN_FLIGHT) % S::kStages));
+        // One arrival per warp, after the whole warp's wait (wait_group is warp-aligned): the
+        // stage is free once every consumer warp has arrived. A per-thread arrival put 128
+        // shared-memory atomics on one barrier per consumer and k tile.
+        if (lane == 0 && t - IN_FLIGHT >= first_t) mbar_arrive(empty_bar((t - IN_FLIGHT) % S::kStages));
       }
       wgmma_wait<0>();
       fence_operands(acc);
-      for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
+      if (lane == 0) {
+        for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
+      }
 
       const int row_base = site.out_row + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = site.col + ((lane & 3) << 1);
