@@ -162,6 +162,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     mbar_init_fence();
   }
   __syncthreads();
+  // The merge kernel (split-parallel rows) is this grid's programmatic dependent: it may be
+  // scheduled from now on, and its griddepcontrol.wait holds it until this grid has finished and
+  // its partial states are visible, so only its launch overlaps this kernel.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
@@ -472,6 +476,11 @@ constexpr int kMergeBatch = 16;
 
 template <class TO>
 __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttentionParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as the attention grid's programmatic dependent (launch_merge): nothing is read
+  // before that grid has finished and its writes are visible.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int r = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
   const int token_row = p.merge_rows[r];
   const int splits = p.merge_pos[r] / p.split_size + 1;
@@ -549,15 +558,34 @@ cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
   return cudaErrorInvalidValue;
 }
 
+// The merge as a programmatic dependent launch of the attention grid before it on `stream`: its
+// blocks are scheduled while the attention CTAs still run and wait in griddepcontrol.wait, so
+// the launch gap between the two kernels leaves a split-parallel decode's time.
+template <class TO>
+cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned threads,
+                               cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO>, p);
+}
+
 cudaError_t launch_merge(const TcAttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_merge_rows), static_cast<unsigned>(p.num_heads));
   const unsigned threads = static_cast<unsigned>(p.head_dim);
   switch (p.out_dtype) {
-    case ElemType::kBF16: attention_tc_merge_kernel<__nv_bfloat16><<<grid, threads, 0, stream>>>(p); break;
-    case ElemType::kFP16: attention_tc_merge_kernel<__half><<<grid, threads, 0, stream>>>(p); break;
-    case ElemType::kFP32: attention_tc_merge_kernel<float><<<grid, threads, 0, stream>>>(p); break;
+    case ElemType::kBF16: return launch_merge_typed<__nv_bfloat16>(p, grid, threads, stream);
+    case ElemType::kFP16: return launch_merge_typed<__half>(p, grid, threads, stream);
+    case ElemType::kFP32: return launch_merge_typed<float>(p, grid, threads, stream);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
