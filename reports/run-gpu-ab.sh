@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# A kernel change measured against the build before it, on one GPU in one call: the new build's
+# GPU tests of the kernels concerned, the bits of both builds compared over the scenarios that run
+# those kernels (reports/compare-cpu-reports.sh: exit codes, verdicts and every hash the same), and
+# `nvdet bench` of each build in turn (old, new) against the vendor kernel, so that the two
+# ratios come from the same machine minutes apart. Prints a table last: per context, the
+# invariant kernel's time against the vendor's under each build, and new / old.
+# Usage: reports/run-gpu-ab.sh OLD_BUILD NEW_BUILD OUT
+#   *_BUILD: bundled build folders (tools/nvdet, lib/); NEW_BUILD also holds
+#            tests/nvdet_gpu_tests.
+#   NVDET_AB_TESTS    gtest filter of the new build's tests (default: attention, GEMM, FP8, parity;
+#                     "" skips them)
+#   NVDET_AB_BITS     scenarios whose hashes must agree ("" skips the comparison)
+#   NVDET_AB_BENCHES  which benches (default: decode prefill gemm4096 gemm14336 fp8; "" none)
+set -uo pipefail
+if [[ $# -ne 3 ]]; then
+  echo "usage: $0 OLD_BUILD NEW_BUILD OUT" >&2
+  exit 2
+fi
+old=$(realpath "$1") new=$(realpath "$2") out=$3
+for b in "$old" "$new"; do
+  [[ -x $b/tools/nvdet ]] || { echo "$0: no tools/nvdet in '$b'" >&2; exit 2; }
+done
+mkdir -p "$out"
+out=$(realpath "$out")
+cd "$(dirname "$0")/.."
+if [[ -z ${NVDET_CUDNN_LIBRARY_PATH:-} ]]; then
+  NVDET_CUDNN_LIBRARY_PATH=$(python3 -c 'import nvidia.cudnn, os
+print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null) && export NVDET_CUDNN_LIBRARY_PATH
+fi
+# Each binary through a wrapper that finds its own bundled libraries.
+for side in old new; do
+  dir=$old
+  [[ $side == new ]] && dir=$new
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$dir/tools/nvdet" >"$out/nvdet-$side"
+  chmod +x "$out/nvdet-$side"
+done
+
+tests=${NVDET_AB_TESTS-GpuAttention*:GpuParity*:GpuGemm*:GpuFp8*:GpuMoe*}
+if [[ -n $tests ]]; then
+  NVDET_BINARY=$new/tools/nvdet LD_LIBRARY_PATH=$new/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    timeout 300 "$new/tests/nvdet_gpu_tests" --gtest_filter="$tests" >"$out/gpu-tests.txt" 2>&1
+  echo "gpu tests ($tests): exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/gpu-tests.txt" |
+    tr '\n' ' '))"
+fi
+
+bits=${NVDET_AB_BITS-scenarios/decode-split-size.yaml scenarios/prefill-chunk-sweep.yaml
+  scenarios/gemm-bf16-4096.yaml scenarios/gemm-bf16-odd.yaml scenarios/fp8-gemm-gpu.yaml}
+if [[ -n $bits ]]; then
+  NVDET_COMPARE_SCENARIOS=$bits timeout 300 reports/compare-cpu-reports.sh "$out/nvdet-old" \
+    "$out/nvdet-new" "$out/compare" >"$out/compare.txt" 2>&1
+  echo "bits (old against new): exit $? ($(tail -1 "$out/compare.txt"))"
+fi
+
+# name | scenario | vendor backend | --filter
+bench_specs() {
+  cat <<'EOF'
+decode|scenarios/decode-kv-sweep.yaml|cudnn|kv_len=(1000|4096|32768),batch=(1|8|64),filler_kv_len=same,position=first
+prefill|scenarios/prefill-chunk-sweep.yaml|cudnn|prefill_chunk=(16|64|256|512|whole),prefix_len=(0|2048),batch=(1|4)
+gemm4096|scenarios/gemm-speed-bf16-4096.yaml|cublas|batch=(1|16|64|256|1024|4096|8192),
+gemm14336|scenarios/gemm-speed-bf16-14336x4096.yaml|cublas|batch=(1|64|1024|8192),
+fp8|scenarios/fp8-gemm-speed-gpu.yaml|cublas|.
+EOF
+}
+benches=${NVDET_AB_BENCHES-decode prefill gemm4096 gemm14336 fp8}
+csvs=()
+while IFS='|' read -r name scenario vendor filter; do
+  [[ " $benches " == *" $name "* ]] || continue
+  for side in old new; do
+    mkdir -p "$out/bench-$side"
+    timeout 240 "$out/nvdet-$side" bench "$scenario" --backends "cuda-invariant,$vendor" \
+      --baseline "$vendor" --filter "$filter" --report-dir "$out/bench-$side" --format md,json,csv \
+      >"$out/bench-$name-$side.txt" 2>&1
+    echo "bench $name ($side build): exit $?"
+    csvs+=("$side=$out/bench-$side/bench-$(basename "$scenario" .yaml).csv")
+  done
+done < <(bench_specs)
+
+# The table: per context, cuda-invariant's time over the vendor's (time_ratio) in each build.
+if [[ ${#csvs[@]} -gt 0 ]]; then
+  python3 - "${csvs[@]}" >"$out/ab-table.md" <<'PY'
+import csv, sys
+rows = {}
+order = []
+for arg in sys.argv[1:]:
+    side, path = arg.split("=", 1)
+    try:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["backend"] != "cuda-invariant":
+                    continue
+                key = (r["scenario"], r["context"])
+                if key not in rows:
+                    rows[key] = {}
+                    order.append(key)
+                rows[key][side] = (float(r["time_ratio"]), float(r["median_us"]))
+    except OSError as e:
+        print(f"missing: {path} ({e.strerror})")
+print("| scenario | context | old: time / vendor | new: time / vendor | new / old (time) |")
+print("|---|---|---|---|---|")
+for key in order:
+    o, n = rows[key].get("old"), rows[key].get("new")
+    fmt = lambda v: f"{v[0]:.3f} ({v[1]:.1f} us)" if v else "-"
+    change = f"{n[1] / o[1]:.3f}" if o and n and o[1] > 0 else "-"
+    print(f"| {key[0]} | {key[1]} | {fmt(o)} | {fmt(n)} | {change} |")
+PY
+  cat "$out/ab-table.md"
+fi
