@@ -305,10 +305,11 @@ constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_b
   return kGemmWgmmaConfigs[i].tile_m == 64 * consumers && kGemmWgmmaConfigs[i].tile_n == tile_n &&
          kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks;
 }
-static_assert(kGemmWgmmaConfigCount == 6 && config_is(0, 2, 256, 4, 1) &&
+static_assert(kGemmWgmmaConfigCount == 8 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
-                  config_is(5, 1, 32, 16, 1),
+                  config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
+                  config_is(7, 2, 192, 5, 1),
               "launch_typed's instantiations must follow kGemmWgmmaConfigs");
 
 template <class T>
@@ -321,6 +322,8 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
     case 3: return launch_config<1, 128, 8, 1, 2, T>(p, ctas, type, stream);
     case 4: return launch_config<1, 64, 12, 1, 3, T>(p, ctas, type, stream);
     case 5: return launch_config<1, 32, 16, 1, 3, T>(p, ctas, type, stream);
+    case 6: return launch_config<2, 224, 5, 1, 1, T>(p, ctas, type, stream);
+    case 7: return launch_config<2, 192, 5, 1, 1, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
