@@ -148,8 +148,12 @@ int gemm_invariant_chunk_k(GemmType in_type) {
   return 1024;
 }
 
-// Waves count persistent CTAs at ctas_per_sm per SM.
-int gemm_wgmma_pick_config(int m, int n, int sm_count) {
+namespace {
+
+// The wgmma path's configuration for an M x N output: the one with the lowest estimated time,
+// counting waves of persistent CTAs (ctas_per_sm per SM), the tile's padded work and the
+// configuration's relative efficiency. Earlier (larger) entries win ties.
+int pick_wgmma_config(int m, int n, int sm_count) {
   int best = 0;
   double best_cost = 0.0;
   const int sms = std::max(sm_count, 1);
@@ -168,8 +172,6 @@ int gemm_wgmma_pick_config(int m, int n, int sm_count) {
   return best;
 }
 
-namespace {
-
 // Staging (operands TMA cannot address): W whole, A in blocks of at most this many bytes.
 constexpr size_t kStageABytes = size_t{256} << 20;
 
@@ -186,7 +188,7 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   plan.chunks = 1;
   plan.config = (force_config >= 0 && force_config < kGemmWgmmaConfigCount)
                     ? force_config
-                    : gemm_wgmma_pick_config(p.m, p.n, device.sm_count);
+                    : pick_wgmma_config(p.m, p.n, device.sm_count);
   const GemmWgmmaConfig& c = kGemmWgmmaConfigs[plan.config];
   plan.tile_m = c.tile_m;
   plan.tile_n = c.tile_n;
