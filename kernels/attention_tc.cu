@@ -4,7 +4,9 @@
 // A CTA is one producer warpgroup and CONSUMERS consumer warpgroups of 64 query rows each. The
 // CTA's rows are the GQA group's heads of consecutive query tokens (row r: token r / group, head
 // r % group of the unit's KV head), so every K and V tile is read once for the whole group. CTAs
-// are persistent: each walks the (unit, KV head) items blockIdx.x, blockIdx.x + gridDim.x, ...
+// are persistent: each walks its list of (unit, KV head) items (the host balances the lists by
+// their tiles where the items' lengths differ, as in a causal prefill), else the items
+// blockIdx.x, blockIdx.x + gridDim.x, ...
 //  - producer: cp.async gathers of Q and of K and V tiles through the page table into
 //    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), completing on
 //    mbarriers of a ring of NB tile buffers (K and V tiles alternate in the ring); Q in two
@@ -22,6 +24,7 @@
 #include <cstdint>
 
 #include "kernels/attention_tc.cuh"
+#include "kernels/attention_tc_copy.cuh"
 #include "kernels/attention_tc_math.cuh"
 #include "kernels/attention_tc_wgmma.cuh"
 #include "kernels/gemm_wgmma_instr.cuh"
@@ -69,13 +72,6 @@ struct TcShape {
 
 #ifdef NVDET_SM90A_DEVICE
 
-// Byte offset of 16-byte chunk `chunk` (of HD / 8) of row `row` in a [col block][rows][64] tile
-// of `rows` rows with the 128-byte swizzle (chunk index XOR row % 8 inside a 1024-byte atom).
-__device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk, int rows) {
-  const int block = chunk >> 3, c = chunk & 7;
-  return static_cast<uint32_t>(block * rows * 128 + row * 128 + ((c ^ (row & 7)) << 4));
-}
-
 template <class T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi);
 template <>
@@ -108,6 +104,16 @@ __device__ __forceinline__ Item load_item(const TcAttentionParams& p, int item) 
   it.kvh = item % p.num_kv_heads;
   it.last_pos = it.u.first_pos + it.u.num_tokens - 1;
   return it;
+}
+// The n-th item this CTA runs, or -1 after its last: from its list where the host made one, else
+// every gridDim.x-th item from blockIdx.x. The producer and the consumers walk the same sequence.
+__device__ __forceinline__ int cta_item(const TcAttentionParams& p, int n, int num_items) {
+  if (p.cta_item_begin == nullptr) {
+    const int64_t item = blockIdx.x + static_cast<int64_t>(n) * gridDim.x;
+    return item < num_items ? static_cast<int>(item) : -1;
+  }
+  const int i = p.cta_item_begin[blockIdx.x] + n;
+  return i < p.cta_item_begin[blockIdx.x + 1] ? p.cta_items[i] : -1;
 }
 // Keys [lo, hi) of split j that a unit ending at last_pos needs.
 __device__ __forceinline__ int split_lo(int j, int s) { return j * s; }
@@ -156,6 +162,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     mbar_init_fence();
   }
   __syncthreads();
+  // The merge kernel (split-parallel rows) is this grid's programmatic dependent: it may be
+  // scheduled from now on, and its griddepcontrol.wait holds it until this grid has finished and
+  // its partial states are visible, so only its launch overlaps this kernel.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
@@ -167,23 +177,30 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const bool pow2 = (p.page_size & (p.page_size - 1)) == 0;
     const int shift = __ffs(p.page_size) - 1;
     int use = 0, items_done = 0, tiles_done = 0;
-    for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
+    constexpr TcTileCopy kCopy(HD);
+    static_assert(128 % kChunks == 0 && kCopy.passes(kKeys) % 8 == 0, "whole passes over a tile");
+    const int copy_chunk = kCopy.chunk(t);
+    for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
       const Item it = load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
       const int qb = items_done % S::kQBufs;
       // Q: row r is token r / group, head r % group of this KV head; rows past the unit's tokens
       // are zero.
       mbar_wait(q_empty(qb), ((items_done / S::kQBufs) & 1) ^ 1);
-      for (int i = t; i < kRows * kChunks; i += 128) {
-        const int r = i / kChunks, c = i % kChunks;
-        const int token = r / group;
-        const bool ok = token < it.u.num_tokens;
+      // Only the unit's rows (all of them in prefill, the group's heads in decode) divide by the
+      // group.
+      const int q_rows = it.u.num_tokens * group;
+#pragma unroll
+      for (int n = 0; n < kCopy.passes(kRows); ++n) {
+        const int r = kCopy.row(t, n);
+        const bool ok = r < q_rows;
         const T* src = q;
         if (ok) {
+          const int token = r / group;
           src = q + (static_cast<int64_t>(it.u.q_row + token) * p.num_heads + it.kvh * group +
-                     r % group) * HD + c * 8;
+                     (r - token * group)) * HD + copy_chunk * 8;
         }
-        cp_async16(q_smem(qb) + swizzled_offset(r, c, kRows), src, ok ? 16u : 0u);
+        cp_async16_or_zero(q_smem(qb) + tc_swizzled_offset(r, copy_chunk, kRows), src, !ok);
       }
       cp_async_arrive(q_full(qb));
       // The item's tiles in plan order; thread t < kKeys owns key t0 + t of each. Its page-table
@@ -223,12 +240,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           const int s = use % kNb;
           mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
           const uint32_t dst = tile_smem(s);
-#pragma unroll 4
-          for (int i = t; i < kKeys * kChunks; i += 128) {
-            const int r = i / kChunks, c = i % kChunks;
-            const int64_t off = offs[r];
-            const T* src = off >= 0 ? kv[operand] + off + c * 8 : kv[operand];
-            cp_async16(dst + swizzled_offset(r, c, kKeys), src, off >= 0 ? 16u : 0u);
+          const T* const base = kv[operand] + copy_chunk * 8;
+          // The thread's chunk is fixed for the tile (attention_tc_copy.cuh), and its rows'
+          // offsets are read eight at a time before their copies are issued (a generic
+          // i / kChunks walk took ~40 dependent instructions a copy and left the consumers
+          // waiting for K tiles).
+#pragma unroll
+          for (int n0 = 0; n0 < kCopy.passes(kKeys); n0 += 8) {
+            int64_t off[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) off[k] = offs[kCopy.row(t, n0 + k)];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+              const int r = kCopy.row(t, n0 + k);
+              cp_async16_or_zero(dst + tc_swizzled_offset(r, copy_chunk, kKeys), base + max(off[k], int64_t{0}),
+                                 off[k] < 0);
+            }
           }
           cp_async_arrive(full_bar(s));
         }
@@ -253,7 +280,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int rows[2] = {row0, row0 + 8};
     float* const my_run = run_o + wg * 128 * S::kORegs + tid;  // element i at my_run[i * 128]
     int use = 0, items_done = 0;
-    for (int item = blockIdx.x; item < num_items; item += gridDim.x, ++items_done) {
+    for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
       const Item it = load_item(p, item);
       int pos[2];
       bool valid[2];
@@ -449,6 +476,11 @@ constexpr int kMergeBatch = 16;
 
 template <class TO>
 __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttentionParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as the attention grid's programmatic dependent (launch_merge): nothing is read
+  // before that grid has finished and its writes are visible.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int r = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
   const int token_row = p.merge_rows[r];
   const int splits = p.merge_pos[r] / p.split_size + 1;
@@ -492,6 +524,7 @@ cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
   const int64_t items = static_cast<int64_t>(p.num_units) * p.num_kv_heads;
   if (items > INT32_MAX) return cudaErrorInvalidValue;
   int ctas = p.ctas;
+  if (p.cta_item_begin != nullptr && (ctas <= 0 || p.cta_items == nullptr)) return cudaErrorInvalidValue;
   if (ctas <= 0) {
     int device = 0, sms = 0;
     cudaError_t st = cudaGetDevice(&device);
@@ -499,7 +532,8 @@ cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
     if (st != cudaSuccess) return st;
     ctas = sms;
   }
-  const int grid = static_cast<int>(items < ctas ? items : ctas);
+  // With item lists every CTA is launched (a list may be empty); else no more CTAs than items.
+  const int grid = p.cta_item_begin != nullptr ? ctas : static_cast<int>(items < ctas ? items : ctas);
   kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
@@ -524,15 +558,34 @@ cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
   return cudaErrorInvalidValue;
 }
 
+// The merge as a programmatic dependent launch of the attention grid before it on `stream`: its
+// blocks are scheduled while the attention CTAs still run and wait in griddepcontrol.wait, so
+// the launch gap between the two kernels leaves a split-parallel decode's time.
+template <class TO>
+cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned threads,
+                               cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO>, p);
+}
+
 cudaError_t launch_merge(const TcAttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_merge_rows), static_cast<unsigned>(p.num_heads));
   const unsigned threads = static_cast<unsigned>(p.head_dim);
   switch (p.out_dtype) {
-    case ElemType::kBF16: attention_tc_merge_kernel<__nv_bfloat16><<<grid, threads, 0, stream>>>(p); break;
-    case ElemType::kFP16: attention_tc_merge_kernel<__half><<<grid, threads, 0, stream>>>(p); break;
-    case ElemType::kFP32: attention_tc_merge_kernel<float><<<grid, threads, 0, stream>>>(p); break;
+    case ElemType::kBF16: return launch_merge_typed<__nv_bfloat16>(p, grid, threads, stream);
+    case ElemType::kFP16: return launch_merge_typed<__half>(p, grid, threads, stream);
+    case ElemType::kFP32: return launch_merge_typed<float>(p, grid, threads, stream);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace

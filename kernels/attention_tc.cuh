@@ -68,6 +68,12 @@ struct TcAttentionParams {
   const TcAttentionUnit* units = nullptr;  // device
   int32_t num_units = 0;
   int32_t ctas = 0;  // persistent CTAs (0: one per SM)
+  // The persistent CTAs' item lists (item = unit index * num_kv_heads + KV head): CTA b takes
+  // cta_items[cta_item_begin[b] .. cta_item_begin[b + 1]) in that order, and the launch has ctas
+  // CTAs. Null: CTA b takes items b, b + gridDim.x, ... Which CTA runs an item, and after which
+  // other items, never changes what the item computes.
+  const int32_t* cta_item_begin = nullptr;  // device, [ctas + 1]
+  const int32_t* cta_items = nullptr;       // device
   // Split-parallel units: token row r's split j state lives in slot row_slot[r] + j
   // (row_slot[r] = -1 for rows no partial unit covers); the merge kernel folds merge_rows.
   const int32_t* row_slot = nullptr;   // device, [rows]

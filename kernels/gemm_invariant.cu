@@ -148,12 +148,8 @@ int gemm_invariant_chunk_k(GemmType in_type) {
   return 1024;
 }
 
-namespace {
-
-// The wgmma path's configuration for an M x N output: the one with the lowest estimated time,
-// counting waves of persistent CTAs (ctas_per_sm per SM), the tile's padded work and the
-// configuration's relative efficiency. Earlier (larger) entries win ties.
-int pick_wgmma_config(int m, int n, int sm_count) {
+// Waves count persistent CTAs at ctas_per_sm per SM.
+int gemm_wgmma_pick_config(int m, int n, int sm_count) {
   int best = 0;
   double best_cost = 0.0;
   const int sms = std::max(sm_count, 1);
@@ -172,6 +168,8 @@ int pick_wgmma_config(int m, int n, int sm_count) {
   return best;
 }
 
+namespace {
+
 // Staging (operands TMA cannot address): W whole, A in blocks of at most this many bytes.
 constexpr size_t kStageABytes = size_t{256} << 20;
 
@@ -188,7 +186,7 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   plan.chunks = 1;
   plan.config = (force_config >= 0 && force_config < kGemmWgmmaConfigCount)
                     ? force_config
-                    : pick_wgmma_config(p.m, p.n, device.sm_count);
+                    : gemm_wgmma_pick_config(p.m, p.n, device.sm_count);
   const GemmWgmmaConfig& c = kGemmWgmmaConfigs[plan.config];
   plan.tile_m = c.tile_m;
   plan.tile_n = c.tile_n;

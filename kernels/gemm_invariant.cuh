@@ -71,9 +71,20 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {64, 128, 8, 1, 70},    // 192 KiB
     {64, 64, 12, 1, 55},    // 192 KiB; decode sizes: many CTAs streaming W, deep prefetch
     {64, 32, 16, 1, 40},    // 192 KiB
+    // Widths that fill the last wave where 256 leaves it part empty, on 132 SMs at M = 1024: 224
+    // for N = 14336 (512 tiles, the fourth wave 88% full, against 448 tiles and 39%), 192 for
+    // N = 6144 (256 tiles, the second wave 94% full, against 192 tiles and 45%). Each k step
+    // reads a little more shared memory per FLOP than 256 does (efficiency below it).
+    {128, 224, 5, 1, 97},   // 220 KiB
+    {128, 192, 5, 1, 94},   // 200 KiB
 };
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));
+
+// The wgmma configuration the plan takes for an M x N output on `sm_count` SMs: the lowest
+// estimated time, counting waves of persistent CTAs, the tile's padded work and the entry's
+// efficiency; earlier entries win ties. Host code, so that the choice is testable without a GPU.
+int gemm_wgmma_pick_config(int m, int n, int sm_count);
 
 struct GemmPlan {
   GemmPath path = GemmPath::kMmaSync;

@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
   if (threadIdx.x == 0) {
     for (int s = 0; s < S::kStages; ++s) {
       mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), 128 * CONSUMERS);
+      mbar_init(empty_bar(s), 4 * CONSUMERS);  // one arrival per consumer warp
     }
     mbar_init_fence();
   }
@@ -226,11 +226,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
         }
         wgmma_commit();
         wgmma_wait<IN_FLIGHT>();  // groups up to t - IN_FLIGHT are done with shared memory
-        if (t - IN_FLIGHT >= first_t) mbar_arrive(empty_bar((t - IN_FLIGHT) % S::kStages));
+        // One arrival per warp, after the whole warp's wait (wait_group is warp-aligned): the
+        // stage is free once every consumer warp has arrived. A per-thread arrival put 128
+        // shared-memory atomics on one barrier per consumer and k tile.
+        if (lane == 0 && t - IN_FLIGHT >= first_t) mbar_arrive(empty_bar((t - IN_FLIGHT) % S::kStages));
       }
       wgmma_wait<0>();
       fence_operands(acc);
-      for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
+      if (lane == 0) {
+        for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
+      }
 
       const int row_base = site.out_row + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = site.col + ((lane & 3) << 1);
@@ -300,10 +305,11 @@ constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_b
   return kGemmWgmmaConfigs[i].tile_m == 64 * consumers && kGemmWgmmaConfigs[i].tile_n == tile_n &&
          kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks;
 }
-static_assert(kGemmWgmmaConfigCount == 6 && config_is(0, 2, 256, 4, 1) &&
+static_assert(kGemmWgmmaConfigCount == 8 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
-                  config_is(5, 1, 32, 16, 1),
+                  config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
+                  config_is(7, 2, 192, 5, 1),
               "launch_typed's instantiations must follow kGemmWgmmaConfigs");
 
 template <class T>
@@ -316,6 +322,8 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
     case 3: return launch_config<1, 128, 8, 1, 2, T>(p, ctas, type, stream);
     case 4: return launch_config<1, 64, 12, 1, 3, T>(p, ctas, type, stream);
     case 5: return launch_config<1, 32, 16, 1, 3, T>(p, ctas, type, stream);
+    case 6: return launch_config<2, 224, 5, 1, 1, T>(p, ctas, type, stream);
+    case 7: return launch_config<2, 192, 5, 1, 1, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;

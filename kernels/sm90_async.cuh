@@ -64,11 +64,13 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
-// 16 bytes global -> shared, bypassing L1; src_bytes 0 writes 16 zero bytes and reads nothing.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
+// 16 bytes global -> shared, bypassing L1, or 16 zero bytes when `zero` (src is then not read):
+// cp.async's ignore-src predicate, which needs no byte count computed per copy.
+__device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src, bool zero) {
+  asm volatile(
+      "{\n.reg .pred z;\nsetp.ne.b32 z, %2, 0;\ncp.async.cg.shared.global [%0], [%1], 16, z;\n}\n" ::"r"(dst),
+      "l"(src), "r"(static_cast<int>(zero))
+      : "memory");
 }
 // Arrives on `bar` once every cp.async this thread issued before has landed (the arrival counts
 // towards the barrier's expected count: no pending-count increment).

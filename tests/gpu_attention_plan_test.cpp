@@ -235,6 +235,41 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
   }
 }
 
+// The persistent CTAs' items in stride order or in balanced lists, over several CTA counts: the
+// same bits, and the notes say which ran.
+TEST(GpuAttentionPlan, CtaCountsAndItemSchedulesGiveTheSameBits) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
+  for (const PlanCase& c : kCases) {
+    SCOPED_TRACE(name_of(c));
+    const Prompt p = make_prompt(c, 1500, 13);
+    const auto ch = chunk(p, c, 1100, 1500);
+    const AttentionDecodeArgs dec = every_token_decoded(p, c);
+    const HostTensor base_prefill = b->run(whole(p, c), nullptr);
+    const HostTensor base_chunk = b->run(ch->args, nullptr);
+    const HostTensor base_decode = b->run(dec, nullptr);
+    for (const char* schedule : {"stride", "balanced"}) {
+      for (const char* ctas : {"1", "5", "131", "auto"}) {
+        const ScopedEnv e("NVDET_ATTENTION_TC_SCHEDULE", schedule);
+        const ScopedEnv n("NVDET_ATTENTION_TC_CTAS", ctas);
+        const std::string what = std::string(schedule) + " over " + ctas + " CTAs";
+        RunNotes notes;
+        const HostTensor pf = b->run(whole(p, c), &notes);
+        // Lists only where there are more items than CTAs; the prompt always has more than 5.
+        if (std::string(schedule) == "stride" || std::string(ctas) == "5") {
+          EXPECT_NE(notes["ctas"].find(std::string(schedule) == "stride" ? "stride order"
+                                                                         : "balanced lists"),
+                    std::string::npos)
+              << what << ": " << notes["ctas"];
+        }
+        expect_same_rows(pf, 0, base_prefill, p.len, what + " prefill");
+        expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, what + " chunk");
+        expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, what + " decode");
+      }
+    }
+  }
+}
+
 // Every slot no sequence owns (past each sequence's last token in its last page, and the spare
 // pages) set to NaN: the outputs keep their bits, so 0 x (unwritten slot) never reaches them.
 TEST(GpuAttentionPlan, NaNInFreeKvSlotsChangesNothing) {

@@ -2,6 +2,9 @@
 #include "lib/cuda/attention_plans.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
 
 #include "lib/ops/split_policies.h"
 
@@ -15,6 +18,18 @@ void add_row_splits(AttentionPlan& plan, int32_t row, int32_t seq, int32_t kv_le
     plan.items.push_back({row, seq, b, std::min(kv_len, b + split_len)});
   }
   plan.row_item_begin.push_back(static_cast<int32_t>(plan.items.size()));
+}
+
+// Key tiles of a unit: each of its splits' keys in tiles of tile_keys.
+int64_t unit_tiles(const kernels::TcAttentionUnit& u, int split_size, int tile_keys) {
+  const int64_t last = u.first_pos + u.num_tokens - 1;
+  int64_t tiles = 0;
+  for (int32_t j = u.split_begin; j < u.split_end; ++j) {
+    const int64_t len = std::min<int64_t>(last + 1, static_cast<int64_t>(j + 1) * split_size) -
+                        static_cast<int64_t>(j) * split_size;
+    tiles += (len + tile_keys - 1) / tile_keys;
+  }
+  return tiles;
 }
 
 }  // namespace
@@ -94,7 +109,7 @@ bool tc_split_parallel_pays(std::span<const int64_t> item_tiles, int64_t split_t
 TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
                                   std::span<const int32_t> kv_lens, int group, int split_size,
                                   int consumers, int num_kv_heads, int num_sms, int tile_keys,
-                                  TcExecution execution) {
+                                  TcExecution execution, TcSchedule schedule) {
   TcAttentionPlan plan;
   plan.consumers = consumers;
   const int32_t tokens_per_block = kernels::attention_tc_block_rows(consumers) / group;
@@ -121,16 +136,10 @@ TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
   bool split = execution == TcExecution::kSplit;
   if (execution == TcExecution::kAuto) {
     std::vector<int64_t> item_tiles;
-    item_tiles.reserve(blocks.size());
+    item_tiles.reserve(blocks.size() * static_cast<size_t>(num_kv_heads));
     for (const Block& b : blocks) {
-      const int64_t last = b.unit.first_pos + b.unit.num_tokens - 1;
-      int64_t tiles = 0;
-      for (int32_t j = 0; j < b.splits; ++j) {
-        const int64_t len = std::min<int64_t>(last + 1, static_cast<int64_t>(j + 1) * split_size) -
-                            static_cast<int64_t>(j) * split_size;
-        tiles += (len + tile_keys - 1) / tile_keys;
-      }
-      for (int h = 0; h < num_kv_heads; ++h) item_tiles.push_back(tiles);
+      item_tiles.insert(item_tiles.end(), static_cast<size_t>(num_kv_heads),
+                        unit_tiles(b.unit, split_size, tile_keys));
     }
     split = tc_split_parallel_pays(item_tiles, (split_size + tile_keys - 1) / tile_keys, num_sms);
   }
@@ -163,7 +172,66 @@ TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
   };
   std::stable_sort(plan.units.begin(), plan.units.end(),
                    [&](const auto& a, const auto& b) { return work(a) > work(b); });
+  // The items' costs in tiles, plus one for what every item does once (its Q, its output or
+  // partial state), for the CTAs' lists.
+  std::vector<int64_t> item_cost;
+  item_cost.reserve(plan.units.size() * static_cast<size_t>(std::max(num_kv_heads, 0)));
+  for (const kernels::TcAttentionUnit& u : plan.units) {
+    item_cost.insert(item_cost.end(), static_cast<size_t>(std::max(num_kv_heads, 0)),
+                     unit_tiles(u, split_size, tile_keys) + 1);
+  }
+  plan.ctas = static_cast<int>(
+      std::min<int64_t>(static_cast<int64_t>(item_cost.size()), std::max(num_sms, 1)));
+  plan.cta_lists = tc_balance_items(item_cost, plan.ctas, schedule);
   return plan;
+}
+
+TcCtaLists tc_balance_items(std::span<const int64_t> item_cost, int ctas, TcSchedule schedule) {
+  TcCtaLists lists;
+  const int64_t items = static_cast<int64_t>(item_cost.size());
+  // One item a CTA at most: nothing to balance.
+  if (ctas <= 0 || items <= ctas || schedule == TcSchedule::kStride) return lists;
+  const bool forced = schedule == TcSchedule::kBalanced;
+  // The stride walk's finish against the lower bound (the longest item, or the average).
+  std::vector<int64_t> stride(static_cast<size_t>(ctas), 0);
+  int64_t total = 0, longest = 0;
+  for (int64_t i = 0; i < items; ++i) {
+    stride[static_cast<size_t>(i % ctas)] += item_cost[static_cast<size_t>(i)];
+    total += item_cost[static_cast<size_t>(i)];
+    longest = std::max(longest, item_cost[static_cast<size_t>(i)]);
+  }
+  const int64_t stride_end = *std::max_element(stride.begin(), stride.end());
+  const int64_t bound = std::max(longest, (total + ctas - 1) / ctas);
+  if (!forced && 100 * stride_end <= 103 * bound) return lists;
+  // Least-loaded first: a min-heap of (work so far, CTA).
+  using Load = std::pair<int64_t, int32_t>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> heap;
+  for (int32_t c = 0; c < ctas; ++c) heap.push({0, c});
+  std::vector<int32_t> owner(static_cast<size_t>(items));
+  std::vector<int32_t> count(static_cast<size_t>(ctas), 0);
+  int64_t balanced_end = 0;
+  for (int64_t i = 0; i < items; ++i) {
+    const auto [load, c] = heap.top();
+    heap.pop();
+    owner[static_cast<size_t>(i)] = c;
+    ++count[static_cast<size_t>(c)];
+    const int64_t now = load + item_cost[static_cast<size_t>(i)];
+    balanced_end = std::max(balanced_end, now);
+    heap.push({now, c});
+  }
+  if (!forced && 100 * stride_end <= 103 * balanced_end) return lists;
+  lists.begin.assign(static_cast<size_t>(ctas) + 1, 0);
+  for (int32_t c = 0; c < ctas; ++c) {
+    lists.begin[static_cast<size_t>(c) + 1] =
+        lists.begin[static_cast<size_t>(c)] + count[static_cast<size_t>(c)];
+  }
+  lists.items.resize(static_cast<size_t>(items));
+  std::vector<int32_t> next(lists.begin.begin(), lists.begin.end() - 1);
+  for (int64_t i = 0; i < items; ++i) {
+    lists.items[static_cast<size_t>(next[static_cast<size_t>(owner[static_cast<size_t>(i)])]++)] =
+        static_cast<int32_t>(i);
+  }
+  return lists;
 }
 
 AttentionPlan vendor_prefill_plan(std::span<const int32_t> q_start,

@@ -53,8 +53,24 @@ enum class TcExecution { kAuto, kFused, kSplit };
 // wins only by a clear margin (fused writes no partial states).
 bool tc_split_parallel_pays(std::span<const int64_t> item_tiles, int64_t split_tiles, int num_sms);
 
+// The persistent CTAs' item lists for items of the given costs (in launch order, longest first):
+// each item in turn goes to the CTA with the least work so far (the lowest index on a tie), so
+// the last CTA finishes near the average. Empty (the kernel's stride walk: CTA b takes items b,
+// b + ctas, ...) when that walk already finishes within 3% of the balanced lists or of the
+// lower bound, as with decode's equal splits, so that no list is uploaded for nothing.
+struct TcCtaLists {
+  std::vector<int32_t> begin;  // [ctas + 1]
+  std::vector<int32_t> items;
+};
+// kBalanced makes the lists whenever there are more items than CTAs, kStride never (tests and
+// bisecting; neither changes a bit).
+enum class TcSchedule { kAuto, kStride, kBalanced };
+TcCtaLists tc_balance_items(std::span<const int64_t> item_cost, int ctas,
+                            TcSchedule schedule = TcSchedule::kAuto);
+
 // The tensor-core kernel's units for decode (q_start = 0, 1, ..., seqs) or prefill: each
-// sequence's new tokens in blocks of block_rows / group tokens, ordered longest first.
+// sequence's new tokens in blocks of block_rows / group tokens, ordered longest first, and the
+// persistent CTAs that run the (unit, KV head) items.
 struct TcAttentionPlan {
   std::vector<kernels::TcAttentionUnit> units;
   std::vector<int32_t> row_slot;    // [rows]: first partial slot of a split-parallel row, else -1
@@ -64,11 +80,13 @@ struct TcAttentionPlan {
   int consumers = 1;
   bool split_parallel = false;  // some blocks run split-parallel
   int num_splits_seq0 = 0;      // splits of sequence 0's last new token, for notes
+  int ctas = 0;                 // min(items, num_sms): num_sms is the CTA count asked for
+  TcCtaLists cta_lists;         // empty: the stride walk
 };
 TcAttentionPlan tc_attention_plan(std::span<const int32_t> q_start,
                                   std::span<const int32_t> kv_lens, int group, int split_size,
                                   int consumers, int num_kv_heads, int num_sms, int tile_keys,
-                                  TcExecution execution);
+                                  TcExecution execution, TcSchedule schedule = TcSchedule::kAuto);
 
 // Prefill, vendor policy: each new token's [0, p] cut at the prefix length and the chunk start
 // into up to three segments, empty ones left out.

@@ -6,10 +6,15 @@
 //   NVDET_ATTENTION_TC=0                      the CUDA-core kernels with the same plan instead
 //   NVDET_ATTENTION_TC_EXECUTION=fused|split  every split in the block's CTA, or split-parallel
 //   NVDET_ATTENTION_TC_CONSUMERS=1|2          warpgroups of 64 query rows per CTA
+//   NVDET_ATTENTION_TC_CTAS=N                 persistent CTAs (default: one per SM)
+//   NVDET_ATTENTION_TC_SCHEDULE=stride|balanced  the CTAs' items in stride order, or in lists
+//                                             balanced by their tiles (default: lists where the
+//                                             stride order would finish over 3% later)
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <numeric>
 #include <string>
@@ -47,6 +52,28 @@ int consumers_setting() {
                     "'");
 }
 
+// 0: one per SM.
+int ctas_setting() {
+  const std::string_view v = env("NVDET_ATTENTION_TC_CTAS");
+  if (v.empty() || v == "auto") return 0;
+  int n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 65535) {
+    throw_input_error("NVDET_ATTENTION_TC_CTAS must be auto or an integer from 1 to 65535, got '" +
+                      std::string(v) + "'");
+  }
+  return n;
+}
+
+TcSchedule schedule_setting() {
+  const std::string_view v = env("NVDET_ATTENTION_TC_SCHEDULE");
+  if (v.empty() || v == "auto") return TcSchedule::kAuto;
+  if (v == "stride") return TcSchedule::kStride;
+  if (v == "balanced") return TcSchedule::kBalanced;
+  throw_input_error("NVDET_ATTENTION_TC_SCHEDULE must be auto, stride or balanced, got '" +
+                    std::string(v) + "'");
+}
+
 }  // namespace
 
 bool use_attention_tc(DType dtype, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim) {
@@ -74,9 +101,11 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     consumers = static_cast<int64_t>(longest) * group > 64 ? 2 : 1;
   }
   if (!kernels::attention_tc_consumers_supported(c.head_dim, consumers)) consumers = 1;
+  const int ctas = ctas_setting();
   const TcAttentionPlan plan = tc_attention_plan(
-      c.q_start, c.kv->kv_lens, group, c.split_size, consumers, c.num_kv_heads, ctx.sm_count(),
-      kernels::attention_tc_tile_keys(c.head_dim), execution_setting());
+      c.q_start, c.kv->kv_lens, group, c.split_size, consumers, c.num_kv_heads,
+      ctas > 0 ? ctas : ctx.sm_count(), kernels::attention_tc_tile_keys(c.head_dim),
+      execution_setting(), schedule_setting());
 
   PreparedCall call;
   const auto put = [&](const void* data, size_t bytes) -> const void* {
@@ -103,6 +132,14 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
   p.units = static_cast<const kernels::TcAttentionUnit*>(
       put(plan.units.data(), plan.units.size() * sizeof(kernels::TcAttentionUnit)));
   p.num_units = static_cast<int32_t>(plan.units.size());
+  p.ctas = plan.ctas;
+  if (!plan.cta_lists.items.empty()) {
+    const TcCtaLists& lists = plan.cta_lists;
+    p.cta_item_begin =
+        static_cast<const int32_t*>(put(lists.begin.data(), lists.begin.size() * sizeof(int32_t)));
+    p.cta_items =
+        static_cast<const int32_t*>(put(lists.items.data(), lists.items.size() * sizeof(int32_t)));
+  }
   if (plan.split_parallel) {
     p.row_slot = static_cast<const int32_t*>(
         put(plan.row_slot.data(), plan.row_slot.size() * sizeof(int32_t)));
@@ -135,6 +172,9 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     (*notes)["tile"] = std::to_string(kernels::attention_tc_tile_keys(c.head_dim));
     (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
     (*notes)["warpgroups"] = std::to_string(plan.consumers);
+    (*notes)["ctas"] = std::to_string(plan.ctas) + (plan.cta_lists.items.empty()
+                                                        ? " persistent, items in stride order"
+                                                        : " persistent, items in balanced lists");
     (*notes)["splits_run"] =
         plan.split_parallel ? "split-parallel, merged in split order" : "fused in each block's CTA";
   }

@@ -1,0 +1,79 @@
+// Which wgmma configuration (kernels/gemm_invariant.cuh, kGemmWgmmaConfigs) the invariant GEMM's
+// plan takes for an output shape. Any entry gives the same bits (the GPU tests force each); this
+// is the choice of the faster one by waves of persistent CTAs. Read without a GPU; built with the
+// CUDA backends only.
+#include <gtest/gtest.h>
+
+#ifdef NVDET_WITH_CUDA
+#include "kernels/gemm_invariant.cuh"
+#endif
+
+namespace nvdet {
+namespace {
+
+#ifdef NVDET_WITH_CUDA
+
+constexpr int kSms = 132;
+
+int tile_n_for(int m, int n) {
+  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, kSms)].tile_n;
+}
+
+int tile_m_for(int m, int n) {
+  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, kSms)].tile_m;
+}
+
+// Tiles of one configuration on kSms SMs: how full the last wave is, in percent.
+int last_wave_pct(int m, int n, int tile_m, int tile_n) {
+  const int tiles = ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
+  const int last = tiles % kSms == 0 ? kSms : tiles % kSms;
+  return 100 * last / kSms;
+}
+
+TEST(GemmWgmmaConfig, WideTilesThatFillTheLastWave) {
+  // N = 14336 at M = 1024: 448 tiles of 128 x 256 leave the fourth wave 39% full; 512 tiles of
+  // 128 x 224 fill it to 88%.
+  EXPECT_EQ(last_wave_pct(1024, 14336, 128, 256), 39);
+  EXPECT_EQ(last_wave_pct(1024, 14336, 128, 224), 87);
+  EXPECT_EQ(tile_n_for(1024, 14336), 224);
+  EXPECT_EQ(tile_m_for(1024, 14336), 128);
+  // The fused QKV projection, N = 6144: 256 tiles of 128 x 192 fill the second wave to 94%
+  // (192 tiles of 128 x 256: 45%).
+  EXPECT_EQ(last_wave_pct(1024, 6144, 128, 192), 93);
+  EXPECT_EQ(last_wave_pct(1024, 6144, 128, 256), 45);
+  EXPECT_EQ(tile_n_for(1024, 6144), 192);
+}
+
+TEST(GemmWgmmaConfig, TheWidestTileWhereItsWavesAreFull) {
+  // 128 tiles of 128 x 256 on 132 SMs: one wave.
+  EXPECT_EQ(tile_n_for(1024, 4096), 256);
+  EXPECT_EQ(tile_n_for(8192, 4096), 256);
+  EXPECT_EQ(tile_n_for(2048, 14336), 256);
+  EXPECT_EQ(tile_n_for(8192, 14336), 256);
+}
+
+TEST(GemmWgmmaConfig, DecodeSizesTakeOneWarpgroupTiles) {
+  // A few rows: 64-row tiles, so that the padded rows cost half as much.
+  for (const int m : {1, 8, 16, 64}) {
+    EXPECT_EQ(tile_m_for(m, 4096), 64) << "m=" << m;
+    EXPECT_EQ(tile_m_for(m, 14336), 64) << "m=" << m;
+  }
+}
+
+TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
+  for (int i = 0; i < kernels::kGemmWgmmaConfigCount; ++i) {
+    const kernels::GemmWgmmaConfig& c = kernels::kGemmWgmmaConfigs[i];
+    // Stages of A (tile_m x 64) and W (tile_n x 64) 16-bit elements, the barriers and the
+    // alignment pad, ctas_per_sm times, within 227 KiB less the grouped launches' 4 KiB table.
+    const int stage = (c.tile_m + c.tile_n) * 64 * 2;
+    const int bytes = c.stages * stage + 2 * c.stages * 8 + 1024 + 4112;
+    EXPECT_LE(bytes * c.ctas_per_sm, 227 * 1024) << "entry " << i;
+    EXPECT_EQ(c.tile_n % 8, 0) << "wgmma N is a multiple of 8";
+    EXPECT_LE(c.tile_n, 256) << "wgmma N and a TMA box are at most 256";
+  }
+}
+
+#endif  // NVDET_WITH_CUDA
+
+}  // namespace
+}  // namespace nvdet
