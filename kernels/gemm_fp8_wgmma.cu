@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), 4 * CONSUMERS);  // one arrival per consumer warp
+      mbar_init(empty_bar(s), 128 * CONSUMERS);
     }
     mbar_init_fence();
   }
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           } else {
             wait_group_mma<1>(part);
           }
-          if (lane == 0) mbar_arrive(empty_bar((t - 1) % STAGES));
+          mbar_arrive(empty_bar((t - 1) % STAGES));
           promote(kp, acc, part, g, row_base, col_base);
         };
         // Group g into `cur` while group g - 1 (in `prev`) finishes and is promoted.
@@ -257,11 +257,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           issue_group_mma<TILE_N>(acc, stage_a(s) + wg * 64 * kGroupK, stage_w(s), false);
           if (g > 0) {
             wait_group_mma<1>(acc);
-            if (lane == 0) mbar_arrive(empty_bar((t - 1) % STAGES));
+            mbar_arrive(empty_bar((t - 1) % STAGES));
           }
         }
         wait_group_mma<0>(acc);
-        if (lane == 0) mbar_arrive(empty_bar((t - 1) % STAGES));
+        mbar_arrive(empty_bar((t - 1) % STAGES));
       }
       store_fp8_tile(kp, acc, row_base, col_base);
     }

@@ -10,7 +10,8 @@
 #            tests/nvdet_gpu_tests.
 #   NVDET_AB_TESTS    gtest filter of the new build's tests (default: attention, GEMM, FP8, parity;
 #                     "" skips them)
-#   NVDET_AB_BITS     scenarios whose hashes must agree ("" skips the comparison)
+#   NVDET_AB_BITS     scenarios whose hashes must agree ("" skips the comparison); the plan notes
+#                     may differ (a kernel change is often a new plan with the same bits)
 #   NVDET_AB_BENCHES  which benches (default: decode prefill gemm4096 gemm14336 fp8; "" none)
 set -uo pipefail
 if [[ $# -ne 3 ]]; then
@@ -48,7 +49,7 @@ fi
 bits=${NVDET_AB_BITS-scenarios/decode-split-size.yaml scenarios/prefill-chunk-sweep.yaml
   scenarios/gemm-bf16-4096.yaml scenarios/gemm-bf16-odd.yaml scenarios/fp8-gemm-gpu.yaml}
 if [[ -n $bits ]]; then
-  NVDET_COMPARE_SCENARIOS=$bits timeout 300 reports/compare-cpu-reports.sh "$out/nvdet-old" \
+  NVDET_COMPARE_IGNORE_NOTES=1 NVDET_COMPARE_SCENARIOS=$bits timeout 300 reports/compare-cpu-reports.sh "$out/nvdet-old" \
     "$out/nvdet-new" "$out/compare" >"$out/compare.txt" 2>&1
   echo "bits (old against new): exit $? ($(tail -1 "$out/compare.txt"))"
 fi
