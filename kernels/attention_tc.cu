@@ -573,7 +573,9 @@ cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned t
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attr;
-  config.numAttrs = 1;
+  // Without the attribute the launch waits for the attention grid as any stream-ordered launch
+  // does, and griddepcontrol.wait returns at once.
+  config.numAttrs = p.dependent_merge ? 1 : 0;
   return cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO>, p);
 }
 

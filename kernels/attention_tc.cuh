@@ -83,6 +83,10 @@ struct TcAttentionParams {
   float* partial_o = nullptr;   // [slots, num_heads, head_dim]
   float* partial_ml = nullptr;  // [slots, num_heads, 2]
   void* out = nullptr;          // [rows, num_heads, head_dim] of out_dtype
+  // The merge launched as the attention grid's programmatic dependent (its blocks scheduled while
+  // the attention CTAs run, held in griddepcontrol.wait), or as a plain launch after it. The same
+  // reads and folds either way.
+  bool dependent_merge = true;
 };
 
 // The plan's key-tile width for a head_dim (0 when the kernels do not take it).

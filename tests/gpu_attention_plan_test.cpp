@@ -195,8 +195,8 @@ TEST(GpuAttentionPlan, PrefillRowsIgnoreTheOtherSequences) {
   expect_same_rows(got, 300 + 64, want, 900, "the probe packed with three others");
 }
 
-// Fused splits against split-parallel units with the merge kernel, one warpgroup against two:
-// the same bits, and the notes say which ran.
+// Fused splits against split-parallel units with the merge kernel, one warpgroup against two, the
+// merge as a dependent launch or after the grid: the same bits, and the notes say which ran.
 TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   std::unique_ptr<Backend> b = make_backend("cuda-invariant");
@@ -211,6 +211,7 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
       for (const char* consumers : {"1", "2"}) {
         const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", execution);
         const ScopedEnv w("NVDET_ATTENTION_TC_CONSUMERS", consumers);
+        const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "dependent");
         const std::string what = std::string(execution) + " x" + consumers;
         RunNotes notes;
         HostTensor pf = b->run(whole(p, c), &notes);
@@ -232,6 +233,15 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
         expect_same_rows(dc, 0, base_decode, p.len, what + " decode");
       }
     }
+    // The merge launched after the attention grid instead of as its programmatic dependent.
+    const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
+    const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
+    RunNotes notes;
+    expect_same_rows(b->run(whole(p, c), &notes), 0, base_prefill, p.len, "merge after, prefill");
+    EXPECT_EQ(notes["splits_run"],
+              "split-parallel, merged in split order by a launch after the grid");
+    expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, "merge after, chunk");
+    expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, "merge after, decode");
   }
 }
 

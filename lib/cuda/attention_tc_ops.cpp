@@ -10,13 +10,19 @@
 //   NVDET_ATTENTION_TC_SCHEDULE=stride|balanced  the CTAs' items in stride order, or in lists
 //                                             balanced by their tiles (default: lists where the
 //                                             stride order would finish over 3% later)
+//   NVDET_ATTENTION_TC_MERGE=dependent|after  the split-parallel merge as the attention grid's
+//                                             programmatic dependent, or launched after it
+//                                             (default: dependent where no merged row has over
+//                                             8 splits)
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <numeric>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -71,6 +77,28 @@ TcSchedule schedule_setting() {
   if (v == "stride") return TcSchedule::kStride;
   if (v == "balanced") return TcSchedule::kBalanced;
   throw_input_error("NVDET_ATTENTION_TC_SCHEDULE must be auto, stride or balanced, got '" +
+                    std::string(v) + "'");
+}
+
+// Merged rows of at most this many splits take the merge as a programmatic dependent launch.
+// Measured on an H100 (decode-kv-sweep, bf16, 32/8 heads of 128, splits of 512, two runs each):
+// with 2 and 8 splits a row (KV 1000 and 4096, batch 1 and 8) the dependent launch saved
+// 0.7-1.3 us; with 64 splits (KV 32768) it cost 6 us at batch 1 (70 us against 64) and 4 us at
+// batch 8, for reasons not yet found (the waiting merge blocks sit beside the attention CTAs for
+// the whole grid). 16-32 splits are unmeasured.
+constexpr int kDependentMergeMaxSplits = 8;
+
+// Whether the merge kernel is launched as the attention grid's programmatic dependent.
+bool dependent_merge_setting(std::span<const int32_t> merge_pos, int split_size) {
+  const std::string_view v = env("NVDET_ATTENTION_TC_MERGE");
+  if (v.empty() || v == "auto") {
+    int32_t last = 0;
+    for (int32_t pos : merge_pos) last = std::max(last, pos);
+    return last / split_size + 1 <= kDependentMergeMaxSplits;
+  }
+  if (v == "dependent") return true;
+  if (v == "after") return false;
+  throw_input_error("NVDET_ATTENTION_TC_MERGE must be auto, dependent or after, got '" +
                     std::string(v) + "'");
 }
 
@@ -148,6 +176,7 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     p.merge_pos = static_cast<const int32_t*>(
         put(plan.merge_pos.data(), plan.merge_pos.size() * sizeof(int32_t)));
     p.num_merge_rows = static_cast<int32_t>(plan.merge_rows.size());
+    p.dependent_merge = dependent_merge_setting(plan.merge_pos, c.split_size);
     const size_t o_bytes =
         kernels::attention_tc_partial_o_bytes(plan.slots, c.num_heads, c.head_dim);
     const size_t ml_bytes = kernels::attention_tc_partial_ml_bytes(plan.slots, c.num_heads);
@@ -176,7 +205,9 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
                                                         ? " persistent, items in stride order"
                                                         : " persistent, items in balanced lists");
     (*notes)["splits_run"] =
-        plan.split_parallel ? "split-parallel, merged in split order" : "fused in each block's CTA";
+        !plan.split_parallel ? "fused in each block's CTA"
+        : p.dependent_merge  ? "split-parallel, merged in split order"
+                             : "split-parallel, merged in split order by a launch after the grid";
   }
   return call;
 }
