@@ -24,11 +24,13 @@ TEST(GemmSettings, AutoPinsOrRefuses) {
   EXPECT_EQ(cuda::forced_gemm_ctas(), 0);
   setenv("NVDET_GEMM_WGMMA_CONFIG", "auto", 1);
   EXPECT_EQ(cuda::forced_wgmma_config(), -1);
-  setenv("NVDET_GEMM_WGMMA_CONFIG", "5", 1);
+  const int last = kernels::kGemmWgmmaConfigCount - 1;
+  setenv("NVDET_GEMM_WGMMA_CONFIG", std::to_string(last).c_str(), 1);
   setenv("NVDET_GEMM_CTAS", "7", 1);
-  EXPECT_EQ(cuda::forced_wgmma_config(), 5);
+  EXPECT_EQ(cuda::forced_wgmma_config(), last);
   EXPECT_EQ(cuda::forced_gemm_ctas(), 7);
-  for (const char* bad : {"6", "-1", "2x", "one"}) {
+  const std::string past_the_table = std::to_string(last + 1);
+  for (const char* bad : {past_the_table.c_str(), "-1", "2x", "one"}) {
     setenv("NVDET_GEMM_WGMMA_CONFIG", bad, 1);
     try {
       cuda::forced_wgmma_config();

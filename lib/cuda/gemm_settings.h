@@ -3,7 +3,7 @@
 // settings that pin the invariant GEMM's launch shape, for the tests that compare every shape's
 // bits and for bisecting a difference by hand. Neither changes any element's reduction order
 // (kernels/gemm_invariant.cuh); both only choose how the work is spread.
-//   NVDET_GEMM_WGMMA_CONFIG = auto | 0..5  the kGemmWgmmaConfigs entry (tile and pipeline) of the
+//   NVDET_GEMM_WGMMA_CONFIG = auto | 0..7  the kGemmWgmmaConfigs entry (tile and pipeline) of the
 //                                          wgmma path, plain and grouped launches alike
 //   NVDET_GEMM_CTAS         = auto | N     the number of persistent CTAs of the wgmma path
 // Anything else is refused (exit 2) with the variable's name.
