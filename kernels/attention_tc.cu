@@ -163,9 +163,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   }
   __syncthreads();
   // The merge kernel (split-parallel rows) is this grid's programmatic dependent: it may be
-  // scheduled from now on, and its griddepcontrol.wait holds it until this grid has finished and
-  // its partial states are visible, so only its launch overlaps this kernel.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  // scheduled once every CTA has signalled (or exited), and its griddepcontrol.wait holds it until
+  // this grid has finished and its partial states are visible, so only its launch overlaps this
+  // kernel. Signalled here, or by the producer as it takes the CTA's last item.
+  if (!p.late_merge_trigger) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
@@ -181,6 +182,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     static_assert(128 % kChunks == 0 && kCopy.passes(kKeys) % 8 == 0, "whole passes over a tile");
     const int copy_chunk = kCopy.chunk(t);
     for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
+      if (p.late_merge_trigger && t == 0 && cta_item(p, items_done + 1, num_items) < 0) {
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+      }
       const Item it = load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
       const int qb = items_done % S::kQBufs;

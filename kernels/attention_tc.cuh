@@ -87,6 +87,10 @@ struct TcAttentionParams {
   // the attention CTAs run, held in griddepcontrol.wait), or as a plain launch after it. The same
   // reads and folds either way.
   bool dependent_merge = true;
+  // With dependent_merge: the attention CTAs let the merge be scheduled when their producer takes
+  // its last item, not at their start, so that the merge's waiting blocks do not sit beside the
+  // CTAs for the whole of a long grid.
+  bool late_merge_trigger = false;
 };
 
 // The plan's key-tile width for a head_dim (0 when the kernels do not take it).

@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/backend/backend.h"
@@ -196,7 +197,8 @@ TEST(GpuAttentionPlan, PrefillRowsIgnoreTheOtherSequences) {
 }
 
 // Fused splits against split-parallel units with the merge kernel, one warpgroup against two, the
-// merge as a dependent launch or after the grid: the same bits, and the notes say which ran.
+// merge as a dependent launch (signalled early or late) or after the grid: the same bits, and the
+// notes say which ran.
 TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   std::unique_ptr<Backend> b = make_backend("cuda-invariant");
@@ -233,15 +235,22 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
         expect_same_rows(dc, 0, base_decode, p.len, what + " decode");
       }
     }
-    // The merge launched after the attention grid instead of as its programmatic dependent.
+    // The merge launched after the attention grid, or as its programmatic dependent signalled at
+    // the CTAs' last items, instead of at their start.
     const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
-    const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
-    RunNotes notes;
-    expect_same_rows(b->run(whole(p, c), &notes), 0, base_prefill, p.len, "merge after, prefill");
-    EXPECT_EQ(notes["splits_run"],
-              "split-parallel, merged in split order by a launch after the grid");
-    expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, "merge after, chunk");
-    expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, "merge after, decode");
+    const std::pair<const char*, const char*> launches[] = {
+        {"after", "split-parallel, merged in split order by a launch after the grid"},
+        {"late",
+         "split-parallel, merged in split order by a launch signalled at the CTAs' last items"}};
+    for (const auto& [merge, note] : launches) {
+      const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", merge);
+      const std::string what = std::string("merge ") + merge;
+      RunNotes notes;
+      expect_same_rows(b->run(whole(p, c), &notes), 0, base_prefill, p.len, what + ", prefill");
+      EXPECT_EQ(notes["splits_run"], note) << what;
+      expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, what + ", chunk");
+      expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, what + ", decode");
+    }
   }
 }
 
