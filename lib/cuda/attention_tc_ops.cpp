@@ -10,11 +10,12 @@
 //   NVDET_ATTENTION_TC_SCHEDULE=stride|balanced  the CTAs' items in stride order, or in lists
 //                                             balanced by their tiles (default: lists where the
 //                                             stride order would finish over 3% later)
-//   NVDET_ATTENTION_TC_MERGE=dependent|late|after  the split-parallel merge as the attention
-//                                             grid's programmatic dependent (signalled at the
-//                                             CTAs' start, or at their last items), or launched
-//                                             after it (default: dependent where no merged row
-//                                             has over 8 splits, else after)
+//   NVDET_ATTENTION_TC_MERGE=dependent|late|after|folded  the split-parallel merge as the
+//                                             attention grid's programmatic dependent (signalled
+//                                             at the CTAs' start, or at their last items), as a
+//                                             launch after it, or folded into it by the CTA that
+//                                             completes each row's splits (default: dependent
+//                                             where no merged row has over 8 splits, else after)
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
@@ -94,16 +95,20 @@ constexpr int kDependentMergeMaxSplits = 8;
 struct MergeLaunch {
   bool dependent = true;
   bool late_trigger = false;
+  bool folded = false;  // no launch: the CTA that completes a row's splits folds them
   const char* note = "";
 };
 
 MergeLaunch merge_launch_setting(std::span<const int32_t> merge_pos, int split_size) {
-  const MergeLaunch dependent{true, false, "split-parallel, merged in split order"};
-  const MergeLaunch late{true, true,
+  const MergeLaunch dependent{true, false, false, "split-parallel, merged in split order"};
+  const MergeLaunch late{true, true, false,
                          "split-parallel, merged in split order by a launch signalled at the "
                          "CTAs' last items"};
-  const MergeLaunch after{false, false,
+  const MergeLaunch after{false, false, false,
                           "split-parallel, merged in split order by a launch after the grid"};
+  const MergeLaunch folded{false, false, true,
+                           "split-parallel, merged in split order by the CTA that completes each "
+                           "row"};
   const std::string_view v = env("NVDET_ATTENTION_TC_MERGE");
   if (v.empty() || v == "auto") {
     int32_t last = 0;
@@ -113,8 +118,10 @@ MergeLaunch merge_launch_setting(std::span<const int32_t> merge_pos, int split_s
   if (v == "dependent") return dependent;
   if (v == "late") return late;
   if (v == "after") return after;
-  throw_input_error("NVDET_ATTENTION_TC_MERGE must be auto, dependent, late or after, got '" +
-                    std::string(v) + "'");
+  if (v == "folded") return folded;
+  throw_input_error(
+      "NVDET_ATTENTION_TC_MERGE must be auto, dependent, late, after or folded, got '" +
+      std::string(v) + "'");
 }
 
 }  // namespace
@@ -195,6 +202,12 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     merge = merge_launch_setting(plan.merge_pos, c.split_size);
     p.dependent_merge = merge.dependent;
     p.late_merge_trigger = merge.late_trigger;
+    if (merge.folded) {
+      // Zero before the first launch; each launch leaves them zero (attention_tc.cuh).
+      const std::vector<int32_t> zeros(static_cast<size_t>(rows) * c.num_kv_heads, 0);
+      p.merge_counters = static_cast<int32_t*>(
+          const_cast<void*>(put(zeros.data(), zeros.size() * sizeof(int32_t))));
+    }
     const size_t o_bytes =
         kernels::attention_tc_partial_o_bytes(plan.slots, c.num_heads, c.head_dim);
     const size_t ml_bytes = kernels::attention_tc_partial_ml_bytes(plan.slots, c.num_heads);
