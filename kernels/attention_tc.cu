@@ -16,8 +16,7 @@
 //  - consumers: per tile, S = Q K^T (wgmma, A and B from shared memory), the online-softmax step
 //    in registers, O += P V (wgmma, P from registers, V read transposed from shared memory).
 // Split ends: a fused unit folds the split's state into a running state kept in shared memory
-// (each thread its own elements); a partial unit writes the state for the merge kernel, or, with
-// the merge folded into the grid, for the CTA that completes the row's splits.
+// (each thread its own elements); a partial unit writes the state for the merge kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -66,7 +65,6 @@ struct TcShape {
   static constexpr int kQBufs = ring_slots(2) == ring_slots(1) ? 2 : 1;
   static constexpr int kNbUsed = ring_slots(kQBufs);
   static_assert(kNbUsed >= 4, "shared memory for at least 4 ring buffers");
-  static_assert(32 + 16 * kNbUsed <= 240, "the barriers end below the folded merge's flags");
   static constexpr int kSmemBytes =
       kQBufs * kQBytes + kNbUsed * kTileBytes + kRunBytes + kOffBytes + kBarBytes;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
@@ -123,126 +121,6 @@ __device__ __forceinline__ int split_hi(int j, int s, int last_pos) {
   return min((j + 1) * s, last_pos + 1);
 }
 
-// The merge's fold of one element over splits [0, splits) of slots first.. (the merge kernel's
-// arithmetic, below, in the same order): E elements a thread at once, kFoldBatch splits' states
-// loaded before they are folded, so that a batch's loads are in flight together. The states come
-// from other CTAs of this grid: read from L2 (ld.global.cg), never from a stale L1 line.
-constexpr int kFoldBatch = 4;
-
-template <int E>
-__device__ __forceinline__ void fold_splits(const TcAttentionParams& p, int64_t first, int splits,
-                                            const int (&head)[E], const int (&d)[E], float c,
-                                            float (&out)[E]) {
-  float run_m[E], run_l[E], run_o[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    run_m[e] = -INFINITY;
-    run_l[e] = 0.0f;
-    run_o[e] = 0.0f;
-  }
-  for (int j0 = 0; j0 < splits; j0 += kFoldBatch) {
-    float m[kFoldBatch][E], l[kFoldBatch][E], o[kFoldBatch][E];
-#pragma unroll
-    for (int u = 0; u < kFoldBatch; ++u) {
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        if (j0 + u < splits && head[e] >= 0) {
-          const int64_t sh = (first + j0 + u) * p.num_heads + head[e];
-          const float2 ml = __ldcg(reinterpret_cast<const float2*>(p.partial_ml + 2 * sh));
-          m[u][e] = ml.x;
-          l[u][e] = ml.y;
-          o[u][e] = __ldcg(p.partial_o + sh * p.head_dim + d[e]);
-        }
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kFoldBatch; ++u) {
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        if (j0 + u < splits && head[e] >= 0) {
-          const TcFoldWeights w = tc_fold_weights(run_m[e], m[u][e], c);
-          run_l[e] = tc_fold_value(run_l[e], l[u][e], w);
-          run_o[e] = tc_fold_value(run_o[e], o[u][e], w);
-          run_m[e] = w.m;
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int e = 0; e < E; ++e) out[e] = __fdiv_rn(run_o[e], run_l[e]);
-}
-
-__device__ __forceinline__ void store_one(const TcAttentionParams& p, int64_t i, float v) {
-  if (p.out_dtype == ElemType::kBF16) {
-    static_cast<__nv_bfloat16*>(p.out)[i] = from_float<__nv_bfloat16>(v);
-  } else if (p.out_dtype == ElemType::kFP16) {
-    static_cast<__half*>(p.out)[i] = from_float<__half>(v);
-  } else {
-    static_cast<float*>(p.out)[i] = v;
-  }
-}
-
-// The merge folded into the grid, run by the CTA's consumer threads (THREADS of them, tid
-// 0..THREADS-1) after a partial item's states are written: each token of the item adds the splits
-// the item wrote to its counter; the CTA whose addition completes a token's splits folds the
-// token's group of heads and sets the counter back to 0. `flags` (4 words of shared memory, zero
-// between items) marks the tokens this CTA completed. The fence before the count publishes this
-// thread's states; the completing thread's fence after it, with the barrier, orders the other
-// CTAs' states before this CTA's reads (the pattern of a last-block reduction).
-template <int THREADS>
-__device__ __forceinline__ void fold_completed_tokens(const TcAttentionParams& p, const Item& it,
-                                                      int group, float c, uint32_t* flags,
-                                                      int tid) {
-  __threadfence();
-  named_barrier(2, THREADS);
-  if (tid < it.u.num_tokens) {
-    const int splits = (it.u.first_pos + tid) / p.split_size + 1;
-    const int wrote = min(it.u.split_end, splits) - it.u.split_begin;
-    if (wrote > 0) {
-      int32_t* counter =
-          p.merge_counters + static_cast<int64_t>(it.u.q_row + tid) * p.num_kv_heads + it.kvh;
-      if (atomicAdd(counter, wrote) + wrote == splits) {
-        __threadfence();
-        *counter = 0;
-        atomicOr(&flags[tid / 32], 1u << (tid % 32));
-      }
-    }
-  }
-  named_barrier(2, THREADS);
-  constexpr int E = 4;
-  const int elems = group * p.head_dim;
-  for (int w = 0; w * 32 < it.u.num_tokens; ++w) {
-    uint32_t bits = *reinterpret_cast<volatile uint32_t*>(&flags[w]);
-    while (bits != 0) {
-      const int token = w * 32 + __ffs(static_cast<int>(bits)) - 1;
-      bits &= bits - 1;
-      const int token_row = it.u.q_row + token;
-      const int splits = (it.u.first_pos + token) / p.split_size + 1;
-      const int64_t first = p.row_slot[token_row];
-      for (int e0 = tid; e0 < elems; e0 += E * THREADS) {
-        int head[E], d[E];
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-          const int x = e0 + e * THREADS;
-          head[e] = x < elems ? it.kvh * group + x / p.head_dim : -1;
-          d[e] = x < elems ? x % p.head_dim : 0;
-        }
-        float v[E];
-        fold_splits<E>(p, first, splits, head, d, c, v);
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-          if (head[e] >= 0) {
-            store_one(p, (static_cast<int64_t>(token_row) * p.num_heads + head[e]) * p.head_dim + d[e],
-                      v[e]);
-          }
-        }
-      }
-    }
-  }
-  named_barrier(2, THREADS);
-  if (tid < 4) flags[tid] = 0;
-}
-
 #endif  // NVDET_SM90A_DEVICE
 
 template <class T, int HD, int CONSUMERS>
@@ -267,9 +145,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   auto tile_smem = [&](int s) { return ring + s * S::kTileBytes; };
   // Generic pointers to the parts the threads read and write with ordinary instructions.
   float* const run_o = reinterpret_cast<float*>(smem_raw + (run_smem - base));
-  // The folded merge's completed-token flags: 4 words past the barriers (which take at most 160
-  // of kBarBytes).
-  uint32_t* const fold_flags = reinterpret_cast<uint32_t*>(smem_raw + (bars - base) + 240);
   int64_t* const key_off = reinterpret_cast<int64_t*>(smem_raw + (off_smem - base));
 
   const int group = p.num_heads / p.num_kv_heads;
@@ -286,13 +161,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
     mbar_init_fence();
   }
-  if (threadIdx.x < 4) fold_flags[threadIdx.x] = 0;
   __syncthreads();
   // The merge kernel (split-parallel rows) is this grid's programmatic dependent: it may be
-  // scheduled once every CTA has signalled (or exited), and its griddepcontrol.wait holds it until
-  // this grid has finished and its partial states are visible, so only its launch overlaps this
-  // kernel. Signalled here, or by the producer as it takes the CTA's last item.
-  if (!p.late_merge_trigger) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  // scheduled from now on, and its griddepcontrol.wait holds it until this grid has finished and
+  // its partial states are visible, so only its launch overlaps this kernel.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
@@ -308,9 +181,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     static_assert(128 % kChunks == 0 && kCopy.passes(kKeys) % 8 == 0, "whole passes over a tile");
     const int copy_chunk = kCopy.chunk(t);
     for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
-      if (p.late_merge_trigger && t == 0 && cta_item(p, items_done + 1, num_items) < 0) {
-        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-      }
       const Item it = load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
       const int qb = items_done % S::kQBufs;
@@ -568,9 +438,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
       }
-      if (it.u.partial && p.merge_counters != nullptr) {
-        fold_completed_tokens<128 * CONSUMERS>(p, it, group, c, fold_flags, threadIdx.x - 128);
-      }
       if (!it.u.partial) {
         // ---- out = O / L, rounded once
 #pragma unroll
@@ -777,7 +644,7 @@ cudaError_t launch_attention_tc(const TcAttentionParams& p, cudaStream_t stream)
   cudaError_t st = cudaErrorInvalidValue;
   if (p.dtype == ElemType::kBF16) st = launch_typed<__nv_bfloat16>(p, stream);
   if (p.dtype == ElemType::kFP16) st = launch_typed<__half>(p, stream);
-  if (st != cudaSuccess || p.num_merge_rows == 0 || p.merge_counters != nullptr) return st;
+  if (st != cudaSuccess || p.num_merge_rows == 0) return st;
   return launch_merge(p, stream);
 }
 

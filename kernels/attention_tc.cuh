@@ -87,16 +87,6 @@ struct TcAttentionParams {
   // the attention CTAs run, held in griddepcontrol.wait), or as a plain launch after it. The same
   // reads and folds either way.
   bool dependent_merge = true;
-  // With dependent_merge: the attention CTAs let the merge be scheduled when their producer takes
-  // its last item, not at their start, so that the merge's waiting blocks do not sit beside the
-  // CTAs for the whole of a long grid.
-  bool late_merge_trigger = false;
-  // Non-null: the merge is folded into the attention grid instead of launched. Token row r's
-  // counter for KV head h is merge_counters[r * num_kv_heads + h]: each partial item adds the
-  // splits it wrote, and the CTA that completes a row's splits folds them (the merge kernel's
-  // reads and arithmetic, in split order) and sets the counter back to 0, so the counters must be
-  // zero before the first launch and stay so between launches.
-  int32_t* merge_counters = nullptr;  // device, [rows * num_kv_heads]
 };
 
 // The plan's key-tile width for a head_dim (0 when the kernels do not take it).

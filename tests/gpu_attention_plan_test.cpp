@@ -16,16 +16,10 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "lib/backend/backend.h"
 #include "tests/cpu_kernel_fixtures.h"
-#ifdef NVDET_WITH_CUDA
-#include "lib/cuda/cuda_factories.h"
-#include "lib/cuda/cuda_ops.h"
-#include "lib/cuda/device_context.h"
-#endif
 #include "tests/test_support.h"
 
 namespace nvdet::testing {
@@ -202,8 +196,7 @@ TEST(GpuAttentionPlan, PrefillRowsIgnoreTheOtherSequences) {
 }
 
 // Fused splits against split-parallel units with the merge kernel, one warpgroup against two, the
-// merge as a dependent launch (signalled early or late), after the grid or folded into it: the same
-// bits, and the notes say which ran.
+// merge as a dependent launch or after the grid: the same bits, and the notes say which ran.
 TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   std::unique_ptr<Backend> b = make_backend("cuda-invariant");
@@ -240,81 +233,17 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
         expect_same_rows(dc, 0, base_decode, p.len, what + " decode");
       }
     }
-    // The merge launched after the attention grid, as its programmatic dependent signalled at the
-    // CTAs' last items instead of at their start, or folded into the grid. Twice each: the folded
-    // merge's counters must be back at zero after a launch.
+    // The merge launched after the attention grid instead of as its programmatic dependent.
     const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
-    const std::pair<const char*, const char*> launches[] = {
-        {"after", "split-parallel, merged in split order by a launch after the grid"},
-        {"late",
-         "split-parallel, merged in split order by a launch signalled at the CTAs' last items"},
-        {"folded", "split-parallel, merged in split order by the CTA that completes each row"}};
-    for (const auto& [merge, note] : launches) {
-      const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", merge);
-      for (int round = 0; round < 2; ++round) {
-        const std::string what = std::string("merge ") + merge;
-        RunNotes notes;
-        expect_same_rows(b->run(whole(p, c), &notes), 0, base_prefill, p.len, what + ", prefill");
-        EXPECT_EQ(notes["splits_run"], note) << what;
-        expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, what + ", chunk");
-        expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, what + ", decode");
-      }
-    }
-  }
-}
-
-#ifdef NVDET_WITH_CUDA
-// The folded merge leaves its counters at zero: one prepared decode launched three times gives the
-// merge kernel's bits every time (a backend run prepares a call afresh; a bench launches one call
-// many times).
-TEST(GpuAttentionPlan, FoldedMergeGivesTheSameBitsLaunchAfterLaunch) {
-  if (!gpu_available()) GTEST_SKIP() << "no GPU";
-  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
-  for (const PlanCase& c : kCases) {
-    SCOPED_TRACE(name_of(c));
-    const Prompt p = make_prompt(c, 3000, 21);
-    AttentionDecodeArgs dec = every_token_decoded(p, c);
-    // Every 97th token's decode: rows of 1 to 6 splits of 512, or 1 to 15 of 200.
-    AttentionDecodeArgs some = dec;
-    std::vector<int32_t> picked;
-    for (int32_t t = 0; t < p.len; t += 97) picked.push_back(t);
-    const size_t row_bytes = dec.q->nbytes() / static_cast<size_t>(p.len);
-    HostTensor q(dec.q->dtype(), {static_cast<int64_t>(picked.size()), c.heads, c.head_dim});
-    some.kv.page_table.clear();
-    some.kv.kv_lens.clear();
-    for (size_t i = 0; i < picked.size(); ++i) {
-      std::memcpy(q.mutable_data() + i * row_bytes, dec.q->data() + picked[i] * row_bytes,
-                  row_bytes);
-      const auto* row = dec.kv.page_table.data() + int64_t{picked[i]} * dec.kv.max_pages_per_seq;
-      some.kv.page_table.insert(some.kv.page_table.end(), row, row + dec.kv.max_pages_per_seq);
-      some.kv.kv_lens.push_back(dec.kv.kv_lens[picked[i]]);
-    }
-    some.q = &q;
-    const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
-    HostTensor want;
-    {
-      const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
-      want = b->run(some, nullptr);
-    }
-    const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "folded");
-    cuda::DeviceContext ctx;
-    cuda::AttentionOperands ops;
-    ops.q = ctx.upload(*some.q);
-    ops.k = ctx.upload(*some.kv.k);
-    ops.v = ctx.upload(*some.kv.v);
-    ops.dtype = some.q->dtype();
+    const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
     RunNotes notes;
-    cuda::PreparedCall call =
-        cuda::prepare_attention_decode_device(ctx, cuda::CudaFlavor::kInvariant, some, ops, &notes);
+    expect_same_rows(b->run(whole(p, c), &notes), 0, base_prefill, p.len, "merge after, prefill");
     EXPECT_EQ(notes["splits_run"],
-              "split-parallel, merged in split order by the CTA that completes each row");
-    for (int launch = 0; launch < 3; ++launch) {
-      expect_same_rows(cuda::run_prepared(ctx, call), 0, want, static_cast<int64_t>(picked.size()),
-                       "launch " + std::to_string(launch));
-    }
+              "split-parallel, merged in split order by a launch after the grid");
+    expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, "merge after, chunk");
+    expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, "merge after, decode");
   }
 }
-#endif
 
 // The persistent CTAs' items in stride order or in balanced lists, over several CTA counts: the
 // same bits, and the notes say which ran.

@@ -10,12 +10,10 @@
 //   NVDET_ATTENTION_TC_SCHEDULE=stride|balanced  the CTAs' items in stride order, or in lists
 //                                             balanced by their tiles (default: lists where the
 //                                             stride order would finish over 3% later)
-//   NVDET_ATTENTION_TC_MERGE=dependent|late|after|folded  the split-parallel merge as the
-//                                             attention grid's programmatic dependent (signalled
-//                                             at the CTAs' start, or at their last items), as a
-//                                             launch after it, or folded into it by the CTA that
-//                                             completes each row's splits (default: dependent
-//                                             where no merged row has over 8 splits, else after)
+//   NVDET_ATTENTION_TC_MERGE=dependent|after  the split-parallel merge as the attention grid's
+//                                             programmatic dependent, or launched after it
+//                                             (default: dependent where no merged row has over
+//                                             8 splits)
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
@@ -90,38 +88,18 @@ TcSchedule schedule_setting() {
 // the whole grid). 16-32 splits are unmeasured.
 constexpr int kDependentMergeMaxSplits = 8;
 
-// How the merge kernel is launched: as the attention grid's programmatic dependent, signalled at
-// the CTAs' start or at their last item, or after the grid.
-struct MergeLaunch {
-  bool dependent = true;
-  bool late_trigger = false;
-  bool folded = false;  // no launch: the CTA that completes a row's splits folds them
-  const char* note = "";
-};
-
-MergeLaunch merge_launch_setting(std::span<const int32_t> merge_pos, int split_size) {
-  const MergeLaunch dependent{true, false, false, "split-parallel, merged in split order"};
-  const MergeLaunch late{true, true, false,
-                         "split-parallel, merged in split order by a launch signalled at the "
-                         "CTAs' last items"};
-  const MergeLaunch after{false, false, false,
-                          "split-parallel, merged in split order by a launch after the grid"};
-  const MergeLaunch folded{false, false, true,
-                           "split-parallel, merged in split order by the CTA that completes each "
-                           "row"};
+// Whether the merge kernel is launched as the attention grid's programmatic dependent.
+bool dependent_merge_setting(std::span<const int32_t> merge_pos, int split_size) {
   const std::string_view v = env("NVDET_ATTENTION_TC_MERGE");
   if (v.empty() || v == "auto") {
     int32_t last = 0;
     for (int32_t pos : merge_pos) last = std::max(last, pos);
-    return last / split_size + 1 <= kDependentMergeMaxSplits ? dependent : after;
+    return last / split_size + 1 <= kDependentMergeMaxSplits;
   }
-  if (v == "dependent") return dependent;
-  if (v == "late") return late;
-  if (v == "after") return after;
-  if (v == "folded") return folded;
-  throw_input_error(
-      "NVDET_ATTENTION_TC_MERGE must be auto, dependent, late, after or folded, got '" +
-      std::string(v) + "'");
+  if (v == "dependent") return true;
+  if (v == "after") return false;
+  throw_input_error("NVDET_ATTENTION_TC_MERGE must be auto, dependent or after, got '" +
+                    std::string(v) + "'");
 }
 
 }  // namespace
@@ -190,7 +168,6 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     p.cta_items =
         static_cast<const int32_t*>(put(lists.items.data(), lists.items.size() * sizeof(int32_t)));
   }
-  MergeLaunch merge;
   if (plan.split_parallel) {
     p.row_slot = static_cast<const int32_t*>(
         put(plan.row_slot.data(), plan.row_slot.size() * sizeof(int32_t)));
@@ -199,15 +176,7 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     p.merge_pos = static_cast<const int32_t*>(
         put(plan.merge_pos.data(), plan.merge_pos.size() * sizeof(int32_t)));
     p.num_merge_rows = static_cast<int32_t>(plan.merge_rows.size());
-    merge = merge_launch_setting(plan.merge_pos, c.split_size);
-    p.dependent_merge = merge.dependent;
-    p.late_merge_trigger = merge.late_trigger;
-    if (merge.folded) {
-      // Zero before the first launch; each launch leaves them zero (attention_tc.cuh).
-      const std::vector<int32_t> zeros(static_cast<size_t>(rows) * c.num_kv_heads, 0);
-      p.merge_counters = static_cast<int32_t*>(
-          const_cast<void*>(put(zeros.data(), zeros.size() * sizeof(int32_t))));
-    }
+    p.dependent_merge = dependent_merge_setting(plan.merge_pos, c.split_size);
     const size_t o_bytes =
         kernels::attention_tc_partial_o_bytes(plan.slots, c.num_heads, c.head_dim);
     const size_t ml_bytes = kernels::attention_tc_partial_ml_bytes(plan.slots, c.num_heads);
@@ -235,7 +204,10 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     (*notes)["ctas"] = std::to_string(plan.ctas) + (plan.cta_lists.items.empty()
                                                         ? " persistent, items in stride order"
                                                         : " persistent, items in balanced lists");
-    (*notes)["splits_run"] = plan.split_parallel ? merge.note : "fused in each block's CTA";
+    (*notes)["splits_run"] =
+        !plan.split_parallel ? "fused in each block's CTA"
+        : p.dependent_merge  ? "split-parallel, merged in split order"
+                             : "split-parallel, merged in split order by a launch after the grid";
   }
   return call;
 }
