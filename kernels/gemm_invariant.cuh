@@ -64,11 +64,14 @@ struct GemmProblem {
 // that take vertically adjacent tiles of one tile column together, and each loads 1/cluster_m of
 // the shared W tile and multicasts it to all, so W crosses from L2 once per cluster rather than
 // once per CTA (plain launches only: a grouped launch's tiles of one column may belong to
-// different experts). auto_pick false: the plan takes the entry only when pinned (an entry not
-// yet timed against the others). Any entry gives the same bits.
+// different experts). k_subtiles: 64-wide k tiles a stage holds (loaded one after another, so
+// that a stage asks for k_subtiles x 128 consecutive bytes of each row; the ring's waits are paid
+// once per stage). auto_pick false: the plan takes the entry only when pinned (an entry not yet
+// timed against the others). Any entry gives the same bits.
 struct GemmWgmmaConfig {
   int tile_m, tile_n, stages, ctas_per_sm, efficiency_pct;
   int cluster_m = 1;
+  int k_subtiles = 1;
   bool auto_pick = true;
 };
 inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
@@ -86,9 +89,14 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {128, 192, 5, 1, 94},   // 200 KiB
     // Pairs of CTAs sharing W by multicast (half the L2-to-SM traffic of W); not yet timed, so
     // pinned only (NVDET_GEMM_WGMMA_CONFIG).
-    {128, 256, 4, 1, 100, 2, false},
-    {128, 128, 6, 1, 80, 2, false},
-    {64, 128, 8, 1, 70, 2, false},
+    {128, 256, 4, 1, 100, 2, 1, false},
+    {128, 128, 6, 1, 80, 2, 1, false},
+    {64, 128, 8, 1, 70, 2, 1, false},
+    // Decode sizes with 256 or 512 bytes of each W row a stage (one 128-byte k tile a stage left
+    // the aligned 4096 x 4096 decode GEMM at half the copy rate on an H100); not yet timed.
+    {64, 128, 4, 1, 70, 1, 2, false},  // 192 KiB
+    {64, 64, 3, 1, 55, 1, 4, false},   // 192 KiB
+    {64, 32, 4, 1, 40, 1, 4, false},   // 192 KiB
 };
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));

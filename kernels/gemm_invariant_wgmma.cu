@@ -54,7 +54,10 @@ constexpr int kTileK = 64;  // 128 bytes: one swizzle atom row
 // and loading the tile's 64 or 128 rows would move up to 8x the rows that are used.
 constexpr int kGroupedABoxRows = 16;
 
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER = 1>
+// KSUB: 64-wide k tiles per ring stage (each its own TMA boxes, one after another in the stage),
+// so that a stage asks DRAM for KSUB x 128 consecutive bytes of each W row, and the ring's
+// barriers and waits are paid once per KSUB k tiles.
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER = 1, int KSUB = 1>
 struct WgmmaShape {
   static constexpr int kTileM = 64 * CONSUMERS;
   static constexpr int kTileN = TILE_N;
@@ -64,7 +67,8 @@ struct WgmmaShape {
   // so the 128-byte swizzle of each part is the one a single box would give.
   static constexpr int kWPartRows = TILE_N / CLUSTER;
   static_assert(kWPartRows % 8 == 0, "W parts of whole swizzle atoms");
-  static constexpr int kStageBytes = kASubBytes + kWSubBytes;
+  // Stage: KSUB A sub-tiles, then KSUB W sub-tiles (each a multiple of 1024 bytes).
+  static constexpr int kStageBytes = KSUB * (kASubBytes + kWSubBytes);
   static constexpr int kStages = STAGES;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int kAccRegs = TILE_N / 2;
@@ -174,27 +178,35 @@ __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, Group
 
 #endif  // NVDET_WGMMA_DEVICE
 
-// IN_FLIGHT: wgmma groups (one per k tile) a consumer leaves running before it waits; the stage a
-// group read is handed back to the producer once the group is done. More than one hides the
-// wgmma latency when a k tile holds little work (narrow tiles).
+// IN_FLIGHT: wgmma groups (one per ring stage) a consumer leaves running before it waits; the
+// stage a group read is handed back to the producer once the group is done. More than one hides
+// the wgmma latency when a stage holds little work (narrow tiles, one k tile a stage).
 // CLUSTER: the launch's cluster size (1: no cluster; else plain launches only, gridDim.x a
-// multiple of it, the W map's box kWPartRows rows).
+// multiple of it, the W map's box kWPartRows rows). KSUB: k tiles a stage (WgmmaShape).
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
-          class T>
+          int KSUB, class T>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w, const GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
-  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
   const uint32_t bars = tiles + S::kStages * S::kStageBytes;
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (S::kStages + s); };
-  // Stage s: the A sub-tile (kTileM rows of 128 bytes), then the W sub-tile.
-  auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
-  auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kASubBytes; };
+  // Stage s: the A sub-tiles (kTileM rows of 128 bytes each), then the W sub-tiles.
+  auto stage_a = [&](int s, int sub) {
+    return tiles + s * S::kStageBytes + sub * S::kASubBytes;
+  };
+  auto stage_w = [&](int s, int sub) {
+    return tiles + s * S::kStageBytes + KSUB * S::kASubBytes + sub * S::kWSubBytes;
+  };
+  // Ring stages over K: KSUB k tiles each (the launch takes KSUB > 1 only where it divides the k
+  // tiles: a wgmma in a branch, which a partial last stage would need, makes ptxas serialize every
+  // wgmma of the kernel, and extra k tiles of zeros would add +0 to a -0 sum).
+  const int k_stages = p.k_tiles / KSUB;
 
   const int warpgroup = threadIdx.x / 128;
   // Plain launches never touch it; grouped ones fill it before any tile is walked.
@@ -223,11 +235,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     __syncthreads();
   }
 
-  // Ring slot s holds k tile t (of some output tile) where s = t % kStages; t counts the k tiles
-  // this CTA has streamed over all its output tiles, so the barrier phases carry on from tile to
-  // tile. A is loaded a_box_rows rows at a time (fewer than the tile's rows when M is small): the
-  // rows of shared memory past them hold stale data, which only reaches output rows past M (past
-  // the group, in grouped launches), never stored (rows of an MMA do not mix).
+  // Ring slot s holds k stage t (of some output tile) where s = t % kStages; t counts the k
+  // stages this CTA has streamed over all its output tiles, so the barrier phases carry on from
+  // tile to tile. A is loaded a_box_rows rows at a time (fewer than the tile's rows when M is
+  // small): the rows of shared memory past them hold stale data, which only reaches output rows
+  // past M (past the group, in grouped launches), never stored (rows of an MMA do not mix).
   if (warpgroup == 0) {
     if constexpr (MIN_BLOCKS == 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
@@ -238,22 +250,25 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
         // Grouped: only the boxes that hold the group's rows of this tile (an expert's few rows
         // at decode sizes, not the tile's 64 or 128); plain: one box.
         const int a_boxes = p.groups > 0 ? grouped_a_boxes(site, S::kTileM, p.a_box_rows) : 1;
-        for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+        for (int ks = 0; ks < k_stages; ++ks, ++t) {
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
-          mbar_expect_tx(full_bar(s), a_boxes * p.a_box_rows * 128 + S::kWSubBytes);
-          for (int b = 0; b < a_boxes; ++b) {
-            tma_load_2d(stage_a(s) + b * p.a_box_rows * 128, &map_a, full_bar(s), kt * kTileK,
-                        site.a_row + b * p.a_box_rows);
-          }
-          if constexpr (CLUSTER > 1) {
-            // This CTA's part of the W tile, into the same slot of every CTA of the cluster
-            // (each of which expects the whole tile on its own full barrier).
-            tma_load_2d_multicast(stage_w(s) + rank * S::kWPartRows * 128, &map_w, full_bar(s),
-                                  kt * kTileK, site.w_row + rank * S::kWPartRows,
-                                  static_cast<uint16_t>((1u << CLUSTER) - 1));
-          } else {
-            tma_load_2d(stage_w(s), &map_w, full_bar(s), kt * kTileK, site.w_row);
+          mbar_expect_tx(full_bar(s), KSUB * (a_boxes * p.a_box_rows * 128 + S::kWSubBytes));
+          for (int sub = 0; sub < KSUB; ++sub) {
+            const int k0 = (ks * KSUB + sub) * kTileK;
+            for (int b = 0; b < a_boxes; ++b) {
+              tma_load_2d(stage_a(s, sub) + b * p.a_box_rows * 128, &map_a, full_bar(s), k0,
+                          site.a_row + b * p.a_box_rows);
+            }
+            if constexpr (CLUSTER > 1) {
+              // This CTA's part of the W tile, into the same slot of every CTA of the cluster
+              // (each of which expects the whole tile on its own full barrier).
+              tma_load_2d_multicast(stage_w(s, sub) + rank * S::kWPartRows * 128, &map_w,
+                                    full_bar(s), k0, site.w_row + rank * S::kWPartRows,
+                                    static_cast<uint16_t>((1u << CLUSTER) - 1));
+            } else {
+              tma_load_2d(stage_w(s, sub), &map_w, full_bar(s), k0, site.w_row);
+            }
           }
         }
       }
@@ -278,16 +293,19 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       float acc[S::kAccRegs];
       zero_accumulators(acc);
       const int first_t = t;
-      for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+      for (int ks = 0; ks < k_stages; ++ks, ++t) {
         const int s = t % S::kStages;
         mbar_wait(full_bar(s), (t / S::kStages) & 1);
         fence_operands(acc);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kTileK / 16; ++kk) {
-          const uint64_t da = smem_desc(stage_a(s) + wg * 64 * 128 + kk * 32);
-          const uint64_t dw = smem_desc(stage_w(s) + kk * 32);
-          Wgmma<TILE_N, T>::mma(acc, da, dw);
+        for (int sub = 0; sub < KSUB; ++sub) {
+#pragma unroll
+          for (int kk = 0; kk < kTileK / 16; ++kk) {
+            const uint64_t da = smem_desc(stage_a(s, sub) + wg * 64 * 128 + kk * 32);
+            const uint64_t dw = smem_desc(stage_w(s, sub) + kk * 32);
+            Wgmma<TILE_N, T>::mma(acc, da, dw);
+          }
         }
         wgmma_commit();
         wgmma_wait<IN_FLIGHT>();  // groups up to t - IN_FLIGHT are done with shared memory
@@ -352,12 +370,13 @@ int max_active_clusters(Kernel kernel, int cluster, int threads, int smem_bytes)
 }
 
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
-          class T>
+          int KSUB, class T>
 cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
                           cudaStream_t stream) {
-  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB>;
   static_assert(IN_FLIGHT >= 1 && IN_FLIGHT < STAGES, "a stage must stay free for the producer");
-  auto kernel = wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, T>;
+  auto kernel =
+      wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T>;
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -420,34 +439,46 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
 // One instantiation per kGemmWgmmaConfigs entry (same order); the entries' shapes are restated
 // here as template arguments, and checked against the table.
 constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_blocks,
-                         int cluster = 1) {
+                         int cluster = 1, int ksub = 1) {
   return kGemmWgmmaConfigs[i].tile_m == 64 * consumers && kGemmWgmmaConfigs[i].tile_n == tile_n &&
          kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks &&
-         kGemmWgmmaConfigs[i].cluster_m == cluster;
+         kGemmWgmmaConfigs[i].cluster_m == cluster && kGemmWgmmaConfigs[i].k_subtiles == ksub;
 }
-static_assert(kGemmWgmmaConfigCount == 11 && config_is(0, 2, 256, 4, 1) &&
+static_assert(kGemmWgmmaConfigCount == 14 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
                   config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
                   config_is(7, 2, 192, 5, 1) && config_is(8, 2, 256, 4, 1, 2) &&
-                  config_is(9, 2, 128, 6, 1, 2) && config_is(10, 1, 128, 8, 1, 2),
+                  config_is(9, 2, 128, 6, 1, 2) && config_is(10, 1, 128, 8, 1, 2) &&
+                  config_is(11, 1, 128, 4, 1, 1, 2) && config_is(12, 1, 64, 3, 1, 1, 4) &&
+                  config_is(13, 1, 32, 4, 1, 1, 4),
               "launch_typed's instantiations must follow kGemmWgmmaConfigs");
 
 template <class T>
 cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtensorMapDataType type,
                          cudaStream_t stream) {
   switch (config) {
-    case 0: return launch_config<2, 256, 4, 1, 1, 1, T>(p, ctas, type, stream);
-    case 1: return launch_config<2, 128, 6, 1, 1, 1, T>(p, ctas, type, stream);
-    case 2: return launch_config<2, 64, 4, 2, 1, 1, T>(p, ctas, type, stream);
-    case 3: return launch_config<1, 128, 8, 1, 2, 1, T>(p, ctas, type, stream);
-    case 4: return launch_config<1, 64, 12, 1, 3, 1, T>(p, ctas, type, stream);
-    case 5: return launch_config<1, 32, 16, 1, 3, 1, T>(p, ctas, type, stream);
-    case 6: return launch_config<2, 224, 5, 1, 1, 1, T>(p, ctas, type, stream);
-    case 7: return launch_config<2, 192, 5, 1, 1, 1, T>(p, ctas, type, stream);
-    case 8: return launch_config<2, 256, 4, 1, 1, 2, T>(p, ctas, type, stream);
-    case 9: return launch_config<2, 128, 6, 1, 1, 2, T>(p, ctas, type, stream);
-    case 10: return launch_config<1, 128, 8, 1, 2, 2, T>(p, ctas, type, stream);
+    case 0: return launch_config<2, 256, 4, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 1: return launch_config<2, 128, 6, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 2: return launch_config<2, 64, 4, 2, 1, 1, 1, T>(p, ctas, type, stream);
+    case 3: return launch_config<1, 128, 8, 1, 2, 1, 1, T>(p, ctas, type, stream);
+    case 4: return launch_config<1, 64, 12, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 5: return launch_config<1, 32, 16, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 6: return launch_config<2, 224, 5, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 7: return launch_config<2, 192, 5, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 8: return launch_config<2, 256, 4, 1, 1, 2, 1, T>(p, ctas, type, stream);
+    case 9: return launch_config<2, 128, 6, 1, 1, 2, 1, T>(p, ctas, type, stream);
+    case 10: return launch_config<1, 128, 8, 1, 2, 2, 1, T>(p, ctas, type, stream);
+    // Several k tiles a stage where they divide K's k tiles, else the same ring one k tile a stage.
+    case 11:
+      return p.k_tiles % 2 == 0 ? launch_config<1, 128, 4, 1, 1, 1, 2, T>(p, ctas, type, stream)
+                                : launch_config<1, 128, 8, 1, 2, 1, 1, T>(p, ctas, type, stream);
+    case 12:
+      return p.k_tiles % 4 == 0 ? launch_config<1, 64, 3, 1, 1, 1, 4, T>(p, ctas, type, stream)
+                                : launch_config<1, 64, 12, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 13:
+      return p.k_tiles % 4 == 0 ? launch_config<1, 32, 4, 1, 2, 1, 4, T>(p, ctas, type, stream)
+                                : launch_config<1, 32, 16, 1, 3, 1, 1, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -458,7 +489,7 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
 bool wgmma_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 256, 4, 1, 1, 1, __nv_bfloat16>) !=
+    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 256, 4, 1, 1, 1, 1, __nv_bfloat16>) !=
         cudaSuccess) {
       cudaGetLastError();
       return false;

@@ -66,9 +66,9 @@ TEST(GemmWgmmaConfig, DecodeSizesTakeOneWarpgroupTiles) {
 TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
   for (int i = 0; i < kernels::kGemmWgmmaConfigCount; ++i) {
     const kernels::GemmWgmmaConfig& c = kernels::kGemmWgmmaConfigs[i];
-    // Stages of A (tile_m x 64) and W (tile_n x 64) 16-bit elements, the barriers and the
-    // alignment pad, ctas_per_sm times, within 227 KiB less the grouped launches' 4 KiB table.
-    const int stage = (c.tile_m + c.tile_n) * 64 * 2;
+    // Stages of A (tile_m x 64) and W (tile_n x 64) 16-bit elements per k tile, the barriers and
+    // the alignment pad, ctas_per_sm times, within 227 KiB less the grouped launches' 4 KiB table.
+    const int stage = (c.tile_m + c.tile_n) * 64 * 2 * c.k_subtiles;
     const int bytes = c.stages * stage + 2 * c.stages * 8 + 1024 + 4112;
     EXPECT_LE(bytes * c.ctas_per_sm, 227 * 1024) << "entry " << i;
     EXPECT_EQ(c.tile_n % 8, 0) << "wgmma N is a multiple of 8";
