@@ -13,6 +13,10 @@
 #   NVDET_AB_BITS     scenarios whose hashes must agree ("" skips the comparison); the plan notes
 #                     may differ (a kernel change is often a new plan with the same bits)
 #   NVDET_AB_BENCHES  which benches (default: decode prefill gemm4096 gemm14336 fp8; "" none)
+#   NVDET_AB_OLD_ENV, NVDET_AB_NEW_ENV
+#                     NAME=VALUE settings (space-separated) for that side's nvdet only, e.g. one
+#                     build as both sides with NVDET_AB_NEW_ENV=NVDET_GEMM_WGMMA_CONFIG=8 times a
+#                     pinned configuration against the automatic plan
 set -uo pipefail
 if [[ $# -ne 3 ]]; then
   echo "usage: $0 OLD_BUILD NEW_BUILD OUT" >&2
@@ -33,8 +37,14 @@ fi
 for side in old new; do
   dir=$old
   [[ $side == new ]] && dir=$new
-  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    "$dir/tools/nvdet" >"$out/nvdet-$side"
+  env_var=NVDET_AB_OLD_ENV
+  [[ $side == new ]] && env_var=NVDET_AB_NEW_ENV
+  settings=${!env_var:-}
+  for kv in $settings; do
+    [[ $kv == [A-Z_]*=* ]] || { echo "$0: $env_var: '$kv' is not NAME=VALUE" >&2; exit 2; }
+  done
+  printf '#!/bin/sh\nexport %s\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "${settings:-NVDET_AB_SIDE=$side}" \
+    "$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$dir/tools/nvdet" >"$out/nvdet-$side"
   chmod +x "$out/nvdet-$side"
 done
 
