@@ -35,6 +35,14 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// mbar_arrive when `pred` holds, as one predicated instruction rather than a branch (a branch
+// ends the basic block, and ptxas then places a pending wgmma wait at the block's start).
+__device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool pred) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %1, 0;\n@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n" ::"r"(bar),
+      "r"(static_cast<int>(pred))
+      : "memory");
+}
 // Waits until the barrier's phase with the given parity has completed. A fresh barrier is in
 // phase 0, so waiting for parity 1 returns at once: producers wait on "empty" barriers with the
 // parity of the previous pass.
