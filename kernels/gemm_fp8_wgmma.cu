@@ -169,8 +169,7 @@ template <int CLUSTER>
 __device__ __forceinline__ void fp8_tile(const Fp8KernelParams& kp, int tile, int rank, int* tm,
                                          int* tn) {
   if constexpr (CLUSTER > 1) {
-    grouped_tile(tile, (kp.m_tiles + CLUSTER - 1) / CLUSTER, kp.n_tiles, 8 / CLUSTER, tm, tn);
-    *tm = *tm * CLUSTER + rank;
+    cluster_tile(tile, kp.m_tiles, kp.n_tiles, CLUSTER, rank, tm, tn);
   } else {
     grouped_tile(tile, kp.m_tiles, kp.n_tiles, 8, tm, tn);
   }

@@ -149,9 +149,7 @@ __device__ __forceinline__ GroupedTileSite tile_site(const GemmKernelParams& p,
   }
   int tm, tn;
   if constexpr (CLUSTER > 1) {
-    // 8 tiles of M per group of tile columns, as below: 8 / CLUSTER cluster rows.
-    grouped_tile(tile, (p.m_tiles + CLUSTER - 1) / CLUSTER, p.n_tiles, 8 / CLUSTER, &tm, &tn);
-    tm = tm * CLUSTER + rank;
+    cluster_tile(tile, p.m_tiles, p.n_tiles, CLUSTER, rank, &tm, &tn);
   } else {
     grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
   }
