@@ -97,6 +97,11 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {64, 128, 4, 1, 70, 1, 2, false},  // 192 KiB
     {64, 64, 3, 1, 55, 1, 4, false},   // 192 KiB
     {64, 32, 4, 1, 40, 1, 4, false},   // 192 KiB
+    // Clusters of four along M for m = 128-512, where W's L2-to-SM traffic bounds the time (at
+    // m = 256, n = k = 4096: 24 KiB per MFLOP with 128x64 tiles, 11 with four 64x128 tiles
+    // sharing W); not yet timed.
+    {64, 128, 8, 1, 70, 4, 1, false},   // 192 KiB
+    {128, 128, 6, 1, 80, 4, 1, false},  // 192 KiB
 };
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));

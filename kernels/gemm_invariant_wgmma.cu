@@ -442,14 +442,15 @@ constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_b
          kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks &&
          kGemmWgmmaConfigs[i].cluster_m == cluster && kGemmWgmmaConfigs[i].k_subtiles == ksub;
 }
-static_assert(kGemmWgmmaConfigCount == 14 && config_is(0, 2, 256, 4, 1) &&
+static_assert(kGemmWgmmaConfigCount == 16 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
                   config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
                   config_is(7, 2, 192, 5, 1) && config_is(8, 2, 256, 4, 1, 2) &&
                   config_is(9, 2, 128, 6, 1, 2) && config_is(10, 1, 128, 8, 1, 2) &&
                   config_is(11, 1, 128, 4, 1, 1, 2) && config_is(12, 1, 64, 3, 1, 1, 4) &&
-                  config_is(13, 1, 32, 4, 1, 1, 4),
+                  config_is(13, 1, 32, 4, 1, 1, 4) && config_is(14, 1, 128, 8, 1, 4) &&
+                  config_is(15, 2, 128, 6, 1, 4),
               "launch_typed's instantiations must follow kGemmWgmmaConfigs");
 
 template <class T>
@@ -477,6 +478,8 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
     case 13:
       return p.k_tiles % 4 == 0 ? launch_config<1, 32, 4, 1, 2, 1, 4, T>(p, ctas, type, stream)
                                 : launch_config<1, 32, 16, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 14: return launch_config<1, 128, 8, 1, 2, 4, 1, T>(p, ctas, type, stream);
+    case 15: return launch_config<2, 128, 6, 1, 1, 4, 1, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
