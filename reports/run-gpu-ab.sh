@@ -16,7 +16,7 @@
 #                     gemm6144; "" none)
 #   NVDET_AB_OLD_ENV, NVDET_AB_NEW_ENV
 #                     NAME=VALUE settings (space-separated) for that side's nvdet only, e.g. one
-#                     build as both sides with NVDET_AB_NEW_ENV=NVDET_GEMM_WGMMA_CONFIG=8 times a
+#                     build as both sides with NVDET_AB_NEW_ENV=NVDET_GEMM_WGMMA_CONFIG=6 times a
 #                     pinned configuration against the automatic plan
 set -uo pipefail
 if [[ $# -ne 3 ]]; then

@@ -3,7 +3,7 @@
 # NAME=VALUE settings (a pinned kernel configuration, a forced launch choice, or none for the
 # automatic plan), then one table per scenario: per context, the invariant backend's time against
 # the vendor's under each SPEC. Used to decide which configurations the automatic plans take
-# (NVDET_GEMM_WGMMA_CONFIG, NVDET_FP8_GEMM_CONFIG, NVDET_ATTENTION_TC_*), every ratio from one
+# (NVDET_GEMM_WGMMA_CONFIG, NVDET_ATTENTION_TC_*, ...), every ratio from one
 # machine minutes apart. Settings that change no bits change only these times.
 # Usage: reports/run-gpu-configs.sh BUILD OUT SPEC...
 #   BUILD: a bundled build folder (tools/nvdet, lib/) or a build tree (tools/nvdet)
@@ -15,7 +15,7 @@
 #   NVDET_CONFIGS_REPS     timed runs per measurement (default: nvdet bench's)
 # Example: reports/run-gpu-configs.sh build out \
 #   'auto|scenarios/gemm-speed-bf16-4096.yaml|cublas||batch=(1|64|1024|8192),' \
-#   'pair|scenarios/gemm-speed-bf16-4096.yaml|cublas|NVDET_GEMM_WGMMA_CONFIG=8|batch=(1|64|1024|8192),'
+#   'wide|scenarios/gemm-speed-bf16-4096.yaml|cublas|NVDET_GEMM_WGMMA_CONFIG=6|batch=(1|64|1024|8192),'
 set -uo pipefail
 if [[ $# -lt 3 ]]; then
   echo "usage: $0 BUILD OUT SPEC..." >&2
