@@ -311,56 +311,31 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
         float o[S::kORegs];
         zero_accumulators(o);
-        // The split's tiles, software-pipelined inside the warpgroup: tile t's S = Q K^T is
-        // issued together with tile t - 1's O += P V, and t's softmax runs while that P V is in
-        // the tensor cores. Per element the operations and their order are those of one tile at
-        // a time (O = O * alpha_t, then + P_t V_t): only when each is issued changes. The first
-        // tile (no P V before it) and the last P V (none after it) are peeled off, so that no
-        // wgmma sits in a branch (ptxas would serialize them all).
-        float s[S::kSRegs];
-        uint32_t pa[kKeys / 16][4];
-        // Tile t's key tile (ring use u) and value tile (use u + 1).
-        auto wait_tile = [&](int u) {
-          mbar_wait(full_bar(u % kNb), (u / kNb) & 1);
+        for (int t0 = lo; t0 < hi; t0 += kKeys) {
+          // ---- S = Q K^T
+          const int sk = use % kNb;
+          mbar_wait(full_bar(sk), (use / kNb) & 1);
           fence_proxy_async();
-        };
-        auto issue_s = [&](int u) {
+          float s[S::kSRegs];
           zero_accumulators(s);
+          wgmma_fence();
 #pragma unroll
           for (int kk = 0; kk < HD / 16; ++kk) {
             const uint64_t dq = smem_desc(q_smem(qb) + (kk / 4) * (kRows * 128) + wg * 64 * 128 +
                                           (kk % 4) * 32);
-            const uint64_t dk =
-                smem_desc(tile_smem(u % kNb) + (kk / 4) * (kKeys * 128) + (kk % 4) * 32);
+            const uint64_t dk = smem_desc(tile_smem(sk) + (kk / 4) * (kKeys * 128) + (kk % 4) * 32);
             Wgmma<kKeys, T>::mma(s, dq, dk);
           }
           wgmma_commit();
-        };
-        auto issue_pv = [&](int u) {
-#pragma unroll
-          for (int kc = 0; kc < kKeys / 16; ++kc) {
-            const uint64_t dv =
-                smem_desc_sw128(tile_smem(u % kNb) + kc * 16 * 128, kKeys * 128, 1024);
-            WgmmaRegA<HD, T>::mma(o, pa[kc], dv);
+          wgmma_wait<0>();
+          fence_operands(s);
+          if (lane == 0) {
+            mbar_arrive(empty_bar(sk));
+            if (j == last_split && t0 + kKeys >= hi) mbar_arrive(q_empty(qb));
           }
-          wgmma_commit();
-        };
-        // After S of the tile at t0 (ring use u) is done: its key tile (and, after the item's
-        // last tile, Q) goes back to the producer.
-        // (Predicated arrivals, not branches: see mbar_arrive_if.)
-        auto release_k = [&](int u, int t0) {
-          mbar_arrive_if(empty_bar(u % kNb), lane == 0);
-          mbar_arrive_if(q_empty(qb), lane == 0 && j == last_split && t0 + kKeys >= hi);
-        };
-        auto release_v = [&](int u) {
-          fence_operands(o);
-#pragma unroll
-          for (int kc = 0; kc < kKeys / 16; ++kc) fence_operands(pa[kc]);
-          mbar_arrive_if(empty_bar(u % kNb), lane == 0);
-        };
-        // ---- the online-softmax step (one arithmetic body for every tile): s becomes P, and
-        // alpha the factor O is rescaled by before P V is added.
-        auto softmax = [&](int t0, float (&alpha)[2]) {
+          ++use;
+          // ---- the online-softmax step (one arithmetic body for every tile)
+          float alpha[2];
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             float mx = -INFINITY;
@@ -400,11 +375,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             l[h] = __fmaf_rn(l[h], alpha[h], part[0]);
             m[h] = m_new;
           }
-        };
-        // O = O * alpha (before this tile's P V is added), and P as the next P V's A operand.
-        auto rescale_and_pack = [&](const float (&alpha)[2]) {
 #pragma unroll
           for (int i = 0; i < S::kORegs; ++i) o[i] = __fmul_rn(o[i], alpha[(i >> 1) & 1]);
+          uint32_t pa[kKeys / 16][4];
 #pragma unroll
           for (int kc = 0; kc < kKeys / 16; ++kc) {
             pa[kc][0] = pack2<T>(s[8 * kc + 0], s[8 * kc + 1]);
@@ -412,50 +385,23 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             pa[kc][2] = pack2<T>(s[8 * kc + 4], s[8 * kc + 5]);
             pa[kc][3] = pack2<T>(s[8 * kc + 6], s[8 * kc + 7]);
           }
-        };
-        // ---- the first tile: S alone
-        {
-          float alpha[2];
-          wait_tile(use);
-          wgmma_fence();
-          issue_s(use);
-          wgmma_wait<0>();
-          fence_operands(s);
-          release_k(use, lo);
-          softmax(lo, alpha);
-          rescale_and_pack(alpha);
-        }
-        int pv_use = use + 1;  // the value tile of the tile whose P is in pa
-        use += 2;
-        // ---- the other tiles: S of this tile beside P V of the one before
-        for (int t0 = lo + kKeys; t0 < hi; t0 += kKeys, use += 2) {
-          float alpha[2];
-          wait_tile(use);
-          wait_tile(pv_use);
+          // ---- O += P V
+          const int sv = use % kNb;
+          mbar_wait(full_bar(sv), (use / kNb) & 1);
+          fence_proxy_async();
           fence_operands(o);
           wgmma_fence();
-          issue_s(use);
-          issue_pv(pv_use);
-          wgmma_wait<1>();  // S is done (groups complete in order); P V may still run
-          fence_operands(s);
-          release_k(use, t0);
-          softmax(t0, alpha);
-          // Pin P and alpha before the wait: the compiler may otherwise compute them after it,
-          // which leaves the tensor cores idle through the softmax again.
-          fence_operands(s);
-          fence_operands(alpha);
+#pragma unroll
+          for (int kc = 0; kc < kKeys / 16; ++kc) {
+            const uint64_t dv = smem_desc_sw128(tile_smem(sv) + kc * 16 * 128, kKeys * 128, 1024);
+            WgmmaRegA<HD, T>::mma(o, pa[kc], dv);
+          }
+          wgmma_commit();
           wgmma_wait<0>();
-          release_v(pv_use);
-          rescale_and_pack(alpha);
-          pv_use = use + 1;
+          fence_operands(o);
+          if (lane == 0) mbar_arrive(empty_bar(sv));
+          ++use;
         }
-        // ---- the last tile's P V
-        wait_tile(pv_use);
-        fence_operands(o);
-        wgmma_fence();
-        issue_pv(pv_use);
-        wgmma_wait<0>();
-        release_v(pv_use);
         // ---- the split's state: l summed over the quad (butterfly: every lane the same bits)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {

@@ -47,31 +47,16 @@ struct Fp8GemmProblem {
   bool promoted = true;    // false: fast accumulation
 };
 
-// The kernel's CTA shapes: tile_m = 64 x consumer warpgroups, stages of 128 bytes of K.
-// cluster_m > 1: clusters of cluster_m CTAs take vertically adjacent tiles of one tile column and
-// share each W tile by TMA multicast (each loads 1/cluster_m of it), so W crosses from L2 once per
-// cluster. partials (promoted accumulation): 2 lets group g + 1's wgmma run while group g is
-// promoted (3 x tile_n / 2 accumulator registers a thread); 1 waits for each group before
-// promoting it (2 x tile_n / 2 registers, room for wider tiles; the other consumer warpgroup's
-// wgmma fill the wait). auto_pick false: taken only when pinned (an entry not yet timed). Any
-// entry gives the same bits.
+// The kernel's CTA shapes: tile_m = 64 x consumer warpgroups, stages of 128 bytes of K. Any entry
+// gives the same bits.
 struct Fp8GemmConfig {
   int tile_m, tile_n, stages, efficiency_pct;
-  int cluster_m = 1;
-  int partials = 2;
-  bool auto_pick = true;
 };
 inline constexpr Fp8GemmConfig kFp8GemmConfigs[] = {
     {128, 128, 6, 100},  // 192 KiB of stages; large M
     {64, 128, 8, 75},    // 192 KiB
     {64, 64, 12, 55},    // 192 KiB
     {64, 32, 16, 40},    // 192 KiB; decode sizes: twice the CTAs streaming W (n = 4096: 128)
-    // Not yet timed: W shared by pairs of CTAs (a 128 x 128 tile reads 32 KiB from L2 per 4.2
-    // MFLOP, near L2's rate at cuBLASLt's speed; a pair reads 48 KiB per 8.4), and a 192-wide
-    // tile with one partial (40 KiB per 6.3 MFLOP; 56 KiB per 12.6 as a pair).
-    {128, 128, 6, 100, 2, 2, false},  // 192 KiB
-    {128, 192, 5, 100, 1, 1, false},  // 200 KiB
-    {128, 192, 5, 100, 2, 1, false},  // 200 KiB
 };
 inline constexpr int kFp8GemmConfigCount =
     static_cast<int>(sizeof(kFp8GemmConfigs) / sizeof(kFp8GemmConfigs[0]));
@@ -89,9 +74,8 @@ bool fp8_gemm_available();
 const char* fp8_gemm_unsupported(const Fp8GemmProblem& p);
 
 // The configuration with the lowest estimated time for an M x N output (waves of persistent CTAs
-// times the tile's padded work over its efficiency, among the entries with auto_pick);
-// force_config >= 0 and force_ctas > 0 pin them (tests, NVDET_FP8_GEMM_CONFIG and NVDET_GEMM_CTAS).
-// Chosen from M and N, which changes no bit. With clusters, ctas is a whole number of clusters.
+// times the tile's padded work over its efficiency); force_config >= 0 and force_ctas > 0 pin
+// them (tests). Chosen from M and N, which changes no bit.
 Fp8GemmPlan fp8_gemm_plan(const Fp8GemmProblem& p, int sm_count, int force_config = -1,
                           int force_ctas = 0);
 

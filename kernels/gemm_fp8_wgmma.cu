@@ -4,14 +4,7 @@
 // mbarrier ring; one or two consumer warpgroups of 64 rows each compute a 128-wide K group per
 // stage: four wgmma m64nNk32 into a partial (the first from zero), then, promoted, add it into the
 // fp32 total with the group's scales. Two partials take turns: group g + 1's wgmma run while
-// group g is waited for and promoted, so the tensor cores do not idle through the promotion; with
-// one partial (wider tiles), each group is waited for and promoted before the next is issued, and
-// the other consumer warpgroup's wgmma keep the tensor cores busy meanwhile.
-//
-// Clusters (cluster_m = CLUSTER > 1): as in the 16-bit kernel, CLUSTER CTAs take vertically
-// adjacent tiles of one tile column together, each loads 1/CLUSTER of the W tile and multicasts it
-// into the same ring slot of every CTA of the cluster, whose empty barriers count the consumer
-// warps of all of them; a tile past M reads A's first rows and stores nothing.
+// group g is waited for and promoted, so the tensor cores do not idle through the promotion.
 //
 // Invariance: as the header says, each output element is one accumulator register of one consumer
 // thread, which sees the same sequence (zero, four k32 steps per group in increasing k, one
@@ -34,14 +27,11 @@ namespace {
 
 constexpr int kGroupK = 128;  // e4m3 codes per K group: one 128-byte swizzle row
 
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER = 1>
+template <int CONSUMERS, int TILE_N, int STAGES>
 struct Fp8Shape {
   static constexpr int kTileM = 64 * CONSUMERS;
   static constexpr int kABytes = kTileM * kGroupK;  // one K group of A (at most kTileM rows)
   static constexpr int kWBytes = TILE_N * kGroupK;
-  // The part of the W tile one CTA of a cluster loads: whole 8-row swizzle atoms.
-  static constexpr int kWPartRows = TILE_N / CLUSTER;
-  static_assert(kWPartRows % 8 == 0, "W parts of whole swizzle atoms");
   static constexpr int kStageBytes = kABytes + kWBytes;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int kRegs = TILE_N / 2;
@@ -163,25 +153,12 @@ __device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
 
 #endif  // NVDET_SM90A_DEVICE
 
-// The output tile (tm, tn) of walk index `tile`: grouped order, 8 row tiles per group of tile
-// columns; with clusters, `tile` counts groups of CLUSTER row tiles and `rank` picks one.
-template <int CLUSTER>
-__device__ __forceinline__ void fp8_tile(const Fp8KernelParams& kp, int tile, int rank, int* tm,
-                                         int* tn) {
-  if constexpr (CLUSTER > 1) {
-    cluster_tile(tile, kp.m_tiles, kp.n_tiles, CLUSTER, rank, tm, tn);
-  } else {
-    grouped_tile(tile, kp.m_tiles, kp.n_tiles, 8, tm, tn);
-  }
-}
-
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, int CLUSTER, int PARTIALS>
+template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_w, const Fp8KernelParams kp) {
 #ifdef NVDET_SM90A_DEVICE
-  static_assert(PARTIALS == 1 || PARTIALS == 2, "one or two partials");
-  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER>;
+  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
@@ -191,27 +168,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
   auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kABytes; };
 
-  const int total_tiles = (kp.m_tiles + CLUSTER - 1) / CLUSTER * kp.n_tiles;
+  const int total_tiles = kp.m_tiles * kp.n_tiles;
   const int warpgroup = threadIdx.x / 128;
-  // Clusters are runs of CLUSTER consecutive CTAs of the 1-D grid, ranked in blockIdx order.
-  const int rank = static_cast<int>(blockIdx.x % CLUSTER);
-  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar(s), 1);
-      // Without clusters, one arrival per consumer thread (measured faster here than one per
-      // warp); with them, one per consumer warp of every CTA of the cluster (each arrival on
-      // another CTA's barrier crosses the cluster).
-      mbar_init(empty_bar(s), CLUSTER > 1 ? 4 * CONSUMERS * CLUSTER : 128 * CONSUMERS);
+      mbar_init(empty_bar(s), 128 * CONSUMERS);
     }
     mbar_init_fence();
   }
-  if constexpr (CLUSTER > 1) {
-    cluster_sync();  // every CTA's barriers exist before any is signalled from another
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
 
   // Ring slot s holds K group t (of some output tile), s = t % STAGES, t counting the groups this
   // CTA has streamed over all its tiles. A's rows past a_box_rows hold stale data that reaches
@@ -220,22 +187,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
       int t = 0;
-      for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
+      for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
         int tm, tn;
-        fp8_tile<CLUSTER>(kp, tile, rank, &tm, &tn);
-        const int a_row = tm < kp.m_tiles ? tm * S::kTileM : 0;  // past M: rows that exist
+        grouped_tile(tile, kp.m_tiles, kp.n_tiles, 8, &tm, &tn);
         for (int g = 0; g < kp.k_groups; ++g, ++t) {
           const int s = t % STAGES;
           mbar_wait(empty_bar(s), ((t / STAGES) & 1) ^ 1);
           mbar_expect_tx(full_bar(s), kp.a_box_rows * kGroupK + S::kWBytes);
-          tma_load_2d(stage_a(s), &map_a, full_bar(s), g * kGroupK, a_row);
-          if constexpr (CLUSTER > 1) {
-            tma_load_2d_multicast(stage_w(s) + rank * S::kWPartRows * kGroupK, &map_w,
-                                  full_bar(s), g * kGroupK, tn * TILE_N + rank * S::kWPartRows,
-                                  static_cast<uint16_t>((1u << CLUSTER) - 1));
-          } else {
-            tma_load_2d(stage_w(s), &map_w, full_bar(s), g * kGroupK, tn * TILE_N);
-          }
+          tma_load_2d(stage_a(s), &map_a, full_bar(s), g * kGroupK, tm * S::kTileM);
+          tma_load_2d(stage_w(s), &map_w, full_bar(s), g * kGroupK, tn * TILE_N);
         }
       }
     }
@@ -243,45 +203,20 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int wg = warpgroup - 1;  // consumer index: rows [wg * 64, wg * 64 + 64) of the tile
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
-    // Hands ring slot s back to every producer that writes into it.
-    auto release = [&](int s) {
-      if constexpr (CLUSTER > 1) {
-        if (lane == 0) {
-          mbar_arrive(empty_bar(s));
-#pragma unroll
-          for (int r = 1; r < CLUSTER; ++r) {
-            mbar_arrive_cluster(empty_bar(s), (rank + r) % CLUSTER);
-          }
-        }
-      } else {
-        mbar_arrive(empty_bar(s));
-      }
-    };
     float acc[S::kRegs];
-    // Promoted, PARTIALS == 2: two partials, so that group g + 1's wgmma run while group g is
-    // promoted (the promotion order, and so every bit, is the same as waiting for each group in
-    // turn). PARTIALS == 1 uses part0 alone (part1 is never read, and the compiler drops it).
-    float part0[S::kRegs], part1[PARTIALS == 2 ? S::kRegs : 1];
+    // Promoted: two partials, so that group g + 1's wgmma run while group g is promoted (the
+    // promotion order, and so every bit, is the same as waiting for each group in turn).
+    float part0[S::kRegs], part1[S::kRegs];
     zero_accumulators(part0);  // scale_d 0 ignores them; set once so they are never undefined
     zero_accumulators(part1);
     int t = 0;
-    for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
+    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
       int tm, tn;
-      fp8_tile<CLUSTER>(kp, tile, rank, &tm, &tn);
+      grouped_tile(tile, kp.m_tiles, kp.n_tiles, 8, &tm, &tn);
       const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = tn * TILE_N + ((lane & 3) << 1);
       zero_accumulators(acc);
-      if constexpr (PROMOTED && PARTIALS == 1) {
-        // Each group waited for, its stage handed back, then promoted.
-        for (int g = 0; g < kp.k_groups; ++g, ++t) {
-          const int s = t % STAGES;
-          mbar_wait(full_bar(s), (t / STAGES) & 1);
-          issue_group_mma<TILE_N>(part0, stage_a(s) + wg * 64 * kGroupK, stage_w(s), true);
-          wait_group_mma<0>(part0);
-          release(s);
-          promote(kp, acc, part0, g, row_base, col_base);
-        }
-      } else if constexpr (PROMOTED) {
+      if constexpr (PROMOTED) {
         // Group g, read from stage t - 1, once done (the last group: nothing else running): its
         // stage goes back to the producer and its partial is promoted.
         auto retire = [&](float(&part)[S::kRegs], int g, bool last) {
@@ -290,7 +225,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           } else {
             wait_group_mma<1>(part);
           }
-          release((t - 1) % STAGES);
+          mbar_arrive(empty_bar((t - 1) % STAGES));
           promote(kp, acc, part, g, row_base, col_base);
         };
         // Group g into `cur` while group g - 1 (in `prev`) finishes and is promoted.
@@ -322,17 +257,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           issue_group_mma<TILE_N>(acc, stage_a(s) + wg * 64 * kGroupK, stage_w(s), false);
           if (g > 0) {
             wait_group_mma<1>(acc);
-            release((t - 1) % STAGES);
+            mbar_arrive(empty_bar((t - 1) % STAGES));
           }
         }
         wait_group_mma<0>(acc);
-        release((t - 1) % STAGES);
+        mbar_arrive(empty_bar((t - 1) % STAGES));
       }
       store_fp8_tile(kp, acc, row_base, col_base);
     }
   }
-  // Other CTAs of the cluster may still arrive on this CTA's empty barriers: none exits first.
-  if constexpr (CLUSTER > 1) cluster_sync();
 #else
   __trap();  // never launched: fp8_gemm_available() is false without sm_90a code
 #endif
@@ -347,32 +280,10 @@ bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long lon
                                   static_cast<uint32_t>(box_rows));
 }
 
-// How many clusters of `kernel` the device runs at once (0 when it cannot say).
-template <class Kernel>
-int fp8_max_active_clusters(Kernel kernel, int cluster, int threads, int smem_bytes) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(cluster, 1, 1);
-  cfg.blockDim = dim3(threads, 1, 1);
-  cfg.dynamicSmemBytes = smem_bytes;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return clusters;
-}
-
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, int CLUSTER, int PARTIALS>
+template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>
 cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t stream) {
-  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER>;
-  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, PROMOTED, CLUSTER, PARTIALS>;
+  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES>;
+  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, PROMOTED>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -388,64 +299,32 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
                 (reinterpret_cast<uintptr_t>(p.out) % (2 * out_bytes) == 0);
   CUtensorMap map_a, map_w;
   if (!make_byte_map(&map_a, p.a, p.m, p.k, p.lda, kp.a_box_rows) ||
-      !make_byte_map(&map_w, p.w, p.n, p.k, p.ldw, S::kWPartRows)) {
+      !make_byte_map(&map_w, p.w, p.n, p.k, p.ldw, TILE_N)) {
     return cudaErrorInvalidValue;
   }
-  // Tiles (with clusters: groups of CLUSTER row tiles) the CTAs walk.
-  const long long total =
-      static_cast<long long>((kp.m_tiles + CLUSTER - 1) / CLUSTER) * kp.n_tiles;
+  const long long total = static_cast<long long>(kp.m_tiles) * kp.n_tiles;
   if (total > INT32_MAX) return cudaErrorInvalidValue;
-  if constexpr (CLUSTER == 1) {
-    const int grid = static_cast<int>(std::min<long long>(total, ctas));
-    kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, kp);
-    return cudaGetLastError();
-  } else {
-    // Whole clusters: no more than the groups of tiles, the CTAs asked for, or the clusters the
-    // device holds at once (more would wait for a second wave).
-    static const int resident =
-        fp8_max_active_clusters(kernel, CLUSTER, S::kThreads, S::kSmemBytes);
-    if (resident <= 0) return cudaErrorInvalidConfiguration;
-    const long long clusters = std::max(
-        1LL, std::min({total, static_cast<long long>(ctas / CLUSTER),
-                       static_cast<long long>(resident)}));
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(clusters * CLUSTER), 1, 1);
-    cfg.blockDim = dim3(S::kThreads, 1, 1);
-    cfg.dynamicSmemBytes = S::kSmemBytes;
-    cfg.stream = stream;
-    cudaLaunchAttribute launch_attr[1];
-    launch_attr[0].id = cudaLaunchAttributeClusterDimension;
-    launch_attr[0].val.clusterDim.x = CLUSTER;
-    launch_attr[0].val.clusterDim.y = 1;
-    launch_attr[0].val.clusterDim.z = 1;
-    cfg.attrs = launch_attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, map_a, map_w, kp);
-  }
+  const int grid = static_cast<int>(std::min<long long>(total, ctas));
+  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, kp);
+  return cudaGetLastError();
 }
 
-constexpr bool fp8_config_is(int i, int consumers, int tile_n, int stages, int cluster = 1,
-                             int partials = 2) {
+constexpr bool fp8_config_is(int i, int consumers, int tile_n, int stages) {
   return kFp8GemmConfigs[i].tile_m == 64 * consumers && kFp8GemmConfigs[i].tile_n == tile_n &&
-         kFp8GemmConfigs[i].stages == stages && kFp8GemmConfigs[i].cluster_m == cluster &&
-         kFp8GemmConfigs[i].partials == partials;
+         kFp8GemmConfigs[i].stages == stages;
 }
-static_assert(kFp8GemmConfigCount == 7 && fp8_config_is(0, 2, 128, 6) &&
+static_assert(kFp8GemmConfigCount == 4 && fp8_config_is(0, 2, 128, 6) &&
                   fp8_config_is(1, 1, 128, 8) && fp8_config_is(2, 1, 64, 12) &&
-                  fp8_config_is(3, 1, 32, 16) && fp8_config_is(4, 2, 128, 6, 2, 2) &&
-                  fp8_config_is(5, 2, 192, 5, 1, 1) && fp8_config_is(6, 2, 192, 5, 2, 1),
+                  fp8_config_is(3, 1, 32, 16),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
 template <bool PROMOTED>
 cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream_t stream) {
   switch (config) {
-    case 0: return launch_fp8_config<2, 128, 6, PROMOTED, 1, 2>(p, ctas, stream);
-    case 1: return launch_fp8_config<1, 128, 8, PROMOTED, 1, 2>(p, ctas, stream);
-    case 2: return launch_fp8_config<1, 64, 12, PROMOTED, 1, 2>(p, ctas, stream);
-    case 3: return launch_fp8_config<1, 32, 16, PROMOTED, 1, 2>(p, ctas, stream);
-    case 4: return launch_fp8_config<2, 128, 6, PROMOTED, 2, 2>(p, ctas, stream);
-    case 5: return launch_fp8_config<2, 192, 5, PROMOTED, 1, 1>(p, ctas, stream);
-    case 6: return launch_fp8_config<2, 192, 5, PROMOTED, 2, 1>(p, ctas, stream);
+    case 0: return launch_fp8_config<2, 128, 6, PROMOTED>(p, ctas, stream);
+    case 1: return launch_fp8_config<1, 128, 8, PROMOTED>(p, ctas, stream);
+    case 2: return launch_fp8_config<1, 64, 12, PROMOTED>(p, ctas, stream);
+    case 3: return launch_fp8_config<1, 32, 16, PROMOTED>(p, ctas, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -458,7 +337,7 @@ int ceil_div_int(long long a, long long b) { return static_cast<int>((a + b - 1)
 bool fp8_gemm_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, true, 1, 2>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, true>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
@@ -489,33 +368,27 @@ Fp8GemmPlan fp8_gemm_plan(const Fp8GemmProblem& p, int sm_count, int force_confi
                           int force_ctas) {
   Fp8GemmPlan plan;
   const int sms = std::max(sm_count, 1);
-  // Tiles walked, counting a cluster's tiles past M (computed, never stored).
-  const auto tiles_of = [&](const Fp8GemmConfig& c) {
-    return static_cast<long long>(ceil_div_int(ceil_div_int(p.m, c.tile_m), c.cluster_m)) *
-           c.cluster_m * ceil_div_int(p.n, c.tile_n);
-  };
   if (force_config >= 0 && force_config < kFp8GemmConfigCount) {
     plan.config = force_config;
   } else {
     double best_cost = 0.0;
-    bool first = true;
     for (int i = 0; i < kFp8GemmConfigCount; ++i) {
       const Fp8GemmConfig& c = kFp8GemmConfigs[i];
-      if (!c.auto_pick) continue;
-      const long long waves = (tiles_of(c) + sms - 1) / sms;
+      const long long tiles =
+          static_cast<long long>(ceil_div_int(p.m, c.tile_m)) * ceil_div_int(p.n, c.tile_n);
+      const long long waves = (tiles + sms - 1) / sms;
       const double cost = double(waves) * c.tile_m * c.tile_n / c.efficiency_pct;
-      if (first || cost < best_cost) {
+      if (i == 0 || cost < best_cost) {
         plan.config = i;
         best_cost = cost;
-        first = false;
       }
     }
   }
   const Fp8GemmConfig& c = kFp8GemmConfigs[plan.config];
+  const long long tiles =
+      static_cast<long long>(ceil_div_int(p.m, c.tile_m)) * ceil_div_int(p.n, c.tile_n);
   const long long ctas = force_ctas > 0 ? force_ctas : sms;
-  // Whole clusters, at least one (the launch may take fewer if the GPU holds fewer at once).
-  plan.ctas = static_cast<int>(std::max<long long>(
-      c.cluster_m, std::min(tiles_of(c), ctas) / c.cluster_m * c.cluster_m));
+  plan.ctas = static_cast<int>(std::max<long long>(1, std::min(tiles, ctas)));
   return plan;
 }
 

@@ -24,13 +24,6 @@ bool rows_16b_aligned(const GemmProblem& p) {
 
 int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
-// Output tiles an entry walks for an M x N output, counting a cluster's tiles past M (a cluster
-// takes cluster_m vertically adjacent tiles together; those past M are computed, never stored).
-int64_t wgmma_tiles(int m, int n, const GemmWgmmaConfig& c) {
-  const int64_t row_tiles = int64_t{ceil_div(ceil_div(m, c.tile_m), c.cluster_m)} * c.cluster_m;
-  return row_tiles * ceil_div(n, c.tile_n);
-}
-
 }  // namespace
 
 namespace {
@@ -90,11 +83,7 @@ bool gemm_invariant_grouped_supported(const GemmGroupedProblem& p, const GemmDev
 }
 
 int gemm_invariant_grouped_config(const GemmGroupedProblem& p, int force_config) {
-  // A pinned entry with clusters does not apply: a grouped launch takes none (kGemmWgmmaConfigs).
-  if (force_config >= 0 && force_config < kGemmWgmmaConfigCount &&
-      kGemmWgmmaConfigs[force_config].cluster_m == 1) {
-    return force_config;
-  }
+  if (force_config >= 0 && force_config < kGemmWgmmaConfigCount) return force_config;
   // An expert gets few rows at decode sizes: 64-row tiles, 128 columns where N is wide.
   return p.n >= 1024 ? 3 : 4;
 }
@@ -164,19 +153,16 @@ int gemm_wgmma_pick_config(int m, int n, int sm_count) {
   int best = 0;
   double best_cost = 0.0;
   const int sms = std::max(sm_count, 1);
-  bool first = true;
   for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
     const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
-    if (!c.auto_pick) continue;
-    const int64_t tiles = wgmma_tiles(m, n, c);
+    const int64_t tiles = int64_t{ceil_div(m, c.tile_m)} * ceil_div(n, c.tile_n);
     const int64_t slots = int64_t{sms} * c.ctas_per_sm;
     const int64_t waves = (tiles + slots - 1) / slots;
     const int64_t sharing = std::min<int64_t>(c.ctas_per_sm, (tiles + sms - 1) / sms);
     const double cost = double(waves) * double(sharing) * c.tile_m * c.tile_n / c.efficiency_pct;
-    if (first || cost < best_cost) {
+    if (i == 0 || cost < best_cost) {
       best = i;
       best_cost = cost;
-      first = false;
     }
   }
   return best;
@@ -205,12 +191,10 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   plan.tile_m = c.tile_m;
   plan.tile_n = c.tile_n;
   plan.stages = c.stages;
-  const int64_t tiles = wgmma_tiles(p.m, p.n, c);
+  const int64_t tiles = int64_t{ceil_div(p.m, c.tile_m)} * ceil_div(p.n, c.tile_n);
   const int64_t slots = int64_t{std::max(device.sm_count, 1)} * c.ctas_per_sm;
   const int64_t ctas = force_ctas > 0 ? force_ctas : slots;
-  // Whole clusters, at least one (the launch may take fewer if the GPU holds fewer at once).
-  plan.ctas = static_cast<int>(
-      std::max<int64_t>(c.cluster_m, std::min(tiles, ctas) / c.cluster_m * c.cluster_m));
+  plan.ctas = static_cast<int>(std::max<int64_t>(1, std::min(tiles, ctas)));
   if (!rows_16b_aligned(p)) {
     plan.staged_k = ceil_div(p.k, 8) * 8;
     const size_t row_bytes = size_t(plan.staged_k) * 2;

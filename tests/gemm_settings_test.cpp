@@ -9,7 +9,6 @@
 #include "lib/core/error.h"
 
 #ifdef NVDET_WITH_CUDA
-#include "kernels/gemm_fp8.cuh"
 #include "lib/cuda/gemm_settings.h"
 #endif
 
@@ -45,28 +44,6 @@ TEST(GemmSettings, AutoPinsOrRefuses) {
   EXPECT_THROW(cuda::forced_gemm_ctas(), Error);
   unsetenv("NVDET_GEMM_WGMMA_CONFIG");
   unsetenv("NVDET_GEMM_CTAS");
-}
-
-TEST(GemmSettings, Fp8ConfigPinsOrRefuses) {
-  unsetenv("NVDET_FP8_GEMM_CONFIG");
-  EXPECT_EQ(cuda::forced_fp8_config(), -1);
-  setenv("NVDET_FP8_GEMM_CONFIG", "auto", 1);
-  EXPECT_EQ(cuda::forced_fp8_config(), -1);
-  const int last = kernels::kFp8GemmConfigCount - 1;
-  setenv("NVDET_FP8_GEMM_CONFIG", std::to_string(last).c_str(), 1);
-  EXPECT_EQ(cuda::forced_fp8_config(), last);
-  const std::string past_the_table = std::to_string(last + 1);
-  for (const char* bad : {past_the_table.c_str(), "-1", "x"}) {
-    setenv("NVDET_FP8_GEMM_CONFIG", bad, 1);
-    try {
-      cuda::forced_fp8_config();
-      ADD_FAILURE() << "accepted " << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kBadInput);
-      EXPECT_NE(std::string(e.what()).find("NVDET_FP8_GEMM_CONFIG"), std::string::npos);
-    }
-  }
-  unsetenv("NVDET_FP8_GEMM_CONFIG");
 }
 
 #else

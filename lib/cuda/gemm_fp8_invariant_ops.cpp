@@ -15,7 +15,6 @@
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
-#include "lib/cuda/gemm_settings.h"
 
 namespace nvdet::cuda {
 
@@ -85,8 +84,7 @@ PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args
     throw_input_error(std::string("backend 'cuda-invariant': ") + why + " (m=" + std::to_string(m) +
                       ", n=" + std::to_string(n) + ", k=" + std::to_string(k) + ")");
   }
-  const kernels::Fp8GemmPlan plan =
-      kernels::fp8_gemm_plan(p, ctx.sm_count(), forced_fp8_config(), forced_gemm_ctas());
+  const kernels::Fp8GemmPlan plan = kernels::fp8_gemm_plan(p, ctx.sm_count());
   if (notes) {
     const kernels::Fp8GemmConfig& c = kernels::kFp8GemmConfigs[plan.config];
     (*notes)["kernel"] = "wgmma-m64nNk32-e4m3-tma";
@@ -99,10 +97,6 @@ PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args
     (*notes)["tile"] =
         std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128 (m x n x k)";
     (*notes)["stages"] = std::to_string(c.stages);
-    if (c.cluster_m > 1) {
-      (*notes)["cluster"] = std::to_string(c.cluster_m) + " CTAs sharing W by TMA multicast";
-    }
-    if (p.promoted) (*notes)["partials"] = std::to_string(c.partials);
     (*notes)["ctas"] = std::to_string(plan.ctas);
     (*notes)["split_k"] = "1";
   }
