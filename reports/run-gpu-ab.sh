@@ -90,31 +90,6 @@ done < <(bench_specs)
 
 # The table: per context, cuda-invariant's time over the vendor's (time_ratio) in each build.
 if [[ ${#csvs[@]} -gt 0 ]]; then
-  python3 - "${csvs[@]}" >"$out/ab-table.md" <<'PY'
-import csv, sys
-rows = {}
-order = []
-for arg in sys.argv[1:]:
-    side, path = arg.split("=", 1)
-    try:
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                if r["backend"] != "cuda-invariant":
-                    continue
-                key = (r["scenario"], r["context"])
-                if key not in rows:
-                    rows[key] = {}
-                    order.append(key)
-                rows[key][side] = (float(r["time_ratio"]), float(r["median_us"]))
-    except OSError as e:
-        print(f"missing: {path} ({e.strerror})")
-print("| scenario | context | old: time / vendor | new: time / vendor | new / old (time) |")
-print("|---|---|---|---|---|")
-for key in order:
-    o, n = rows[key].get("old"), rows[key].get("new")
-    fmt = lambda v: f"{v[0]:.3f} ({v[1]:.1f} us)" if v else "-"
-    change = f"{n[1] / o[1]:.3f}" if o and n and o[1] > 0 else "-"
-    print(f"| {key[0]} | {key[1]} | {fmt(o)} | {fmt(n)} | {change} |")
-PY
+  python3 reports/bench-table.py cuda-invariant "${csvs[@]}" >"$out/ab-table.md"
   cat "$out/ab-table.md"
 fi

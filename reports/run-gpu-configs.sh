@@ -66,35 +66,6 @@ for spec in "$@"; do
   csvs+=("$label=$out/$label/bench-$(basename "$scenario" .yaml).csv")
 done
 
-python3 - "$backend" "${csvs[@]}" >"$out/configs-table.md" <<'PY'
-import csv, sys
-backend = sys.argv[1]
-labels, rows, order = [], {}, []
-for arg in sys.argv[2:]:
-    label, path = arg.split("=", 1)
-    labels.append(label)
-    try:
-        with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                if r["backend"] != backend:
-                    continue
-                key = (r["scenario"], r["context"])
-                if key not in rows:
-                    rows[key] = {}
-                    order.append(key)
-                rows[key][label] = (float(r["time_ratio"]), float(r["median_us"]))
-    except OSError as e:
-        print(f"missing: {path} ({e.strerror})")
-print(f"{backend}'s time against the vendor's (median us) under each setting")
-print()
-print("| scenario | context | " + " | ".join(labels) + " |")
-print("|---|---|" + "---|" * len(labels))
-for key in order:
-    cells = []
-    for label in labels:
-        v = rows[key].get(label)
-        cells.append(f"{v[0]:.3f} ({v[1]:.1f})" if v else "-")
-    print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
-PY
+python3 "$(dirname "$0")/bench-table.py" "$backend" "${csvs[@]}" >"$out/configs-table.md"
 cat "$out/configs-table.md"
 exit $status

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# reports/run-gpu-configs.sh on the CPU backends (the script's own logic needs no GPU): two
-# settings of one scenario give one table with a column each and a time for every context, and
-# every malformed SPEC is refused with exit 2 before anything runs.
+# reports/run-gpu-configs.sh (and its table, reports/bench-table.py) on the CPU backends (the
+# scripts' own logic needs no GPU): two settings of one scenario give one table with a column each
+# and a time for every context, and every malformed SPEC is refused with exit 2 before anything
+# runs.
 # Usage: run_gpu_configs_test.sh SOURCE_DIR BUILD_DIR (BUILD_DIR holds tools/nvdet)
 set -uo pipefail
 src=$1 build=$2
@@ -16,8 +17,9 @@ spec_one='one-thread|scenarios/gemm-cpu.yaml|cpu-reference|NVDET_CPU_THREADS=1|b
 NVDET_CONFIGS_BACKEND=cpu-invariant NVDET_CONFIGS_REPS=2 "$script" "$build" "$out/run" \
   "$spec_auto" "$spec_one" >"$out/log" 2>&1 || { cat "$out/log"; fail "the run exited $?"; }
 table=$out/run/configs-table.md
-grep -q '^| scenario | context | auto | one-thread |$' "$table" || fail "no column per setting"
-rows=$(grep -cE '^\| gemm-cpu \| gemm\(batch=[34],position=first\) \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \|$' "$table")
+grep -q '^| scenario | context | auto | one-thread | one-thread / auto (time) |$' "$table" ||
+  fail "no column per setting"
+rows=$(grep -cE '^\| gemm-cpu \| gemm\(batch=[34],position=first\) \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \|$' "$table")
 [[ $rows -eq 2 ]] || { cat "$table"; fail "expected 2 timed contexts, got $rows"; }
 grep -q 'one-thread (NVDET_CPU_THREADS=1): exit 0' "$out/log" || fail "the setting is not reported"
 
