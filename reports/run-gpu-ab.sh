@@ -29,10 +29,9 @@ done
 mkdir -p "$out"
 out=$(realpath "$out")
 cd "$(dirname "$0")/.."
-if [[ -z ${NVDET_CUDNN_LIBRARY_PATH:-} ]]; then
-  NVDET_CUDNN_LIBRARY_PATH=$(python3 -c 'import nvidia.cudnn, os
-print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null) && export NVDET_CUDNN_LIBRARY_PATH
-fi
+# shellcheck source=reports/gpu-env.sh
+source reports/gpu-env.sh
+use_torch_cudnn
 # Each binary through a wrapper that finds its own bundled libraries.
 for side in old new; do
   dir=$old
@@ -40,11 +39,12 @@ for side in old new; do
   env_var=NVDET_AB_OLD_ENV
   [[ $side == new ]] && env_var=NVDET_AB_NEW_ENV
   settings=${!env_var:-}
-  for kv in $settings; do
-    [[ $kv == [A-Z_]*=* ]] || { echo "$0: $env_var: '$kv' is not NAME=VALUE" >&2; exit 2; }
-  done
-  printf '#!/bin/sh\nexport %s\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "${settings:-NVDET_AB_SIDE=$side}" \
-    "$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$dir/tools/nvdet" >"$out/nvdet-$side"
+  check_settings "$env_var" "$settings"
+  {
+    echo '#!/bin/sh'
+    [[ -z $settings ]] || echo "export $settings"
+    echo "LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec $dir/tools/nvdet \"\$@\""
+  } >"$out/nvdet-$side"
   chmod +x "$out/nvdet-$side"
 done
 

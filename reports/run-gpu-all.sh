@@ -20,10 +20,9 @@ build=${2:-build-gpu}
 export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$PWD/$build/tools/nvdet
 # The cudnn backend loads cuDNN at run time: PyTorch's copy where no other is named.
-if [[ -z ${NVDET_CUDNN_LIBRARY_PATH:-} ]]; then
-  NVDET_CUDNN_LIBRARY_PATH=$(python3 -c 'import nvidia.cudnn, os
-print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null) && export NVDET_CUDNN_LIBRARY_PATH
-fi
+# shellcheck source=reports/gpu-env.sh
+source "$(dirname "$0")/gpu-env.sh"
+use_torch_cudnn
 nvdet=$build/tools/nvdet
 tests=$build/tests/nvdet_gpu_tests
 mkdir -p "$out"

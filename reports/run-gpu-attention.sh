@@ -14,10 +14,9 @@ out=${1:-reports/out}
 mkdir -p "$out"
 build=${NVDET_BUILD:-build-gpu}
 export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-if [[ -z ${NVDET_CUDNN_LIBRARY_PATH:-} ]]; then
-  NVDET_CUDNN_LIBRARY_PATH=$(python3 -c 'import nvidia.cudnn, os
-print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null) && export NVDET_CUDNN_LIBRARY_PATH
-fi
+# shellcheck source=reports/gpu-env.sh
+source "$(dirname "$0")/gpu-env.sh"
+use_torch_cudnn
 nvdet=$build/tools/nvdet
 step_width=36
 # shellcheck source=reports/step.sh

@@ -24,6 +24,8 @@ fi
 build=$(realpath "$1") out=$2
 shift 2
 [[ -x $build/tools/nvdet ]] || { echo "$0: no tools/nvdet in '$build'" >&2; exit 2; }
+# shellcheck source=reports/gpu-env.sh
+source "$(dirname "$0")/gpu-env.sh"
 backend=${NVDET_CONFIGS_BACKEND:-cuda-invariant}
 reps=()
 [[ -n ${NVDET_CONFIGS_REPS:-} ]] && reps=(--reps "$NVDET_CONFIGS_REPS")
@@ -38,16 +40,11 @@ for spec in "$@"; do
   [[ -z ${seen[$label]:-} ]] || { echo "$0: label '$label' given twice" >&2; exit 2; }
   seen[$label]=1
   [[ -f $scenario ]] || { echo "$0: no scenario '$scenario'" >&2; exit 2; }
-  for kv in $settings; do
-    [[ $kv == [A-Z_]*=* ]] || { echo "$0: '$kv' in '$label' is not NAME=VALUE" >&2; exit 2; }
-  done
+  check_settings "'$label'" "$settings"
 done
 mkdir -p "$out"
 out=$(realpath "$out")
-if [[ -z ${NVDET_CUDNN_LIBRARY_PATH:-} ]]; then
-  NVDET_CUDNN_LIBRARY_PATH=$(python3 -c 'import nvidia.cudnn, os
-print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null) && export NVDET_CUDNN_LIBRARY_PATH
-fi
+use_torch_cudnn
 libs=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 csvs=()
