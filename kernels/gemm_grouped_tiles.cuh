@@ -14,6 +14,33 @@
 
 namespace nvdet::kernels {
 
+// Grouped tile order for the plain launches: consecutive CTAs walk `group` m tiles for each n
+// tile, so a wave of CTAs shares A and W panels in L2. Only affects which CTA computes a tile.
+NVDET_TILES_FN void grouped_tile(int linear, int m_tiles, int n_tiles, int group, int* tm,
+                                 int* tn) {
+  const int per_group = group * n_tiles;
+  const int first_m = (linear / per_group) * group;
+  const int rows = m_tiles - first_m < group ? m_tiles - first_m : group;
+  const int in_group = linear % per_group;
+  *tm = first_m + in_group % rows;
+  *tn = in_group / rows;
+}
+
+// The same order for clusters of `cluster` CTAs that take `cluster` vertically adjacent tiles of
+// one tile column together (kernels/gemm_invariant_wgmma.cu, gemm_fp8_wgmma.cu): `linear` counts
+// those groups of tiles, in grouped order over ceil(m_tiles / cluster) rows of groups (8 tiles of
+// M per group of columns, as above), and the CTA of cluster rank `rank` takes the rank-th tile.
+// Returns whether that tile lies inside M (one past it, at an odd count of row tiles, is computed
+// on rows that exist and never stored). The groups number ceil(m_tiles / cluster) * n_tiles.
+NVDET_TILES_FN bool cluster_tile(int linear, int m_tiles, int n_tiles, int cluster, int rank,
+                                 int* tm, int* tn) {
+  const int cluster_rows = (m_tiles + cluster - 1) / cluster;
+  const int group = 8 / cluster > 0 ? 8 / cluster : 1;
+  grouped_tile(linear, cluster_rows, n_tiles, group, tm, tn);
+  *tm = *tm * cluster + rank;
+  return *tm < m_tiles;
+}
+
 // Where one output tile lies: the first row of A and of out, the first row of the stacked W, the
 // row past the tile's group (rows from there on are not stored) and the first column.
 struct GroupedTileSite {

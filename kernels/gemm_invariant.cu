@@ -24,6 +24,13 @@ bool rows_16b_aligned(const GemmProblem& p) {
 
 int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
+// Output tiles an entry walks for an M x N output, counting a cluster's tiles past M (a cluster
+// takes cluster_m vertically adjacent tiles together; those past M are computed, never stored).
+int64_t wgmma_tiles(int m, int n, const GemmWgmmaConfig& c) {
+  const int64_t row_tiles = int64_t{ceil_div(ceil_div(m, c.tile_m), c.cluster_m)} * c.cluster_m;
+  return row_tiles * ceil_div(n, c.tile_n);
+}
+
 }  // namespace
 
 namespace {
@@ -83,7 +90,11 @@ bool gemm_invariant_grouped_supported(const GemmGroupedProblem& p, const GemmDev
 }
 
 int gemm_invariant_grouped_config(const GemmGroupedProblem& p, int force_config) {
-  if (force_config >= 0 && force_config < kGemmWgmmaConfigCount) return force_config;
+  // A pinned entry with clusters does not apply: a grouped launch takes none (kGemmWgmmaConfigs).
+  if (force_config >= 0 && force_config < kGemmWgmmaConfigCount &&
+      kGemmWgmmaConfigs[force_config].cluster_m == 1) {
+    return force_config;
+  }
   // An expert gets few rows at decode sizes: 64-row tiles, 128 columns where N is wide.
   return p.n >= 1024 ? 3 : 4;
 }
@@ -148,21 +159,51 @@ int gemm_invariant_chunk_k(GemmType in_type) {
   return 1024;
 }
 
+namespace {
+
+// The entry with `base`'s tile and cluster that holds `k_subtiles` k tiles a stage, or -1.
+int entry_with_k_subtiles(int base, int k_subtiles) {
+  const GemmWgmmaConfig& b = kGemmWgmmaConfigs[base];
+  for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
+    const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
+    if (c.tile_m == b.tile_m && c.tile_n == b.tile_n && c.cluster_m == b.cluster_m &&
+        c.k_subtiles == k_subtiles) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
 // Waves count persistent CTAs at ctas_per_sm per SM.
-int gemm_wgmma_pick_config(int m, int n, int sm_count) {
+int gemm_wgmma_pick_config(int m, int n, int k, int sm_count) {
   int best = 0;
   double best_cost = 0.0;
   const int sms = std::max(sm_count, 1);
+  bool first = true;
   for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
     const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
-    const int64_t tiles = int64_t{ceil_div(m, c.tile_m)} * ceil_div(n, c.tile_n);
+    if (!c.auto_pick) continue;
+    const int64_t tiles = wgmma_tiles(m, n, c);
     const int64_t slots = int64_t{sms} * c.ctas_per_sm;
     const int64_t waves = (tiles + slots - 1) / slots;
     const int64_t sharing = std::min<int64_t>(c.ctas_per_sm, (tiles + sms - 1) / sms);
     const double cost = double(waves) * double(sharing) * c.tile_m * c.tile_n / c.efficiency_pct;
-    if (i == 0 || cost < best_cost) {
+    if (first || cost < best_cost) {
       best = i;
       best_cost = cost;
+      first = false;
+    }
+  }
+  // Decode sizes stream W: the same tile with 4 (else 2) k tiles a stage pays the ring's waits a
+  // quarter (half) as often, where that many divide K's k tiles (else it would fall back to one k
+  // tile a stage in a shallower ring).
+  if (m <= kGemmDecodeRows) {
+    const int k_tiles = ceil_div(std::max(k, 1), 64);
+    for (const int sub : {4, 2}) {
+      const int twin = entry_with_k_subtiles(best, sub);
+      if (twin >= 0 && k_tiles % sub == 0) return twin;
     }
   }
   return best;
@@ -186,15 +227,17 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   plan.chunks = 1;
   plan.config = (force_config >= 0 && force_config < kGemmWgmmaConfigCount)
                     ? force_config
-                    : gemm_wgmma_pick_config(p.m, p.n, device.sm_count);
+                    : gemm_wgmma_pick_config(p.m, p.n, p.k, device.sm_count);
   const GemmWgmmaConfig& c = kGemmWgmmaConfigs[plan.config];
   plan.tile_m = c.tile_m;
   plan.tile_n = c.tile_n;
   plan.stages = c.stages;
-  const int64_t tiles = int64_t{ceil_div(p.m, c.tile_m)} * ceil_div(p.n, c.tile_n);
+  const int64_t tiles = wgmma_tiles(p.m, p.n, c);
   const int64_t slots = int64_t{std::max(device.sm_count, 1)} * c.ctas_per_sm;
   const int64_t ctas = force_ctas > 0 ? force_ctas : slots;
-  plan.ctas = static_cast<int>(std::max<int64_t>(1, std::min(tiles, ctas)));
+  // Whole clusters, at least one (the launch may take fewer if the GPU holds fewer at once).
+  plan.ctas = static_cast<int>(
+      std::max<int64_t>(c.cluster_m, std::min(tiles, ctas) / c.cluster_m * c.cluster_m));
   if (!rows_16b_aligned(p)) {
     plan.staged_k = ceil_div(p.k, 8) * 8;
     const size_t row_bytes = size_t(plan.staged_k) * 2;

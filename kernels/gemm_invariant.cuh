@@ -58,11 +58,22 @@ struct GemmProblem {
 };
 
 // The wgmma path's CTA shapes. tile_m = 64 x consumer warpgroups; the producer warpgroup streams
-// both operands through `stages` TMA stages of 64 elements of K. ctas_per_sm: how many fit on one SM (shared memory and registers); efficiency_pct: relative
-// throughput of one SM full of such CTAs (a planning estimate, never arithmetic). Any entry gives
-// the same bits.
+// both operands through `stages` TMA stages of 64 elements of K. ctas_per_sm: how many fit on one
+// SM (shared memory and registers); efficiency_pct: relative throughput of one SM full of such
+// CTAs (a planning estimate, never arithmetic). cluster_m > 1: CTAs run in clusters of cluster_m
+// that take vertically adjacent tiles of one tile column together, and each loads 1/cluster_m of
+// the shared W tile and multicasts it to all, so W crosses from L2 once per cluster rather than
+// once per CTA (plain launches only: a grouped launch's tiles of one column may belong to
+// different experts). k_subtiles: 64-wide k tiles a stage holds (loaded one after another, so
+// that a stage asks for k_subtiles x 128 consecutive bytes of each row; the ring's waits are paid
+// once per stage). auto_pick false: the plan's cost model never takes the entry; it is taken when
+// pinned, or by a rule of gemm_wgmma_pick_config's where it was timed faster. Any entry gives the
+// same bits.
 struct GemmWgmmaConfig {
   int tile_m, tile_n, stages, ctas_per_sm, efficiency_pct;
+  int cluster_m = 1;
+  int k_subtiles = 1;
+  bool auto_pick = true;
 };
 inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {128, 256, 4, 1, 100},  // 192 KiB of stages; large M
@@ -77,14 +88,38 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     // reads a little more shared memory per FLOP than 256 does (efficiency below it).
     {128, 224, 5, 1, 97},   // 220 KiB
     {128, 192, 5, 1, 94},   // 200 KiB
+    // Pairs of CTAs sharing W by multicast (half the L2-to-SM traffic of W). Timed on an H200:
+    // no faster at large m (4096 x 4096 at m = 8192, 14336 x 4096 at m = 1024), so W's traffic
+    // from L2 is not what bounds it there; entry 10 was faster at 4096 x 4096, m = 256 (25.9
+    // against 31.0 us), slower at m = 512. Pinned only until a rule by shape is timed.
+    {128, 256, 4, 1, 100, 2, 1, false},
+    {128, 128, 6, 1, 80, 2, 1, false},
+    {64, 128, 8, 1, 70, 2, 1, false},
+    // Decode sizes with 256 or 512 bytes of each W row a stage (one 128-byte k tile a stage left
+    // the aligned 4096 x 4096 decode GEMM at half the copy rate on an H100). The cost model never
+    // takes them; the plan puts one in place of its twin (entries 3-5) at decode sizes (on an
+    // H200, 4096 x 4096 at m = 1 and 64: 19.7-20.3 against 21.7-22.1 us).
+    {64, 128, 4, 1, 70, 1, 2, false},  // 192 KiB
+    {64, 64, 3, 1, 55, 1, 4, false},   // 192 KiB
+    {64, 32, 4, 1, 40, 1, 4, false},   // 192 KiB
+    // Clusters of four along M for m = 128-512, meant to cut W's L2-to-SM traffic there (at
+    // m = 256, n = k = 4096: 24 KiB per MFLOP with 128x64 tiles, 11 with four 64x128 tiles
+    // sharing W). Timed on an H200: slower than the automatic plan at 4096 x 4096, m = 256-1024.
+    {64, 128, 8, 1, 70, 4, 1, false},   // 192 KiB
+    {128, 128, 6, 1, 80, 4, 1, false},  // 192 KiB
 };
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));
 
-// The wgmma configuration the plan takes for an M x N output on `sm_count` SMs: the lowest
-// estimated time, counting waves of persistent CTAs, the tile's padded work and the entry's
-// efficiency; earlier entries win ties. Host code, so that the choice is testable without a GPU.
-int gemm_wgmma_pick_config(int m, int n, int sm_count);
+// Rows up to which the plan treats a GEMM as a decode step (W streamed, A a few rows).
+inline constexpr int kGemmDecodeRows = 64;
+
+// The wgmma configuration the plan takes for an M x N output with K deep on `sm_count` SMs: of
+// the entries with auto_pick, the lowest estimated time, counting waves of persistent CTAs, the
+// tile's padded work and the entry's efficiency (earlier entries win ties); at decode sizes (m <=
+// kGemmDecodeRows) that tile with 4, else 2, k tiles a stage where such an entry exists and its
+// k tiles divide K's. Host code, so that the choice is testable without a GPU.
+int gemm_wgmma_pick_config(int m, int n, int k, int sm_count);
 
 struct GemmPlan {
   GemmPath path = GemmPath::kMmaSync;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/gemm_grouped_tiles.cuh"
 #include "kernels/gemm_invariant.cuh"
 
 namespace nvdet::kernels {
@@ -85,17 +86,6 @@ __device__ __forceinline__ void finish_element(const GemmKernelParams& p, int ro
   store_from_float(p.out, static_cast<long long>(row) * p.ldo + col, acc, p.out_type);
 }
 
-// Grouped tile order for the in-CTA schedule: consecutive CTAs walk `group` m tiles for each n
-// tile, so a wave of CTAs shares A and W panels in L2. Only affects which CTA computes a tile.
-__device__ __forceinline__ void grouped_tile(int linear, int m_tiles, int n_tiles, int group,
-                                             int* tm, int* tn) {
-  const int per_group = group * n_tiles;
-  const int first_m = (linear / per_group) * group;
-  const int rows = min(m_tiles - first_m, group);
-  const int in_group = linear % per_group;
-  *tm = first_m + in_group % rows;
-  *tn = in_group / rows;
-}
 
 // The output tile (tm, tn) and the K tiles [kt_begin, kt_end) that one CTA computes. Split-chunks
 // schedule: blockIdx.x is the tile, blockIdx.y the K chunk. In-CTA schedule: grouped tile order,

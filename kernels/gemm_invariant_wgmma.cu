@@ -7,6 +7,16 @@
 // gridDim.x, ... in grouped order. The tile shapes are kGemmWgmmaConfigs. Operands TMA cannot
 // address are staged first (gemm_stage_operands.cu).
 //
+// Clusters (entries with cluster_m = CLUSTER > 1, plain launches): CLUSTER CTAs walk groups of
+// CLUSTER vertically adjacent tiles of one tile column together (CTA rank r takes the r-th), so
+// they need the same W tile at every k step. Each producer loads 1/CLUSTER of it and multicasts
+// that part into the same ring slot of every CTA of the cluster; every CTA's full barrier expects
+// its own A and the whole W. A slot is then written by every producer of the cluster, so each
+// CTA's empty barrier counts the consumer warps of all of them, and a producer refills a slot only
+// once every CTA has finished reading it. A tile past M (an odd count of row tiles) is computed
+// on rows of A that exist and never stored. None of this touches arithmetic: the shared-memory
+// tile a consumer reads holds the same values whichever CTA loaded it.
+//
 // Invariance argument: every output element belongs to one accumulator register of one consumer
 // thread. That register is set to 0 at the start of its tile and then receives one wgmma
 // m64nNk16 per 16-wide k step, k = 0, 16, 32, ... in increasing order over the whole of K (the
@@ -44,13 +54,21 @@ constexpr int kTileK = 64;  // 128 bytes: one swizzle atom row
 // and loading the tile's 64 or 128 rows would move up to 8x the rows that are used.
 constexpr int kGroupedABoxRows = 16;
 
-template <int CONSUMERS, int TILE_N, int STAGES>
+// KSUB: 64-wide k tiles per ring stage (each its own TMA boxes, one after another in the stage),
+// so that a stage asks DRAM for KSUB x 128 consecutive bytes of each W row, and the ring's
+// barriers and waits are paid once per KSUB k tiles.
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER = 1, int KSUB = 1>
 struct WgmmaShape {
   static constexpr int kTileM = 64 * CONSUMERS;
   static constexpr int kTileN = TILE_N;
   static constexpr int kASubBytes = kTileM * kTileK * 2;  // one k tile of A (at most kTileM rows)
   static constexpr int kWSubBytes = TILE_N * kTileK * 2;
-  static constexpr int kStageBytes = kASubBytes + kWSubBytes;
+  // The part of the W tile one CTA of a cluster loads: whole 8-row swizzle atoms (1024 bytes),
+  // so the 128-byte swizzle of each part is the one a single box would give.
+  static constexpr int kWPartRows = TILE_N / CLUSTER;
+  static_assert(kWPartRows % 8 == 0, "W parts of whole swizzle atoms");
+  // Stage: KSUB A sub-tiles, then KSUB W sub-tiles (each a multiple of 1024 bytes).
+  static constexpr int kStageBytes = KSUB * (kASubBytes + kWSubBytes);
   static constexpr int kStages = STAGES;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int kAccRegs = TILE_N / 2;
@@ -75,13 +93,18 @@ __device__ __noinline__ void store_edge(const GemmKernelParams& p, int row, int 
 template <class T, class OutT, int R>
 __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const float (&acc)[R],
                                            int row_base, int col_base, int row_end) {
+  // p lives in local memory (store_edge takes it by reference) and the stores below could alias
+  // it as far as the compiler knows: read what the loop needs once, not after every store.
   const T* bias = static_cast<const T*>(p.bias);
   OutT* out = static_cast<OutT*>(p.out);
+  const long long ldo = p.ldo;
+  const int n = p.n;
+  const bool pair_out = p.pair_out != 0;
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
     const int col = col_base + 8 * j;
-    if (col >= p.n) break;  // columns only grow with j
-    const bool pair = p.pair_out && col + 1 < p.n;
+    if (col >= n) break;  // columns only grow with j
+    const bool pair = pair_out && col + 1 < n;
     float b0 = 0.0f, b1 = 0.0f;
     if (bias && pair) {
       b0 = static_cast<float>(bias[col]);
@@ -97,7 +120,7 @@ __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const floa
           v0 = __fadd_rn(v0, b0);
           v1 = __fadd_rn(v1, b1);
         }
-        store2(out + static_cast<long long>(row) * p.ldo + col, v0, v1);
+        store2(out + static_cast<long long>(row) * ldo + col, v0, v1);
       } else {
         store_edge(p, row, col, v0, v1);
       }
@@ -114,27 +137,36 @@ struct GroupTable {
 
 // Where one output tile lies. Plain: tile (tm, tn) of [m, n] in grouped_tile's order, rows below
 // m. Grouped: grouped_tile_site.
-template <int TILE_M, int TILE_N>
+// Clusters (CLUSTER > 1): `tile` counts groups of CLUSTER vertically adjacent tiles, and the CTA
+// of cluster rank `rank` takes the rank-th of its group; a tile past M reads A's first rows
+// (which exist: a box fully past M is never asked of TMA) and stores nothing (row_end).
+template <int TILE_M, int TILE_N, int CLUSTER>
 __device__ __forceinline__ GroupedTileSite tile_site(const GemmKernelParams& p,
-                                                     const GroupTable& t, int tile) {
+                                                     const GroupTable& t, int tile, int rank) {
   if (p.groups > 0) {
     return grouped_tile_site(t.first_tile, t.first_row, p.groups, TILE_M, TILE_N, p.n, p.n_tiles,
                              tile);
   }
   int tm, tn;
-  grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+  if constexpr (CLUSTER > 1) {
+    cluster_tile(tile, p.m_tiles, p.n_tiles, CLUSTER, rank, &tm, &tn);
+  } else {
+    grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+  }
   GroupedTileSite site;
-  site.a_row = site.out_row = tm * TILE_M;
+  site.out_row = tm * TILE_M;
+  site.a_row = tm < p.m_tiles ? site.out_row : 0;
   site.w_row = tn * TILE_N;
   site.row_end = p.m;
   site.col = tn * TILE_N;
   return site;
 }
 
-// Fills the group table (grouped launches) and returns the number of tiles.
-template <int TILE_M>
+// Fills the group table (grouped launches) and returns the number of tiles (of clusters' groups
+// of tiles, with clusters).
+template <int TILE_M, int CLUSTER>
 __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, GroupTable& t) {
-  if (p.groups == 0) return p.m_tiles * p.n_tiles;
+  if (p.groups == 0) return (p.m_tiles + CLUSTER - 1) / CLUSTER * p.n_tiles;
   for (int g = threadIdx.x; g <= p.groups; g += blockDim.x) t.first_row[g] = p.group_rows[g];
   __syncthreads();
   if (threadIdx.x == 0) grouped_first_tiles(t.first_row, p.groups, TILE_M, p.n_tiles, t.first_tile);
@@ -144,62 +176,98 @@ __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, Group
 
 #endif  // NVDET_WGMMA_DEVICE
 
-// IN_FLIGHT: wgmma groups (one per k tile) a consumer leaves running before it waits; the stage a
-// group read is handed back to the producer once the group is done. More than one hides the
-// wgmma latency when a k tile holds little work (narrow tiles).
-template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, class T>
+// IN_FLIGHT: wgmma groups (one per ring stage) a consumer leaves running before it waits; the
+// stage a group read is handed back to the producer once the group is done. More than one hides
+// the wgmma latency when a stage holds little work (narrow tiles, one k tile a stage).
+// CLUSTER: the launch's cluster size (1: no cluster; else plain launches only, gridDim.x a
+// multiple of it, the W map's box kWPartRows rows). KSUB: k tiles a stage (WgmmaShape).
+template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
+          int KSUB, class T>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w, const GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
-  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
   const uint32_t bars = tiles + S::kStages * S::kStageBytes;
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (S::kStages + s); };
-  // Stage s: the A sub-tile (kTileM rows of 128 bytes), then the W sub-tile.
-  auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
-  auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kASubBytes; };
+  // Stage s: the A sub-tiles (kTileM rows of 128 bytes each), then the W sub-tiles.
+  auto stage_a = [&](int s, int sub) {
+    return tiles + s * S::kStageBytes + sub * S::kASubBytes;
+  };
+  auto stage_w = [&](int s, int sub) {
+    return tiles + s * S::kStageBytes + KSUB * S::kASubBytes + sub * S::kWSubBytes;
+  };
+  // Ring stages over K: KSUB k tiles each (the launch takes KSUB > 1 only where it divides the k
+  // tiles: a wgmma in a branch, which a partial last stage would need, makes ptxas serialize every
+  // wgmma of the kernel, and extra k tiles of zeros would add +0 to a -0 sum).
+  const int k_stages = p.k_tiles / KSUB;
 
   const int warpgroup = threadIdx.x / 128;
   // Plain launches never touch it; grouped ones fill it before any tile is walked.
   __shared__ GroupTable group_table;
-  const int total_tiles = load_group_table<S::kTileM>(p, group_table);
+  const int total_tiles = load_group_table<S::kTileM, CLUSTER>(p, group_table);
+  // With clusters, CTAs walk in clusters: the cluster's index and count take the place of the
+  // CTA's, and the rank picks the CTA's tile of the cluster's group.
+  // (A 1-D grid's clusters are runs of CLUSTER consecutive CTAs, ranked in blockIdx order; read
+  // from blockIdx rather than %cluster_ctarank so the compiler may re-read it instead of keeping
+  // it live beside the accumulators.)
+  const int rank = static_cast<int>(blockIdx.x % CLUSTER);
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < S::kStages; ++s) {
       mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), 4 * CONSUMERS);  // one arrival per consumer warp
+      // One arrival per consumer warp of every CTA whose producer writes the slot.
+      mbar_init(empty_bar(s), 4 * CONSUMERS * CLUSTER);
     }
     mbar_init_fence();
   }
-  __syncthreads();
+  // With clusters, no CTA may signal or multicast into another before its barriers exist.
+  if constexpr (CLUSTER > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
-  // Ring slot s holds k tile t (of some output tile) where s = t % kStages; t counts the k tiles
-  // this CTA has streamed over all its output tiles, so the barrier phases carry on from tile to
-  // tile. A is loaded a_box_rows rows at a time (fewer than the tile's rows when M is small): the
-  // rows of shared memory past them hold stale data, which only reaches output rows past M (past
-  // the group, in grouped launches), never stored (rows of an MMA do not mix).
+  // Ring slot s holds k stage t (of some output tile) where s = t % kStages; t counts the k
+  // stages this CTA has streamed over all its output tiles, so the barrier phases carry on from
+  // tile to tile. A is loaded a_box_rows rows at a time (fewer than the tile's rows when M is
+  // small): the rows of shared memory past them hold stale data, which only reaches output rows
+  // past M (past the group, in grouped launches), never stored (rows of an MMA do not mix).
   if (warpgroup == 0) {
     if constexpr (MIN_BLOCKS == 1) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
       int t = 0;
-      for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-        const GroupedTileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
+      for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
+        const GroupedTileSite site =
+            tile_site<S::kTileM, S::kTileN, CLUSTER>(p, group_table, tile, rank);
         // Grouped: only the boxes that hold the group's rows of this tile (an expert's few rows
         // at decode sizes, not the tile's 64 or 128); plain: one box.
         const int a_boxes = p.groups > 0 ? grouped_a_boxes(site, S::kTileM, p.a_box_rows) : 1;
-        for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+        for (int ks = 0; ks < k_stages; ++ks, ++t) {
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
-          mbar_expect_tx(full_bar(s), a_boxes * p.a_box_rows * 128 + S::kWSubBytes);
-          for (int b = 0; b < a_boxes; ++b) {
-            tma_load_2d(stage_a(s) + b * p.a_box_rows * 128, &map_a, full_bar(s), kt * kTileK,
-                        site.a_row + b * p.a_box_rows);
+          mbar_expect_tx(full_bar(s), KSUB * (a_boxes * p.a_box_rows * 128 + S::kWSubBytes));
+          for (int sub = 0; sub < KSUB; ++sub) {
+            const int k0 = (ks * KSUB + sub) * kTileK;
+            for (int b = 0; b < a_boxes; ++b) {
+              tma_load_2d(stage_a(s, sub) + b * p.a_box_rows * 128, &map_a, full_bar(s), k0,
+                          site.a_row + b * p.a_box_rows);
+            }
+            if constexpr (CLUSTER > 1) {
+              // This CTA's part of the W tile, into the same slot of every CTA of the cluster
+              // (each of which expects the whole tile on its own full barrier).
+              tma_load_2d_multicast(stage_w(s, sub) + rank * S::kWPartRows * 128, &map_w,
+                                    full_bar(s), k0, site.w_row + rank * S::kWPartRows,
+                                    static_cast<uint16_t>((1u << CLUSTER) - 1));
+            } else {
+              tma_load_2d(stage_w(s, sub), &map_w, full_bar(s), k0, site.w_row);
+            }
           }
-          tma_load_2d(stage_w(s), &map_w, full_bar(s), kt * kTileK, site.w_row);
         }
       }
     }
@@ -207,34 +275,47 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     if constexpr (MIN_BLOCKS == 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int wg = warpgroup - 1;  // consumer index: rows [wg * 64, wg * 64 + 64) of the tile
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    // Hands ring slot s back: to this CTA's producer, and with clusters to every producer that
+    // writes into it.
+    auto release = [&](int s) {
+      mbar_arrive(empty_bar(s));
+      if constexpr (CLUSTER > 1) {
+#pragma unroll
+        for (int r = 1; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar(s), (rank + r) % CLUSTER);
+      }
+    };
     int t = 0;
-    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-      const GroupedTileSite site = tile_site<S::kTileM, S::kTileN>(p, group_table, tile);
+    for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
+      const GroupedTileSite site =
+          tile_site<S::kTileM, S::kTileN, CLUSTER>(p, group_table, tile, rank);
       float acc[S::kAccRegs];
       zero_accumulators(acc);
       const int first_t = t;
-      for (int kt = 0; kt < p.k_tiles; ++kt, ++t) {
+      for (int ks = 0; ks < k_stages; ++ks, ++t) {
         const int s = t % S::kStages;
         mbar_wait(full_bar(s), (t / S::kStages) & 1);
         fence_operands(acc);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kTileK / 16; ++kk) {
-          const uint64_t da = smem_desc(stage_a(s) + wg * 64 * 128 + kk * 32);
-          const uint64_t dw = smem_desc(stage_w(s) + kk * 32);
-          Wgmma<TILE_N, T>::mma(acc, da, dw);
+        for (int sub = 0; sub < KSUB; ++sub) {
+#pragma unroll
+          for (int kk = 0; kk < kTileK / 16; ++kk) {
+            const uint64_t da = smem_desc(stage_a(s, sub) + wg * 64 * 128 + kk * 32);
+            const uint64_t dw = smem_desc(stage_w(s, sub) + kk * 32);
+            Wgmma<TILE_N, T>::mma(acc, da, dw);
+          }
         }
         wgmma_commit();
         wgmma_wait<IN_FLIGHT>();  // groups up to t - IN_FLIGHT are done with shared memory
         // One arrival per warp, after the whole warp's wait (wait_group is warp-aligned): the
         // stage is free once every consumer warp has arrived. A per-thread arrival put 128
         // shared-memory atomics on one barrier per consumer and k tile.
-        if (lane == 0 && t - IN_FLIGHT >= first_t) mbar_arrive(empty_bar((t - IN_FLIGHT) % S::kStages));
+        if (lane == 0 && t - IN_FLIGHT >= first_t) release((t - IN_FLIGHT) % S::kStages);
       }
       wgmma_wait<0>();
       fence_operands(acc);
       if (lane == 0) {
-        for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) mbar_arrive(empty_bar(q % S::kStages));
+        for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) release(q % S::kStages);
       }
 
       const int row_base = site.out_row + wg * 64 + warp * 16 + (lane >> 2);
@@ -248,6 +329,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       }
     }
   }
+  // Other CTAs of the cluster may still arrive on this CTA's empty barriers: none exits first.
+  if constexpr (CLUSTER > 1) cluster_sync();
 #else
   __trap();  // never launched: wgmma_available() is false without sm_90a code
 #endif
@@ -261,15 +344,41 @@ bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
                                   static_cast<uint32_t>(box_rows));
 }
 
-template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, class T>
+// How many clusters of `kernel` the device runs at once (0 when it cannot say): a persistent grid
+// of more would leave the extra clusters to a second wave.
+template <class Kernel>
+int max_active_clusters(Kernel kernel, int cluster, int threads, int smem_bytes) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(cluster, 1, 1);
+  cfg.blockDim = dim3(threads, 1, 1);
+  cfg.dynamicSmemBytes = smem_bytes;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return clusters;
+}
+
+template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
+          int KSUB, class T>
 cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
                           cudaStream_t stream) {
-  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB>;
   static_assert(IN_FLIGHT >= 1 && IN_FLIGHT < STAGES, "a stage must stay free for the producer");
-  auto kernel = wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, T>;
+  auto kernel =
+      wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T>;
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
+  if (CLUSTER > 1 && p.groups > 0) return cudaErrorInvalidValue;  // plain launches only
   // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
   // The rows of shared memory past the box only reach output rows past M. Grouped: boxes of at
   // most kGroupedABoxRows rows, as many as a tile's group has rows (each lands at a multiple of
@@ -283,7 +392,7 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   if (w_rows > INT32_MAX) return cudaErrorInvalidValue;
   CUtensorMap map_a, map_w;
   if (!make_map(&map_a, p.a, p.m, p.k, p.lda, a_box_rows, type) ||
-      !make_map(&map_w, p.w, static_cast<int>(w_rows), p.k, p.ldw, S::kTileN, type)) {
+      !make_map(&map_w, p.w, static_cast<int>(w_rows), p.k, p.ldw, S::kWPartRows, type)) {
     return cudaErrorInvalidValue;
   }
   GemmKernelParams q = p;
@@ -294,36 +403,83 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   const long long total =
       static_cast<long long>(q.m_tiles + (grouped ? p.groups : 0)) * q.n_tiles;
   if (total > INT32_MAX) return cudaErrorInvalidValue;
-  const int grid = static_cast<int>(total < ctas ? total : ctas);
-  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, q);
-  return cudaGetLastError();
+  if constexpr (CLUSTER == 1) {
+    const int grid = static_cast<int>(total < ctas ? total : ctas);
+    kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, q);
+    return cudaGetLastError();
+  } else {
+    // Whole clusters: no more than the groups of CLUSTER row tiles, the CTAs asked for, or the
+    // clusters the device holds at once.
+    static const int resident =
+        max_active_clusters(kernel, CLUSTER, S::kThreads, S::kSmemBytes);
+    if (resident <= 0) return cudaErrorInvalidConfiguration;
+    const long long groups_of_tiles =
+        static_cast<long long>((q.m_tiles + CLUSTER - 1) / CLUSTER) * q.n_tiles;
+    const long long clusters =
+        std::max(1LL, std::min({groups_of_tiles, static_cast<long long>(ctas / CLUSTER),
+                                static_cast<long long>(resident)}));
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(clusters * CLUSTER), 1, 1);
+    cfg.blockDim = dim3(S::kThreads, 1, 1);
+    cfg.dynamicSmemBytes = S::kSmemBytes;
+    cfg.stream = stream;
+    cudaLaunchAttribute launch_attr[1];
+    launch_attr[0].id = cudaLaunchAttributeClusterDimension;
+    launch_attr[0].val.clusterDim.x = CLUSTER;
+    launch_attr[0].val.clusterDim.y = 1;
+    launch_attr[0].val.clusterDim.z = 1;
+    cfg.attrs = launch_attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, map_a, map_w, q);
+  }
 }
 
 // One instantiation per kGemmWgmmaConfigs entry (same order); the entries' shapes are restated
 // here as template arguments, and checked against the table.
-constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_blocks) {
+constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_blocks,
+                         int cluster = 1, int ksub = 1) {
   return kGemmWgmmaConfigs[i].tile_m == 64 * consumers && kGemmWgmmaConfigs[i].tile_n == tile_n &&
-         kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks;
+         kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks &&
+         kGemmWgmmaConfigs[i].cluster_m == cluster && kGemmWgmmaConfigs[i].k_subtiles == ksub;
 }
-static_assert(kGemmWgmmaConfigCount == 8 && config_is(0, 2, 256, 4, 1) &&
+static_assert(kGemmWgmmaConfigCount == 16 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
                   config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
-                  config_is(7, 2, 192, 5, 1),
+                  config_is(7, 2, 192, 5, 1) && config_is(8, 2, 256, 4, 1, 2) &&
+                  config_is(9, 2, 128, 6, 1, 2) && config_is(10, 1, 128, 8, 1, 2) &&
+                  config_is(11, 1, 128, 4, 1, 1, 2) && config_is(12, 1, 64, 3, 1, 1, 4) &&
+                  config_is(13, 1, 32, 4, 1, 1, 4) && config_is(14, 1, 128, 8, 1, 4) &&
+                  config_is(15, 2, 128, 6, 1, 4),
               "launch_typed's instantiations must follow kGemmWgmmaConfigs");
 
 template <class T>
 cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtensorMapDataType type,
                          cudaStream_t stream) {
   switch (config) {
-    case 0: return launch_config<2, 256, 4, 1, 1, T>(p, ctas, type, stream);
-    case 1: return launch_config<2, 128, 6, 1, 1, T>(p, ctas, type, stream);
-    case 2: return launch_config<2, 64, 4, 2, 1, T>(p, ctas, type, stream);
-    case 3: return launch_config<1, 128, 8, 1, 2, T>(p, ctas, type, stream);
-    case 4: return launch_config<1, 64, 12, 1, 3, T>(p, ctas, type, stream);
-    case 5: return launch_config<1, 32, 16, 1, 3, T>(p, ctas, type, stream);
-    case 6: return launch_config<2, 224, 5, 1, 1, T>(p, ctas, type, stream);
-    case 7: return launch_config<2, 192, 5, 1, 1, T>(p, ctas, type, stream);
+    case 0: return launch_config<2, 256, 4, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 1: return launch_config<2, 128, 6, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 2: return launch_config<2, 64, 4, 2, 1, 1, 1, T>(p, ctas, type, stream);
+    case 3: return launch_config<1, 128, 8, 1, 2, 1, 1, T>(p, ctas, type, stream);
+    case 4: return launch_config<1, 64, 12, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 5: return launch_config<1, 32, 16, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 6: return launch_config<2, 224, 5, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 7: return launch_config<2, 192, 5, 1, 1, 1, 1, T>(p, ctas, type, stream);
+    case 8: return launch_config<2, 256, 4, 1, 1, 2, 1, T>(p, ctas, type, stream);
+    case 9: return launch_config<2, 128, 6, 1, 1, 2, 1, T>(p, ctas, type, stream);
+    case 10: return launch_config<1, 128, 8, 1, 2, 2, 1, T>(p, ctas, type, stream);
+    // Several k tiles a stage where they divide K's k tiles, else the same ring one k tile a stage.
+    case 11:
+      return p.k_tiles % 2 == 0 ? launch_config<1, 128, 4, 1, 1, 1, 2, T>(p, ctas, type, stream)
+                                : launch_config<1, 128, 8, 1, 2, 1, 1, T>(p, ctas, type, stream);
+    case 12:
+      return p.k_tiles % 4 == 0 ? launch_config<1, 64, 3, 1, 1, 1, 4, T>(p, ctas, type, stream)
+                                : launch_config<1, 64, 12, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 13:
+      return p.k_tiles % 4 == 0 ? launch_config<1, 32, 4, 1, 2, 1, 4, T>(p, ctas, type, stream)
+                                : launch_config<1, 32, 16, 1, 3, 1, 1, T>(p, ctas, type, stream);
+    case 14: return launch_config<1, 128, 8, 1, 2, 4, 1, T>(p, ctas, type, stream);
+    case 15: return launch_config<2, 128, 6, 1, 1, 4, 1, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -334,7 +490,7 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
 bool wgmma_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 256, 4, 1, 1, __nv_bfloat16>) !=
+    if (cudaFuncGetAttributes(&attr, wgmma_gemm_kernel<2, 256, 4, 1, 1, 1, 1, __nv_bfloat16>) !=
         cudaSuccess) {
       cudaGetLastError();
       return false;
@@ -368,7 +524,8 @@ cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaSt
 
 cudaError_t launch_wgmma_grouped(const GemmKernelParams& p, int config, int ctas,
                                  cudaStream_t stream) {
-  if (p.groups <= 0 || p.groups > kGemmMaxGroups || p.group_rows == nullptr) {
+  if (p.groups <= 0 || p.groups > kGemmMaxGroups || p.group_rows == nullptr ||
+      config < 0 || config >= kGemmWgmmaConfigCount || kGemmWgmmaConfigs[config].cluster_m > 1) {
     return cudaErrorInvalidValue;
   }
   return launch_checked(p, config, ctas, stream);

@@ -53,6 +53,32 @@ __device__ __forceinline__ void mbar_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+// ---- clusters -----------------------------------------------------------------------------------
+
+// Arrives on the barrier at `bar`'s offset in the shared memory of cluster CTA `rank` (which may
+// be this CTA). The default (CTA-scope) release: the callers hand back a ring slot whose reads
+// were wgmma operand reads already waited for, so nothing of theirs is left to order, and a
+// cluster-scope release costs a GPU-wide memory barrier per arrival.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+// Every thread of every CTA of the cluster, like __syncthreads across the cluster: after it,
+// barriers initialised before it by any CTA may be used by all of them; before a CTA exits, it
+// keeps the other CTAs from signalling its shared memory after it is gone. The barrier is
+// warp-aligned: the warp's lanes meet first (callers reach it from divergent branches).
+__device__ __forceinline__ void cluster_sync() {
+  __syncwarp();
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+
 // ---- copies -------------------------------------------------------------------------------------
 
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
@@ -61,6 +87,18 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
       "{%2, %3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// The same copy into the same shared-memory offset of every CTA of the cluster in `cta_mask`,
+// each of which is signalled (complete_tx) on its own barrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map,
+                                                      uint32_t bar, int c0, int c1,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
       : "memory");
 }
 

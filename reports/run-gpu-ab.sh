@@ -12,7 +12,8 @@
 #                     "" skips them)
 #   NVDET_AB_BITS     scenarios whose hashes must agree ("" skips the comparison); the plan notes
 #                     may differ (a kernel change is often a new plan with the same bits)
-#   NVDET_AB_BENCHES  which benches (default: decode prefill gemm4096 gemm14336 fp8; "" none)
+#   NVDET_AB_BENCHES  which benches (default: decode prefill gemm4096 gemm14336 fp8; also
+#                     gemm6144; "" none)
 #   NVDET_AB_OLD_ENV, NVDET_AB_NEW_ENV
 #                     NAME=VALUE settings (space-separated) for that side's nvdet only, e.g. one
 #                     build as both sides with NVDET_AB_NEW_ENV=NVDET_GEMM_WGMMA_CONFIG=6 times a
@@ -71,6 +72,7 @@ decode|scenarios/decode-kv-sweep.yaml|cudnn|kv_len=(1000|4096|32768),batch=(1|8|
 prefill|scenarios/prefill-chunk-sweep.yaml|cudnn|prefill_chunk=(16|64|256|512|whole),prefix_len=(0|2048),batch=(1|4)
 gemm4096|scenarios/gemm-speed-bf16-4096.yaml|cublas|batch=(1|16|64|256|1024|4096|8192),
 gemm14336|scenarios/gemm-speed-bf16-14336x4096.yaml|cublas|batch=(1|64|1024|8192),
+gemm6144|scenarios/gemm-speed-bf16-6144x4096.yaml|cublas|batch=(1|64|256|1024|8192),
 fp8|scenarios/fp8-gemm-speed-gpu.yaml|cublas|.
 EOF
 }

@@ -2,7 +2,8 @@
 // kernel runs it on the device: over ragged groups (empty ones first, between and last, one row,
 // a tile exactly, one past it), every (row, column) of every group is stored by exactly one tile,
 // from its own group's rows of A and weights, and no row outside the groups is stored; A's TMA
-// boxes cover each tile's group rows and no more boxes than that.
+// boxes cover each tile's group rows and no more boxes than that. Also the plain launches' walk,
+// with and without clusters.
 #include "kernels/gemm_grouped_tiles.cuh"
 
 #include <gtest/gtest.h>
@@ -63,6 +64,69 @@ TEST(GemmGroupedTiles, EveryRowOfEveryGroupIsStoredOnce) {
     std::vector<int> counts(1 + trial * 7);
     for (int& c : counts) c = trial % 3 == 0 ? count(rng) % 4 : count(rng);
     check_walk(counts, trial % 2 ? 64 : 128, trial % 2 ? 128 : 256, 96 + trial * 17);
+  }
+}
+
+// The plain launches' walks, as the persistent CTAs of the 16-bit and FP8 kernels take them:
+// `ctas` CTAs (in clusters of `cluster`, cluster index = CTA / cluster, rank = CTA % cluster) each
+// walk the indices first, first + step, ... Every tile inside M is computed exactly once; with
+// clusters, both CTAs of a cluster take the same tile column at every step, vertically adjacent
+// row tiles, and the same number of steps (their rings run in lockstep), and the only tiles past M
+// are the last ones of the last group of row tiles.
+void check_plain_walk(int m_tiles, int n_tiles, int cluster, int ctas) {
+  SCOPED_TRACE(::testing::Message() << m_tiles << " x " << n_tiles << " tiles, cluster " << cluster
+                                    << ", " << ctas << " CTAs");
+  std::vector<int> computed(static_cast<size_t>(m_tiles) * n_tiles, 0);
+  const int total = (m_tiles + cluster - 1) / cluster * n_tiles;
+  const int clusters = ctas / cluster;
+  ASSERT_GT(clusters, 0);
+  for (int c = 0; c < clusters; ++c) {
+    for (int linear = c; linear < total; linear += clusters) {
+      int tm0 = -1, tn0 = -1;
+      for (int rank = 0; rank < cluster; ++rank) {
+        int tm = -1, tn = -1;
+        bool inside = true;
+        if (cluster == 1) {
+          grouped_tile(linear, m_tiles, n_tiles, 8, &tm, &tn);
+        } else {
+          inside = cluster_tile(linear, m_tiles, n_tiles, cluster, rank, &tm, &tn);
+        }
+        ASSERT_GE(tn, 0);
+        ASSERT_LT(tn, n_tiles);
+        ASSERT_EQ(inside, tm < m_tiles);
+        if (rank == 0) {
+          tm0 = tm;
+          tn0 = tn;
+          ASSERT_EQ(tm % cluster, 0) << "a cluster's first tile starts a group of row tiles";
+        } else {
+          ASSERT_EQ(tn, tn0) << "one W tile for the whole cluster";
+          ASSERT_EQ(tm, tm0 + rank);
+        }
+        if (!inside) {
+          ASSERT_NE(m_tiles % cluster, 0) << "a tile past M only in the last, partial group";
+          ASSERT_LT(tm, (m_tiles + cluster - 1) / cluster * cluster);
+          continue;
+        }
+        ASSERT_GE(tm, 0);
+        ++computed[static_cast<size_t>(tm) * n_tiles + tn];
+      }
+    }
+  }
+  for (int tm = 0; tm < m_tiles; ++tm) {
+    for (int tn = 0; tn < n_tiles; ++tn) {
+      ASSERT_EQ(computed[static_cast<size_t>(tm) * n_tiles + tn], 1) << tm << ", " << tn;
+    }
+  }
+}
+
+TEST(GemmGroupedTiles, PlainAndClusterWalksComputeEveryTileOnce) {
+  for (const int cluster : {1, 2, 4}) {
+    for (const int m_tiles : {1, 2, 3, 7, 8, 9, 16, 17, 64}) {
+      for (const int n_tiles : {1, 5, 16, 32, 112}) {
+        for (const int ctas : {cluster, 14, 132, 264})
+          check_plain_walk(m_tiles, n_tiles, cluster, ctas);
+      }
+    }
   }
 }
 

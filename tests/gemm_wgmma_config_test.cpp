@@ -16,11 +16,11 @@ namespace {
 constexpr int kSms = 132;
 
 int tile_n_for(int m, int n) {
-  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, kSms)].tile_n;
+  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, 4096, kSms)].tile_n;
 }
 
 int tile_m_for(int m, int n) {
-  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, kSms)].tile_m;
+  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, 4096, kSms)].tile_m;
 }
 
 // Tiles of one configuration on kSms SMs: how full the last wave is, in percent.
@@ -63,14 +63,63 @@ TEST(GemmWgmmaConfig, DecodeSizesTakeOneWarpgroupTiles) {
 TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
   for (int i = 0; i < kernels::kGemmWgmmaConfigCount; ++i) {
     const kernels::GemmWgmmaConfig& c = kernels::kGemmWgmmaConfigs[i];
-    // Stages of A (tile_m x 64) and W (tile_n x 64) 16-bit elements, the barriers and the
-    // alignment pad, ctas_per_sm times, within 227 KiB less the grouped launches' 4 KiB table.
-    const int stage = (c.tile_m + c.tile_n) * 64 * 2;
+    // Stages of A (tile_m x 64) and W (tile_n x 64) 16-bit elements per k tile, the barriers and
+    // the alignment pad, ctas_per_sm times, within 227 KiB less the grouped launches' 4 KiB table.
+    const int stage = (c.tile_m + c.tile_n) * 64 * 2 * c.k_subtiles;
     const int bytes = c.stages * stage + 2 * c.stages * 8 + 1024 + 4112;
     EXPECT_LE(bytes * c.ctas_per_sm, 227 * 1024) << "entry " << i;
     EXPECT_EQ(c.tile_n % 8, 0) << "wgmma N is a multiple of 8";
     EXPECT_LE(c.tile_n, 256) << "wgmma N and a TMA box are at most 256";
+    // A cluster's CTAs each load 1/cluster_m of the W tile: in whole 8-row swizzle atoms.
+    EXPECT_TRUE(c.cluster_m == 1 || c.cluster_m == 2 || c.cluster_m == 4) << "entry " << i;
+    EXPECT_EQ(c.tile_n % (8 * c.cluster_m), 0) << "entry " << i;
   }
+}
+
+// Entries the cost model never takes (auto_pick false) come only from the rules: 2 or 4 k tiles
+// a stage at decode sizes, where they divide K's k tiles, in place of the same tile with one.
+TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
+  for (const int n : {1000, 4096, 6144, 14336}) {
+    for (const int k : {4096, 4100, 14336, 1000}) {
+      for (int m = 1; m <= 16384; m = m * 3 / 2 + 1) {
+        const kernels::GemmWgmmaConfig& c =
+            kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, k, kSms)];
+        const int k_tiles = (k + 63) / 64;
+        SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k);
+        EXPECT_EQ(c.cluster_m, 1);
+        if (c.k_subtiles > 1) {
+          EXPECT_LE(m, kernels::kGemmDecodeRows);
+          EXPECT_EQ(k_tiles % c.k_subtiles, 0);
+        } else {
+          EXPECT_TRUE(c.auto_pick);
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmWgmmaConfig, DecodeSizesTakeSeveralKTilesAStageWhereTheyDivideK) {
+  // 4096 x 4096 at m = 1: 128 tiles 64 x 32 (one wave), 64 k tiles: four a stage.
+  for (const int m : {1, 16, 64}) {
+    const kernels::GemmWgmmaConfig& c =
+        kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, 4096, 4096, kSms)];
+    EXPECT_EQ(c.tile_m, 64);
+    EXPECT_EQ(c.tile_n, 32);
+    EXPECT_EQ(c.k_subtiles, 4) << "m " << m;
+  }
+  // K = 4100: 65 k tiles, which 2 and 4 do not divide; one k tile a stage.
+  EXPECT_EQ(
+      kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(1, 4096, 4100, kSms)].k_subtiles,
+      1);
+  // Past decode sizes, one k tile a stage.
+  EXPECT_EQ(
+      kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(65, 4096, 4096, kSms)].k_subtiles,
+      1);
+  // N = 14336: 112 tiles 64 x 128, whose twin holds two k tiles a stage.
+  const kernels::GemmWgmmaConfig& wide =
+      kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(1, 14336, 4096, kSms)];
+  EXPECT_EQ(wide.tile_n, 128);
+  EXPECT_EQ(wide.k_subtiles, 2);
 }
 
 #endif  // NVDET_WITH_CUDA

@@ -334,7 +334,7 @@ TEST(GpuGemmInvariant, EveryPinnedLaunchShapeGivesTheSameBits) {
     RunNotes notes;
     const HostTensor want = make_backend("cuda-invariant")->run(args, &notes);
     if (notes.at("kernel") != "wgmma-m64nNk16-tma") GTEST_SKIP() << "no wgmma path here";
-    for (int config = 0; config < 6; ++config) {
+    for (int config = 0; config < nvdet::kernels::kGemmWgmmaConfigCount; ++config) {
       for (const char* ctas : {"1", "7", "auto"}) {
         setenv("NVDET_GEMM_WGMMA_CONFIG", std::to_string(config).c_str(), 1);
         setenv("NVDET_GEMM_CTAS", ctas, 1);
@@ -542,10 +542,11 @@ TEST_F(InvariantKernels, PortablePathIsBatchInvariantOnThisDevice) {
 }
 
 // The wgmma path (sm_90a): every tile configuration (tile widths N = 32..256, one or two consumer
-// warpgroups) and several persistent CTA counts, for rows at every position of batches of several
-// sizes, must give the bits of the automatic plan at the largest batch. Three shapes: bf16 with an
-// even N (two-column stores) and a K tail inside a k tile; fp16 with an odd N (single stores,
-// partial tiles in N); bf16 with an odd K (operands staged into 16-byte rows first).
+// warpgroups, clusters of two CTAs sharing W by multicast, whose second tile lies past M at odd
+// row-tile counts) and several persistent CTA counts, for rows at every position of batches of
+// several sizes, must give the bits of the automatic plan at the largest batch. Three shapes: bf16
+// with an even N (two-column stores) and a K tail inside a k tile; fp16 with an odd N (single
+// stores, partial tiles in N); bf16 with an odd K (operands staged into 16-byte rows first).
 TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
   using nvdet::kernels::GemmPath;
   using nvdet::kernels::GemmSchedule;
@@ -576,7 +577,10 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
                                 &plan, sh.type, config, ctas);
           ASSERT_EQ(plan.config, config);
           ASSERT_EQ(plan.staged_k > 0, sh.k % 8 != 0);
-          if (ctas > 0) ASSERT_LE(plan.ctas, ctas);
+          // Whole clusters: at least one, so a single CTA asked of a cluster entry is one cluster.
+          const int cluster = nvdet::kernels::kGemmWgmmaConfigs[config].cluster_m;
+          ASSERT_EQ(plan.ctas % cluster, 0);
+          if (ctas > 0) ASSERT_LE(plan.ctas, std::max(ctas, cluster));
           const bool same = std::equal(bits.begin(), bits.end(), ref.begin());
           EXPECT_TRUE(same) << "n=" << sh.n << " k=" << sh.k << " config " << config << " ("
                             << plan.tile_m << "x" << plan.tile_n << ", " << plan.ctas
