@@ -35,6 +35,13 @@ namespace {
 
 constexpr uint64_t kSeed = 20261130;
 
+// The wgmma table's entries (none without the CUDA build, where every GPU test skips).
+#ifdef NVDET_WITH_CUDA
+constexpr int kWgmmaConfigs = kernels::kGemmWgmmaConfigCount;
+#else
+constexpr int kWgmmaConfigs = 0;
+#endif
+
 // Seeded rows: row i of the result is stream first_stream + i, so a row's data depends only on
 // its stream, never on the batch it is put in.
 HostTensor seeded_rows(DType t, int64_t rows, int64_t cols, uint64_t first_stream,
@@ -334,7 +341,7 @@ TEST(GpuGemmInvariant, EveryPinnedLaunchShapeGivesTheSameBits) {
     RunNotes notes;
     const HostTensor want = make_backend("cuda-invariant")->run(args, &notes);
     if (notes.at("kernel") != "wgmma-m64nNk16-tma") GTEST_SKIP() << "no wgmma path here";
-    for (int config = 0; config < nvdet::kernels::kGemmWgmmaConfigCount; ++config) {
+    for (int config = 0; config < kWgmmaConfigs; ++config) {
       for (const char* ctas : {"1", "7", "auto"}) {
         setenv("NVDET_GEMM_WGMMA_CONFIG", std::to_string(config).c_str(), 1);
         setenv("NVDET_GEMM_CTAS", ctas, 1);
