@@ -598,6 +598,40 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
   }
 }
 
+// A decode kernel could put W on wgmma's 64-row side and the few rows of A on its N side (every
+// byte of its shared-memory ring then W rather than two thirds a 64-row A tile, mostly unused at
+// m = 1; reports/h100/gemm-decode-rule-2026-12-06). Its bits are the plan's only if the tensor
+// cores give an element the same bits whichever operand is which: out = A W^T against
+// (W A^T)^T through the same invariant GEMM, fp32 out, no bias, K a multiple of 64 and not.
+TEST_F(InvariantKernels, SwappedOperandsGiveTheTransposedBits) {
+  using nvdet::kernels::GemmPath;
+  using nvdet::kernels::GemmSchedule;
+  const int rows = 64, n = 256;
+  for (const int k : {4096, 1000}) {
+    const HostTensor a = seeded_rows(DType::kBF16, rows, k, 7);
+    const HostTensor w = seeded_rows(DType::kBF16, n, k, 1u << 20, 0.05f);
+    void* da = upload(a);
+    void* dw = upload(w);
+    nvdet::kernels::GemmPlan plan;
+    const auto straight =
+        run(da, dw, nullptr, 0, rows, n, k, GemmSchedule::kAuto, GemmPath::kAuto, &plan);
+    if (plan.path != GemmPath::kWgmma) GTEST_SKIP() << "no sm_90a wgmma path on this device";
+    const auto swapped =
+        run(dw, da, nullptr, 0, n, rows, k, GemmSchedule::kAuto, GemmPath::kAuto, &plan);
+    ASSERT_EQ(plan.path, GemmPath::kWgmma);
+    int differing = 0;
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < n; ++j) {
+        uint32_t x = 0, y = 0;
+        std::memcpy(&x, straight.data() + (size_t(i) * n + j) * 4, 4);
+        std::memcpy(&y, swapped.data() + (size_t(j) * rows + i) * 4, 4);
+        differing += x != y;
+      }
+    }
+    EXPECT_EQ(differing, 0) << "k=" << k << ": of " << rows * n << " elements";
+  }
+}
+
 // The arithmetic (path, K plan, k tile) is the same for every M; on the wgmma path the tile width
 // is part of the schedule (the test above shows it does not change bits), elsewhere it is fixed.
 // The automatic plan must also use more than one wgmma configuration over M, so that the forcing
