@@ -24,6 +24,9 @@ bool rows_16b_aligned(const GemmProblem& p) {
 
 int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
+// The wgmma path's k tile: 64 16-bit elements, one 128-byte swizzle row (gemm_invariant_wgmma.cu).
+constexpr int kWgmmaTileK = 64;
+
 // Output tiles an entry walks for an M x N output, counting a cluster's tiles past M (a cluster
 // takes cluster_m vertically adjacent tiles together; those past M are computed, never stored).
 int64_t wgmma_tiles(int m, int n, const GemmWgmmaConfig& c) {
@@ -117,7 +120,7 @@ cudaError_t gemm_invariant_grouped_launch(const GemmGroupedProblem& problem,
   kp.ldo = problem.n;
   kp.in_type = static_cast<int>(problem.in_type);
   kp.out_type = static_cast<int>(problem.out_type);
-  kp.tile_k = 64;
+  kp.tile_k = kWgmmaTileK;
   kp.k_tiles = ceil_div(problem.k, kp.tile_k);
   kp.tiles_per_chunk = kp.k_tiles;
   kp.chunks = 1;
@@ -200,7 +203,7 @@ int gemm_wgmma_pick_config(int m, int n, int k, int sm_count) {
   // quarter (half) as often, where that many divide K's k tiles (else it would fall back to one k
   // tile a stage in a shallower ring).
   if (m <= kGemmDecodeRows) {
-    const int k_tiles = ceil_div(std::max(k, 1), 64);
+    const int k_tiles = ceil_div(std::max(k, 1), kWgmmaTileK);
     for (const int sub : {4, 2}) {
       const int twin = entry_with_k_subtiles(best, sub);
       if (twin >= 0 && k_tiles % sub == 0) return twin;
@@ -221,7 +224,7 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   GemmPlan plan;
   plan.path = GemmPath::kWgmma;
   plan.schedule = GemmSchedule::kPersistent;
-  plan.tile_k = 64;
+  plan.tile_k = kWgmmaTileK;
   // One chain over the whole of K: one "chunk" of K rounded up to the k tile.
   plan.chunk_k = ceil_div(p.k, plan.tile_k) * plan.tile_k;
   plan.chunks = 1;

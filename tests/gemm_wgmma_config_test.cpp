@@ -15,13 +15,14 @@ namespace {
 
 constexpr int kSms = 132;
 
-int tile_n_for(int m, int n) {
-  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, 4096, kSms)].tile_n;
+// The entry the plan takes for an M x N output with K deep on kSms SMs.
+const kernels::GemmWgmmaConfig& picked(int m, int n, int k = 4096) {
+  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, k, kSms)];
 }
 
-int tile_m_for(int m, int n) {
-  return kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, 4096, kSms)].tile_m;
-}
+int tile_n_for(int m, int n) { return picked(m, n).tile_n; }
+
+int tile_m_for(int m, int n) { return picked(m, n).tile_m; }
 
 // Tiles of one configuration on kSms SMs: how full the last wave is, in percent.
 int last_wave_pct(int m, int n, int tile_m, int tile_n) {
@@ -82,8 +83,7 @@ TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
   for (const int n : {1000, 4096, 6144, 14336}) {
     for (const int k : {4096, 4100, 14336, 1000}) {
       for (int m = 1; m <= 16384; m = m * 3 / 2 + 1) {
-        const kernels::GemmWgmmaConfig& c =
-            kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, n, k, kSms)];
+        const kernels::GemmWgmmaConfig& c = picked(m, n, k);
         const int k_tiles = (k + 63) / 64;
         SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k);
         EXPECT_EQ(c.cluster_m, 1);
@@ -101,23 +101,17 @@ TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
 TEST(GemmWgmmaConfig, DecodeSizesTakeSeveralKTilesAStageWhereTheyDivideK) {
   // 4096 x 4096 at m = 1: 128 tiles 64 x 32 (one wave), 64 k tiles: four a stage.
   for (const int m : {1, 16, 64}) {
-    const kernels::GemmWgmmaConfig& c =
-        kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(m, 4096, 4096, kSms)];
+    const kernels::GemmWgmmaConfig& c = picked(m, 4096);
     EXPECT_EQ(c.tile_m, 64);
     EXPECT_EQ(c.tile_n, 32);
     EXPECT_EQ(c.k_subtiles, 4) << "m " << m;
   }
   // K = 4100: 65 k tiles, which 2 and 4 do not divide; one k tile a stage.
-  EXPECT_EQ(
-      kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(1, 4096, 4100, kSms)].k_subtiles,
-      1);
+  EXPECT_EQ(picked(1, 4096, 4100).k_subtiles, 1);
   // Past decode sizes, one k tile a stage.
-  EXPECT_EQ(
-      kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(65, 4096, 4096, kSms)].k_subtiles,
-      1);
+  EXPECT_EQ(picked(65, 4096).k_subtiles, 1);
   // N = 14336: 112 tiles 64 x 128, whose twin holds two k tiles a stage.
-  const kernels::GemmWgmmaConfig& wide =
-      kernels::kGemmWgmmaConfigs[kernels::gemm_wgmma_pick_config(1, 14336, 4096, kSms)];
+  const kernels::GemmWgmmaConfig& wide = picked(1, 14336);
   EXPECT_EQ(wide.tile_n, 128);
   EXPECT_EQ(wide.k_subtiles, 2);
 }

@@ -577,7 +577,7 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
     const auto ref =
         run(da, dw, db, 0, rows, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto, &plan, sh.type);
     if (plan.path != GemmPath::kWgmma) GTEST_SKIP() << "no sm_90a wgmma path on this device";
-    for (int config = 0; config < nvdet::kernels::kGemmWgmmaConfigCount; ++config) {
+    for (int config = 0; config < kWgmmaConfigs; ++config) {
       for (int ctas : {0, 1, 5}) {
         for (int m : {1, 17, 64, 130, rows}) {
           const auto bits = run(da, dw, db, 0, m, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto,
