@@ -61,6 +61,18 @@ TEST(GemmWgmmaConfig, DecodeSizesTakeOneWarpgroupTiles) {
   }
 }
 
+TEST(GemmWgmmaConfig, OneCtaPerSmWhereTheTilesFitOneWave) {
+  // 128 tiles either way at 4096 x 4096, m = 256 (and 96 at 6144 x 4096, m = 128): 64x128 tiles
+  // one to an SM rather than 128x64 tiles that may pair up on some SMs while others idle.
+  EXPECT_EQ(tile_m_for(256, 4096), 64);
+  EXPECT_EQ(tile_n_for(256, 4096), 128);
+  EXPECT_EQ(tile_m_for(128, 6144), 64);
+  EXPECT_EQ(tile_n_for(128, 6144), 128);
+  // No tie at 14336 x 4096, m = 256: 128 tiles of 128 x 224 in one wave cost least.
+  EXPECT_EQ(tile_m_for(256, 14336), 128);
+  EXPECT_EQ(tile_n_for(256, 14336), 224);
+}
+
 TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
   for (int i = 0; i < kernels::kGemmWgmmaConfigCount; ++i) {
     const kernels::GemmWgmmaConfig& c = kernels::kGemmWgmmaConfigs[i];
