@@ -344,23 +344,33 @@ bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
                                   static_cast<uint32_t>(box_rows));
 }
 
+// A launch of `ctas` CTAs in clusters of `cluster` along x. cfg points at attr: use it in place.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1]{};
+  ClusterLaunch(int ctas, int cluster, int threads, int smem_bytes, cudaStream_t stream) {
+    cfg.gridDim = dim3(static_cast<unsigned>(ctas), 1, 1);
+    cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+    cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // How many clusters of `kernel` the device runs at once (0 when it cannot say): a persistent grid
 // of more would leave the extra clusters to a second wave.
 template <class Kernel>
 int max_active_clusters(Kernel kernel, int cluster, int threads, int smem_bytes) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(cluster, 1, 1);
-  cfg.blockDim = dim3(threads, 1, 1);
-  cfg.dynamicSmemBytes = smem_bytes;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const ClusterLaunch one(cluster, cluster, threads, smem_bytes, nullptr);
   int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &one.cfg) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
@@ -418,19 +428,9 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
     const long long clusters =
         std::max(1LL, std::min({groups_of_tiles, static_cast<long long>(ctas / CLUSTER),
                                 static_cast<long long>(resident)}));
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(clusters * CLUSTER), 1, 1);
-    cfg.blockDim = dim3(S::kThreads, 1, 1);
-    cfg.dynamicSmemBytes = S::kSmemBytes;
-    cfg.stream = stream;
-    cudaLaunchAttribute launch_attr[1];
-    launch_attr[0].id = cudaLaunchAttributeClusterDimension;
-    launch_attr[0].val.clusterDim.x = CLUSTER;
-    launch_attr[0].val.clusterDim.y = 1;
-    launch_attr[0].val.clusterDim.z = 1;
-    cfg.attrs = launch_attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, map_a, map_w, q);
+    const ClusterLaunch launch(static_cast<int>(clusters * CLUSTER), CLUSTER, S::kThreads,
+                               S::kSmemBytes, stream);
+    return cudaLaunchKernelEx(&launch.cfg, kernel, map_a, map_w, q);
   }
 }
 
