@@ -86,7 +86,6 @@ __device__ __forceinline__ void finish_element(const GemmKernelParams& p, int ro
   store_from_float(p.out, static_cast<long long>(row) * p.ldo + col, acc, p.out_type);
 }
 
-
 // The output tile (tm, tn) and the K tiles [kt_begin, kt_end) that one CTA computes. Split-chunks
 // schedule: blockIdx.x is the tile, blockIdx.y the K chunk. In-CTA schedule: grouped tile order,
 // the whole of K. Shared by every kernel path so that they all cut the work the same way.
