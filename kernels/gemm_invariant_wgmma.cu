@@ -93,8 +93,8 @@ __device__ __noinline__ void store_edge(const GemmKernelParams& p, int row, int 
 template <class T, class OutT, int R>
 __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const float (&acc)[R],
                                            int row_base, int col_base, int row_end) {
-  // p lives in local memory (store_edge takes it by reference) and the stores below could alias
-  // it as far as the compiler knows: read what the loop needs once, not after every store.
+  // store_edge takes p by reference, and the stores below could alias it as far as the compiler
+  // knows: read what the loop needs once, not after every store.
   const T* bias = static_cast<const T*>(p.bias);
   OutT* out = static_cast<OutT*>(p.out);
   const long long ldo = p.ldo;
@@ -185,7 +185,13 @@ template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, 
           int KSUB, class T>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
-                      const __grid_constant__ CUtensorMap map_w, const GemmKernelParams p) {
+                      const __grid_constant__ CUtensorMap map_w,
+                      // __grid_constant__: store_edge takes p by reference, and a plain by-value
+                      // parameter is then copied to local memory, whose loads the compiler cannot
+                      // prove warp-uniform; the loop bounds and stage addresses read from it then
+                      // left the uniform datapath (R2UR moves before each wgmma's descriptors and
+                      // a WARPSYNC in the k loop, in the SASS of every build from ad7750e on).
+                      const __grid_constant__ GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
   using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB>;
   extern __shared__ unsigned char smem_raw[];
