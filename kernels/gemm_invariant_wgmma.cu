@@ -77,6 +77,16 @@ struct WgmmaShape {
   static constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
 };
 
+// Grouped launches: every group's first tile and first row, in shared memory
+// (kernels/gemm_grouped_tiles.cuh walks them). It follows the ring's barriers in the dynamic
+// shared memory of grouped launches only: as a static array it made every plain launch 4 KiB
+// larger, which put entry 5 (193 KiB of ring) past the 196 KiB shared-memory carveout.
+struct GroupTable {
+  int first_tile[kGemmMaxGroups + 1];
+  int first_row[kGemmMaxGroups + 1];
+};
+constexpr int kGroupTableBytes = static_cast<int>(sizeof(GroupTable));
+
 #ifdef NVDET_WGMMA_DEVICE
 
 // Columns past N or a row store that cannot take two columns at once: the generic per-element
@@ -128,12 +138,6 @@ __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const floa
   }
 }
 
-// Grouped launches: every group's first tile and first row, in shared memory
-// (kernels/gemm_grouped_tiles.cuh walks them).
-struct GroupTable {
-  int first_tile[kGemmMaxGroups + 1];
-  int first_row[kGemmMaxGroups + 1];
-};
 
 // Where one output tile lies. Plain: tile (tm, tn) of [m, n] in grouped_tile's order, rows below
 // m. Grouped: grouped_tile_site.
@@ -213,8 +217,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
   const int k_stages = p.k_tiles / KSUB;
 
   const int warpgroup = threadIdx.x / 128;
-  // Plain launches never touch it; grouped ones fill it before any tile is walked.
-  __shared__ GroupTable group_table;
+  // Grouped launches fill it before any tile is walked; plain launches have no room for it and
+  // never touch it.
+  GroupTable& group_table = *reinterpret_cast<GroupTable*>(
+      smem_raw + (bars - raw) + 2 * 8 * S::kStages);
   const int total_tiles = load_group_table<S::kTileM, CLUSTER>(p, group_table);
   // With clusters, CTAs walk in clusters: the cluster's index and count take the place of the
   // CTA's, and the rank picks the CTA's tile of the cluster's group.
@@ -392,7 +398,7 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   auto kernel =
       wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T>;
   static const cudaError_t attr = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes + kGroupTableBytes);
   if (attr != cudaSuccess) return attr;
   if (CLUSTER > 1 && p.groups > 0) return cudaErrorInvalidValue;  // plain launches only
   // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
@@ -421,7 +427,8 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   if (total > INT32_MAX) return cudaErrorInvalidValue;
   if constexpr (CLUSTER == 1) {
     const int grid = static_cast<int>(total < ctas ? total : ctas);
-    kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, q);
+    const int smem = S::kSmemBytes + (grouped ? kGroupTableBytes : 0);
+    kernel<<<grid, S::kThreads, smem, stream>>>(map_a, map_w, q);
     return cudaGetLastError();
   } else {
     // Whole clusters: no more than the groups of CLUSTER row tiles, the CTAs asked for, or the
