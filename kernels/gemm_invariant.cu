@@ -177,6 +177,20 @@ int entry_with_k_subtiles(int base, int k_subtiles) {
   return -1;
 }
 
+// The entry with `base`'s tile width, cluster and k tiles a stage whose tile holds `rows` rows, or
+// -1.
+int entry_with_rows(int base, int rows) {
+  const GemmWgmmaConfig& b = kGemmWgmmaConfigs[base];
+  for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
+    const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
+    if (c.tile_m == rows && c.tile_n == b.tile_n && c.cluster_m == b.cluster_m &&
+        c.k_subtiles == b.k_subtiles) {
+      return i;
+    }
+  }
+  return -1;
+}
+
 }  // namespace
 
 // Waves count persistent CTAs at ctas_per_sm per SM.
@@ -212,7 +226,12 @@ int gemm_wgmma_pick_config(int m, int n, int k, int sm_count) {
     const int k_tiles = ceil_div(std::max(k, 1), kWgmmaTileK);
     for (const int sub : {4, 2}) {
       const int twin = entry_with_k_subtiles(best, sub);
-      if (twin >= 0 && k_tiles % sub == 0) return twin;
+      if (twin >= 0 && k_tiles % sub == 0) {
+        // At m <= 32 the twin's short tile leaves the ring to W (kGemmWgmmaConfigs).
+        const int rows = m <= 8 ? 8 : m <= 16 ? 16 : 32;
+        const int short_tile = m <= kGemmShortTileRows ? entry_with_rows(twin, rows) : -1;
+        return short_tile >= 0 ? short_tile : twin;
+      }
     }
   }
   return best;

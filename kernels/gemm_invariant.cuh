@@ -107,18 +107,34 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     // sharing W). Timed on an H200: slower than the automatic plan at 4096 x 4096, m = 256-1024.
     {64, 128, 8, 1, 70, 4, 1, false},   // 192 KiB
     {128, 128, 6, 1, 80, 4, 1, false},  // 192 KiB
+    // Short tiles for m <= 32: 8, 16 or 32 rows of A a stage where entries 11-13 keep room for 64
+    // (one consumer's wgmma still reads 64 rows; the rows past the tile's are never stored), so
+    // the ring holds W: at m <= 8 with 32 columns, 160 of 200 KiB against 64 of 192. The plan puts
+    // one in place of its 64-row twin (entries 11-13) at m <= 32.
+    {8, 32, 10, 1, 40, 1, 4, false},   // 200 KiB of stages
+    {16, 32, 8, 1, 40, 1, 4, false},   // 192 KiB
+    {32, 32, 6, 1, 40, 1, 4, false},   // 192 KiB
+    {8, 64, 5, 1, 55, 1, 4, false},    // 180 KiB
+    {16, 64, 5, 1, 55, 1, 4, false},   // 200 KiB
+    {32, 64, 4, 1, 55, 1, 4, false},   // 192 KiB
+    {8, 128, 6, 1, 70, 1, 2, false},   // 204 KiB
+    {16, 128, 5, 1, 70, 1, 2, false},  // 180 KiB
+    {32, 128, 5, 1, 70, 1, 2, false},  // 200 KiB
 };
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));
 
 // Rows up to which the plan treats a GEMM as a decode step (W streamed, A a few rows).
 inline constexpr int kGemmDecodeRows = 64;
+// Rows up to which it takes a short tile (8, 16 or 32 rows: the fewest that hold M).
+inline constexpr int kGemmShortTileRows = 32;
 
 // The wgmma configuration the plan takes for an M x N output with K deep on `sm_count` SMs: of
 // the entries with auto_pick, the lowest estimated time, counting waves of persistent CTAs, the
 // tile's padded work and the entry's efficiency (earlier entries win ties); at decode sizes (m <=
 // kGemmDecodeRows) that tile with 4, else 2, k tiles a stage where such an entry exists and its
-// k tiles divide K's. Host code, so that the choice is testable without a GPU.
+// k tiles divide K's, and at m <= kGemmShortTileRows that twin's short tile of the fewest rows
+// that hold M. Host code, so that the choice is testable without a GPU.
 int gemm_wgmma_pick_config(int m, int n, int k, int sm_count);
 
 struct GemmPlan {

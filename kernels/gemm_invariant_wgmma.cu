@@ -57,9 +57,19 @@ constexpr int kGroupedABoxRows = 16;
 // KSUB: 64-wide k tiles per ring stage (each its own TMA boxes, one after another in the stage),
 // so that a stage asks DRAM for KSUB x 128 consecutive bytes of each W row, and the ring's
 // barriers and waits are paid once per KSUB k tiles.
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER = 1, int KSUB = 1>
+//
+// ROWS: output rows a tile takes (64 per consumer, or fewer with one consumer: decode sizes). A
+// consumer's wgmma reads 64 rows of A whatever ROWS is; with ROWS < 64 only ROWS rows of A have
+// room in a stage, and the instruction's other rows read the shared memory that follows (the
+// stage's W, the next stage). Those rows' results are never stored (row_end stops at ROWS), and
+// the rows of an MMA do not mix, so the ROWS rows that are stored get the bits a 64-row tile
+// gives them. The ring's bytes go to W instead: at m <= 8 a 64-row A tile took 2/3 of them.
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER = 1, int KSUB = 1,
+          int ROWS = 64 * CONSUMERS>
 struct WgmmaShape {
-  static constexpr int kTileM = 64 * CONSUMERS;
+  static_assert(ROWS == 64 * CONSUMERS || (CONSUMERS == 1 && ROWS % 8 == 0 && ROWS < 64),
+                "fewer rows than the wgmma's 64 only with one consumer, in whole swizzle atoms");
+  static constexpr int kTileM = ROWS;
   static constexpr int kTileN = TILE_N;
   static constexpr int kASubBytes = kTileM * kTileK * 2;  // one k tile of A (at most kTileM rows)
   static constexpr int kWSubBytes = TILE_N * kTileK * 2;
@@ -73,8 +83,12 @@ struct WgmmaShape {
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int kAccRegs = TILE_N / 2;
   static_assert(kAccRegs == Wgmma<TILE_N, __nv_bfloat16>::kRegs, "one accumulator per 2 columns");
+  // The bytes a wgmma reads past the last stage's last A sub-tile (short tiles only): the ring is
+  // followed by at least that much shared memory.
+  static constexpr int kOverreadBytes = (64 - ROWS % 64) % 64 * kTileK * 2;
   // Tiles, then the barriers; +1024 so the tiles can be aligned to the 128B-swizzle atom.
-  static constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+  static constexpr int kSmemBytes =
+      kStages * kStageBytes + std::max(2 * kStages * 8, kOverreadBytes) + 1024;
 };
 
 // Grouped launches: every group's first tile and first row, in shared memory
@@ -186,7 +200,7 @@ __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, Group
 // CLUSTER: the launch's cluster size (1: no cluster; else plain launches only, gridDim.x a
 // multiple of it, the W map's box kWPartRows rows). KSUB: k tiles a stage (WgmmaShape).
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
-          int KSUB, class T>
+          int KSUB, class T, int ROWS = 64 * CONSUMERS>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w,
@@ -197,7 +211,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
                       // a WARPSYNC in the k loop, in the SASS of every build from ad7750e on).
                       const __grid_constant__ GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
-  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB, ROWS>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
@@ -332,12 +346,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
 
       const int row_base = site.out_row + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = site.col + ((lane & 3) << 1);
+      // A short tile (ROWS < 64) stores its own rows only: the wgmma's others read no A row.
+      const int row_end = min(site.row_end, site.out_row + S::kTileM);
       if (p.out_type == static_cast<int>(GemmType::kBF16)) {
-        store_tile<T, __nv_bfloat16>(p, acc, row_base, col_base, site.row_end);
+        store_tile<T, __nv_bfloat16>(p, acc, row_base, col_base, row_end);
       } else if (p.out_type == static_cast<int>(GemmType::kFP16)) {
-        store_tile<T, __half>(p, acc, row_base, col_base, site.row_end);
+        store_tile<T, __half>(p, acc, row_base, col_base, row_end);
       } else {
-        store_tile<T, float>(p, acc, row_base, col_base, site.row_end);
+        store_tile<T, float>(p, acc, row_base, col_base, row_end);
       }
     }
   }
@@ -390,13 +406,16 @@ int max_active_clusters(Kernel kernel, int cluster, int threads, int smem_bytes)
 }
 
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
-          int KSUB, class T>
+          int KSUB, class T, int ROWS = 64 * CONSUMERS>
 cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
                           cudaStream_t stream) {
-  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB>;
+  using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB, ROWS>;
   static_assert(IN_FLIGHT >= 1 && IN_FLIGHT < STAGES, "a stage must stay free for the producer");
+  // Beside the group table (static shared memory, GroupTable).
+  static_assert(S::kSmemBytes + 2 * (kGemmMaxGroups + 1) * sizeof(int) <= 227 * 1024,
+                "an sm_90 CTA's shared memory");
   auto kernel =
-      wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T>;
+      wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T, ROWS>;
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes + kGroupTableBytes);
   if (attr != cudaSuccess) return attr;
@@ -450,12 +469,13 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
 // One instantiation per kGemmWgmmaConfigs entry (same order); the entries' shapes are restated
 // here as template arguments, and checked against the table.
 constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_blocks,
-                         int cluster = 1, int ksub = 1) {
-  return kGemmWgmmaConfigs[i].tile_m == 64 * consumers && kGemmWgmmaConfigs[i].tile_n == tile_n &&
+                         int cluster = 1, int ksub = 1, int rows = 0) {
+  return kGemmWgmmaConfigs[i].tile_m == (rows > 0 ? rows : 64 * consumers) &&
+         kGemmWgmmaConfigs[i].tile_n == tile_n &&
          kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks &&
          kGemmWgmmaConfigs[i].cluster_m == cluster && kGemmWgmmaConfigs[i].k_subtiles == ksub;
 }
-static_assert(kGemmWgmmaConfigCount == 16 && config_is(0, 2, 256, 4, 1) &&
+static_assert(kGemmWgmmaConfigCount == 25 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
                   config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
@@ -463,8 +483,25 @@ static_assert(kGemmWgmmaConfigCount == 16 && config_is(0, 2, 256, 4, 1) &&
                   config_is(9, 2, 128, 6, 1, 2) && config_is(10, 1, 128, 8, 1, 2) &&
                   config_is(11, 1, 128, 4, 1, 1, 2) && config_is(12, 1, 64, 3, 1, 1, 4) &&
                   config_is(13, 1, 32, 4, 1, 1, 4) && config_is(14, 1, 128, 8, 1, 4) &&
-                  config_is(15, 2, 128, 6, 1, 4),
+                  config_is(15, 2, 128, 6, 1, 4) && config_is(16, 1, 32, 10, 1, 1, 4, 8) &&
+                  config_is(17, 1, 32, 8, 1, 1, 4, 16) && config_is(18, 1, 32, 6, 1, 1, 4, 32) &&
+                  config_is(19, 1, 64, 5, 1, 1, 4, 8) && config_is(20, 1, 64, 5, 1, 1, 4, 16) &&
+                  config_is(21, 1, 64, 4, 1, 1, 4, 32) && config_is(22, 1, 128, 6, 1, 1, 2, 8) &&
+                  config_is(23, 1, 128, 5, 1, 1, 2, 16) && config_is(24, 1, 128, 5, 1, 1, 2, 32),
               "launch_typed's instantiations must follow kGemmWgmmaConfigs");
+
+// A short tile (ROWS rows, one consumer) with KSUB k tiles a stage where they divide K's k
+// tiles, else the same ring bytes one k tile a stage. Two groups in flight where the ring is
+// deep enough to spare them, three with one k tile a stage (as entries 4 and 5).
+template <int TILE_N, int STAGES, int KSUB, int ROWS, class T>
+cudaError_t launch_short(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
+                         cudaStream_t stream) {
+  constexpr int kInFlight = STAGES >= 5 ? 2 : 1;
+  return p.k_tiles % KSUB == 0
+             ? launch_config<1, TILE_N, STAGES, 1, kInFlight, 1, KSUB, T, ROWS>(p, ctas, type,
+                                                                                stream)
+             : launch_config<1, TILE_N, STAGES * KSUB, 1, 3, 1, 1, T, ROWS>(p, ctas, type, stream);
+}
 
 template <class T>
 cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtensorMapDataType type,
@@ -493,6 +530,15 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
                                 : launch_config<1, 32, 16, 1, 3, 1, 1, T>(p, ctas, type, stream);
     case 14: return launch_config<1, 128, 8, 1, 2, 4, 1, T>(p, ctas, type, stream);
     case 15: return launch_config<2, 128, 6, 1, 1, 4, 1, T>(p, ctas, type, stream);
+    case 16: return launch_short<32, 10, 4, 8, T>(p, ctas, type, stream);
+    case 17: return launch_short<32, 8, 4, 16, T>(p, ctas, type, stream);
+    case 18: return launch_short<32, 6, 4, 32, T>(p, ctas, type, stream);
+    case 19: return launch_short<64, 5, 4, 8, T>(p, ctas, type, stream);
+    case 20: return launch_short<64, 5, 4, 16, T>(p, ctas, type, stream);
+    case 21: return launch_short<64, 4, 4, 32, T>(p, ctas, type, stream);
+    case 22: return launch_short<128, 6, 2, 8, T>(p, ctas, type, stream);
+    case 23: return launch_short<128, 5, 2, 16, T>(p, ctas, type, stream);
+    case 24: return launch_short<128, 5, 2, 32, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;

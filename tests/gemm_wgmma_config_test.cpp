@@ -4,6 +4,9 @@
 // CUDA backends only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+
 #ifdef NVDET_WITH_CUDA
 #include "kernels/gemm_invariant.cuh"
 #endif
@@ -53,11 +56,20 @@ TEST(GemmWgmmaConfig, TheWidestTileWhereItsWavesAreFull) {
   EXPECT_EQ(tile_n_for(8192, 14336), 256);
 }
 
-TEST(GemmWgmmaConfig, DecodeSizesTakeOneWarpgroupTiles) {
-  // A few rows: 64-row tiles, so that the padded rows cost half as much.
-  for (const int m : {1, 8, 16, 64}) {
-    EXPECT_EQ(tile_m_for(m, 4096), 64) << "m=" << m;
-    EXPECT_EQ(tile_m_for(m, 14336), 64) << "m=" << m;
+TEST(GemmWgmmaConfig, DecodeSizesTakeTheShortestTileThatHoldsM) {
+  // One warpgroup's 64 rows from m = 33 to 64; below, the short tile of 8, 16 or 32 rows that
+  // holds M, so that the ring's shared memory goes to W.
+  const std::pair<int, int> rows_for_m[] = {{1, 8},   {8, 8},   {9, 16},  {16, 16},
+                                            {17, 32}, {32, 32}, {33, 64}, {64, 64}};
+  for (const auto& [m, rows] : rows_for_m) {
+    EXPECT_EQ(tile_m_for(m, 4096), rows) << "m=" << m;
+    EXPECT_EQ(tile_m_for(m, 6144), rows) << "m=" << m;
+    EXPECT_EQ(tile_m_for(m, 14336), rows) << "m=" << m;
+  }
+  // The short tile keeps its 64-row twin's width and k tiles a stage.
+  for (const int n : {4096, 6144, 14336}) {
+    EXPECT_EQ(picked(1, n).tile_n, picked(64, n).tile_n) << "n=" << n;
+    EXPECT_EQ(picked(1, n).k_subtiles, picked(64, n).k_subtiles) << "n=" << n;
   }
 }
 
@@ -78,11 +90,16 @@ TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
     const kernels::GemmWgmmaConfig& c = kernels::kGemmWgmmaConfigs[i];
     // Stages of A (tile_m x 64) and W (tile_n x 64) 16-bit elements per k tile, the barriers and
     // the alignment pad, ctas_per_sm times, within 227 KiB less the grouped launches' 4 KiB table.
+    // A short tile's wgmma reads 64 rows of A: the rows past its own follow the ring.
     const int stage = (c.tile_m + c.tile_n) * 64 * 2 * c.k_subtiles;
-    const int bytes = c.stages * stage + 2 * c.stages * 8 + 1024 + 4112;
+    const int overread = (64 - c.tile_m % 64) % 64 * 128;
+    const int bytes = c.stages * stage + std::max(2 * c.stages * 8, overread) + 1024 + 4112;
     EXPECT_LE(bytes * c.ctas_per_sm, 227 * 1024) << "entry " << i;
     EXPECT_EQ(c.tile_n % 8, 0) << "wgmma N is a multiple of 8";
     EXPECT_LE(c.tile_n, 256) << "wgmma N and a TMA box are at most 256";
+    // 64 rows a consumer, or one consumer's short tile of whole 8-row swizzle atoms.
+    EXPECT_TRUE(c.tile_m % 64 == 0 || (c.tile_m < 64 && c.tile_m % 8 == 0 && c.cluster_m == 1))
+        << "entry " << i;
     // A cluster's CTAs each load 1/cluster_m of the W tile: in whole 8-row swizzle atoms.
     EXPECT_TRUE(c.cluster_m == 1 || c.cluster_m == 2 || c.cluster_m == 4) << "entry " << i;
     EXPECT_EQ(c.tile_n % (8 * c.cluster_m), 0) << "entry " << i;
@@ -105,6 +122,11 @@ TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
         } else {
           EXPECT_TRUE(c.auto_pick);
         }
+        if (c.tile_m < 64) {
+          EXPECT_LE(m, kernels::kGemmShortTileRows);
+          EXPECT_GE(c.tile_m, m);
+          EXPECT_TRUE(c.tile_m == 8 || m > c.tile_m / 2) << "the fewest rows that hold M";
+        }
       }
     }
   }
@@ -114,7 +136,7 @@ TEST(GemmWgmmaConfig, DecodeSizesTakeSeveralKTilesAStageWhereTheyDivideK) {
   // 4096 x 4096 at m = 1: 128 tiles 64 x 32 (one wave), 64 k tiles: four a stage.
   for (const int m : {1, 16, 64}) {
     const kernels::GemmWgmmaConfig& c = picked(m, 4096);
-    EXPECT_EQ(c.tile_m, 64);
+    EXPECT_EQ(c.tile_m, m <= 8 ? 8 : m <= 16 ? 16 : 64);
     EXPECT_EQ(c.tile_n, 32);
     EXPECT_EQ(c.k_subtiles, 4) << "m " << m;
   }
