@@ -6,6 +6,7 @@
 // change of engine or split.
 #include "lib/cudnn/cudnn_backend.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -34,6 +35,37 @@ struct SdpaCall {
   DType out_dtype;
   AttentionSplits splits;
 };
+
+// cuDNN's paged kernels read the page table a whole KV tile at a time: a sequence whose last
+// page ends mid-tile has the entries past its row read too, and for the batch's last row that is
+// past the table (compute-sanitizer's memcheck caught the sm80 flash kernel reading one entry
+// past a 3 x 35 table at page size 32). Each row is padded to a multiple of kPageTableTileTokens
+// tokens (more than any cuDNN KV tile) with copies of the row's last page: a valid page index
+// whose tokens the padding mask hides, so the result is unchanged.
+constexpr int64_t kPageTableTileTokens = 256;
+
+struct PaddedPageTable {
+  int32_t pages_per_seq = 0;
+  std::vector<int32_t> entries;  // [num_seqs * pages_per_seq]
+};
+
+PaddedPageTable pad_page_table(const PagedKv& kv) {
+  const int64_t ps = std::max<int32_t>(kv.page_size, 1);
+  const int64_t mp = kv.max_pages_per_seq;
+  const int64_t tokens =
+      (mp * ps + kPageTableTileTokens - 1) / kPageTableTileTokens * kPageTableTileTokens;
+  PaddedPageTable t;
+  t.pages_per_seq = static_cast<int32_t>(std::max<int64_t>((tokens + ps - 1) / ps, 1));
+  const size_t seqs = mp > 0 ? kv.page_table.size() / static_cast<size_t>(mp) : 0;
+  t.entries.reserve(seqs * static_cast<size_t>(t.pages_per_seq));
+  for (size_t s = 0; s < seqs; ++s) {
+    const auto row = kv.page_table.begin() + static_cast<std::ptrdiff_t>(s * mp);
+    t.entries.insert(t.entries.end(), row, row + mp);
+    const int32_t last = mp > 0 ? row[mp - 1] : 0;
+    t.entries.insert(t.entries.end(), static_cast<size_t>(t.pages_per_seq - mp), last);
+  }
+  return t;
+}
 
 // Settings that would change what is computed and that cuDNN cannot honour are refused.
 void check_request(const SdpaCall& c) {
@@ -158,7 +190,8 @@ class CudnnBackend final : public Backend {
     g.causal = c.causal;
     g.num_pages = kv.k->shape()[0];
     g.page_size = kv.page_size;
-    g.max_pages_per_seq = kv.max_pages_per_seq;
+    const PaddedPageTable table = pad_page_table(kv);
+    g.max_pages_per_seq = table.pages_per_seq;
     g.scale = c.scale;
     const BuiltGraph& built = graph_for(g, c.op);
 
@@ -180,7 +213,7 @@ class CudnnBackend final : public Backend {
     };
     add_array(kUidSeqLenQ, c.q_lens);
     add_array(kUidSeqLenKv, kv.kv_lens);
-    add_array(kUidPageTableK, kv.page_table);
+    add_array(kUidPageTableK, table.entries);
     ptrs[kUidPageTableV] = ptrs[kUidPageTableK];
     if (g.ragged_q) {
       std::vector<int32_t> offsets;
@@ -204,6 +237,9 @@ class CudnnBackend final : public Backend {
       (*notes)["engine"] = built.plan_name;
       (*notes)["workspace_bytes"] = std::to_string(built.workspace_bytes);
       (*notes)["kv_layout"] = "paged, nvdet's [page, token, kv_head, dim] by strides";
+      (*notes)["page_table"] = std::to_string(table.pages_per_seq) + " entries a sequence (" +
+                               std::to_string(kv.max_pages_per_seq) +
+                               " used, the rest the last page again: cuDNN reads whole tiles)";
       (*notes)["q_layout"] = g.ragged_q ? "ragged" : "padded";
       if (c.causal) (*notes)["mask"] = "padding + causal (bottom-right)";
       else (*notes)["mask"] = "padding";
