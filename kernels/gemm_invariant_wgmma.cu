@@ -411,8 +411,8 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
                           cudaStream_t stream) {
   using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB, ROWS>;
   static_assert(IN_FLIGHT >= 1 && IN_FLIGHT < STAGES, "a stage must stay free for the producer");
-  // Beside the group table (static shared memory, GroupTable).
-  static_assert(S::kSmemBytes + 2 * (kGemmMaxGroups + 1) * sizeof(int) <= 227 * 1024,
+  // With the group table of grouped launches.
+  static_assert(S::kSmemBytes + kGroupTableBytes <= 227 * 1024,
                 "an sm_90 CTA's shared memory");
   auto kernel =
       wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T, ROWS>;
