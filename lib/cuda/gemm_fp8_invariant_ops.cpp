@@ -15,6 +15,7 @@
 #include "lib/core/error.h"
 #include "lib/cuda/cuda_ops.h"
 #include "lib/cuda/elem_type.h"
+#include "lib/cuda/gemm_settings.h"
 
 namespace nvdet::cuda {
 
@@ -84,7 +85,8 @@ PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args
     throw_input_error(std::string("backend 'cuda-invariant': ") + why + " (m=" + std::to_string(m) +
                       ", n=" + std::to_string(n) + ", k=" + std::to_string(k) + ")");
   }
-  const kernels::Fp8GemmPlan plan = kernels::fp8_gemm_plan(p, ctx.sm_count());
+  const kernels::Fp8GemmPlan plan =
+      kernels::fp8_gemm_plan(p, ctx.sm_count(), forced_fp8_config(), forced_gemm_ctas());
   if (notes) {
     const kernels::Fp8GemmConfig& c = kernels::kFp8GemmConfigs[plan.config];
     (*notes)["kernel"] = "wgmma-m64nNk32-e4m3-tma";

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/gemm_fp8.cuh"
 #include "kernels/gemm_invariant.cuh"
 #include "lib/core/error.h"
 
@@ -37,6 +38,10 @@ kernels::GemmDevice gemm_device(const DeviceContext& ctx) {
 
 int forced_wgmma_config() {
   return setting("NVDET_GEMM_WGMMA_CONFIG", 0, kernels::kGemmWgmmaConfigCount - 1, -1);
+}
+
+int forced_fp8_config() {
+  return setting("NVDET_FP8_GEMM_CONFIG", 0, kernels::kFp8GemmConfigCount - 1, -1);
 }
 
 int forced_gemm_ctas() { return setting("NVDET_GEMM_CTAS", 1, 1 << 20, 0); }

@@ -7,8 +7,12 @@
 //                                          of the wgmma path, plain and grouped launches alike
 //                                          (grouped launches take no cluster entry: theirs stays
 //                                          automatic)
-//   NVDET_GEMM_CTAS         = auto | N     the number of persistent CTAs of the wgmma path
+//   NVDET_FP8_GEMM_CONFIG   = auto | 0..3  the kFp8GemmConfigs entry (tile, stages) of the
+//                                          invariant FP8 GEMM
+//   NVDET_GEMM_CTAS         = auto | N     the number of persistent CTAs of the wgmma paths,
+//                                          16-bit and FP8
 // Anything else is refused (exit 2) with the variable's name.
+#include "kernels/gemm_fp8.cuh"
 #include "kernels/gemm_invariant.cuh"
 #include "lib/cuda/device_context.h"
 
@@ -18,6 +22,7 @@ namespace nvdet::cuda {
 kernels::GemmDevice gemm_device(const DeviceContext& ctx);
 
 int forced_wgmma_config();  // -1: auto
+int forced_fp8_config();    // -1: auto
 int forced_gemm_ctas();     // 0: auto
 
 }  // namespace nvdet::cuda
