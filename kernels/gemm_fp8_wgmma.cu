@@ -49,52 +49,89 @@ struct Fp8KernelParams {
 
 #ifdef NVDET_SM90A_DEVICE
 
-// The output's element i (type p.out_type), one value or two neighbours at once.
-__device__ __forceinline__ void store_out(const Fp8GemmProblem& p, long long i, float v) {
-  store_from_float(p.out, i, v, static_cast<int>(p.out_type));
+// One value rounded to the output type (round to nearest even), as store_from_float rounds it.
+template <typename Out>
+__device__ __forceinline__ Out to_out(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
 }
-__device__ __forceinline__ void store_pair(const Fp8GemmProblem& p, long long i, float v0,
-                                           float v1) {
-  if (p.out_type == ElemType::kBF16) {
-    store2(static_cast<__nv_bfloat16*>(p.out) + i, v0, v1);
-  } else if (p.out_type == ElemType::kFP16) {
-    store2(static_cast<__half*>(p.out) + i, v0, v1);
-  } else {
-    store2(static_cast<float*>(p.out) + i, v0, v1);
-  }
+template <>
+__device__ __forceinline__ __half to_out<__half>(float v) {
+  return __float2half_rn(v);
 }
-
-// The last steps of an element: the scales (when they are not per K group), + bias, one rounding.
-__device__ __forceinline__ float finish_fp8(const Fp8GemmProblem& p, int row, int col, float t) {
-  if (!p.per_group) t = __fmul_rn(p.a_scale[row], __fmul_rn(p.w_scale[col], t));
-  if (p.bias) t = __fadd_rn(t, load_as_float(p.bias, col, static_cast<int>(p.bias_type)));
-  return t;
+template <>
+__device__ __forceinline__ float to_out<float>(float v) {
+  return v;
 }
 
-// The tile's epilogue. Accumulator register 4j + e holds row row_base + 8 (e >> 1), column
-// col_base + 8j + (e & 1).
-template <int R>
-__device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const float (&acc)[R],
-                                               int row_base, int col_base) {
+// The tile's epilogue for one output type. Accumulator register 4j + e holds row row_base +
+// 8 (e >> 1), column col_base + 8j + (e & 1). Each element: the scales (when they are not per K
+// group) as t = sa[row] * (sw[col] * t), + bias[col], one rounding: the same operations in the
+// same order for every element, whatever the tile. The row scales are read once a tile and the
+// column scales and bias once a column (rows past M read the last valid scale, never stored), so
+// the loop is loads-free per element and has no run-time type switch.
+template <typename Out, int R>
+__device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, const float (&acc)[R],
+                                                  int row_base, int col_base) {
   const Fp8GemmProblem& p = kp.p;
+  Out* const out = static_cast<Out*>(p.out);
+  const bool scaled = !p.per_group;
+  const int bias_type = static_cast<int>(p.bias_type);
+  float sa[2] = {1.0f, 1.0f};
+  if (scaled) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) sa[h] = p.a_scale[min(row_base + 8 * h, p.m - 1)];
+  }
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
     const int col = col_base + 8 * j;
     if (col >= p.n) break;  // columns only grow with j
-    const bool pair = kp.pair_out && col + 1 < p.n;
+    const bool second = col + 1 < p.n;
+    const int col1 = second ? col + 1 : col;  // a column past N: its value is never stored
+    float sw[2] = {1.0f, 1.0f}, b[2] = {0.0f, 0.0f};
+    if (scaled) {
+      sw[0] = p.w_scale[col];
+      sw[1] = p.w_scale[col1];
+    }
+    if (p.bias) {
+      b[0] = load_as_float(p.bias, col, bias_type);
+      b[1] = load_as_float(p.bias, col1, bias_type);
+    }
+    const bool pair = kp.pair_out && second;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 8 * h;
       if (row >= p.m) continue;
-      const long long at = static_cast<long long>(row) * p.ldo + col;
-      const float v0 = finish_fp8(p, row, col, acc[4 * j + 2 * h]);
+      float v[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float t = acc[4 * j + 2 * h + e];
+        if (scaled) t = __fmul_rn(sa[h], __fmul_rn(sw[e], t));
+        if (p.bias) t = __fadd_rn(t, b[e]);
+        v[e] = t;
+      }
+      Out* const at = out + static_cast<long long>(row) * p.ldo + col;
       if (pair) {
-        store_pair(p, at, v0, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
+        store2(at, v[0], v[1]);
       } else {
-        store_out(p, at, v0);
-        if (col + 1 < p.n) store_out(p, at + 1, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
+        at[0] = to_out<Out>(v[0]);
+        if (second) at[1] = to_out<Out>(v[1]);
       }
     }
+  }
+}
+
+// The tile's epilogue: the output type chosen once, outside the element loops.
+template <int R>
+__device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const float (&acc)[R],
+                                               int row_base, int col_base) {
+  if (kp.p.out_type == ElemType::kBF16) {
+    store_fp8_tile_as<__nv_bfloat16>(kp, acc, row_base, col_base);
+  } else if (kp.p.out_type == ElemType::kFP16) {
+    store_fp8_tile_as<__half>(kp, acc, row_base, col_base);
+  } else {
+    store_fp8_tile_as<float>(kp, acc, row_base, col_base);
   }
 }
 
