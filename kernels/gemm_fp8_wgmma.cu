@@ -71,12 +71,12 @@ __device__ __forceinline__ float to_out<float>(float v) {
 // same order for every element, whatever the tile. The row scales are read once a tile and the
 // column scales and bias once a column (rows past M read the last valid scale, never stored), so
 // the loop is loads-free per element and has no run-time type switch.
-template <typename Out, int R>
+template <typename Out, bool PER_GROUP, int R>
 __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, const float (&acc)[R],
                                                   int row_base, int col_base) {
   const Fp8GemmProblem& p = kp.p;
   Out* const out = static_cast<Out*>(p.out);
-  const bool scaled = !p.per_group;
+  constexpr bool scaled = !PER_GROUP;
   const int bias_type = static_cast<int>(p.bias_type);
   float sa[2] = {1.0f, 1.0f};
   if (scaled) {
@@ -123,26 +123,26 @@ __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, con
 }
 
 // The tile's epilogue: the output type chosen once, outside the element loops.
-template <int R>
+template <bool PER_GROUP, int R>
 __device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const float (&acc)[R],
                                                int row_base, int col_base) {
   if (kp.p.out_type == ElemType::kBF16) {
-    store_fp8_tile_as<__nv_bfloat16>(kp, acc, row_base, col_base);
+    store_fp8_tile_as<__nv_bfloat16, PER_GROUP>(kp, acc, row_base, col_base);
   } else if (kp.p.out_type == ElemType::kFP16) {
-    store_fp8_tile_as<__half>(kp, acc, row_base, col_base);
+    store_fp8_tile_as<__half, PER_GROUP>(kp, acc, row_base, col_base);
   } else {
-    store_fp8_tile_as<float>(kp, acc, row_base, col_base);
+    store_fp8_tile_as<float, PER_GROUP>(kp, acc, row_base, col_base);
   }
 }
 
 // Promotion of group g's partial into the total: T = T + P_g * (sa[i, g] * sw[j, g]) with scales
 // per K group, else T = T + P_g; each operation rounded on its own (no contraction).
-template <int R>
+template <bool PER_GROUP, int R>
 __device__ __forceinline__ void promote(const Fp8KernelParams& kp, float (&acc)[R],
                                         const float (&part)[R], int g, int row_base,
                                         int col_base) {
   const Fp8GemmProblem& p = kp.p;
-  if (!p.per_group) {
+  if constexpr (!PER_GROUP) {
 #pragma unroll
     for (int i = 0; i < R; ++i) acc[i] = __fadd_rn(acc[i], part[i]);
     return;
@@ -190,7 +190,9 @@ __device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
 
 #endif  // NVDET_SM90A_DEVICE
 
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>
+// PER_GROUP: the scales change along K (applied at each promotion; promoted only), as a template
+// parameter so that each kernel holds one promotion and one epilogue, not both behind a branch.
+template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, bool PER_GROUP>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_w, const Fp8KernelParams kp) {
@@ -263,7 +265,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             wait_group_mma<1>(part);
           }
           mbar_arrive(empty_bar((t - 1) % STAGES));
-          promote(kp, acc, part, g, row_base, col_base);
+          promote<PER_GROUP>(kp, acc, part, g, row_base, col_base);
         };
         // Group g into `cur` while group g - 1 (in `prev`) finishes and is promoted.
         auto step = [&](float(&cur)[S::kRegs], float(&prev)[S::kRegs], int g) {
@@ -300,7 +302,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         wait_group_mma<0>(acc);
         mbar_arrive(empty_bar((t - 1) % STAGES));
       }
-      store_fp8_tile(kp, acc, row_base, col_base);
+      store_fp8_tile<PER_GROUP>(kp, acc, row_base, col_base);
     }
   }
 #else
@@ -317,10 +319,10 @@ bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long lon
                                   static_cast<uint32_t>(box_rows));
 }
 
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>
+template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, bool PER_GROUP>
 cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t stream) {
   using S = Fp8Shape<CONSUMERS, TILE_N, STAGES>;
-  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, PROMOTED>;
+  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, PROMOTED, PER_GROUP>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -355,13 +357,13 @@ static_assert(kFp8GemmConfigCount == 4 && fp8_config_is(0, 2, 128, 6) &&
                   fp8_config_is(3, 1, 32, 16),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
-template <bool PROMOTED>
+template <bool PROMOTED, bool PER_GROUP>
 cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream_t stream) {
   switch (config) {
-    case 0: return launch_fp8_config<2, 128, 6, PROMOTED>(p, ctas, stream);
-    case 1: return launch_fp8_config<1, 128, 8, PROMOTED>(p, ctas, stream);
-    case 2: return launch_fp8_config<1, 64, 12, PROMOTED>(p, ctas, stream);
-    case 3: return launch_fp8_config<1, 32, 16, PROMOTED>(p, ctas, stream);
+    case 0: return launch_fp8_config<2, 128, 6, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 1: return launch_fp8_config<1, 128, 8, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 2: return launch_fp8_config<1, 64, 12, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 3: return launch_fp8_config<1, 32, 16, PROMOTED, PER_GROUP>(p, ctas, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -374,7 +376,7 @@ int ceil_div_int(long long a, long long b) { return static_cast<int>((a + b - 1)
 bool fp8_gemm_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, true>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, true, false>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
@@ -432,8 +434,10 @@ Fp8GemmPlan fp8_gemm_plan(const Fp8GemmProblem& p, int sm_count, int force_confi
 cudaError_t fp8_gemm_launch(const Fp8GemmProblem& p, const Fp8GemmPlan& plan,
                             cudaStream_t stream) {
   if (fp8_gemm_unsupported(p) != nullptr || plan.ctas <= 0) return cudaErrorInvalidValue;
-  return p.promoted ? launch_fp8<true>(p, plan.config, plan.ctas, stream)
-                    : launch_fp8<false>(p, plan.config, plan.ctas, stream);
+  // fp8_gemm_unsupported refuses scales per K group with fast accumulation.
+  if (!p.promoted) return launch_fp8<false, false>(p, plan.config, plan.ctas, stream);
+  return p.per_group ? launch_fp8<true, true>(p, plan.config, plan.ctas, stream)
+                     : launch_fp8<true, false>(p, plan.config, plan.ctas, stream);
 }
 
 }  // namespace nvdet::kernels
