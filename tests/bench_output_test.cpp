@@ -86,7 +86,7 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
   for (size_t i = 0; i < csv[0].size(); ++i) col[csv[0][i]] = i;
   for (const char* c : {"scenario", "context", "batch", "position", "backend", "median_us",
                         "min_us", "max_us", "samples", "spread_pct", "tflops", "gbps",
-                        "copy_fraction", "time_ratio", "baseline", "device_timed"}) {
+                        "copy_fraction", "time_ratio", "baseline", "device_timed", "l2"}) {
     EXPECT_TRUE(col.count(c)) << c;
   }
   for (size_t i = 1; i < csv.size(); ++i) {
@@ -107,6 +107,7 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
     EXPECT_EQ(row[col["copy_fraction"]], "");
     EXPECT_GT(number(row[col["tflops"]]), 0.0);
     EXPECT_EQ(row[col["device_timed"]], "false");
+    EXPECT_EQ(row[col["l2"]], "");  // host-timed: no device L2 to be hot or cold
     // The backend time_ratio is taken against, named in every row.
     EXPECT_EQ(row[col["baseline"]], "cpu-variant");
     if (row[col["backend"]] == "cpu-variant") EXPECT_EQ(number(row[col["time_ratio"]]), 1.0);
@@ -123,6 +124,24 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
   const std::string md = read_file(summary);
   EXPECT_NE(md.find("## nvdet bench: quickstart"), std::string::npos);
   EXPECT_EQ(md, read_file(dir / "bench-quickstart.md") + "\n");
+  fs::remove_all(dir);
+}
+
+// --l2 takes hot or cold and nothing else (exit 2 naming it); cold on CPU backends changes no
+// row (they are host-timed) but the tables say how the run was made.
+TEST(BenchOutput, L2ModeIsHotOrCold) {
+  const std::string scenario = (source_dir() / "scenarios" / "quickstart.yaml").string();
+  const CommandResult bad = run_nvdet("bench " + scenario + " --l2 lukewarm");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--l2 must be hot or cold, got 'lukewarm'"), std::string::npos) << bad.err;
+  const fs::path dir = make_temp_dir("bench-l2");
+  const CommandResult cold =
+      run_nvdet("bench " + scenario + " -k 'batch=2,' --warmup 0 --reps 1 --l2 cold --report-dir " +
+                dir.string() + " --format json");
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  const auto j = nlohmann::json::parse(read_file(dir / "bench-quickstart.json"));
+  EXPECT_EQ(j.at("timing").at("l2"), "cold");
+  for (const auto& row : j.at("rows")) EXPECT_EQ(row.at("l2"), "");
   fs::remove_all(dir);
 }
 

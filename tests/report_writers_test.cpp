@@ -928,11 +928,33 @@ TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("copy_fraction").get<double>(), 0.4);
   EXPECT_DOUBLE_EQ(j.at("rows").at(1).at("max_us").get<double>(), 131.25);
   const std::string csv = render_bench_csv(sample_bench(4000.0));
-  EXPECT_EQ(csv,
-            "scenario,context,backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,"
-            "copy_fraction,time_ratio,baseline,device_timed\n"
-            "s,c,cuda-vendor-policy,100,99,104.5,0,5.5,0.1,2000,0.5,1,cuda-vendor-policy,true\n"
-            "s,c,cuda-invariant,125,120,131.25,0,9,0.08,1600,0.4,1.25,cuda-vendor-policy,true\n");
+  EXPECT_EQ(
+      csv,
+      "scenario,context,backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,"
+      "copy_fraction,time_ratio,baseline,device_timed,l2\n"
+      "s,c,cuda-vendor-policy,100,99,104.5,0,5.5,0.1,2000,0.5,1,cuda-vendor-policy,true,hot\n"
+      "s,c,cuda-invariant,125,120,131.25,0,9,0.08,1600,0.4,1.25,cuda-vendor-policy,true,hot\n");
+  EXPECT_NE(md.find("each run finds what the previous one left in L2 (--l2 hot)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(j.at("timing").at("l2"), "hot");
+}
+
+// Under --l2 cold every format says so: the header line, the JSON's timing and each device-timed
+// row; a host-timed row (a CPU backend) meets no device L2 and says nothing.
+TEST(BenchReport, ColdL2RunsSayTheyAreCold) {
+  BenchResult r = sample_bench(4000.0);
+  r.timing.flush_l2 = true;
+  r.rows[1].device_timed = false;
+  const std::string md = render_bench_markdown(r);
+  EXPECT_NE(md.find("L2 evicted before each timed run (--l2 cold)"), std::string::npos) << md;
+  const nlohmann::json j = bench_to_json(r);
+  EXPECT_EQ(j.at("timing").at("l2"), "cold");
+  EXPECT_EQ(j.at("rows").at(0).at("l2"), "cold");
+  EXPECT_EQ(j.at("rows").at(1).at("l2"), "");
+  const std::string csv = render_bench_csv(r);
+  EXPECT_NE(csv.find(",cuda-vendor-policy,true,cold\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",cuda-vendor-policy,false,\n"), std::string::npos) << csv;
 }
 
 TEST(BenchReport, WithoutACopyCeilingTheShareIsADash) {

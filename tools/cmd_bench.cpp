@@ -38,6 +38,7 @@ struct BenchFlags {
   bool format_given = false;
   int warmup = 5;
   int reps = 20;
+  std::string l2 = "hot";         // --l2 hot | cold
   std::vector<std::string> axes;  // --axis NAME=VALUES
 };
 
@@ -63,10 +64,14 @@ BenchOptions options_for(const BenchFlags& f) {
   opts.baseline = f.baseline;
   opts.context_filter = f.filter;
   opts.timing = {f.warmup, f.reps};
+  opts.timing.flush_l2 = f.l2 == "cold";
   return opts;
 }
 
 int run(const BenchFlags& f) {
+  if (f.l2 != "hot" && f.l2 != "cold") {
+    throw_input_error("--l2 must be hot or cold, got '" + f.l2 + "'");
+  }
   const std::vector<const BenchWriter*> formats = bench_format_registry().parse(f.formats);
   if (f.format_given && f.report_dir.empty()) {
     throw_input_error("--format needs --report-dir (the folder the bench tables are written to)");
@@ -146,6 +151,12 @@ Action add_bench_command(CLI::App& app) {
   add_integer_option(cmd, "--warmup", flags->warmup, 0, kMaxRuns, "Warm-up runs per measurement");
   add_integer_option(cmd, "--reps", flags->reps, 1, kMaxRuns,
                      "Timed runs per measurement (median and spread reported)");
+  cmd->add_option("--l2", flags->l2,
+                  "GPU rows: hot leaves each run's operands in the L2 the previous run filled "
+                  "(weights under the L2's size are then read from cache); cold evicts the L2 "
+                  "before each timed run, outside the timed region, as a model whose layers each "
+                  "read their own weights sees it")
+      ->capture_default_str();
   return [flags, format] {
     flags->format_given = format->count() > 0;
     return run(*flags);

@@ -37,6 +37,10 @@ using RunNotes = std::map<std::string, std::string>;
 struct TimingOptions {
   int warmup = 5;
   int repetitions = 20;
+  // GPU backends: evict the device's L2 before each timed run, outside the timed region
+  // (`nvdet bench --l2 cold`), so that a call's operands come from DRAM rather than from the
+  // cache the previous run left them in. Host-timed CPU rows are unaffected.
+  bool flush_l2 = false;
 };
 
 struct Timing {

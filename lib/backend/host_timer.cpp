@@ -6,10 +6,12 @@
 
 namespace nvdet {
 
-Timing time_host_driven(const std::function<void()>& run, const TimingOptions& opts) {
+Timing time_host_driven(const std::function<void()>& run, const TimingOptions& opts,
+                        const std::function<void()>& before_each) {
   for (int i = 0; i < opts.warmup; ++i) run();
   std::vector<double> us;
   for (int i = 0; i < std::max(1, opts.repetitions); ++i) {
+    if (before_each) before_each();
     const auto start = std::chrono::steady_clock::now();
     run();
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)

@@ -78,6 +78,9 @@ class DeviceContext {
   DeviceBuffer upload_array(const void* data, size_t bytes);
   // A scratch buffer of at least `bytes`, reused across calls (e.g. split-K partials).
   void* workspace(size_t bytes);
+  // Enqueues on stream() a read of a buffer twice the L2's size (kernels/l2_flush.cuh), so that
+  // the next launch finds none of its operands in L2. The buffer is made on first use.
+  void flush_l2();
 
   HostTensor download(const void* device_ptr, DType dtype, std::vector<int64_t> shape);
   void synchronize();
@@ -100,6 +103,7 @@ class DeviceContext {
   size_t cache_bytes_ = 0;
   size_t cache_budget_ = 0;
   DeviceBuffer workspace_;
+  DeviceBuffer l2_flush_buffer_, l2_flush_sink_;
 };
 
 // What a CUDA backend computes for an op, as a closure over resident device buffers, so that the
@@ -115,7 +119,8 @@ struct PreparedCall {
 // Runs the call once and returns its output.
 HostTensor run_prepared(DeviceContext& ctx, PreparedCall& call);
 // Median, minimum and maximum device time over opts.repetitions launches after opts.warmup,
-// with CUDA events: every GPU backend's Backend::time().
+// with CUDA events: every GPU backend's Backend::time(). opts.flush_l2: ctx.flush_l2() before
+// each timed launch, before its start event.
 Timing time_prepared(DeviceContext& ctx, PreparedCall& call, const TimingOptions& opts);
 
 }  // namespace nvdet::cuda

@@ -9,6 +9,7 @@
 // combination: the router logits and the down outputs come back in that dtype and are widened
 // exactly to fp32 for the host steps. Routing, gather, SwiGLU and the combine (ascending expert,
 // the sorted token layout's order) run on the host between the calls (lib/backend/moe_pipeline.h).
+#include <functional>
 #include <memory>
 
 #include "kernels/silu_mul.cuh"
@@ -48,7 +49,14 @@ class GroupedMoeBackend final : public Backend {
     validate_op_args(args);
     const auto* moe = std::get_if<MoeArgs>(&args);
     if (moe == nullptr) return std::nullopt;
-    return time_host_driven([&] { run_moe(*moe, kernels(), nullptr); }, opts);
+    std::function<void()> flush;
+    if (opts.flush_l2) {
+      flush = [this] {
+        ctx_.flush_l2();
+        ctx_.synchronize();
+      };
+    }
+    return time_host_driven([&] { run_moe(*moe, kernels(), nullptr); }, opts, flush);
   }
 
   std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {

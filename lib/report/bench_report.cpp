@@ -22,10 +22,12 @@ std::string render_bench_markdown(const BenchResult& r) {
            ? "Device: CPU only (host wall-clock times)\n\n"
            : fmt::format(
                  "Device: {} ({} SMs), driver {}, CUDA {}, cuBLAS {}. Median of {} timed "
-                 "runs after {} warm-up runs, CUDA events.\n\n",
+                 "runs after {} warm-up runs, CUDA events; {}.\n\n",
                  r.system.gpus[0].name, r.system.gpus[0].sm_count, r.system.driver_version,
                  r.system.cuda_runtime_version, r.system.cublas_version, r.timing.repetitions,
-                 r.timing.warmup);
+                 r.timing.warmup,
+                 r.timing.flush_l2 ? "L2 evicted before each timed run (--l2 cold)"
+                                   : "each run finds what the previous one left in L2 (--l2 hot)");
   if (r.copy_gbps > 0) {
     s += fmt::format(
         "Copy ceiling: {:.0f} GB/s (a 256 MiB device-to-device copy, bytes read + "
@@ -70,6 +72,12 @@ double spread_pct(const BenchRow& row) {
   return row.median_us > 0 ? 100.0 * (row.max_us - row.min_us) / row.median_us : 0.0;
 }
 
+// How the row's runs met the L2: "hot" or "cold" for device-timed rows, "" for host-timed ones.
+std::string l2_text(const BenchResult& r, const BenchRow& row) {
+  if (!row.device_timed) return "";
+  return r.timing.flush_l2 ? "cold" : "hot";
+}
+
 std::string axis_text(const BenchRow& row, const std::string& axis) {
   for (const auto& [name, v] : row.context_values) {
     if (name == axis) return axis_value_string(v);
@@ -83,17 +91,17 @@ std::string render_bench_csv(const BenchResult& r) {
   std::string s = "scenario,context";
   for (const std::string& a : r.axes) s += "," + csv_field(a);
   s += ",backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,copy_fraction,time_ratio,"
-       "baseline,device_timed\n";
+       "baseline,device_timed,l2\n";
   for (const BenchRow& row : r.rows) {
     s += csv_field(r.scenario) + "," + csv_field(row.context);
     for (const std::string& a : r.axes) s += "," + csv_field(axis_text(row, a));
     // Every figure with six significant digits (README), the spread too; `baseline` names the
     // backend time_ratio divides by, so that a table read on its own says what 1.0 is.
-    s += fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},{:.6g},{},{}\n",
+    s += fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},{:.6g},{},{},{}\n",
                      csv_field(row.backend), row.median_us, row.min_us, row.max_us, row.samples,
                      spread_pct(row), figure(row.tflops), figure(row.gbps),
                      figure(row.copy_fraction), row.time_ratio, csv_field(r.baseline),
-                     row.device_timed ? "true" : "false");
+                     row.device_timed ? "true" : "false", l2_text(r, row));
   }
   return s;
 }
@@ -105,7 +113,9 @@ nlohmann::json bench_to_json(const BenchResult& r) {
   j["op"] = r.op;
   j["dtype"] = r.dtype;
   j["baseline"] = r.baseline;
-  j["timing"] = {{"warmup", r.timing.warmup}, {"repetitions", r.timing.repetitions}};
+  j["timing"] = {{"warmup", r.timing.warmup},
+                 {"repetitions", r.timing.repetitions},
+                 {"l2", r.timing.flush_l2 ? "cold" : "hot"}};
   j["device"] =
       r.system.gpus.empty() ? nlohmann::json("cpu") : nlohmann::json(r.system.gpus[0].name);
   j["driver_version"] = r.system.driver_version;
@@ -128,7 +138,8 @@ nlohmann::json bench_to_json(const BenchResult& r) {
                          {"time_ratio", row.time_ratio},
                          {"baseline", r.baseline},
                          {"copy_fraction", figure_json(row.copy_fraction)},
-                         {"device_timed", row.device_timed}};
+                         {"device_timed", row.device_timed},
+                         {"l2", l2_text(r, row)}};
     for (const auto& [name, v] : row.context_values) {
       if (const auto* n = std::get_if<int64_t>(&v)) {
         jr[name] = *n;
