@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "lib/core/error.h"
@@ -16,6 +17,21 @@ namespace nvdet {
 namespace {
 
 #ifdef NVDET_WITH_CUDA
+
+// Each of `bad` set in `variable` is refused by `read` with exit 2 naming the variable.
+template <typename Read>
+void expect_refused(const char* variable, Read read, std::initializer_list<const char*> bad) {
+  for (const char* value : bad) {
+    setenv(variable, value, 1);
+    try {
+      read();
+      ADD_FAILURE() << variable << " accepted '" << value << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_NE(std::string(e.what()).find(variable), std::string::npos) << e.what();
+    }
+  }
+}
 
 TEST(GemmSettings, AutoPinsOrRefuses) {
   unsetenv("NVDET_GEMM_WGMMA_CONFIG");
@@ -30,18 +46,9 @@ TEST(GemmSettings, AutoPinsOrRefuses) {
   EXPECT_EQ(cuda::forced_wgmma_config(), last);
   EXPECT_EQ(cuda::forced_gemm_ctas(), 7);
   const std::string past_the_table = std::to_string(last + 1);
-  for (const char* bad : {past_the_table.c_str(), "-1", "2x", "one"}) {
-    setenv("NVDET_GEMM_WGMMA_CONFIG", bad, 1);
-    try {
-      cuda::forced_wgmma_config();
-      ADD_FAILURE() << "accepted " << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kBadInput);
-      EXPECT_NE(std::string(e.what()).find("NVDET_GEMM_WGMMA_CONFIG"), std::string::npos);
-    }
-  }
-  setenv("NVDET_GEMM_CTAS", "0", 1);
-  EXPECT_THROW(cuda::forced_gemm_ctas(), Error);
+  expect_refused("NVDET_GEMM_WGMMA_CONFIG", cuda::forced_wgmma_config,
+                 {past_the_table.c_str(), "-1", "2x", "one"});
+  expect_refused("NVDET_GEMM_CTAS", cuda::forced_gemm_ctas, {"0"});
   unsetenv("NVDET_GEMM_WGMMA_CONFIG");
   unsetenv("NVDET_GEMM_CTAS");
 }
@@ -55,20 +62,10 @@ TEST(GemmSettings, Fp8ConfigPinsOrRefuses) {
   setenv("NVDET_FP8_GEMM_CONFIG", std::to_string(last).c_str(), 1);
   EXPECT_EQ(cuda::forced_fp8_config(), last);
   const std::string past_the_table = std::to_string(last + 1);
-  for (const char* bad : {past_the_table.c_str(), "-1", "1.5", ""}) {
-    setenv("NVDET_FP8_GEMM_CONFIG", bad, 1);
-    if (std::string(bad).empty()) {  // empty is unset, as for the other settings
-      EXPECT_EQ(cuda::forced_fp8_config(), -1);
-      continue;
-    }
-    try {
-      cuda::forced_fp8_config();
-      ADD_FAILURE() << "accepted " << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kBadInput);
-      EXPECT_NE(std::string(e.what()).find("NVDET_FP8_GEMM_CONFIG"), std::string::npos);
-    }
-  }
+  expect_refused("NVDET_FP8_GEMM_CONFIG", cuda::forced_fp8_config,
+                 {past_the_table.c_str(), "-1", "1.5"});
+  setenv("NVDET_FP8_GEMM_CONFIG", "", 1);  // empty is unset, as for the other settings
+  EXPECT_EQ(cuda::forced_fp8_config(), -1);
   unsetenv("NVDET_FP8_GEMM_CONFIG");
 }
 
