@@ -23,9 +23,6 @@
 namespace nvdet {
 namespace {
 
-#define REQUIRE_GPU() \
-  if (!nvdet::testing::gpu_available()) GTEST_SKIP() << "no GPU"
-
 HostTensor seeded(std::vector<int64_t> shape, uint64_t stream) {
   HostTensor t(DType::kBF16, std::move(shape));
   fill_normal(t, 20261206, stream);
@@ -33,7 +30,7 @@ HostTensor seeded(std::vector<int64_t> shape, uint64_t stream) {
 }
 
 TEST(GpuBenchTiming, ColdL2TimesEveryRunOfEachGpuBackend) {
-  REQUIRE_GPU();
+  if (!testing::gpu_available()) GTEST_SKIP() << "no GPU";
   // A weight of 8 MiB: under any Hopper's L2, so hot runs may read it from cache.
   const HostTensor a = seeded({16, 2048}, 1), w = seeded({2048, 2048}, 2);
   const GemmArgs args{&a, &w, nullptr, DType::kBF16, false};
@@ -56,7 +53,7 @@ TEST(GpuBenchTiming, ColdL2TimesEveryRunOfEachGpuBackend) {
 
 #ifdef NVDET_WITH_CUDA
 TEST(GpuBenchTiming, TheFlushRefusesWhatItCannotReadWhole) {
-  REQUIRE_GPU();
+  if (!testing::gpu_available()) GTEST_SKIP() << "no GPU";
   void* buffer = nullptr;
   unsigned* sink = nullptr;
   ASSERT_EQ(cudaMalloc(&buffer, 1 << 20), cudaSuccess);
