@@ -124,7 +124,8 @@ TEST(GpuFp8Gemm, CublasScaleModesMatchTheDequantisedProduct) {
         EXPECT_LE(worst, tolerance(Fp8Accumulation::kPromoted)) << what;
         EXPECT_NE(notes.at("scale_mode").find(p.mode), std::string::npos) << what;
         std::cout << what << ": largest error " << worst << " of sum |a w|"
-                  << (notes.count("m_padded") ? ", m padded " + notes.at("m_padded") : "") << "\n";
+                  << (notes.count("m_padded") ? ", m padded " + notes.at("m_padded") : "")
+                  << ", rounding: " << notes.at("rounding") << "\n";
       }
     }
   }

@@ -191,15 +191,15 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   check(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &max_ws, sizeof(max_ws)),
         "setting the workspace limit");
-  // D: the output dtype itself where there is no bias to add and its rows are 16-byte aligned
-  // (see the top of this file).
-  const bool direct = args.bias == nullptr && (n * static_cast<int64_t>(dtype_size(out))) % 16 == 0;
-  const cudaDataType_t d_type = direct ? cuda_data_type(out) : CUDA_R_32F;
+  // D: the output dtype itself where there is no bias to add, its rows are 16-byte aligned and
+  // cuBLASLt has an algorithm for it (see the top of this file); else fp32 and nvdet's pass.
+  bool direct = args.bias == nullptr && (n * static_cast<int64_t>(dtype_size(out))) % 16 == 0;
+  cudaDataType_t d_type = direct ? cuda_data_type(out) : CUDA_R_32F;
   // The heuristic for `rows` activation rows; the block-scaled mode may need m padded.
   cublasLtMatmulHeuristicResult_t heuristic{};
   LtLayout a_layout, d_layout;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-  const auto find = [&](int64_t rows) {
+  const auto find_rows = [&](int64_t rows) {
     a_layout = make_layout(fp8_data_type(scheme.format), k, rows, k);
     d_layout = make_layout(d_type, n, rows, n);
     int found = 0;
@@ -209,14 +209,23 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
     return status == CUBLAS_STATUS_SUCCESS && found > 0;
   };
   int64_t rows = m;
-  bool ok = find(rows);
-  if (!ok && mode == LtScales::kBlocks) {
+  const auto search = [&] {  // m, then (block-scaled) m padded
+    rows = m;
+    if (find_rows(rows)) return true;
+    if (mode != LtScales::kBlocks) return false;
     for (const int64_t multiple : {16, 128, 256}) {
       const int64_t padded = (m + multiple - 1) / multiple * multiple;
       if (padded == rows) continue;
       rows = padded;
-      if ((ok = find(rows))) break;
+      if (find_rows(rows)) return true;
     }
+    return false;
+  };
+  bool ok = search();
+  if (!ok && direct) {  // no kernel writes the output dtype here: fp32 D and nvdet's pass
+    direct = false;
+    d_type = CUDA_R_32F;
+    ok = search();
   }
   if (!ok) {
     throw_runtime_error(
