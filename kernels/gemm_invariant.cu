@@ -164,27 +164,14 @@ int gemm_invariant_chunk_k(GemmType in_type) {
 
 namespace {
 
-// The entry with `base`'s tile and cluster that holds `k_subtiles` k tiles a stage, or -1.
-int entry_with_k_subtiles(int base, int k_subtiles) {
+// The entry with `base`'s tile width and cluster whose tile holds `tile_m` rows and whose stages
+// hold `k_subtiles` k tiles, or -1.
+int entry_like(int base, int tile_m, int k_subtiles) {
   const GemmWgmmaConfig& b = kGemmWgmmaConfigs[base];
   for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
     const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
-    if (c.tile_m == b.tile_m && c.tile_n == b.tile_n && c.cluster_m == b.cluster_m &&
+    if (c.tile_m == tile_m && c.tile_n == b.tile_n && c.cluster_m == b.cluster_m &&
         c.k_subtiles == k_subtiles) {
-      return i;
-    }
-  }
-  return -1;
-}
-
-// The entry with `base`'s tile width, cluster and k tiles a stage whose tile holds `rows` rows, or
-// -1.
-int entry_with_rows(int base, int rows) {
-  const GemmWgmmaConfig& b = kGemmWgmmaConfigs[base];
-  for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
-    const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
-    if (c.tile_m == rows && c.tile_n == b.tile_n && c.cluster_m == b.cluster_m &&
-        c.k_subtiles == b.k_subtiles) {
       return i;
     }
   }
@@ -225,11 +212,13 @@ int gemm_wgmma_pick_config(int m, int n, int k, int sm_count) {
   if (m <= kGemmDecodeRows) {
     const int k_tiles = ceil_div(std::max(k, 1), kWgmmaTileK);
     for (const int sub : {4, 2}) {
-      const int twin = entry_with_k_subtiles(best, sub);
+      const int twin = entry_like(best, kGemmWgmmaConfigs[best].tile_m, sub);
       if (twin >= 0 && k_tiles % sub == 0) {
         // At m <= 32 the twin's short tile leaves the ring to W (kGemmWgmmaConfigs).
         const int rows = m <= 8 ? 8 : m <= 16 ? 16 : 32;
-        const int short_tile = m <= kGemmShortTileRows ? entry_with_rows(twin, rows) : -1;
+        const int short_tile =
+            m <= kGemmShortTileRows ? entry_like(twin, rows, kGemmWgmmaConfigs[twin].k_subtiles)
+                                    : -1;
         return short_tile >= 0 ? short_tile : twin;
       }
     }

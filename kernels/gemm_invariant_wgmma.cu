@@ -152,7 +152,6 @@ __device__ __forceinline__ void store_tile(const GemmKernelParams& p, const floa
   }
 }
 
-
 // Where one output tile lies. Plain: tile (tm, tn) of [m, n] in grouped_tile's order, rows below
 // m. Grouped: grouped_tile_site.
 // Clusters (CLUSTER > 1): `tile` counts groups of CLUSTER vertically adjacent tiles, and the CTA

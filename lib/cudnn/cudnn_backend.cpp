@@ -61,8 +61,7 @@ PaddedPageTable pad_page_table(const PagedKv& kv) {
   for (size_t s = 0; s < seqs; ++s) {
     const auto row = kv.page_table.begin() + static_cast<std::ptrdiff_t>(s * mp);
     t.entries.insert(t.entries.end(), row, row + mp);
-    const int32_t last = mp > 0 ? row[mp - 1] : 0;
-    t.entries.insert(t.entries.end(), static_cast<size_t>(t.pages_per_seq - mp), last);
+    t.entries.insert(t.entries.end(), static_cast<size_t>(t.pages_per_seq - mp), row[mp - 1]);
   }
   return t;
 }

@@ -72,10 +72,12 @@ double spread_pct(const BenchRow& row) {
   return row.median_us > 0 ? 100.0 * (row.max_us - row.min_us) / row.median_us : 0.0;
 }
 
-// How the row's runs met the L2: "hot" or "cold" for device-timed rows, "" for host-timed ones.
+// How the run's GPU rows met the L2 (`nvdet bench --l2`).
+const char* l2_mode(const BenchResult& r) { return r.timing.flush_l2 ? "cold" : "hot"; }
+
+// The row's: the run's mode for device-timed rows, "" for host-timed ones.
 std::string l2_text(const BenchResult& r, const BenchRow& row) {
-  if (!row.device_timed) return "";
-  return r.timing.flush_l2 ? "cold" : "hot";
+  return row.device_timed ? l2_mode(r) : "";
 }
 
 std::string axis_text(const BenchRow& row, const std::string& axis) {
@@ -113,9 +115,8 @@ nlohmann::json bench_to_json(const BenchResult& r) {
   j["op"] = r.op;
   j["dtype"] = r.dtype;
   j["baseline"] = r.baseline;
-  j["timing"] = {{"warmup", r.timing.warmup},
-                 {"repetitions", r.timing.repetitions},
-                 {"l2", r.timing.flush_l2 ? "cold" : "hot"}};
+  j["timing"] = {
+      {"warmup", r.timing.warmup}, {"repetitions", r.timing.repetitions}, {"l2", l2_mode(r)}};
   j["device"] =
       r.system.gpus.empty() ? nlohmann::json("cpu") : nlohmann::json(r.system.gpus[0].name);
   j["driver_version"] = r.system.driver_version;
