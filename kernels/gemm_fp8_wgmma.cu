@@ -49,63 +49,100 @@ struct Fp8KernelParams {
 
 #ifdef NVDET_SM90A_DEVICE
 
-// The output's element i (type p.out_type), one value or two neighbours at once.
-__device__ __forceinline__ void store_out(const Fp8GemmProblem& p, long long i, float v) {
-  store_from_float(p.out, i, v, static_cast<int>(p.out_type));
+// One value rounded to the output type (round to nearest even), as store_from_float rounds it.
+template <typename Out>
+__device__ __forceinline__ Out to_out(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
 }
-__device__ __forceinline__ void store_pair(const Fp8GemmProblem& p, long long i, float v0,
-                                           float v1) {
-  if (p.out_type == ElemType::kBF16) {
-    store2(static_cast<__nv_bfloat16*>(p.out) + i, v0, v1);
-  } else if (p.out_type == ElemType::kFP16) {
-    store2(static_cast<__half*>(p.out) + i, v0, v1);
-  } else {
-    store2(static_cast<float*>(p.out) + i, v0, v1);
-  }
+template <>
+__device__ __forceinline__ __half to_out<__half>(float v) {
+  return __float2half_rn(v);
 }
-
-// The last steps of an element: the scales (when they are not per K group), + bias, one rounding.
-__device__ __forceinline__ float finish_fp8(const Fp8GemmProblem& p, int row, int col, float t) {
-  if (!p.per_group) t = __fmul_rn(p.a_scale[row], __fmul_rn(p.w_scale[col], t));
-  if (p.bias) t = __fadd_rn(t, load_as_float(p.bias, col, static_cast<int>(p.bias_type)));
-  return t;
+template <>
+__device__ __forceinline__ float to_out<float>(float v) {
+  return v;
 }
 
-// The tile's epilogue. Accumulator register 4j + e holds row row_base + 8 (e >> 1), column
-// col_base + 8j + (e & 1).
-template <int R>
-__device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const float (&acc)[R],
-                                               int row_base, int col_base) {
+// The tile's epilogue for one output type. Accumulator register 4j + e holds row row_base +
+// 8 (e >> 1), column col_base + 8j + (e & 1). Each element: the scales (when they are not per K
+// group) as t = sa[row] * (sw[col] * t), + bias[col], one rounding: the same operations in the
+// same order for every element, whatever the tile. The row scales are read once a tile and the
+// column scales and bias once a column (rows past M read the last valid scale, never stored), so
+// the loop is loads-free per element and has no run-time type switch.
+template <typename Out, bool PER_GROUP, int R>
+__device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, const float (&acc)[R],
+                                                  int row_base, int col_base) {
   const Fp8GemmProblem& p = kp.p;
+  Out* const out = static_cast<Out*>(p.out);
+  constexpr bool scaled = !PER_GROUP;
+  const int bias_type = static_cast<int>(p.bias_type);
+  float sa[2] = {1.0f, 1.0f};
+  if (scaled) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) sa[h] = p.a_scale[min(row_base + 8 * h, p.m - 1)];
+  }
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
     const int col = col_base + 8 * j;
     if (col >= p.n) break;  // columns only grow with j
-    const bool pair = kp.pair_out && col + 1 < p.n;
+    const bool second = col + 1 < p.n;
+    const int col1 = second ? col + 1 : col;  // a column past N: its value is never stored
+    float sw[2] = {1.0f, 1.0f}, b[2] = {0.0f, 0.0f};
+    if (scaled) {
+      sw[0] = p.w_scale[col];
+      sw[1] = p.w_scale[col1];
+    }
+    if (p.bias) {
+      b[0] = load_as_float(p.bias, col, bias_type);
+      b[1] = load_as_float(p.bias, col1, bias_type);
+    }
+    const bool pair = kp.pair_out && second;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 8 * h;
       if (row >= p.m) continue;
-      const long long at = static_cast<long long>(row) * p.ldo + col;
-      const float v0 = finish_fp8(p, row, col, acc[4 * j + 2 * h]);
+      float v[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float t = acc[4 * j + 2 * h + e];
+        if (scaled) t = __fmul_rn(sa[h], __fmul_rn(sw[e], t));
+        if (p.bias) t = __fadd_rn(t, b[e]);
+        v[e] = t;
+      }
+      Out* const at = out + static_cast<long long>(row) * p.ldo + col;
       if (pair) {
-        store_pair(p, at, v0, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
+        store2(at, v[0], v[1]);
       } else {
-        store_out(p, at, v0);
-        if (col + 1 < p.n) store_out(p, at + 1, finish_fp8(p, row, col + 1, acc[4 * j + 2 * h + 1]));
+        at[0] = to_out<Out>(v[0]);
+        if (second) at[1] = to_out<Out>(v[1]);
       }
     }
   }
 }
 
+// The tile's epilogue: the output type chosen once, outside the element loops.
+template <bool PER_GROUP, int R>
+__device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const float (&acc)[R],
+                                               int row_base, int col_base) {
+  if (kp.p.out_type == ElemType::kBF16) {
+    store_fp8_tile_as<__nv_bfloat16, PER_GROUP>(kp, acc, row_base, col_base);
+  } else if (kp.p.out_type == ElemType::kFP16) {
+    store_fp8_tile_as<__half, PER_GROUP>(kp, acc, row_base, col_base);
+  } else {
+    store_fp8_tile_as<float, PER_GROUP>(kp, acc, row_base, col_base);
+  }
+}
+
 // Promotion of group g's partial into the total: T = T + P_g * (sa[i, g] * sw[j, g]) with scales
 // per K group, else T = T + P_g; each operation rounded on its own (no contraction).
-template <int R>
+template <bool PER_GROUP, int R>
 __device__ __forceinline__ void promote(const Fp8KernelParams& kp, float (&acc)[R],
                                         const float (&part)[R], int g, int row_base,
                                         int col_base) {
   const Fp8GemmProblem& p = kp.p;
-  if (!p.per_group) {
+  if constexpr (!PER_GROUP) {
 #pragma unroll
     for (int i = 0; i < R; ++i) acc[i] = __fadd_rn(acc[i], part[i]);
     return;
@@ -153,7 +190,9 @@ __device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
 
 #endif  // NVDET_SM90A_DEVICE
 
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>
+// PER_GROUP: the scales change along K (applied at each promotion; promoted only), as a template
+// parameter so that each kernel holds one promotion and one epilogue, not both behind a branch.
+template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, bool PER_GROUP>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_w, const Fp8KernelParams kp) {
@@ -226,7 +265,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             wait_group_mma<1>(part);
           }
           mbar_arrive(empty_bar((t - 1) % STAGES));
-          promote(kp, acc, part, g, row_base, col_base);
+          promote<PER_GROUP>(kp, acc, part, g, row_base, col_base);
         };
         // Group g into `cur` while group g - 1 (in `prev`) finishes and is promoted.
         auto step = [&](float(&cur)[S::kRegs], float(&prev)[S::kRegs], int g) {
@@ -263,7 +302,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         wait_group_mma<0>(acc);
         mbar_arrive(empty_bar((t - 1) % STAGES));
       }
-      store_fp8_tile(kp, acc, row_base, col_base);
+      store_fp8_tile<PER_GROUP>(kp, acc, row_base, col_base);
     }
   }
 #else
@@ -280,10 +319,10 @@ bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long lon
                                   static_cast<uint32_t>(box_rows));
 }
 
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED>
+template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, bool PER_GROUP>
 cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t stream) {
   using S = Fp8Shape<CONSUMERS, TILE_N, STAGES>;
-  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, PROMOTED>;
+  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, PROMOTED, PER_GROUP>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -318,13 +357,13 @@ static_assert(kFp8GemmConfigCount == 4 && fp8_config_is(0, 2, 128, 6) &&
                   fp8_config_is(3, 1, 32, 16),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
-template <bool PROMOTED>
+template <bool PROMOTED, bool PER_GROUP>
 cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream_t stream) {
   switch (config) {
-    case 0: return launch_fp8_config<2, 128, 6, PROMOTED>(p, ctas, stream);
-    case 1: return launch_fp8_config<1, 128, 8, PROMOTED>(p, ctas, stream);
-    case 2: return launch_fp8_config<1, 64, 12, PROMOTED>(p, ctas, stream);
-    case 3: return launch_fp8_config<1, 32, 16, PROMOTED>(p, ctas, stream);
+    case 0: return launch_fp8_config<2, 128, 6, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 1: return launch_fp8_config<1, 128, 8, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 2: return launch_fp8_config<1, 64, 12, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 3: return launch_fp8_config<1, 32, 16, PROMOTED, PER_GROUP>(p, ctas, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -337,7 +376,7 @@ int ceil_div_int(long long a, long long b) { return static_cast<int>((a + b - 1)
 bool fp8_gemm_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, true>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, true, false>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
@@ -395,8 +434,10 @@ Fp8GemmPlan fp8_gemm_plan(const Fp8GemmProblem& p, int sm_count, int force_confi
 cudaError_t fp8_gemm_launch(const Fp8GemmProblem& p, const Fp8GemmPlan& plan,
                             cudaStream_t stream) {
   if (fp8_gemm_unsupported(p) != nullptr || plan.ctas <= 0) return cudaErrorInvalidValue;
-  return p.promoted ? launch_fp8<true>(p, plan.config, plan.ctas, stream)
-                    : launch_fp8<false>(p, plan.config, plan.ctas, stream);
+  // fp8_gemm_unsupported refuses scales per K group with fast accumulation.
+  if (!p.promoted) return launch_fp8<false, false>(p, plan.config, plan.ctas, stream);
+  return p.per_group ? launch_fp8<true, true>(p, plan.config, plan.ctas, stream)
+                     : launch_fp8<true, false>(p, plan.config, plan.ctas, stream);
 }
 
 }  // namespace nvdet::kernels
