@@ -47,16 +47,19 @@ struct Fp8GemmProblem {
   bool promoted = true;    // false: fast accumulation
 };
 
-// The kernel's CTA shapes: tile_m = 64 x consumer warpgroups, stages of 128 bytes of K. Any entry
-// gives the same bits.
+// The kernel's CTA shapes: tile_m = 64 x consumer warpgroups, stages of 128 bytes of K. cluster_m
+// > 1: CTAs run in clusters of cluster_m that take vertically adjacent tiles of one tile column
+// and share each W tile by TMA multicast (W crosses from L2 once per cluster). Any entry gives
+// the same bits.
 struct Fp8GemmConfig {
-  int tile_m, tile_n, stages, efficiency_pct;
+  int tile_m, tile_n, stages, efficiency_pct, cluster_m;
 };
 inline constexpr Fp8GemmConfig kFp8GemmConfigs[] = {
-    {128, 128, 6, 100},  // 192 KiB of stages; large M
-    {64, 128, 8, 75},    // 192 KiB
-    {64, 64, 12, 55},    // 192 KiB
-    {64, 32, 16, 40},    // 192 KiB; decode sizes: twice the CTAs streaming W (n = 4096: 128)
+    {128, 128, 6, 100, 1},  // 192 KiB of stages; large M
+    {64, 128, 8, 75, 1},    // 192 KiB
+    {64, 64, 12, 55, 1},    // 192 KiB
+    {64, 32, 16, 40, 1},    // 192 KiB; decode sizes: twice the CTAs streaming W (n = 4096: 128)
+    {128, 128, 6, 104, 2},  // entry 0 in clusters of 2, W multicast; large M (4+ waves of tiles)
 };
 inline constexpr int kFp8GemmConfigCount =
     static_cast<int>(sizeof(kFp8GemmConfigs) / sizeof(kFp8GemmConfigs[0]));

@@ -6,6 +6,14 @@
 // fp32 total with the group's scales. Two partials take turns: group g + 1's wgmma run while
 // group g is waited for and promoted, so the tensor cores do not idle through the promotion.
 //
+// Clusters (entries with cluster_m = CLUSTER > 1): CLUSTER CTAs take CLUSTER vertically adjacent
+// tiles of one tile column together (rank r the r-th), so they need the same W tile at every K
+// group; each producer loads 1/CLUSTER of it and multicasts that part into the same ring slot of
+// every CTA of the cluster, so W crosses from L2 once per cluster. A slot is then written by
+// every producer of the cluster: each CTA's empty barrier counts the consumer warps of all of
+// them. A tile past M (an odd count of row tiles) reads A's first rows and stores nothing. The
+// shared-memory tile a consumer reads holds the same values whichever CTA loaded it.
+//
 // Invariance: as the header says, each output element is one accumulator register of one consumer
 // thread, which sees the same sequence (zero, four k32 steps per group in increasing k, one
 // promotion per group in increasing g, the epilogue) whatever the tile, the CTA count or M.
@@ -15,7 +23,9 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cluster_launch.cuh"
 #include "kernels/gemm_fp8.cuh"
+#include "kernels/gemm_grouped_tiles.cuh"
 #include "kernels/gemm_fp8_wgmma_instr.cuh"
 #include "kernels/gemm_invariant_device.cuh"
 #include "kernels/kernel_image.cuh"
@@ -27,12 +37,16 @@ namespace {
 
 constexpr int kGroupK = 128;  // e4m3 codes per K group: one 128-byte swizzle row
 
-template <int CONSUMERS, int TILE_N, int STAGES>
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER>
 struct Fp8Shape {
   static constexpr int kTileM = 64 * CONSUMERS;
   static constexpr int kABytes = kTileM * kGroupK;  // one K group of A (at most kTileM rows)
   static constexpr int kWBytes = TILE_N * kGroupK;
   static constexpr int kStageBytes = kABytes + kWBytes;
+  // The part of the W tile one CTA of a cluster loads: whole 8-row swizzle atoms (1024 bytes), so
+  // the 128-byte swizzle of each part is the one a single box would give.
+  static constexpr int kWPartRows = TILE_N / CLUSTER;
+  static_assert(kWPartRows % 8 == 0, "W parts of whole swizzle atoms");
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int kRegs = TILE_N / 2;
   static_assert(kRegs == WgmmaE4m3<TILE_N>::kRegs, "one accumulator per 2 columns");
@@ -68,57 +82,103 @@ __device__ __forceinline__ float to_out<float>(float v) {
 // The tile's epilogue for one output type. Accumulator register 4j + e holds row row_base +
 // 8 (e >> 1), column col_base + 8j + (e & 1). Each element: the scales (when they are not per K
 // group) as t = sa[row] * (sw[col] * t), + bias[col], one rounding: the same operations in the
-// same order for every element, whatever the tile. The row scales are read once a tile and the
-// column scales and bias once a column (rows past M read the last valid scale, never stored), so
-// the loop is loads-free per element and has no run-time type switch.
+// same order for every element, whatever the tile or the path. Every scale and bias value the
+// thread needs is loaded first, all at once (prefetch_epilogue brought their lines to L1 when the
+// tile began): loaded inside the column loop, whose exit at N the loads could not be hoisted over,
+// each column waited out its own global-memory round trip. A tile wholly inside the output, with
+// pair stores allowed, takes a path with no per-element checks (the epilogue was about a quarter
+// of the consumers' time, and a sixth of their instructions: ncu, H100); others check every row
+// and column (rows and columns past the output read the last valid scale, never stored).
 template <typename Out, bool PER_GROUP, int R>
 __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, const float (&acc)[R],
                                                   int row_base, int col_base) {
+  constexpr int kCols = R / 4;  // column pairs of the thread
   const Fp8GemmProblem& p = kp.p;
   Out* const out = static_cast<Out*>(p.out);
   constexpr bool scaled = !PER_GROUP;
+  const bool has_bias = p.bias != nullptr;
   const int bias_type = static_cast<int>(p.bias_type);
+  const bool inside = kp.pair_out && row_base + 8 < p.m && col_base + 8 * (kCols - 1) + 1 < p.n;
   float sa[2] = {1.0f, 1.0f};
-  if (scaled) {
+  float sw[kCols][2], b[kCols][2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) sa[h] = p.a_scale[min(row_base + 8 * h, p.m - 1)];
+  for (int h = 0; h < 2; ++h) {
+    if (scaled) sa[h] = p.a_scale[min(row_base + 8 * h, p.m - 1)];
   }
 #pragma unroll
-  for (int j = 0; j < R / 4; ++j) {
+  for (int j = 0; j < kCols; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int col = min(col_base + 8 * j + e, p.n - 1);
+      sw[j][e] = scaled ? p.w_scale[col] : 1.0f;
+      b[j][e] = 0.0f;
+    }
+  }
+  if (has_bias) {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        b[j][e] = load_as_float(p.bias, min(col_base + 8 * j + e, p.n - 1), bias_type);
+      }
+    }
+  }
+  auto finish = [&](int j, int h, int e) {
+    float t = acc[4 * j + 2 * h + e];
+    if (scaled) t = __fmul_rn(sa[h], __fmul_rn(sw[j][e], t));
+    if (has_bias) t = __fadd_rn(t, b[j][e]);
+    return t;
+  };
+  if (inside) {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        Out* const at = out + static_cast<long long>(row_base + 8 * h) * p.ldo + col_base + 8 * j;
+        store2(at, finish(j, h, 0), finish(j, h, 1));
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < kCols; ++j) {
     const int col = col_base + 8 * j;
     if (col >= p.n) break;  // columns only grow with j
     const bool second = col + 1 < p.n;
-    const int col1 = second ? col + 1 : col;  // a column past N: its value is never stored
-    float sw[2] = {1.0f, 1.0f}, b[2] = {0.0f, 0.0f};
-    if (scaled) {
-      sw[0] = p.w_scale[col];
-      sw[1] = p.w_scale[col1];
-    }
-    if (p.bias) {
-      b[0] = load_as_float(p.bias, col, bias_type);
-      b[1] = load_as_float(p.bias, col1, bias_type);
-    }
     const bool pair = kp.pair_out && second;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 8 * h;
       if (row >= p.m) continue;
-      float v[2];
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float t = acc[4 * j + 2 * h + e];
-        if (scaled) t = __fmul_rn(sa[h], __fmul_rn(sw[e], t));
-        if (p.bias) t = __fadd_rn(t, b[e]);
-        v[e] = t;
-      }
+      const float v0 = finish(j, h, 0), v1 = finish(j, h, 1);
       Out* const at = out + static_cast<long long>(row) * p.ldo + col;
       if (pair) {
-        store2(at, v[0], v[1]);
+        store2(at, v0, v1);
       } else {
-        at[0] = to_out<Out>(v[0]);
-        if (second) at[1] = to_out<Out>(v[1]);
+        at[0] = to_out<Out>(v0);
+        if (second) at[1] = to_out<Out>(v1);
       }
     }
+  }
+}
+
+// Brings the 128-byte lines of the scales and bias that a tile's epilogue reads into L1 as the
+// tile begins (prefetches: no registers held), so that the epilogue's loads hit there rather than
+// wait on L2 while the tensor cores idle. The first lanes of each consumer warp take one line
+// each of the tile's row scales, column scales and bias; lines past the arrays are not asked for.
+template <int TILE_M, int TILE_N, bool PER_GROUP>
+__device__ __forceinline__ void prefetch_epilogue(const Fp8GemmProblem& p, int tile_row,
+                                                  int tile_col, int lane) {
+  auto line = [](const void* base, long long byte) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const char*>(base) + byte));
+  };
+  const int i = lane * 32;  // 32 floats: one line
+  if constexpr (!PER_GROUP) {
+    if (i < TILE_M && tile_row + i < p.m) line(p.a_scale, 4LL * (tile_row + i));
+    if (i < TILE_N && tile_col + i < p.n) line(p.w_scale, 4LL * (tile_col + i));
+  }
+  if (p.bias != nullptr && i < TILE_N && tile_col + i < p.n) {
+    line(p.bias, (p.bias_type == ElemType::kFP32 ? 4LL : 2LL) * (tile_col + i));
   }
 }
 
@@ -164,21 +224,45 @@ __device__ __forceinline__ void promote(const Fp8KernelParams& kp, float (&acc)[
   }
 }
 
-// One K group's four wgmma m64nNk32 into d, k ascending, committed as one group and left
-// running: the first from zero when `from_zero` (a promoted group's partial), else all adding to
-// d (fast accumulation).
+// A shared-memory descriptor moved on by `units` x 16 bytes: its start-address field (bits 0-13,
+// the address >> 4) takes the sum without a carry, as shared-memory addresses stay below 2^18.
+// Only the low word is added to: the consumers' loop builds every descriptor this way, from slot
+// 0's, rather than encoding each one anew (the encoding's masks and shifts were about a third of
+// the loop's instructions, and the loop is issue-bound: ncu, H100).
+__device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t units) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + units;
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
+// One K group's four wgmma m64nNk32 into d, k ascending (32 bytes of K: 2 address units each),
+// committed as one group and left running: the first from zero when `from_zero` (a promoted
+// group's partial), else all adding to d (fast accumulation).
 template <int TILE_N, int R>
-__device__ __forceinline__ void issue_group_mma(float (&d)[R], uint32_t a_rows, uint32_t w_rows,
+__device__ __forceinline__ void issue_group_mma(float (&d)[R], uint64_t desc_a, uint64_t desc_w,
                                                 bool from_zero) {
   fence_operands(d);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kGroupK / 32; ++kk) {
-    WgmmaE4m3<TILE_N>::mma(d, smem_desc(a_rows + kk * 32), smem_desc(w_rows + kk * 32),
+    WgmmaE4m3<TILE_N>::mma(d, desc_advance(desc_a, 2 * kk), desc_advance(desc_w, 2 * kk),
                            from_zero && kk == 0 ? 0 : 1);
   }
   wgmma_commit();
 }
+
+// A place in the mbarrier ring: the slot, and the parity of the slot's current fill (a pass over
+// the ring flips it), advanced without dividing by STAGES.
+template <int STAGES>
+struct RingCursor {
+  int slot = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++slot == STAGES) {
+      slot = 0;
+      phase ^= 1u;
+    }
+  }
+};
 
 // Waits until at most PENDING committed wgmma groups are still running, then pins d's registers
 // after the wait (d: the registers the finished group wrote).
@@ -192,12 +276,17 @@ __device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
 
 // PER_GROUP: the scales change along K (applied at each promotion; promoted only), as a template
 // parameter so that each kernel holds one promotion and one epilogue, not both behind a branch.
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, bool PER_GROUP>
+// CLUSTER: the launch's cluster size (1: none; else gridDim.x a multiple of it and the W map's box
+// kWPartRows rows).
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
-                    const __grid_constant__ CUtensorMap map_w, const Fp8KernelParams kp) {
+                    const __grid_constant__ CUtensorMap map_w,
+                    // __grid_constant__: the epilogue takes kp by reference, and a by-value
+                    // parameter is then copied to local memory (as in gemm_invariant_wgmma.cu).
+                    const __grid_constant__ Fp8KernelParams kp) {
 #ifdef NVDET_SM90A_DEVICE
-  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES>;
+  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
@@ -207,104 +296,158 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
   auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kABytes; };
 
-  const int total_tiles = kp.m_tiles * kp.n_tiles;
+  // With clusters, `tile` counts groups of CLUSTER vertically adjacent tiles, walked by clusters
+  // (a 1-D grid's clusters are runs of CLUSTER consecutive CTAs, ranked in blockIdx order).
+  const int total_tiles = (kp.m_tiles + CLUSTER - 1) / CLUSTER * kp.n_tiles;
+  const int rank = static_cast<int>(blockIdx.x % CLUSTER);
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+  auto tile_at = [&](int tile, int* tm, int* tn) {
+    if constexpr (CLUSTER > 1) {
+      cluster_tile(tile, kp.m_tiles, kp.n_tiles, CLUSTER, rank, tm, tn);
+    } else {
+      grouped_tile(tile, kp.m_tiles, kp.n_tiles, 8, tm, tn);
+    }
+  };
   const int warpgroup = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), 128 * CONSUMERS);
+      // One arrival per consumer warp of every CTA whose producer writes the slot (per-thread
+      // arrivals put 128 shared-memory atomics on one barrier per consumer and K group).
+      mbar_init(empty_bar(s), 4 * CONSUMERS * CLUSTER);
     }
     mbar_init_fence();
   }
-  __syncthreads();
+  // With clusters, no CTA may signal or multicast into another before its barriers exist.
+  if constexpr (CLUSTER > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
-  // Ring slot s holds K group t (of some output tile), s = t % STAGES, t counting the groups this
-  // CTA has streamed over all its tiles. A's rows past a_box_rows hold stale data that reaches
-  // only output rows past M, never stored (rows of an MMA do not mix).
+  // The ring's slots hold the K groups this CTA streams, over all its tiles, in turn (producer and
+  // consumers walk the same sequence with their own RingCursor). A's rows past a_box_rows hold
+  // stale data that reaches only output rows past M, never stored (rows of an MMA do not mix).
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (threadIdx.x == 0) {
-      int t = 0;
-      for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+      RingCursor<STAGES> ring;
+      for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
         int tm, tn;
-        grouped_tile(tile, kp.m_tiles, kp.n_tiles, 8, &tm, &tn);
-        for (int g = 0; g < kp.k_groups; ++g, ++t) {
-          const int s = t % STAGES;
-          mbar_wait(empty_bar(s), ((t / STAGES) & 1) ^ 1);
+        tile_at(tile, &tm, &tn);
+        const int a_row = tm < kp.m_tiles ? tm * S::kTileM : 0;  // past M: rows that exist
+        for (int g = 0; g < kp.k_groups; ++g, ring.advance()) {
+          const int s = ring.slot;
+          mbar_wait(empty_bar(s), ring.phase ^ 1u);
+          // The whole W tile arrives on every CTA's barrier, from every producer of the cluster.
           mbar_expect_tx(full_bar(s), kp.a_box_rows * kGroupK + S::kWBytes);
-          tma_load_2d(stage_a(s), &map_a, full_bar(s), g * kGroupK, tm * S::kTileM);
-          tma_load_2d(stage_w(s), &map_w, full_bar(s), g * kGroupK, tn * TILE_N);
+          tma_load_2d(stage_a(s), &map_a, full_bar(s), g * kGroupK, a_row);
+          if constexpr (CLUSTER > 1) {
+            tma_load_2d_multicast(stage_w(s) + rank * S::kWPartRows * kGroupK, &map_w,
+                                  full_bar(s), g * kGroupK, tn * TILE_N + rank * S::kWPartRows,
+                                  static_cast<uint16_t>((1u << CLUSTER) - 1));
+          } else {
+            tma_load_2d(stage_w(s), &map_w, full_bar(s), g * kGroupK, tn * TILE_N);
+          }
         }
       }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int wg = warpgroup - 1;  // consumer index: rows [wg * 64, wg * 64 + 64) of the tile
+    // Consumer index: rows [wg * 64, wg * 64 + 64) of the tile. Read through a shuffle so that the
+    // compiler sees it warp-uniform and keeps the descriptors built from it in uniform registers.
+    const int wg = __shfl_sync(0xffffffffu, warpgroup - 1, 0);
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    const int k_groups = kp.k_groups;
+    // Slot 0's descriptors of this consumer's 64 rows of A and of W; slot s is s stages on.
+    const uint64_t desc_a0 = smem_desc(stage_a(0) + wg * 64 * kGroupK);
+    const uint64_t desc_w0 = smem_desc(stage_w(0));
+    constexpr uint32_t kStageUnits = S::kStageBytes >> 4;
+    RingCursor<STAGES> ring;  // the slot of the next group to issue
+    // The slots of the last two groups issued: `newest`, and `older` (issued before it).
+    int newest = 0, older = 0;
+    // Waits for the next group's slot to fill, then issues its four wgmma into d.
+    auto issue = [&](float(&d)[S::kRegs], bool from_zero) {
+      mbar_wait(full_bar(ring.slot), ring.phase);
+      const uint32_t units = static_cast<uint32_t>(ring.slot) * kStageUnits;
+      issue_group_mma<TILE_N>(d, desc_advance(desc_a0, units), desc_advance(desc_w0, units),
+                              from_zero);
+      older = newest;
+      newest = ring.slot;
+      ring.advance();
+    };
+    // Hands ring slot s back, once per warp after the whole warp's wait (wait_group is
+    // warp-aligned): to this CTA's producer, and with clusters to every producer that writes it.
+    auto release = [&](int s) {
+      if (lane != 0) return;
+      mbar_arrive(empty_bar(s));
+      if constexpr (CLUSTER > 1) {
+#pragma unroll
+        for (int r = 1; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar(s), (rank + r) % CLUSTER);
+      }
+    };
     float acc[S::kRegs];
-    // Promoted: two partials, so that group g + 1's wgmma run while group g is promoted (the
-    // promotion order, and so every bit, is the same as waiting for each group in turn).
-    float part0[S::kRegs], part1[S::kRegs];
-    zero_accumulators(part0);  // scale_d 0 ignores them; set once so they are never undefined
-    zero_accumulators(part1);
-    int t = 0;
-    for (int tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+    for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
       int tm, tn;
-      grouped_tile(tile, kp.m_tiles, kp.n_tiles, 8, &tm, &tn);
+      tile_at(tile, &tm, &tn);
+      // A tile past M (clusters) gets rows past M: computed, never stored.
       const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = tn * TILE_N + ((lane & 3) << 1);
+      prefetch_epilogue<S::kTileM, TILE_N, PER_GROUP>(kp.p, tm * S::kTileM, tn * TILE_N, lane);
       zero_accumulators(acc);
       if constexpr (PROMOTED) {
-        // Group g, read from stage t - 1, once done (the last group: nothing else running): its
-        // stage goes back to the producer and its partial is promoted.
-        auto retire = [&](float(&part)[S::kRegs], int g, bool last) {
+        // Two partials, so that group g + 1's wgmma run while group g is promoted (the promotion
+        // order, and so every bit, is the same as waiting for each group in turn). Set per tile
+        // (scale_d 0 ignores them; set so they are never undefined): declared for the whole
+        // kernel they stayed live through the epilogue, whose loads then spilled.
+        float part0[S::kRegs], part1[S::kRegs];
+        zero_accumulators(part0);
+        zero_accumulators(part1);
+        // Group g once done, its slot `s` handed back and its partial promoted. The last group:
+        // nothing else is running.
+        auto retire = [&](float(&part)[S::kRegs], int g, int s, bool last) {
           if (last) {
             wait_group_mma<0>(part);
           } else {
             wait_group_mma<1>(part);
           }
-          mbar_arrive(empty_bar((t - 1) % STAGES));
+          release(s);
           promote<PER_GROUP>(kp, acc, part, g, row_base, col_base);
         };
-        // Group g into `cur` while group g - 1 (in `prev`) finishes and is promoted.
-        auto step = [&](float(&cur)[S::kRegs], float(&prev)[S::kRegs], int g) {
-          const int s = t % STAGES;
-          mbar_wait(full_bar(s), (t / STAGES) & 1);
-          issue_group_mma<TILE_N>(cur, stage_a(s) + wg * 64 * kGroupK, stage_w(s), true);
-          if (g > 0) retire(prev, g - 1, false);
-        };
-        for (int g = 0; g < kp.k_groups; ++g, ++t) {
+        issue(part0, true);
+        for (int g = 1; g < k_groups; ++g) {
+          // Group g into one partial while group g - 1 (the other) finishes and is promoted.
           if (g & 1) {
-            step(part1, part0, g);
+            issue(part1, true);
+            retire(part0, g - 1, older, false);
           } else {
-            step(part0, part1, g);
+            issue(part0, true);
+            retire(part1, g - 1, older, false);
           }
         }
-        const int last = kp.k_groups - 1;
-        if (last & 1) {
-          retire(part1, last, true);
+        if ((k_groups - 1) & 1) {
+          retire(part1, k_groups - 1, newest, true);
         } else {
-          retire(part0, last, true);
+          retire(part0, k_groups - 1, newest, true);
         }
       } else {
         // Fast accumulation: one chain over the whole of K in the tensor cores' accumulator, one
         // group left running while the next is issued.
-        for (int g = 0; g < kp.k_groups; ++g, ++t) {
-          const int s = t % STAGES;
-          mbar_wait(full_bar(s), (t / STAGES) & 1);
-          issue_group_mma<TILE_N>(acc, stage_a(s) + wg * 64 * kGroupK, stage_w(s), false);
-          if (g > 0) {
-            wait_group_mma<1>(acc);
-            mbar_arrive(empty_bar((t - 1) % STAGES));
-          }
+        issue(acc, false);
+        for (int g = 1; g < k_groups; ++g) {
+          issue(acc, false);
+          wait_group_mma<1>(acc);
+          release(older);
         }
         wait_group_mma<0>(acc);
-        mbar_arrive(empty_bar((t - 1) % STAGES));
+        release(newest);
       }
       store_fp8_tile<PER_GROUP>(kp, acc, row_base, col_base);
     }
   }
+  // Other CTAs of the cluster may still arrive on this CTA's empty barriers: none exits first.
+  if constexpr (CLUSTER > 1) cluster_sync();
 #else
   __trap();  // never launched: fp8_gemm_available() is false without sm_90a code
 #endif
@@ -319,10 +462,10 @@ bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long lon
                                   static_cast<uint32_t>(box_rows));
 }
 
-template <int CONSUMERS, int TILE_N, int STAGES, bool PROMOTED, bool PER_GROUP>
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP>
 cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t stream) {
-  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES>;
-  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, PROMOTED, PER_GROUP>;
+  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER>;
+  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, CLUSTER, PROMOTED, PER_GROUP>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -338,32 +481,47 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
                 (reinterpret_cast<uintptr_t>(p.out) % (2 * out_bytes) == 0);
   CUtensorMap map_a, map_w;
   if (!make_byte_map(&map_a, p.a, p.m, p.k, p.lda, kp.a_box_rows) ||
-      !make_byte_map(&map_w, p.w, p.n, p.k, p.ldw, TILE_N)) {
+      !make_byte_map(&map_w, p.w, p.n, p.k, p.ldw, S::kWPartRows)) {
     return cudaErrorInvalidValue;
   }
-  const long long total = static_cast<long long>(kp.m_tiles) * kp.n_tiles;
+  // Tiles, or with clusters groups of CLUSTER row tiles.
+  const long long total = static_cast<long long>(kp.m_tiles + CLUSTER - 1) / CLUSTER * kp.n_tiles;
   if (total > INT32_MAX) return cudaErrorInvalidValue;
-  const int grid = static_cast<int>(std::min<long long>(total, ctas));
-  kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, kp);
-  return cudaGetLastError();
+  if constexpr (CLUSTER == 1) {
+    const int grid = static_cast<int>(std::min<long long>(total, ctas));
+    kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, kp);
+    return cudaGetLastError();
+  } else {
+    // Whole clusters: no more than the groups of tiles, the CTAs asked for, or the clusters the
+    // device holds at once.
+    static const int resident = max_active_clusters(kernel, CLUSTER, S::kThreads, S::kSmemBytes);
+    if (resident <= 0) return cudaErrorInvalidConfiguration;
+    const long long clusters = std::max(
+        1LL, std::min({total, static_cast<long long>(ctas / CLUSTER),
+                       static_cast<long long>(resident)}));
+    const ClusterLaunch launch(static_cast<int>(clusters * CLUSTER), CLUSTER, S::kThreads,
+                               S::kSmemBytes, stream);
+    return cudaLaunchKernelEx(&launch.cfg, kernel, map_a, map_w, kp);
+  }
 }
 
-constexpr bool fp8_config_is(int i, int consumers, int tile_n, int stages) {
+constexpr bool fp8_config_is(int i, int consumers, int tile_n, int stages, int cluster = 1) {
   return kFp8GemmConfigs[i].tile_m == 64 * consumers && kFp8GemmConfigs[i].tile_n == tile_n &&
-         kFp8GemmConfigs[i].stages == stages;
+         kFp8GemmConfigs[i].stages == stages && kFp8GemmConfigs[i].cluster_m == cluster;
 }
-static_assert(kFp8GemmConfigCount == 4 && fp8_config_is(0, 2, 128, 6) &&
+static_assert(kFp8GemmConfigCount == 5 && fp8_config_is(0, 2, 128, 6) &&
                   fp8_config_is(1, 1, 128, 8) && fp8_config_is(2, 1, 64, 12) &&
-                  fp8_config_is(3, 1, 32, 16),
+                  fp8_config_is(3, 1, 32, 16) && fp8_config_is(4, 2, 128, 6, 2),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
 template <bool PROMOTED, bool PER_GROUP>
 cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream_t stream) {
   switch (config) {
-    case 0: return launch_fp8_config<2, 128, 6, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 1: return launch_fp8_config<1, 128, 8, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 2: return launch_fp8_config<1, 64, 12, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 3: return launch_fp8_config<1, 32, 16, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 0: return launch_fp8_config<2, 128, 6, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 1: return launch_fp8_config<1, 128, 8, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 2: return launch_fp8_config<1, 64, 12, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 3: return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 4: return launch_fp8_config<2, 128, 6, 2, PROMOTED, PER_GROUP>(p, ctas, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -376,7 +534,7 @@ int ceil_div_int(long long a, long long b) { return static_cast<int>((a + b - 1)
 bool fp8_gemm_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, true, false>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, 1, true, false>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
@@ -415,6 +573,10 @@ Fp8GemmPlan fp8_gemm_plan(const Fp8GemmProblem& p, int sm_count, int force_confi
       const Fp8GemmConfig& c = kFp8GemmConfigs[i];
       const long long tiles =
           static_cast<long long>(ceil_div_int(p.m, c.tile_m)) * ceil_div_int(p.n, c.tile_n);
+      // Clusters pay for their coupling (a slot refills once every CTA of the cluster is done
+      // with it) only where each CTA walks several tiles: on the H100 the 128x128 entry in
+      // clusters of 2 was 5-6% faster from about 7 waves of tiles and 4-6% slower at 2.
+      if (c.cluster_m > 1 && tiles < 4LL * sms) continue;
       const long long waves = (tiles + sms - 1) / sms;
       const double cost = double(waves) * c.tile_m * c.tile_n / c.efficiency_pct;
       if (i == 0 || cost < best_cost) {

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cluster_launch.cuh"
 #include "kernels/gemm_grouped_tiles.cuh"
 #include "kernels/gemm_invariant_device.cuh"
 #include "kernels/gemm_wgmma_instr.cuh"
@@ -369,39 +370,6 @@ bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
   return encode_swizzled_tile_map(map, type, base, static_cast<uint64_t>(rows),
                                   static_cast<uint64_t>(k), static_cast<uint64_t>(ld) * 2, kTileK,
                                   static_cast<uint32_t>(box_rows));
-}
-
-// A launch of `ctas` CTAs in clusters of `cluster` along x. cfg points at attr: use it in place.
-struct ClusterLaunch {
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1]{};
-  ClusterLaunch(int ctas, int cluster, int threads, int smem_bytes, cudaStream_t stream) {
-    cfg.gridDim = dim3(static_cast<unsigned>(ctas), 1, 1);
-    cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
-    cfg.dynamicSmemBytes = static_cast<size_t>(smem_bytes);
-    cfg.stream = stream;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
-};
-
-// How many clusters of `kernel` the device runs at once (0 when it cannot say): a persistent grid
-// of more would leave the extra clusters to a second wave.
-template <class Kernel>
-int max_active_clusters(Kernel kernel, int cluster, int threads, int smem_bytes) {
-  const ClusterLaunch one(cluster, cluster, threads, smem_bytes, nullptr);
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &one.cfg) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return clusters;
 }
 
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,

@@ -99,6 +99,7 @@ PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args
     (*notes)["tile"] =
         std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128 (m x n x k)";
     (*notes)["stages"] = std::to_string(c.stages);
+    (*notes)["cluster"] = std::to_string(c.cluster_m);
     (*notes)["ctas"] = std::to_string(plan.ctas);
     (*notes)["split_k"] = "1";
   }

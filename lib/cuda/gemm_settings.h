@@ -7,7 +7,7 @@
 //                                          of the wgmma path, plain and grouped launches alike
 //                                          (grouped launches take no cluster entry: theirs stays
 //                                          automatic)
-//   NVDET_FP8_GEMM_CONFIG   = auto | 0..3  the kFp8GemmConfigs entry (tile, stages) of the
+//   NVDET_FP8_GEMM_CONFIG   = auto | 0..4  the kFp8GemmConfigs entry (tile, stages, cluster) of the
 //                                          invariant FP8 GEMM
 //   NVDET_GEMM_CTAS         = auto | N     the number of persistent CTAs of the wgmma paths,
 //                                          16-bit and FP8

@@ -6,11 +6,18 @@
 #
 # Usage, from the repository root: reports/gemm-ab/build.sh OUT_DIR COMMIT|worktree ...
 #   writes OUT_DIR/ab-<commit> for each; run them as OUT_DIR/ab-<commit> [config] m,n,k ...
+# With HARNESS=fp8, fp8_ab.cu against the invariant FP8 GEMM instead (and cuBLASLt's FP8 matmul in
+# the same process): OUT_DIR/fp8ab-<commit>, run as fp8ab-<commit> [config=N] ... m,n,k ...
 set -euo pipefail
 out=${1:?usage: reports/gemm-ab/build.sh OUT_DIR COMMIT|worktree ...}
 shift
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 harness=$PWD/reports/gemm-ab/gemm_ab.cu
+prefix=ab
+if [[ ${HARNESS:-} == fp8 ]]; then
+  harness=$PWD/reports/gemm-ab/fp8_ab.cu
+  prefix=fp8ab
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 trees=$(mktemp -d)
@@ -24,14 +31,20 @@ for c in "$@"; do
   fi
   # The GEMM's sources as that commit had them (tensor_map.cu and kernel_image.cu came later).
   srcs=()
-  for f in "$tree"/kernels/gemm_invariant*.cu "$tree"/kernels/gemm_stage_operands.cu \
-    "$tree"/kernels/tensor_map.cu "$tree"/kernels/kernel_image.cu; do
+  libs=()
+  if [[ $prefix == fp8ab ]]; then
+    gemm_srcs=("$tree"/kernels/gemm_fp8_wgmma.cu)
+    libs=(-lcublasLt)
+  else
+    gemm_srcs=("$tree"/kernels/gemm_invariant*.cu "$tree"/kernels/gemm_stage_operands.cu)
+  fi
+  for f in "${gemm_srcs[@]}" "$tree"/kernels/tensor_map.cu "$tree"/kernels/kernel_image.cu; do
     [[ -f $f ]] && srcs+=("$f")
   done
   # The kernels' namespace was nvdet_kernels before it became nvdet::kernels.
   ns=nvdet::kernels
   grep -q "namespace nvdet_kernels" "$tree/kernels/gemm_invariant.cuh" && ns=nvdet_kernels
-  (cd "$tree" && "$nvcc" -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -w "-DNS=$ns" \
-    -I"$tree" "$harness" "${srcs[@]}" -o "$out/ab-$c")
-  echo "built $out/ab-$c"
+  (cd "$tree" && "$nvcc" -O3 -std=c++20 -arch=sm_90a --expt-relaxed-constexpr -w "-DNS=$ns" \
+    -I"$tree" "$harness" "${srcs[@]}" "${libs[@]}" -o "$out/$prefix-$c")
+  echo "built $out/$prefix-$c"
 done
