@@ -80,6 +80,10 @@ TEST(GpuFp8Gemm, CublasMatchesTheDequantisedProduct) {
           EXPECT_EQ(notes.at("kernel"), "cublasLt fp8") << what;
           EXPECT_EQ(notes.at("fp8"), fp8_scheme_text(scheme)) << what;
           EXPECT_EQ(notes.at("fast_accum"), acc == Fp8Accumulation::kFast ? "on" : "off");
+          // Without a bias cuBLASLt rounds to the output dtype itself, as a serving stack calls
+          // it; a bias goes through nvdet's fp32 pass.
+          EXPECT_EQ(notes.at("rounding").rfind(b ? "fp32 D" : "cuBLASLt's epilogue", 0), 0u)
+              << what << ": " << notes.at("rounding");
           std::cout << what << ": largest error " << worst << " of sum |a w| (tolerance "
                     << tolerance(acc) << ")\n";
         }
@@ -120,7 +124,8 @@ TEST(GpuFp8Gemm, CublasScaleModesMatchTheDequantisedProduct) {
         EXPECT_LE(worst, tolerance(Fp8Accumulation::kPromoted)) << what;
         EXPECT_NE(notes.at("scale_mode").find(p.mode), std::string::npos) << what;
         std::cout << what << ": largest error " << worst << " of sum |a w|"
-                  << (notes.count("m_padded") ? ", m padded " + notes.at("m_padded") : "") << "\n";
+                  << (notes.count("m_padded") ? ", m padded " + notes.at("m_padded") : "")
+                  << ", rounding: " << notes.at("rounding") << "\n";
       }
     }
   }

@@ -10,7 +10,10 @@
 // weight's codes and scales are the workload's. cuBLASLt then computes, in its column-major
 // terms, D[n, m] = (W_codes^T[n, k] with its scales) · (A_codes[k, m] with theirs), the weight
 // as the transposed first operand and the activations as the second (the TN layout its FP8
-// kernels need), D in fp32, then the bias and one rounding to the output dtype. Scale layouts (a
+// kernels need). Without a bias, D is the output dtype and cuBLASLt's epilogue rounds its fp32
+// product once, as a serving stack calls it; with one, D is fp32 and one pass adds the bias and
+// rounds once (cuBLASLt's own bias epilogue on the FP8 path was off by about a tenth of
+// sum |a w| on the H200). Scale layouts (a
 // probe on the H200, reports/h200/traffic-fp8-2026-12-05): VEC128 K-group-major (s[g * m + i]),
 // BLK128x128 in the checkpoint's order (s[n_block * k_groups + g]).
 //
@@ -188,13 +191,17 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   check(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &max_ws, sizeof(max_ws)),
         "setting the workspace limit");
+  // D: the output dtype itself where there is no bias to add, its rows are 16-byte aligned and
+  // cuBLASLt has an algorithm for it (see the top of this file); else fp32 and nvdet's pass.
+  bool direct = args.bias == nullptr && (n * static_cast<int64_t>(dtype_size(out))) % 16 == 0;
+  cudaDataType_t d_type = direct ? cuda_data_type(out) : CUDA_R_32F;
   // The heuristic for `rows` activation rows; the block-scaled mode may need m padded.
   cublasLtMatmulHeuristicResult_t heuristic{};
   LtLayout a_layout, d_layout;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-  const auto find = [&](int64_t rows) {
+  const auto find_rows = [&](int64_t rows) {
     a_layout = make_layout(fp8_data_type(scheme.format), k, rows, k);
-    d_layout = make_layout(CUDA_R_32F, n, rows, n);
+    d_layout = make_layout(d_type, n, rows, n);
     int found = 0;
     status = cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt(), desc.get(), w_layout.get(),
                                             a_layout.get(), d_layout.get(), d_layout.get(),
@@ -202,14 +209,23 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
     return status == CUBLAS_STATUS_SUCCESS && found > 0;
   };
   int64_t rows = m;
-  bool ok = find(rows);
-  if (!ok && mode == LtScales::kBlocks) {
+  const auto search = [&] {  // m, then (block-scaled) m padded
+    rows = m;
+    if (find_rows(rows)) return true;
+    if (mode != LtScales::kBlocks) return false;
     for (const int64_t multiple : {16, 128, 256}) {
       const int64_t padded = (m + multiple - 1) / multiple * multiple;
       if (padded == rows) continue;
       rows = padded;
-      if ((ok = find(rows))) break;
+      if (find_rows(rows)) return true;
     }
+    return false;
+  };
+  bool ok = search();
+  if (!ok && direct) {  // no kernel writes the output dtype here: fp32 D and nvdet's pass
+    direct = false;
+    d_type = CUDA_R_32F;
+    ok = search();
   }
   if (!ok) {
     throw_runtime_error(
@@ -232,15 +248,18 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
   const void* a_codes = call.owned.back().get();
   call.owned.push_back(ctx.upload_array(w.codes.data(), w.codes.size()));
   const void* w_codes = call.owned.back().get();
-  // cuBLASLt writes the scaled product in fp32 ([rows, n], row i of the output at i * n); one
-  // pass then adds the bias in full precision and rounds once to the output dtype, as the CPU
-  // backends do. (cuBLASLt's own bias epilogue on the FP8 path gave sums off by about a tenth of
-  // sum |a w| on the H200.)
-  call.owned.emplace_back(static_cast<size_t>(rows * n) * sizeof(float));
-  float* d_ptr = static_cast<float*>(call.owned.back().get());
-  call.owned.emplace_back(static_cast<size_t>(m * n) * dtype_size(out));
+  // D is [rows, n], row i of the output at i * n: the output itself where cuBLASLt rounds (the
+  // padding rows past m are never returned), else the scaled product in fp32, to which one pass
+  // adds the bias in full precision and rounds once to the output dtype, as the CPU backends do.
+  float* d_ptr = nullptr;
+  if (!direct) {
+    call.owned.emplace_back(static_cast<size_t>(rows * n) * sizeof(float));
+    d_ptr = static_cast<float*>(call.owned.back().get());
+  }
+  call.owned.emplace_back(static_cast<size_t>((direct ? rows : m) * n) * dtype_size(out));
   void* out_ptr = call.owned.back().get();
   call.output = out_ptr;
+  void* const d_out = direct ? out_ptr : static_cast<void*>(d_ptr);
   const void* bias_ptr = nullptr;
   if (args.bias) {
     call.owned.push_back(ctx.upload_array(args.bias->data(), args.bias->nbytes()));
@@ -255,6 +274,8 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
     (*notes)["fp8_quantisation"] = "activations on the host (the CPU backends' codes and scales)";
     (*notes)["fast_accum"] = fast ? "on" : "off";
     (*notes)["scale_mode"] = lt_scales_note(mode);
+    (*notes)["rounding"] = direct ? "cuBLASLt's epilogue, fp32 to the output dtype"
+                                  : "fp32 D, then + bias and one rounding (nvdet's pass)";
     if (mode == LtScales::kTensor) (*notes)["act_scale_value"] = std::to_string(qa.scales[0]);
     if (rows != m) {
       (*notes)["m_padded"] = std::to_string(m) + " -> " + std::to_string(rows) +
@@ -269,9 +290,9 @@ PreparedCall prepare_fp8_gemm(DeviceContext& ctx, CudaFlavor flavor, const GemmA
     const float alpha = 1.0f, beta = 0.0f;
     const cudaError_t st = lt_launch_status(
         cublasLtMatmul(handle, desc.get(), &alpha, w_codes, w_layout.get(), a_codes, a_layout.get(),
-                       &beta, d_ptr, d_layout.get(), d_ptr, d_layout.get(), &heuristic.algo,
+                       &beta, d_out, d_layout.get(), d_out, d_layout.get(), &heuristic.algo,
                        workspace, kFp8WorkspaceBytes, stream));
-    if (st != cudaSuccess) return st;
+    if (st != cudaSuccess || direct) return st;
     return kernels::gemm_convert_output(d_ptr, bias_ptr, bias_type, out_ptr, out_type, mi, ni,
                                         stream);
   };
