@@ -50,8 +50,15 @@ struct Fp8Shape {
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
   static constexpr int kRegs = TILE_N / 2;
   static_assert(kRegs == WgmmaE4m3<TILE_N>::kRegs, "one accumulator per 2 columns");
-  // Tiles, then the barriers; +1024 so the tiles can be aligned to the 128B-swizzle atom.
-  static constexpr int kSmemBytes = STAGES * kStageBytes + 2 * STAGES * 8 + 1024;
+  // The epilogue's staging buffer for TMA stores of 16-bit outputs (tiles at least 64 wide):
+  // each consumer's 64 rows x TILE_N columns.
+  static constexpr bool kStagedStores = TILE_N >= 64;
+  static constexpr int kOutConsumerBytes = kStagedStores ? 64 * TILE_N * 2 : 0;
+  // Tiles, the staging buffer, then the barriers; +1024 so the tiles can be aligned to the
+  // 128B-swizzle atom.
+  static constexpr int kSmemBytes =
+      STAGES * kStageBytes + CONSUMERS * kOutConsumerBytes + 2 * STAGES * 8 + 1024;
+  static_assert(kSmemBytes <= 227 * 1024, "an sm_90 CTA's shared memory");
 };
 
 struct Fp8KernelParams {
@@ -59,6 +66,7 @@ struct Fp8KernelParams {
   int m_tiles, n_tiles, k_groups;
   int a_box_rows;  // rows of A per TMA load
   int pair_out;    // out and ldo allow storing two neighbouring columns at once
+  int staged_out;  // the epilogue stages the tile in shared memory and TMA stores it (map_out)
 };
 
 #ifdef NVDET_SM90A_DEVICE
@@ -79,69 +87,79 @@ __device__ __forceinline__ float to_out<float>(float v) {
   return v;
 }
 
-// The tile's epilogue for one output type. Accumulator register 4j + e holds row row_base +
-// 8 (e >> 1), column col_base + 8j + (e & 1). Each element: the scales (when they are not per K
-// group) as t = sa[row] * (sw[col] * t), + bias[col], one rounding: the same operations in the
-// same order for every element, whatever the tile or the path. Every scale and bias value the
-// thread needs is loaded first, all at once (prefetch_epilogue brought their lines to L1 when the
-// tile began): loaded inside the column loop, whose exit at N the loads could not be hoisted over,
-// each column waited out its own global-memory round trip. A tile wholly inside the output, with
-// pair stores allowed, takes a path with no per-element checks (the epilogue was about a quarter
-// of the consumers' time, and a sixth of their instructions: ncu, H100); others check every row
-// and column (rows and columns past the output read the last valid scale, never stored).
+// Two neighbouring values rounded to a 16-bit output type as store2 rounds them, packed in the
+// order they lie in memory.
+template <typename Out>
+__device__ __forceinline__ uint32_t pack2(float v0, float v1);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float v0, float v1) {
+  const __nv_bfloat162 h = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float v0, float v1) {
+  const __half2 h = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// What a thread's epilogue applies to its accumulators: finish(acc, j, h, e) is element
+// 4j + 2h + e with the scales (when they are not per K group) as t = sa[row] * (sw[col] * t),
+// then + bias[col]: the same operations in the same order for every element, whatever the tile
+// or the way it is stored (the rounding is the store's). Every scale and bias value is loaded at
+// construction, all at once: loaded inside the column loop, whose exit at N the loads could not
+// be hoisted over, each column waited out its own global-memory round trip (ncu, H100). Rows and
+// columns past the output read the last valid value (never stored).
+template <bool PER_GROUP, int COLS>
+struct EpilogueValues {
+  static constexpr bool kScaled = !PER_GROUP;
+  bool has_bias;
+  float sa[2] = {1.0f, 1.0f};
+  float sw[COLS][2], b[COLS][2];
+  __device__ __forceinline__ EpilogueValues(const Fp8GemmProblem& p, int row_base, int col_base)
+      : has_bias(p.bias != nullptr) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (kScaled) sa[h] = p.a_scale[min(row_base + 8 * h, p.m - 1)];
+    }
+#pragma unroll
+    for (int j = 0; j < COLS; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sw[j][e] = kScaled ? p.w_scale[min(col_base + 8 * j + e, p.n - 1)] : 1.0f;
+        b[j][e] = 0.0f;
+      }
+    }
+    if (has_bias) {
+      const int bias_type = static_cast<int>(p.bias_type);
+#pragma unroll
+      for (int j = 0; j < COLS; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          b[j][e] = load_as_float(p.bias, min(col_base + 8 * j + e, p.n - 1), bias_type);
+        }
+      }
+    }
+  }
+  template <int R>
+  __device__ __forceinline__ float finish(const float (&acc)[R], int j, int h, int e) const {
+    float t = acc[4 * j + 2 * h + e];
+    if (kScaled) t = __fmul_rn(sa[h], __fmul_rn(sw[j][e], t));
+    if (has_bias) t = __fadd_rn(t, b[j][e]);
+    return t;
+  }
+};
+
+// The tile's epilogue for one output type, stored from the registers (fp32 outputs, the 64x32
+// tile, and outputs whose rows TMA cannot address). Accumulator register 4j + e holds row
+// row_base + 8 (e >> 1), column col_base + 8j + (e & 1).
 template <typename Out, bool PER_GROUP, int R>
 __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, const float (&acc)[R],
                                                   int row_base, int col_base) {
-  constexpr int kCols = R / 4;  // column pairs of the thread
   const Fp8GemmProblem& p = kp.p;
   Out* const out = static_cast<Out*>(p.out);
-  constexpr bool scaled = !PER_GROUP;
-  const bool has_bias = p.bias != nullptr;
-  const int bias_type = static_cast<int>(p.bias_type);
-  const bool inside = kp.pair_out && row_base + 8 < p.m && col_base + 8 * (kCols - 1) + 1 < p.n;
-  float sa[2] = {1.0f, 1.0f};
-  float sw[kCols][2], b[kCols][2];
+  const EpilogueValues<PER_GROUP, R / 4> ev(p, row_base, col_base);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (scaled) sa[h] = p.a_scale[min(row_base + 8 * h, p.m - 1)];
-  }
-#pragma unroll
-  for (int j = 0; j < kCols; ++j) {
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int col = min(col_base + 8 * j + e, p.n - 1);
-      sw[j][e] = scaled ? p.w_scale[col] : 1.0f;
-      b[j][e] = 0.0f;
-    }
-  }
-  if (has_bias) {
-#pragma unroll
-    for (int j = 0; j < kCols; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        b[j][e] = load_as_float(p.bias, min(col_base + 8 * j + e, p.n - 1), bias_type);
-      }
-    }
-  }
-  auto finish = [&](int j, int h, int e) {
-    float t = acc[4 * j + 2 * h + e];
-    if (scaled) t = __fmul_rn(sa[h], __fmul_rn(sw[j][e], t));
-    if (has_bias) t = __fadd_rn(t, b[j][e]);
-    return t;
-  };
-  if (inside) {
-#pragma unroll
-    for (int j = 0; j < kCols; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        Out* const at = out + static_cast<long long>(row_base + 8 * h) * p.ldo + col_base + 8 * j;
-        store2(at, finish(j, h, 0), finish(j, h, 1));
-      }
-    }
-    return;
-  }
-#pragma unroll
-  for (int j = 0; j < kCols; ++j) {
+  for (int j = 0; j < R / 4; ++j) {
     const int col = col_base + 8 * j;
     if (col >= p.n) break;  // columns only grow with j
     const bool second = col + 1 < p.n;
@@ -150,7 +168,7 @@ __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, con
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 8 * h;
       if (row >= p.m) continue;
-      const float v0 = finish(j, h, 0), v1 = finish(j, h, 1);
+      const float v0 = ev.finish(acc, j, h, 0), v1 = ev.finish(acc, j, h, 1);
       Out* const at = out + static_cast<long long>(row) * p.ldo + col;
       if (pair) {
         store2(at, v0, v1);
@@ -162,23 +180,40 @@ __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, con
   }
 }
 
-// Brings the 128-byte lines of the scales and bias that a tile's epilogue reads into L1 as the
-// tile begins (prefetches: no registers held), so that the epilogue's loads hit there rather than
-// wait on L2 while the tensor cores idle. The first lanes of each consumer warp take one line
-// each of the tile's row scales, column scales and bias; lines past the arrays are not asked for.
-template <int TILE_M, int TILE_N, bool PER_GROUP>
-__device__ __forceinline__ void prefetch_epilogue(const Fp8GemmProblem& p, int tile_row,
-                                                  int tile_col, int lane) {
-  auto line = [](const void* base, long long byte) {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(static_cast<const char*>(base) + byte));
-  };
-  const int i = lane * 32;  // 32 floats: one line
-  if constexpr (!PER_GROUP) {
-    if (i < TILE_M && tile_row + i < p.m) line(p.a_scale, 4LL * (tile_row + i));
-    if (i < TILE_N && tile_col + i < p.n) line(p.w_scale, 4LL * (tile_col + i));
+// The same values, rounded as store2 rounds them, written into this consumer's staging buffer
+// for TMA to store (16-bit outputs, tiles at least 64 wide): the buffer holds the consumer's 64
+// rows as TILE_N / 64 boxes of 64 rows x 128 bytes, each 128-byte swizzled as the output's map
+// reads it (16-byte chunk c of row r at chunk c ^ (r % 8)), so that a warp's stores of one
+// column pair fall in 32 different banks. The global stores that this replaces (32 per thread and
+// tile, 4 bytes each, over 8 rows) filled the memory pipeline's queue while the tensor cores
+// idled (ncu, H100: the epilogue was about a sixth of the consumers' time).
+template <typename Out, bool PER_GROUP, int R>
+__device__ __forceinline__ void stage_fp8_tile_as(const Fp8KernelParams& kp, const float (&acc)[R],
+                                                  int row_base, int col_base, uint32_t buffer,
+                                                  int warp, int lane) {
+  const EpilogueValues<PER_GROUP, R / 4> ev(kp.p, row_base, col_base);
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp * 16 + (lane >> 2) + 8 * h;  // row within the consumer's 64
+      const uint32_t at = buffer + (j / 8) * 64 * 128 + r * 128 + (((j % 8) ^ (r % 8)) << 4) +
+                          ((lane & 3) << 2);
+      st_shared_u32(at, pack2<Out>(ev.finish(acc, j, h, 0), ev.finish(acc, j, h, 1)));
+    }
   }
-  if (p.bias != nullptr && i < TILE_N && tile_col + i < p.n) {
-    line(p.bias, (p.bias_type == ElemType::kFP32 ? 4LL : 2LL) * (tile_col + i));
+}
+
+// The tile's staging for TMA stores, for the 16-bit output types (staged_out is never set for
+// fp32).
+template <bool PER_GROUP, int R>
+__device__ __forceinline__ void stage_fp8_tile(const Fp8KernelParams& kp, const float (&acc)[R],
+                                               int row_base, int col_base, uint32_t buffer,
+                                               int warp, int lane) {
+  if (kp.p.out_type == ElemType::kBF16) {
+    stage_fp8_tile_as<__nv_bfloat16, PER_GROUP>(kp, acc, row_base, col_base, buffer, warp, lane);
+  } else {
+    stage_fp8_tile_as<__half, PER_GROUP>(kp, acc, row_base, col_base, buffer, warp, lane);
   }
 }
 
@@ -282,6 +317,8 @@ template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, boo
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_w,
+                    // The output as 64 x 64 boxes (128-byte swizzle), where kp.staged_out.
+                    const __grid_constant__ CUtensorMap map_out,
                     // __grid_constant__: the epilogue takes kp by reference, and a by-value
                     // parameter is then copied to local memory (as in gemm_invariant_wgmma.cu).
                     const __grid_constant__ Fp8KernelParams kp) {
@@ -290,7 +327,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
-  const uint32_t bars = tiles + STAGES * S::kStageBytes;
+  const uint32_t out_stage = tiles + STAGES * S::kStageBytes;  // 1024-aligned: stages are
+  const uint32_t bars = out_stage + CONSUMERS * S::kOutConsumerBytes;
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (STAGES + s); };
   auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
@@ -394,7 +432,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       // A tile past M (clusters) gets rows past M: computed, never stored.
       const int row_base = tm * S::kTileM + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = tn * TILE_N + ((lane & 3) << 1);
-      prefetch_epilogue<S::kTileM, TILE_N, PER_GROUP>(kp.p, tm * S::kTileM, tn * TILE_N, lane);
       zero_accumulators(acc);
       if constexpr (PROMOTED) {
         // Two partials, so that group g + 1's wgmma run while group g is promoted (the promotion
@@ -443,9 +480,36 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         wait_group_mma<0>(acc);
         release(newest);
       }
+      if constexpr (S::kStagedStores) {
+        if (kp.staged_out) {
+          // This consumer's rows through its staging buffer: the previous tile's TMA stores must
+          // have read it (one thread issues them and waits), then every thread writes its values,
+          // orders them before the async proxy, and one thread stores the boxes and moves on
+          // without waiting for the writes (the next tile's main loop overlaps them).
+          const uint32_t buffer = out_stage + wg * S::kOutConsumerBytes;
+          const bool issuer = warp == 0 && lane == 0;
+          if (issuer) bulk_wait_read<0>();
+          __syncwarp();  // the barrier is warp-aligned
+          named_barrier(1 + wg, 128);
+          stage_fp8_tile<PER_GROUP>(kp, acc, row_base, col_base, buffer, warp, lane);
+          fence_proxy_async();
+          named_barrier(1 + wg, 128);
+          if (issuer) {
+#pragma unroll
+            for (int b = 0; b < TILE_N / 64; ++b) {
+              tma_store_2d(&map_out, buffer + b * 64 * 128, tn * TILE_N + 64 * b,
+                           tm * S::kTileM + wg * 64);
+            }
+            bulk_commit();
+          }
+          continue;
+        }
+      }
       store_fp8_tile<PER_GROUP>(kp, acc, row_base, col_base);
     }
   }
+  // The last TMA stores read this CTA's shared memory: they finish before it exits.
+  if (S::kStagedStores && kp.staged_out && threadIdx.x % 128 == 0) bulk_wait<0>();
   // Other CTAs of the cluster may still arrive on this CTA's empty barriers: none exits first.
   if constexpr (CLUSTER > 1) cluster_sync();
 #else
@@ -479,7 +543,18 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
   const size_t out_bytes = p.out_type == ElemType::kFP32 ? 4 : 2;
   kp.pair_out = (p.ldo % 2 == 0) &&
                 (reinterpret_cast<uintptr_t>(p.out) % (2 * out_bytes) == 0);
-  CUtensorMap map_a, map_w;
+  CUtensorMap map_a, map_w, map_out{};
+  // TMA stores of the tile: 16-bit outputs whose rows are 16-byte aligned (TMA's strides), else
+  // the registers' stores.
+  const bool out16 = p.out_type == ElemType::kBF16 || p.out_type == ElemType::kFP16;
+  kp.staged_out = S::kStagedStores && out16 && (p.ldo * 2) % 16 == 0 &&
+                  reinterpret_cast<uintptr_t>(p.out) % 16 == 0 &&
+                  encode_swizzled_tile_map(
+                      &map_out,
+                      p.out_type == ElemType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                      p.out, static_cast<uint64_t>(p.m), static_cast<uint64_t>(p.n),
+                      static_cast<uint64_t>(p.ldo) * 2, 64, 64);
   if (!make_byte_map(&map_a, p.a, p.m, p.k, p.lda, kp.a_box_rows) ||
       !make_byte_map(&map_w, p.w, p.n, p.k, p.ldw, S::kWPartRows)) {
     return cudaErrorInvalidValue;
@@ -489,7 +564,7 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
   if (total > INT32_MAX) return cudaErrorInvalidValue;
   if constexpr (CLUSTER == 1) {
     const int grid = static_cast<int>(std::min<long long>(total, ctas));
-    kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, kp);
+    kernel<<<grid, S::kThreads, S::kSmemBytes, stream>>>(map_a, map_w, map_out, kp);
     return cudaGetLastError();
   } else {
     // Whole clusters: no more than the groups of tiles, the CTAs asked for, or the clusters the
@@ -501,7 +576,7 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
                        static_cast<long long>(resident)}));
     const ClusterLaunch launch(static_cast<int>(clusters * CLUSTER), CLUSTER, S::kThreads,
                                S::kSmemBytes, stream);
-    return cudaLaunchKernelEx(&launch.cfg, kernel, map_a, map_w, kp);
+    return cudaLaunchKernelEx(&launch.cfg, kernel, map_a, map_w, map_out, kp);
   }
 }
 
@@ -573,10 +648,6 @@ Fp8GemmPlan fp8_gemm_plan(const Fp8GemmProblem& p, int sm_count, int force_confi
       const Fp8GemmConfig& c = kFp8GemmConfigs[i];
       const long long tiles =
           static_cast<long long>(ceil_div_int(p.m, c.tile_m)) * ceil_div_int(p.n, c.tile_n);
-      // Clusters pay for their coupling (a slot refills once every CTA of the cluster is done
-      // with it) only where each CTA walks several tiles: on the H100 the 128x128 entry in
-      // clusters of 2 was 5-6% faster from about 7 waves of tiles and 4-6% slower at 2.
-      if (c.cluster_m > 1 && tiles < 4LL * sms) continue;
       const long long waves = (tiles + sms - 1) / sms;
       const double cost = double(waves) * c.tile_m * c.tile_n / c.efficiency_pct;
       if (i == 0 || cost < best_cost) {

@@ -102,6 +102,36 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtens
       : "memory");
 }
 
+// A box of shared memory (laid out as the map's box, here 128-byte swizzled) -> the global tensor
+// at element coordinates (c0, c1), as this thread's next bulk group: the parts of the box past the
+// tensor's bounds are not written. The shared memory must not change until the group has been
+// waited for with bulk_wait_read; the writes that filled it must be ordered before it by
+// fence_proxy_async (every writing thread) and a barrier.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1)
+      : "memory");
+}
+// Closes this thread's bulk stores issued so far into one group.
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most N of this thread's bulk store groups are still reading shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most N of this thread's bulk store groups are incomplete (writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
 // 16 bytes global -> shared, bypassing L1, or 16 zero bytes when `zero` (src is then not read):
 // cp.async's ignore-src predicate, which needs no byte count computed per copy.
 __device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src, bool zero) {

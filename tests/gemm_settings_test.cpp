@@ -79,9 +79,8 @@ TEST(GemmSettings, PinnedFp8PlanTakesTheEntryAndCtas) {
     EXPECT_EQ(plan.config, config);
     EXPECT_EQ(plan.ctas, 7);
   }
-  // 128x128 in clusters of 2 from 4 waves of tiles (4096 x 4096: 1024 tiles), alone below.
-  EXPECT_EQ(kernels::fp8_gemm_plan(p, 132).config, 4);
-  p.m = 1024;  // 256 tiles
+  EXPECT_EQ(kernels::fp8_gemm_plan(p, 132).config, 0);  // 128x128 at large m, no cluster
+  p.m = 1024;
   EXPECT_EQ(kernels::fp8_gemm_plan(p, 132).config, 0);
   p.m = 1;  // decode: the 64x32 tile, twice the CTAs streaming W
   EXPECT_EQ(kernels::fp8_gemm_plan(p, 132).config, 3);
