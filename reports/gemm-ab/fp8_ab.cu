@@ -31,13 +31,13 @@ namespace k = nvdet::kernels;
       std::exit(1);                                                                  \
     }                                                                                \
   } while (0)
-#define LT(x)                                                               \
-  do {                                                                      \
-    cublasStatus_t s_ = (x);                                                \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                      \
+#define LT(x)                                                                    \
+  do {                                                                           \
+    cublasStatus_t s_ = (x);                                                     \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
       std::printf("cuBLASLt status %d at %s:%d\n", int(s_), __FILE__, __LINE__); \
-      std::exit(1);                                                         \
-    }                                                                       \
+      std::exit(1);                                                              \
+    }                                                                            \
   } while (0)
 
 __device__ unsigned mix(unsigned x) {
@@ -233,8 +233,8 @@ int main(int argc, char** argv) {
           "m=%d n=%d k=%d %s%s config=%d tile=%dx%d cluster=%d ctas=%d %s nvdet %.2f us (min "
           "%.2f, %.0f TFLOP/s) cublasLt %.2f us (min %.2f) time ratio %.3f hash %016llx\n",
           m, n, kk, group ? "group " : "", fast ? "fast" : "promoted", plan.config, c.tile_m,
-          c.tile_n, cluster, plan.ctas, cold ? "cold" : "hot ", med, lo, tflops, lt_med,
-          lt_lo, lt_ok ? med / lt_med : 0.0, static_cast<unsigned long long>(hash));
+          c.tile_n, cluster, plan.ctas, cold ? "cold" : "hot ", med, lo, tflops, lt_med, lt_lo,
+          lt_ok ? med / lt_med : 0.0, static_cast<unsigned long long>(hash));
     }
     if (desc) cublasLtMatmulDescDestroy(desc);
     if (la) cublasLtMatrixLayoutDestroy(la);
