@@ -2,8 +2,8 @@
 // process: built against one tree's kernels/ by build.sh (HARNESS=fp8), times fp8_gemm_launch and
 // cublasLtMatmul (e4m3 in, bf16 out, one scale per operand, fast accumulation off) like nvdet
 // bench (events around each launch, median after warm-up), hot (operands left in L2) and cold (a
-// 256 MiB write between launches). cuBLASLt writes bf16 itself here: its time is the matmul
-// kernel's alone, not the `cublas` backend's (which adds a pass for the bias and rounding).
+// 256 MiB write between launches). cuBLASLt writes bf16 itself, as the `cublas` backend calls it
+// without a bias: its time is the matmul kernel's alone.
 // Each line ends with a hash of nvdet's output bytes, so that builds can be checked for equal bits.
 //
 // Usage: fp8_ab [config=N] [ctas=N] [group] [fast] [nolt] m,n,k ...
