@@ -19,18 +19,11 @@
 #include <cstring>
 #include <vector>
 
+#include "ab_timing.cuh"
 #include "kernels/gemm_fp8.cuh"
 
 namespace k = nvdet::kernels;
 
-#define CK(x)                                                                        \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) {                                                         \
-      std::printf("CUDA %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
 #define LT(x)                                                                    \
   do {                                                                           \
     cublasStatus_t s_ = (x);                                                     \
@@ -59,40 +52,6 @@ __global__ void fill_scales(float* p, size_t n, unsigned seed) {
        i += size_t(gridDim.x) * blockDim.x)
     p[i] = 0.001f + (mix(unsigned(i) ^ seed) % 1000) * 1e-5f;
 }
-__global__ void scrub(float* p, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    p[i] = float(i);
-}
-
-// Median and minimum of `reps` timed runs of `launch` after `warm` untimed ones.
-template <class F>
-void time_it(F launch, cudaStream_t s, bool cold, float* scrub_buf, size_t scrub_n, float* med,
-             float* lo) {
-  const int warm = 10, reps = 50;
-  for (int i = 0; i < warm; ++i) launch();
-  CK(cudaStreamSynchronize(s));
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int i = 0; i < reps; ++i) {
-    if (cold) scrub<<<1024, 256, 0, s>>>(scrub_buf, scrub_n);
-    CK(cudaEventRecord(ev[2 * i], s));
-    launch();
-    CK(cudaEventRecord(ev[2 * i + 1], s));
-  }
-  CK(cudaStreamSynchronize(s));
-  std::vector<float> us(reps);
-  for (int i = 0; i < reps; ++i) {
-    float ms;
-    CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-    us[i] = 1000 * ms;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(us.begin(), us.end());
-  *med = us[reps / 2];
-  *lo = us[0];
-}
-
 // The entry's cluster size; trees from before the cluster entries have no cluster_m.
 template <class Config>
 int cluster_of(const Config& c) {
@@ -225,9 +184,10 @@ int main(int argc, char** argv) {
     const k::Fp8GemmConfig& c = k::kFp8GemmConfigs[plan.config];
     const int cluster = cluster_of(c);
     for (int cold = 0; cold < 2; ++cold) {
-      float med, lo, lt_med = 0, lt_lo = 0;
-      time_it(run_nvdet, s, cold, scrub_buf, scrub_n, &med, &lo);
-      if (lt_ok) time_it(run_lt, s, cold, scrub_buf, scrub_n, &lt_med, &lt_lo);
+      const LaunchTimes t = time_launches(run_nvdet, s, cold, scrub_buf, scrub_n, 10, 50);
+      const LaunchTimes l =
+          lt_ok ? time_launches(run_lt, s, cold, scrub_buf, scrub_n, 10, 50) : LaunchTimes{0, 0};
+      const float med = t.median_us, lo = t.min_us, lt_med = l.median_us, lt_lo = l.min_us;
       const double tflops = 2.0 * m * n * kk / (med * 1e-6) / 1e12;
       std::printf(
           "m=%d n=%d k=%d %s%s config=%d tile=%dx%d cluster=%d ctas=%d %s nvdet %.2f us (min "

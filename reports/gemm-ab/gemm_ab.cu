@@ -11,19 +11,11 @@
 #include <cstring>
 #include <vector>
 
+#include "ab_timing.cuh"
 #include "kernels/gemm_invariant.cuh"
 #ifndef NS
 #define NS nvdet::kernels
 #endif
-#define CK(x)                                                                        \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) {                                                         \
-      std::printf("CUDA %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
-
 __global__ void fill(__nv_bfloat16* p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -34,12 +26,6 @@ __global__ void fill(__nv_bfloat16* p, size_t n, unsigned seed) {
     p[i] = __float2bfloat16((int(x & 0xFFFF) - 32768) / 65536.0f);
   }
 }
-__global__ void scrub(float* p, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    p[i] = float(i);
-}
-
 int main(int argc, char** argv) {
   int config = -1, first = 1;
   if (argc > 1 && std::strchr(argv[1], ',') == nullptr) {
@@ -83,31 +69,13 @@ int main(int argc, char** argv) {
     void* ws = nullptr;
     if (plan.workspace_bytes) CK(cudaMalloc(&ws, plan.workspace_bytes));
     for (int cold = 0; cold < 2; ++cold) {
-      const int warm = 20, reps = 100;
-      for (int i = 0; i < warm; ++i)
-        CK(NS::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, s));
-      CK(cudaStreamSynchronize(s));
-      std::vector<cudaEvent_t> ev(2 * reps);
-      for (auto& e : ev) CK(cudaEventCreate(&e));
-      for (int i = 0; i < reps; ++i) {
-        if (cold) scrub<<<1024, 256, 0, s>>>(scrub_buf, scrub_n);
-        CK(cudaEventRecord(ev[2 * i], s));
-        CK(NS::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, s));
-        CK(cudaEventRecord(ev[2 * i + 1], s));
-      }
-      CK(cudaStreamSynchronize(s));
-      std::vector<float> us(reps);
-      for (int i = 0; i < reps; ++i) {
-        float ms;
-        CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-        us[i] = 1000 * ms;
-      }
-      for (auto& e : ev) cudaEventDestroy(e);
-      std::sort(us.begin(), us.end());
+      const LaunchTimes t = time_launches(
+          [&] { CK(NS::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, s)); }, s, cold,
+          scrub_buf, scrub_n, 20, 100);
       std::printf(
           "m=%d n=%d k=%d config=%d ctas=%d tile=%dx%d stages=%d %s median %.2f us min %.2f\n", m,
           n, k, plan.config, plan.ctas, plan.tile_m, plan.tile_n, plan.stages,
-          cold ? "cold" : "hot ", us[reps / 2], us[0]);
+          cold ? "cold" : "hot ", t.median_us, t.min_us);
     }
     cudaFree(A);
     cudaFree(W);
