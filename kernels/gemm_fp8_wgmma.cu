@@ -327,7 +327,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
-  const uint32_t out_stage = tiles + STAGES * S::kStageBytes;  // 1024-aligned: stages are
+  // The staging buffer follows the ring: 1024-aligned, as every stage is a multiple of 1024 bytes.
+  const uint32_t out_stage = tiles + STAGES * S::kStageBytes;
   const uint32_t bars = out_stage + CONSUMERS * S::kOutConsumerBytes;
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (STAGES + s); };

@@ -5,11 +5,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "ab_timing.cuh"
 #include "kernels/gemm_invariant.cuh"
