@@ -259,16 +259,6 @@ __device__ __forceinline__ void promote(const Fp8KernelParams& kp, float (&acc)[
   }
 }
 
-// A shared-memory descriptor moved on by `units` x 16 bytes: its start-address field (bits 0-13,
-// the address >> 4) takes the sum without a carry, as shared-memory addresses stay below 2^18.
-// Only the low word is added to: the consumers' loop builds every descriptor this way, from slot
-// 0's, rather than encoding each one anew (the encoding's masks and shifts were about a third of
-// the loop's instructions, and the loop is issue-bound: ncu, H100).
-__device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t units) {
-  const uint32_t lo = static_cast<uint32_t>(desc) + units;
-  return (desc & 0xFFFFFFFF00000000ull) | lo;
-}
-
 // One K group's four wgmma m64nNk32 into d, k ascending (32 bytes of K: 2 address units each),
 // committed as one group and left running: the first from zero when `from_zero` (a promoted
 // group's partial), else all adding to d (fast accumulation).
@@ -284,20 +274,6 @@ __device__ __forceinline__ void issue_group_mma(float (&d)[R], uint64_t desc_a, 
   }
   wgmma_commit();
 }
-
-// A place in the mbarrier ring: the slot, and the parity of the slot's current fill (a pass over
-// the ring flips it), advanced without dividing by STAGES.
-template <int STAGES>
-struct RingCursor {
-  int slot = 0;
-  uint32_t phase = 0;
-  __device__ __forceinline__ void advance() {
-    if (++slot == STAGES) {
-      slot = 0;
-      phase ^= 1u;
-    }
-  }
-};
 
 // Waits until at most PENDING committed wgmma groups are still running, then pins d's registers
 // after the wait (d: the registers the finished group wrote).

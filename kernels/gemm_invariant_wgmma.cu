@@ -299,7 +299,18 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     }
   } else {
     if constexpr (MIN_BLOCKS == 1) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int wg = warpgroup - 1;  // consumer index: rows [wg * 64, wg * 64 + 64) of the tile
+    // Consumer index: rows [wg * 64, wg * 64 + 64) of the tile. Read through a shuffle so that the
+    // compiler sees it warp-uniform and keeps the descriptors built from it in uniform registers.
+    const int wg = __shfl_sync(0xffffffffu, warpgroup - 1, 0);
+    // Slot 0's descriptors of this consumer's rows of A and of W; the k loop adds offsets.
+    const uint64_t desc_a0 = smem_desc(stage_a(0, 0) + wg * 64 * 128);
+    const uint64_t desc_w0 = smem_desc(stage_w(0, 0));
+    RingCursor<S::kStages> ring;  // the slot of stage t
+    // The slot `back` stages before the cursor's (back <= IN_FLIGHT < kStages).
+    auto slot_back = [&](int back) {
+      const int s = ring.slot - back;
+      return s < 0 ? s + S::kStages : s;
+    };
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     // Hands ring slot s back: to this CTA's producer, and with clusters to every producer that
     // writes into it.
@@ -317,17 +328,21 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       float acc[S::kAccRegs];
       zero_accumulators(acc);
       const int first_t = t;
-      for (int ks = 0; ks < k_stages; ++ks, ++t) {
-        const int s = t % S::kStages;
-        mbar_wait(full_bar(s), (t / S::kStages) & 1);
+      for (int ks = 0; ks < k_stages; ++ks, ++t, ring.advance()) {
+        mbar_wait(full_bar(ring.slot), ring.phase);
         fence_operands(acc);
         wgmma_fence();
+        // Descriptors by offset from slot 0's (16-byte units): the stage, the sub-tile, 32 bytes
+        // of K a step.
+        const uint32_t units = static_cast<uint32_t>(ring.slot) * (S::kStageBytes >> 4);
 #pragma unroll
         for (int sub = 0; sub < KSUB; ++sub) {
 #pragma unroll
           for (int kk = 0; kk < kTileK / 16; ++kk) {
-            const uint64_t da = smem_desc(stage_a(s, sub) + wg * 64 * 128 + kk * 32);
-            const uint64_t dw = smem_desc(stage_w(s, sub) + kk * 32);
+            const uint64_t da =
+                desc_advance(desc_a0, units + ((sub * S::kASubBytes + kk * 32) >> 4));
+            const uint64_t dw =
+                desc_advance(desc_w0, units + ((sub * S::kWSubBytes + kk * 32) >> 4));
             Wgmma<TILE_N, T>::mma(acc, da, dw);
           }
         }
@@ -336,12 +351,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
         // One arrival per warp, after the whole warp's wait (wait_group is warp-aligned): the
         // stage is free once every consumer warp has arrived. A per-thread arrival put 128
         // shared-memory atomics on one barrier per consumer and k tile.
-        if (lane == 0 && t - IN_FLIGHT >= first_t) release((t - IN_FLIGHT) % S::kStages);
+        if (lane == 0 && t - IN_FLIGHT >= first_t) release(slot_back(IN_FLIGHT));
       }
       wgmma_wait<0>();
       fence_operands(acc);
       if (lane == 0) {
-        for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) release(q % S::kStages);
+        for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) release(slot_back(t - q));
       }
 
       const int row_base = site.out_row + wg * 64 + warp * 16 + (lane >> 2);

@@ -176,6 +176,30 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
   return smem_desc_sw128(addr, 16, 1024);
 }
 
+// A shared-memory descriptor moved on by `units` x 16 bytes: its start-address field (bits 0-13,
+// the address >> 4) takes the sum without a carry, as shared-memory addresses stay below 2^18.
+// Only the low word is added to: the consumers' loops build every descriptor this way, from slot
+// 0's, rather than encoding each one anew (in the FP8 GEMM the encoding's masks and shifts were
+// about a third of the k loop's instructions, and the loop was issue-bound: ncu, H100).
+__device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t units) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + units;
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
+// A place in the mbarrier ring: the slot, and the parity of the slot's current fill (a pass over
+// the ring flips it), advanced without dividing by STAGES.
+template <int STAGES>
+struct RingCursor {
+  int slot = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++slot == STAGES) {
+      slot = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
 // ---- wgmma ordering -----------------------------------------------------------------------------
 
 __device__ __forceinline__ void wgmma_fence() {
