@@ -90,6 +90,14 @@ struct WgmmaShape {
   // Tiles, then the barriers; +1024 so the tiles can be aligned to the 128B-swizzle atom.
   static constexpr int kSmemBytes =
       kStages * kStageBytes + std::max(2 * kStages * 8, kOverreadBytes) + 1024;
+  // The epilogue's staging for TMA stores (plain launches, 16-bit outputs): each consumer's 64
+  // rows, kStageCols columns at a time (64-column boxes of 128 bytes a row, 128-byte swizzled),
+  // after the barriers where grouped launches keep their group table (+1024: the boxes are
+  // 1024-aligned). Whole 64-row tiles of whole boxes only, one CTA per SM, and only where it fits.
+  static constexpr int kStageCols = TILE_N % 128 == 0 ? 128 : 64;
+  static constexpr int kStagingBytes = CONSUMERS * 64 * kStageCols * 2 + 1024;
+  static constexpr bool kStagedStores =
+      ROWS == 64 * CONSUMERS && TILE_N % 64 == 0 && kSmemBytes + kStagingBytes <= 227 * 1024;
 };
 
 // Grouped launches: every group's first tile and first row, in shared memory
@@ -110,6 +118,55 @@ __device__ __noinline__ void store_edge(const GemmKernelParams& p, int row, int 
                                         float v1) {
   finish_element(p, row, col, v0);
   if (col + 1 < p.n) finish_element(p, row, col + 1, v1);
+}
+
+// Two neighbouring values rounded to a 16-bit output type as store2 rounds them, packed in the
+// order they lie in memory.
+__device__ __forceinline__ uint32_t pack2_as(__nv_bfloat16*, float v0, float v1) {
+  const __nv_bfloat162 h = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+__device__ __forceinline__ uint32_t pack2_as(__half*, float v0, float v1) {
+  const __half2 h = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Columns [first_col, first_col + COLS) of a consumer's 64 rows (accumulator groups j of those
+// columns), + bias and rounded as store_tile does, written into `buffer` as the output map's
+// 64-column boxes read them: 16-byte chunk c of row r at chunk c ^ (r % 8), so that a warp's
+// stores of one column pair fall in 32 different banks. Columns past N read the last bias value
+// (TMA does not store them).
+template <class T, class OutT, int COLS, int R>
+__device__ __forceinline__ void stage_columns(const GemmKernelParams& p, const float (&acc)[R],
+                                              int chunk, int col_base, uint32_t buffer, int warp,
+                                              int lane) {
+  const T* bias = static_cast<const T*>(p.bias);
+  constexpr int kGroups = COLS / 8;  // accumulator column groups in the chunk
+  float b[kGroups][2];
+#pragma unroll
+  for (int jj = 0; jj < kGroups; ++jj) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int col = min(col_base + 8 * (chunk * kGroups + jj) + e, p.n - 1);
+      b[jj][e] = bias ? static_cast<float>(bias[col]) : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int jj = 0; jj < kGroups; ++jj) {
+    const int j = chunk * kGroups + jj;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp * 16 + (lane >> 2) + 8 * h;  // row within the consumer's 64
+      float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      if (bias) {
+        v0 = __fadd_rn(v0, b[jj][0]);
+        v1 = __fadd_rn(v1, b[jj][1]);
+      }
+      const uint32_t at = buffer + (jj / 8) * 64 * 128 + r * 128 + (((jj % 8) ^ (r % 8)) << 4) +
+                          ((lane & 3) << 2);
+      st_shared_u32(at, pack2_as(static_cast<OutT*>(nullptr), v0, v1));
+    }
+  }
 }
 
 // The tile's epilogue, for one output type: per element + bias (in T, the input type) in fp32,
@@ -204,6 +261,8 @@ template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, 
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w,
+                      // The output as 64 x 64 boxes (128-byte swizzle), where p.staged_out.
+                      const __grid_constant__ CUtensorMap map_out,
                       // __grid_constant__: store_edge takes p by reference, and a plain by-value
                       // parameter is then copied to local memory, whose loads the compiler cannot
                       // prove warp-uniform; the loop bounds and stage addresses read from it then
@@ -363,6 +422,43 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       const int col_base = site.col + ((lane & 3) << 1);
       // A short tile (ROWS < 64) stores its own rows only: the wgmma's others read no A row.
       const int row_end = min(site.row_end, site.out_row + S::kTileM);
+      if constexpr (S::kStagedStores) {
+        if (p.staged_out) {
+          // This consumer's rows through its staging buffer, kStageCols columns at a time: the
+          // previous TMA stores must have read the buffer (one thread issues them and waits),
+          // every thread writes its values and orders them before the async proxy, and one
+          // thread stores the boxes; the last chunk's writes are not waited for (the next tile's
+          // main loop overlaps them). Plain launches only: TMA clips the boxes at M and N.
+          const uint32_t buffer =
+              ((bars + 2 * 8 * S::kStages + 1023) & ~1023u) + wg * 64 * S::kStageCols * 2;
+          const bool issuer = warp == 0 && lane == 0;
+#pragma unroll
+          for (int chunk = 0; chunk < S::kTileN / S::kStageCols; ++chunk) {
+            if (issuer) bulk_wait_read<0>();
+            __syncwarp();  // the barrier is warp-aligned
+            named_barrier(1 + wg, 128);
+            if (p.out_type == static_cast<int>(GemmType::kBF16)) {
+              stage_columns<T, __nv_bfloat16, S::kStageCols>(p, acc, chunk, col_base, buffer,
+                                                             warp, lane);
+            } else {
+              stage_columns<T, __half, S::kStageCols>(p, acc, chunk, col_base, buffer, warp,
+                                                      lane);
+            }
+            fence_proxy_async();
+            named_barrier(1 + wg, 128);
+            if (issuer) {
+#pragma unroll
+              for (int box = 0; box < S::kStageCols / 64; ++box) {
+                tma_store_2d(&map_out, buffer + box * 64 * 128,
+                             site.col + chunk * S::kStageCols + 64 * box,
+                             site.out_row + wg * 64);
+              }
+              bulk_commit();
+            }
+          }
+          continue;
+        }
+      }
       if (p.out_type == static_cast<int>(GemmType::kBF16)) {
         store_tile<T, __nv_bfloat16>(p, acc, row_base, col_base, row_end);
       } else if (p.out_type == static_cast<int>(GemmType::kFP16)) {
@@ -372,6 +468,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
       }
     }
   }
+  // The last TMA stores read this CTA's shared memory: they finish before it exits.
+  if (S::kStagedStores && p.staged_out && threadIdx.x % 128 == 0) bulk_wait<0>();
   // Other CTAs of the cluster may still arrive on this CTA's empty barriers: none exits first.
   if constexpr (CLUSTER > 1) cluster_sync();
 #else
@@ -398,8 +496,11 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
                 "an sm_90 CTA's shared memory");
   auto kernel =
       wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T, ROWS>;
+  // The tail after the barriers: the group table (grouped launches) or the staging (plain
+  // launches that stage their stores), never both.
+  constexpr int kTailBytes = std::max(kGroupTableBytes, S::kStagedStores ? S::kStagingBytes : 0);
   static const cudaError_t attr = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes + kGroupTableBytes);
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes + kTailBytes);
   if (attr != cudaSuccess) return attr;
   if (CLUSTER > 1 && p.groups > 0) return cudaErrorInvalidValue;  // plain launches only
   // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
@@ -420,6 +521,17 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   }
   GemmKernelParams q = p;
   q.a_box_rows = a_box_rows;
+  // TMA stores of the tile: plain launches of 16-bit outputs whose rows are 16-byte aligned.
+  CUtensorMap map_out{};
+  const bool out16 = p.out_type == static_cast<int>(GemmType::kBF16) ||
+                     p.out_type == static_cast<int>(GemmType::kFP16);
+  q.staged_out = S::kStagedStores && !grouped && out16 && (p.ldo * 2) % 16 == 0 &&
+                 reinterpret_cast<uintptr_t>(p.out) % 16 == 0 &&
+                 make_map(&map_out, p.out, p.m, p.n, p.ldo, 64,
+                          p.out_type == static_cast<int>(GemmType::kBF16)
+                              ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+  const int tail = grouped ? kGroupTableBytes : (q.staged_out ? S::kStagingBytes : 0);
   q.m_tiles = (p.m + S::kTileM - 1) / S::kTileM;
   q.n_tiles = (p.n + S::kTileN - 1) / S::kTileN;
   // Grouped: at most every row's block plus one partial block per group.
@@ -428,14 +540,13 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   if (total > INT32_MAX) return cudaErrorInvalidValue;
   if constexpr (CLUSTER == 1) {
     const int grid = static_cast<int>(total < ctas ? total : ctas);
-    const int smem = S::kSmemBytes + (grouped ? kGroupTableBytes : 0);
-    kernel<<<grid, S::kThreads, smem, stream>>>(map_a, map_w, q);
+    kernel<<<grid, S::kThreads, S::kSmemBytes + tail, stream>>>(map_a, map_w, map_out, q);
     return cudaGetLastError();
   } else {
     // Whole clusters: no more than the groups of CLUSTER row tiles, the CTAs asked for, or the
     // clusters the device holds at once.
-    static const int resident =
-        max_active_clusters(kernel, CLUSTER, S::kThreads, S::kSmemBytes);
+    static const int resident = max_active_clusters(
+        kernel, CLUSTER, S::kThreads, S::kSmemBytes + (S::kStagedStores ? S::kStagingBytes : 0));
     if (resident <= 0) return cudaErrorInvalidConfiguration;
     const long long groups_of_tiles =
         static_cast<long long>((q.m_tiles + CLUSTER - 1) / CLUSTER) * q.n_tiles;
@@ -443,8 +554,8 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
         std::max(1LL, std::min({groups_of_tiles, static_cast<long long>(ctas / CLUSTER),
                                 static_cast<long long>(resident)}));
     const ClusterLaunch launch(static_cast<int>(clusters * CLUSTER), CLUSTER, S::kThreads,
-                               S::kSmemBytes, stream);
-    return cudaLaunchKernelEx(&launch.cfg, kernel, map_a, map_w, q);
+                               S::kSmemBytes + tail, stream);
+    return cudaLaunchKernelEx(&launch.cfg, kernel, map_a, map_w, map_out, q);
   }
 }
 
