@@ -77,16 +77,19 @@ struct GemmWgmmaConfig {
 };
 inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {128, 256, 4, 1, 100},  // 192 KiB of stages; large M
-    {128, 128, 6, 1, 80},   // 192 KiB
+    {128, 128, 6, 1, 88},   // 192 KiB
     {128, 64, 4, 2, 70},    // 96 KiB, two CTAs per SM
     {64, 128, 8, 1, 70},    // 192 KiB
     {64, 64, 12, 1, 55},    // 192 KiB; decode sizes: many CTAs streaming W, deep prefetch
     {64, 32, 16, 1, 40},    // 192 KiB
-    // Widths that fill the last wave where 256 leaves it part empty, on 132 SMs at M = 1024: 224
-    // for N = 14336 (512 tiles, the fourth wave 88% full, against 448 tiles and 39%), 192 for
-    // N = 6144 (256 tiles, the second wave 94% full, against 192 tiles and 45%). Each k step
+    // Widths that fill the last wave where 256 leaves it part empty, on 132 SMs at M = 1024: 192
+    // for N = 6144 (256 tiles, the second wave 94% full, against 192 tiles and 45%); 224 was
+    // meant for N = 14336 (512 tiles, the fourth wave 88% full), but since the epilogue stores
+    // through shared memory 128x128 tiles are faster there (H100, 14336 x 4096 at M = 1024:
+    // 162.9 us against 176.1 for 128x224, 166.7 for 128x192 and 174.9 for 128x256), so the
+    // efficiencies of entries 1 and 6 were set from that run. Each k step of a narrower tile
     // reads a little more shared memory per FLOP than 256 does (efficiency below it).
-    {128, 224, 5, 1, 97},   // 220 KiB
+    {128, 224, 5, 1, 85},   // 220 KiB
     {128, 192, 5, 1, 94},   // 200 KiB
     // Pairs of CTAs sharing W by multicast (half the L2-to-SM traffic of W). Timed on an H200:
     // no faster at large m (4096 x 4096 at m = 8192, 14336 x 4096 at m = 1024), so W's traffic
