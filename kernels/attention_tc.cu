@@ -55,8 +55,10 @@ struct TcShape {
   static constexpr int kSmemLimit = 227 * 1024;
   static constexpr int kBarBytes = 256;
   static constexpr int kOffBytes = 2 * kKeys * 8;
+  static constexpr int kFlagBytes = 4 * kRows;  // per token of an item: fold it here (0/1)
   static constexpr int ring_slots(int q_bufs) {
-    const int n = (kSmemLimit - q_bufs * kQBytes - kRunBytes - kBarBytes - kOffBytes) / kTileBytes;
+    const int n = (kSmemLimit - q_bufs * kQBytes - kRunBytes - kBarBytes - kOffBytes - kFlagBytes) /
+                  kTileBytes;
     return n > 8 ? 8 : n;
   }
   // A second Q buffer where it costs no ring slot (one warpgroup, head_dim <= 128): the producer
@@ -66,7 +68,7 @@ struct TcShape {
   static constexpr int kNbUsed = ring_slots(kQBufs);
   static_assert(kNbUsed >= 4, "shared memory for at least 4 ring buffers");
   static constexpr int kSmemBytes =
-      kQBufs * kQBytes + kNbUsed * kTileBytes + kRunBytes + kOffBytes + kBarBytes;
+      kQBufs * kQBytes + kNbUsed * kTileBytes + kRunBytes + kOffBytes + kFlagBytes + kBarBytes;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);
 };
 
@@ -121,6 +123,95 @@ __device__ __forceinline__ int split_hi(int j, int s, int last_pos) {
   return min((j + 1) * s, last_pos + 1);
 }
 
+// Stores out[i] = v for the output's dtype.
+__device__ __forceinline__ void store_out(const TcAttentionParams& p, int64_t i, float v) {
+  if (p.out_dtype == ElemType::kBF16) {
+    static_cast<__nv_bfloat16*>(p.out)[i] = from_float<__nv_bfloat16>(v);
+  } else if (p.out_dtype == ElemType::kFP16) {
+    static_cast<__half*>(p.out)[i] = from_float<__half>(v);
+  } else {
+    static_cast<float*>(p.out)[i] = v;
+  }
+}
+
+// The merge of one split-parallel token row of KV head kvh inside the attention kernel, by the
+// CTA that wrote its last split: for each of the group's heads and each element, splits
+// 0 .. pos / S folded in ascending order with the plan's fold, then O / L rounded once (the merge
+// kernel's arithmetic, element for element). The splits' states are staged in shared memory a
+// chunk at a time (cp.async through L2: other SMs wrote them during this grid; no registers held
+// while they are in flight), then each thread folds up to two quads of four consecutive elements
+// of one head, one (m, l) pair serving four folds. `stage` is the running-state region, which a
+// partial item does not use; the host takes this path only where group * HD <= 8 * THREADS
+// (attention_tc_fold_in_kernel).
+template <int HD, int THREADS, int STAGE_FLOATS>
+__device__ __forceinline__ void fold_row_in_cta(const TcAttentionParams& p, int token_row, int pos,
+                                                int kvh, int group, int thread, float* stage,
+                                                uint32_t stage_addr) {
+  const int splits = pos / p.split_size + 1;
+  const int64_t first = p.row_slot[token_row];
+  const float c = p.scale * kLog2e;
+  const int row_floats = group * HD;  // one split's O for the group's heads (consecutive heads)
+  const int quads = row_floats / 4;
+  const int chunk = STAGE_FLOATS / (row_floats + 2 * group);
+  float2* const ml_stage = reinterpret_cast<float2*>(stage + chunk * row_floats);
+  const float* const o_src = p.partial_o + (first * p.num_heads + kvh * group) * HD;
+  const float2* const ml_src =
+      reinterpret_cast<const float2*>(p.partial_ml) + first * p.num_heads + kvh * group;
+  const int64_t o_step = static_cast<int64_t>(p.num_heads) * HD;  // one split further
+  float run_m[2], run_l[2], run_o[2][4];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    run_m[k] = -INFINITY;
+    run_l[k] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) run_o[k][e] = 0.0f;
+  }
+  for (int j0 = 0; j0 < splits; j0 += chunk) {
+    const int n = min(chunk, splits - j0);
+    for (int i = thread; i < n * quads; i += THREADS) {
+      const int u = i / quads;
+      cp_async16_or_zero(stage_addr + 16 * i, o_src + (j0 + u) * o_step + 4 * (i - u * quads),
+                         false);
+    }
+    for (int i = thread; i < n * group; i += THREADS) {
+      const int u = i / group;
+      ml_stage[i] = __ldcg(ml_src + static_cast<int64_t>(j0 + u) * p.num_heads + (i - u * group));
+    }
+    cp_async_wait_all();
+    named_barrier(2, THREADS);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int q = thread + k * THREADS;
+      if (q < quads) {
+        const int g = q / (HD / 4);
+        for (int u = 0; u < n; ++u) {
+          const float2 ml = ml_stage[u * group + g];
+          const float4 o = *reinterpret_cast<const float4*>(stage + u * row_floats + 4 * q);
+          const TcFoldWeights w = tc_fold_weights(run_m[k], ml.x, c);
+          run_l[k] = tc_fold_value(run_l[k], ml.y, w);
+          run_o[k][0] = tc_fold_value(run_o[k][0], o.x, w);
+          run_o[k][1] = tc_fold_value(run_o[k][1], o.y, w);
+          run_o[k][2] = tc_fold_value(run_o[k][2], o.z, w);
+          run_o[k][3] = tc_fold_value(run_o[k][3], o.w, w);
+          run_m[k] = w.m;
+        }
+      }
+    }
+    named_barrier(2, THREADS);  // the stage is read before the next chunk lands
+  }
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int q = thread + k * THREADS;
+    if (q < quads) {
+      const int head = kvh * group + q / (HD / 4);
+      const int64_t oi =
+          (static_cast<int64_t>(token_row) * p.num_heads + head) * HD + 4 * (q % (HD / 4));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) store_out(p, oi + e, __fdiv_rn(run_o[k][e], run_l[k]));
+    }
+  }
+}
+
 #endif  // NVDET_SM90A_DEVICE
 
 template <class T, int HD, int CONSUMERS>
@@ -136,7 +227,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   const uint32_t ring = base + S::kQBufs * S::kQBytes;
   const uint32_t run_smem = ring + kNb * S::kTileBytes;
   const uint32_t off_smem = run_smem + S::kRunBytes;
-  const uint32_t bars = off_smem + S::kOffBytes;
+  const uint32_t flag_smem = off_smem + S::kOffBytes;
+  const uint32_t bars = flag_smem + S::kFlagBytes;
   auto q_smem = [&](int b) { return base + b * S::kQBytes; };
   auto q_full = [&](int b) { return bars + 8 * b; };
   auto q_empty = [&](int b) { return bars + 16 + 8 * b; };
@@ -146,6 +238,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   // Generic pointers to the parts the threads read and write with ordinary instructions.
   float* const run_o = reinterpret_cast<float*>(smem_raw + (run_smem - base));
   int64_t* const key_off = reinterpret_cast<int64_t*>(smem_raw + (off_smem - base));
+  int* const fold_here = reinterpret_cast<int*>(smem_raw + (flag_smem - base));
 
   const int group = p.num_heads / p.num_kv_heads;
   const int num_items = p.num_units * p.num_kv_heads;
@@ -438,6 +531,37 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
       }
+      if (it.u.partial && p.merge_count != nullptr) {
+        // ---- the fold by the last CTA of each row: this item's states are published (fence,
+        // then the consumers' barrier), each of its tokens counts one more split written, and
+        // the item that writes a token's last split folds the token's splits in ascending order.
+        const int ctid = threadIdx.x - 128;
+        constexpr int kConsumerThreads = 128 * CONSUMERS;
+        __threadfence();
+        named_barrier(2, kConsumerThreads);
+        if (ctid < it.u.num_tokens) {
+          const int token_pos = it.u.first_pos + ctid;
+          int last = 0;
+          if (token_pos >= split_lo(it.u.split_begin, p.split_size)) {
+            int* const count =
+                p.merge_count + static_cast<int64_t>(it.u.q_row + ctid) * p.num_kv_heads + it.kvh;
+            if (atomicAdd(count, 1) == token_pos / p.split_size) {
+              atomicExch(count, 0);  // every split written: zero again for the next launch
+              last = 1;
+            }
+          }
+          fold_here[ctid] = last;
+        }
+        __threadfence();  // the other CTAs' states, published before their counts, are read after
+        named_barrier(2, kConsumerThreads);
+        for (int token = 0; token < it.u.num_tokens; ++token) {
+          if (fold_here[token]) {
+            fold_row_in_cta<HD, kConsumerThreads, S::kRunBytes / 4>(
+                p, it.u.q_row + token, it.u.first_pos + token, it.kvh, group, ctid, run_o,
+                run_smem);
+          }
+        }
+      }
       if (!it.u.partial) {
         // ---- out = O / L, rounded once
 #pragma unroll
@@ -606,6 +730,10 @@ bool attention_tc_supported(ElemType dtype, int head_dim, int group) {
          group >= 1 && group <= 64;
 }
 
+bool attention_tc_fold_in_kernel(int head_dim, int group, int consumers) {
+  return group * head_dim <= 8 * 128 * consumers;
+}
+
 bool attention_tc_consumers_supported(int head_dim, int consumers) {
   return consumers == 1 || (consumers == 2 && head_dim <= 128);
 }
@@ -644,7 +772,7 @@ cudaError_t launch_attention_tc(const TcAttentionParams& p, cudaStream_t stream)
   cudaError_t st = cudaErrorInvalidValue;
   if (p.dtype == ElemType::kBF16) st = launch_typed<__nv_bfloat16>(p, stream);
   if (p.dtype == ElemType::kFP16) st = launch_typed<__half>(p, stream);
-  if (st != cudaSuccess || p.num_merge_rows == 0) return st;
+  if (st != cudaSuccess || p.num_merge_rows == 0 || p.merge_count != nullptr) return st;
   return launch_merge(p, stream);
 }
 

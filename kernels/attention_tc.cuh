@@ -87,6 +87,11 @@ struct TcAttentionParams {
   // the attention CTAs run, held in griddepcontrol.wait), or as a plain launch after it. The same
   // reads and folds either way.
   bool dependent_merge = true;
+  // Non-null: no merge kernel; the CTA that writes the last of a split-parallel row's splits
+  // folds that row (the merge kernel's reads and folds, in the same order). One counter per
+  // (token row, KV head) counts the splits written; it must read zero before the launch, and the
+  // folding CTA sets it back to zero, so a buffer zeroed once serves every later launch.
+  int32_t* merge_count = nullptr;  // device, [rows * num_kv_heads]
 };
 
 // The plan's key-tile width for a head_dim (0 when the kernels do not take it).
@@ -97,6 +102,9 @@ inline int attention_tc_block_rows(int consumers) { return 64 * consumers; }
 // (1..64 query heads per KV head), and with which warpgroup counts (head_dim 256: 1 only).
 bool attention_tc_supported(ElemType dtype, int head_dim, int group);
 bool attention_tc_consumers_supported(int head_dim, int consumers);
+// Whether the CTA that writes a split-parallel row's last split can fold the row itself
+// (TcAttentionParams::merge_count): at most two quads of the group's heads a consumer thread.
+bool attention_tc_fold_in_kernel(int head_dim, int group, int consumers);
 // Whether this process can run them: sm_90a code built and a compute capability 9.0 device.
 bool attention_tc_available();
 

@@ -145,6 +145,10 @@ __device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src
 __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Waits until every cp.async this thread issued has landed.
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
 // Orders this thread's view of shared memory written by ordinary stores or cp.async before the
 // async proxy (wgmma operand reads) that it issues next.
 __device__ __forceinline__ void fence_proxy_async() {

@@ -3,7 +3,8 @@
 // query token over kv_len = position + 1), prefilled with the whole prompt, prefilled in a chunk
 // after a prefix (chunk starts at residues 1, 63, 64, 127 and 129 of the 128-key tile), packed
 // beside other sequences or alone; with the tensor-core kernel's CTAs folding the splits
-// themselves or running them in parallel with the merge kernel after, and with one or two
+// themselves or running them in parallel with the merge kernel after (or the last CTA of each
+// row folding it), and with one or two
 // warpgroups of query rows per CTA (NVDET_ATTENTION_TC_*); and unchanged when every KV slot the
 // sequences do not own holds NaN. Shapes: head_dim 64, 128 and 256, bf16 and fp16, GQA groups
 // 1, 3, 4 and 8, page sizes 1, 7, 16 and 32, split sizes 512 (the default) and 200 (a split end
@@ -242,6 +243,50 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
               "split-parallel, merged in split order by a launch after the grid");
     expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, "merge after, chunk");
     expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, "merge after, decode");
+  }
+}
+
+// Split-parallel rows folded by the CTA that writes each row's last split, in place of the merge
+// kernel: the same bits with one warpgroup and two. Its counters must read zero again after every
+// launch (else the next launch folds no row and leaves its output unwritten): another prompt
+// decoded between two runs of the first must match the merge kernel's result for it.
+TEST(GpuAttentionPlan, RowsFoldedByTheirLastCtaGiveTheMergeKernelsBits) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
+  for (const PlanCase& c : kCases) {
+    SCOPED_TRACE(name_of(c));
+    const Prompt p = make_prompt(c, 1500, 21);
+    const Prompt other = make_prompt(c, 1500, 22);
+    const auto ch = chunk(p, c, 1100, 1500);
+    const AttentionDecodeArgs dec = every_token_decoded(p, c);
+    const AttentionDecodeArgs other_dec = every_token_decoded(other, c);
+    const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
+    HostTensor base_prefill, base_chunk, base_decode, base_other;
+    {
+      const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
+      base_prefill = b->run(whole(p, c), nullptr);
+      base_chunk = b->run(ch->args, nullptr);
+      base_decode = b->run(dec, nullptr);
+      base_other = b->run(other_dec, nullptr);
+    }
+    const bool folds = (c.heads / c.kv_heads) * c.head_dim <= 1024;  // one warpgroup's limit
+    const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "last");
+    for (const char* consumers : {"1", "2"}) {
+      const ScopedEnv w("NVDET_ATTENTION_TC_CONSUMERS", consumers);
+      const std::string what = std::string("folded by the last CTA x") + consumers;
+      RunNotes notes;
+      expect_same_rows(b->run(dec, &notes), 0, base_decode, p.len, what + " decode");
+      if (folds) {
+        EXPECT_EQ(notes["splits_run"],
+                  "split-parallel, folded in split order by each row's last CTA")
+            << what;
+      }
+      expect_same_rows(b->run(other_dec, nullptr), 0, base_other, other.len,
+                       what + " other decode");
+      expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, what + " decode again");
+      expect_same_rows(b->run(whole(p, c), nullptr), 0, base_prefill, p.len, what + " prefill");
+      expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, what + " chunk");
+    }
   }
 }
 

@@ -10,10 +10,11 @@
 //   NVDET_ATTENTION_TC_SCHEDULE=stride|balanced  the CTAs' items in stride order, or in lists
 //                                             balanced by their tiles (default: lists where the
 //                                             stride order would finish over 3% later)
-//   NVDET_ATTENTION_TC_MERGE=dependent|after  the split-parallel merge as the attention grid's
-//                                             programmatic dependent, or launched after it
-//                                             (default: dependent where no merged row has over
-//                                             8 splits)
+//   NVDET_ATTENTION_TC_MERGE=dependent|after|last  the split-parallel merge as the attention
+//                                             grid's programmatic dependent, or launched after it
+//                                             (default: dependent where no merged row has over 8
+//                                             splits), or folded inside the attention kernel by
+//                                             the CTA that writes a row's last split
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
@@ -21,7 +22,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,26 +80,31 @@ TcSchedule schedule_setting() {
                     std::string(v) + "'");
 }
 
-// Merged rows of at most this many splits take the merge as a programmatic dependent launch.
-// Measured on an H100 (decode-kv-sweep, bf16, 32/8 heads of 128, splits of 512, two runs each):
-// with 2 and 8 splits a row (KV 1000 and 4096, batch 1 and 8) the dependent launch saved
-// 0.7-1.3 us; with 64 splits (KV 32768) it cost 6 us at batch 1 (70 us against 64) and 4 us at
-// batch 8, for reasons not yet found (the waiting merge blocks sit beside the attention CTAs for
-// the whole grid). 16-32 splits are unmeasured.
+// How split-parallel rows are merged. By default the merge kernel: as the attention grid's
+// programmatic dependent where no row has over 8 splits (on an H100, with 2 and 8 splits a row it
+// saved 0.7-1.3 us against a launch after the grid; with 64 it cost 4-6 us, the waiting merge
+// blocks sitting beside the attention CTAs for the whole grid), else launched after the grid.
+// kLast, only when asked for and where the kernel can (attention_tc_fold_in_kernel): inside the
+// attention kernel, by the CTA that writes a row's last split. It saves the second launch but
+// makes every split-parallel item publish its states and count them before the consumers go on
+// (two fences and an atomic round trip an item): on an H100
+// (reports/h100/attention-fold-2026-12-06) 1 us faster at KV 32768 batch 1, 1.41x slower at KV
+// 32768 batch 8, and prefill chunks of 64-256 tokens lost up to two thirds of their throughput.
+enum class TcMerge { kLast, kDependent, kAfter };
 constexpr int kDependentMergeMaxSplits = 8;
 
-// Whether the merge kernel is launched as the attention grid's programmatic dependent.
-bool dependent_merge_setting(std::span<const int32_t> merge_pos, int split_size) {
+TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool fold_in_kernel) {
   const std::string_view v = env("NVDET_ATTENTION_TC_MERGE");
-  if (v.empty() || v == "auto") {
-    int32_t last = 0;
-    for (int32_t pos : merge_pos) last = std::max(last, pos);
-    return last / split_size + 1 <= kDependentMergeMaxSplits;
+  if (v == "dependent") return TcMerge::kDependent;
+  if (v == "after") return TcMerge::kAfter;
+  if (!v.empty() && v != "auto" && v != "last") {
+    throw_input_error("NVDET_ATTENTION_TC_MERGE must be auto, last, dependent or after, got '" +
+                      std::string(v) + "'");
   }
-  if (v == "dependent") return true;
-  if (v == "after") return false;
-  throw_input_error("NVDET_ATTENTION_TC_MERGE must be auto, dependent or after, got '" +
-                    std::string(v) + "'");
+  if (v == "last" && fold_in_kernel) return TcMerge::kLast;
+  int32_t last = 0;
+  for (int32_t pos : merge_pos) last = std::max(last, pos);
+  return last / split_size + 1 <= kDependentMergeMaxSplits ? TcMerge::kDependent : TcMerge::kAfter;
 }
 
 }  // namespace
@@ -142,6 +147,7 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     return call.owned.back().get();
   };
   kernels::TcAttentionParams p;
+  TcMerge merge = TcMerge::kLast;
   p.dtype = elem_type(c.ops.dtype);
   p.out_dtype = elem_type(c.out_dtype);
   p.q = c.ops.q;
@@ -176,7 +182,12 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     p.merge_pos = static_cast<const int32_t*>(
         put(plan.merge_pos.data(), plan.merge_pos.size() * sizeof(int32_t)));
     p.num_merge_rows = static_cast<int32_t>(plan.merge_rows.size());
-    p.dependent_merge = dependent_merge_setting(plan.merge_pos, c.split_size);
+    merge = merge_setting(plan.merge_pos, c.split_size,
+                          kernels::attention_tc_fold_in_kernel(c.head_dim, group, plan.consumers));
+    p.dependent_merge = merge == TcMerge::kDependent;
+    if (merge == TcMerge::kLast) {
+      p.merge_count = ctx.zeroed_counters(static_cast<size_t>(rows) * c.num_kv_heads);
+    }
     const size_t o_bytes =
         kernels::attention_tc_partial_o_bytes(plan.slots, c.num_heads, c.head_dim);
     const size_t ml_bytes = kernels::attention_tc_partial_ml_bytes(plan.slots, c.num_heads);
@@ -205,9 +216,11 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
                                                         ? " persistent, items in stride order"
                                                         : " persistent, items in balanced lists");
     (*notes)["splits_run"] =
-        !plan.split_parallel ? "fused in each block's CTA"
-        : p.dependent_merge  ? "split-parallel, merged in split order"
-                             : "split-parallel, merged in split order by a launch after the grid";
+        !plan.split_parallel      ? "fused in each block's CTA"
+        : merge == TcMerge::kLast ? "split-parallel, folded in split order by each row's last CTA"
+        : merge == TcMerge::kDependent
+            ? "split-parallel, merged in split order"
+            : "split-parallel, merged in split order by a launch after the grid";
   }
   return call;
 }

@@ -118,6 +118,7 @@ DeviceContext::~DeviceContext() {
     r.contexts.erase(std::remove(r.contexts.begin(), r.contexts.end(), this), r.contexts.end());
   }
   workspace_ = DeviceBuffer();
+  counters_ = DeviceBuffer();
   l2_flush_buffer_ = DeviceBuffer();
   l2_flush_sink_ = DeviceBuffer();
   if (cublas_) cublasDestroy(cublas_);
@@ -221,6 +222,18 @@ void* DeviceContext::workspace(size_t bytes) {
     workspace_ = DeviceBuffer(bytes);
   }
   return workspace_.get();
+}
+
+int32_t* DeviceContext::zeroed_counters(size_t count) {
+  const size_t bytes = std::max<size_t>(count, 1) * sizeof(int32_t);
+  if (counters_.bytes() < bytes) {
+    check(cudaStreamSynchronize(stream_), "growing the counters");
+    counters_ = DeviceBuffer();
+    counters_ = DeviceBuffer(bytes);
+    check(cudaMemsetAsync(counters_.get(), 0, bytes, stream_), "zeroing the counters");
+    check(cudaStreamSynchronize(stream_), "zeroing the counters");
+  }
+  return counters_.as<int32_t>();
 }
 
 void DeviceContext::flush_l2() {

@@ -78,6 +78,9 @@ class DeviceContext {
   DeviceBuffer upload_array(const void* data, size_t bytes);
   // A scratch buffer of at least `bytes`, reused across calls (e.g. split-K partials).
   void* workspace(size_t bytes);
+  // At least `count` int32 counters that read zero: a kernel that takes them leaves them zero
+  // (kernels/attention_tc.cuh, merge_count), so they are zeroed once, when the buffer is made.
+  int32_t* zeroed_counters(size_t count);
   // Enqueues on stream() a read of a buffer twice the L2's size (kernels/l2_flush.cuh), so that
   // the next launch finds none of its operands in L2. The buffer is made on first use.
   void flush_l2();
@@ -103,6 +106,7 @@ class DeviceContext {
   size_t cache_bytes_ = 0;
   size_t cache_budget_ = 0;
   DeviceBuffer workspace_;
+  DeviceBuffer counters_;
   DeviceBuffer l2_flush_buffer_, l2_flush_sink_;
 };
 
