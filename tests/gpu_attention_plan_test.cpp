@@ -4,11 +4,10 @@
 // after a prefix (chunk starts at residues 1, 63, 64, 127 and 129 of the 128-key tile), packed
 // beside other sequences or alone; with the tensor-core kernel's CTAs folding the splits
 // themselves or running them in parallel with the merge kernel after (or the last CTA of each
-// row folding it), and with one or two
-// warpgroups of query rows per CTA (NVDET_ATTENTION_TC_*); and unchanged when every KV slot the
-// sequences do not own holds NaN. Shapes: head_dim 64, 128 and 256, bf16 and fp16, GQA groups
-// 1, 3, 4 and 8, page sizes 1, 7, 16 and 32, split sizes 512 (the default) and 200 (a split end
-// inside a tile).
+// row folding it), and with one or two warpgroups of query rows per CTA (NVDET_ATTENTION_TC_*);
+// and unchanged when every KV slot the sequences do not own holds NaN. Shapes: head_dim 64, 128
+// and 256, bf16 and fp16, GQA groups 1, 3, 4 and 8, page sizes 1, 7, 16 and 32, split sizes 512
+// (the default) and 200 (a split end inside a tile).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -269,7 +268,8 @@ TEST(GpuAttentionPlan, RowsFoldedByTheirLastCtaGiveTheMergeKernelsBits) {
       base_decode = b->run(dec, nullptr);
       base_other = b->run(other_dec, nullptr);
     }
-    const bool folds = (c.heads / c.kv_heads) * c.head_dim <= 1024;  // one warpgroup's limit
+    // attention_tc_fold_in_kernel's limit with one warpgroup: else the merge kernel runs.
+    const bool folds = (c.heads / c.kv_heads) * c.head_dim <= 1024;
     const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "last");
     for (const char* consumers : {"1", "2"}) {
       const ScopedEnv w("NVDET_ATTENTION_TC_CONSUMERS", consumers);

@@ -88,7 +88,7 @@ TcSchedule schedule_setting() {
 // attention kernel, by the CTA that writes a row's last split. It saves the second launch but
 // makes every split-parallel item publish its states and count them before the consumers go on
 // (two fences and an atomic round trip an item): on an H100
-// (reports/h100/attention-fold-2026-12-06) 1 us faster at KV 32768 batch 1, 1.41x slower at KV
+// (reports/h100/plan-and-merge-2026-12-06) 1 us faster at KV 32768 batch 1, 1.41x slower at KV
 // 32768 batch 8, and prefill chunks of 64-256 tokens lost up to two thirds of their throughput.
 enum class TcMerge { kLast, kDependent, kAfter };
 constexpr int kDependentMergeMaxSplits = 8;
@@ -147,7 +147,7 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     return call.owned.back().get();
   };
   kernels::TcAttentionParams p;
-  TcMerge merge = TcMerge::kLast;
+  TcMerge merge = TcMerge::kDependent;  // p.dependent_merge's default; set for split-parallel plans
   p.dtype = elem_type(c.ops.dtype);
   p.out_dtype = elem_type(c.out_dtype);
   p.q = c.ops.q;
