@@ -64,6 +64,10 @@ cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
     kp.a = a_staged;
     kp.w = w_staged;
     kp.m = rows;
+    // The staged rows' zeros past K are walked as K (wgmma_plan): the same k tiles at every m.
+    kp.k = plan.staged_k;
+    kp.k_tiles = ceil_div(plan.staged_k, kp.tile_k);
+    kp.tiles_per_chunk = kp.k_tiles;
     kp.lda = kp.ldw = plan.staged_k;
     kp.vec16 = 1;
     kp.out = static_cast<unsigned char*>(prob.out) + size_t(r0) * size_t(prob.ldo) * out_elem;
@@ -230,6 +234,8 @@ namespace {
 
 // Staging (operands TMA cannot address): W whole, A in blocks of at most this many bytes.
 constexpr size_t kStageABytes = size_t{256} << 20;
+// A staged K that is not a multiple of 8 is rounded up to this (four k tiles; wgmma_plan).
+constexpr int kStagedKMultiple = 4 * kWgmmaTileK;
 
 size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -239,12 +245,23 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   plan.path = GemmPath::kWgmma;
   plan.schedule = GemmSchedule::kPersistent;
   plan.tile_k = kWgmmaTileK;
+  // Operands TMA cannot address are copied into rows of staged_k elements (launch_wgmma_staged),
+  // and the kernel then walks staged_k: for a K that is not a multiple of 8, K rounded up to four
+  // k tiles, so that the decode sizes' entries with 4 (or 2) k tiles a stage divide it (with K
+  // rounded to 8 they seldom did, and the odd shapes' decode GEMM streamed W one k tile a stage:
+  // 4097 x 4100 at m = 1 in 1.49x cuBLAS's time on an H100, reports/h100/final-build-2026-12-06b).
+  // The extra k tiles are zeros in both operands; staged_k is a function of K alone, so every m
+  // walks the same k tiles. Where only a row stride or a base is unaligned, staged_k is K.
+  const bool staged = !rows_16b_aligned(p);
+  const int k_walked = !staged ? p.k
+                       : p.k % 8 != 0 ? ceil_div(p.k, kStagedKMultiple) * kStagedKMultiple
+                                      : p.k;
   // One chain over the whole of K: one "chunk" of K rounded up to the k tile.
-  plan.chunk_k = ceil_div(p.k, plan.tile_k) * plan.tile_k;
+  plan.chunk_k = ceil_div(k_walked, plan.tile_k) * plan.tile_k;
   plan.chunks = 1;
   plan.config = (force_config >= 0 && force_config < kGemmWgmmaConfigCount)
                     ? force_config
-                    : gemm_wgmma_pick_config(p.m, p.n, p.k, device.sm_count);
+                    : gemm_wgmma_pick_config(p.m, p.n, k_walked, device.sm_count);
   const GemmWgmmaConfig& c = kGemmWgmmaConfigs[plan.config];
   plan.tile_m = c.tile_m;
   plan.tile_n = c.tile_n;
@@ -255,8 +272,8 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   // Whole clusters, at least one (the launch may take fewer if the GPU holds fewer at once).
   plan.ctas = static_cast<int>(
       std::max<int64_t>(c.cluster_m, std::min(tiles, ctas) / c.cluster_m * c.cluster_m));
-  if (!rows_16b_aligned(p)) {
-    plan.staged_k = ceil_div(p.k, 8) * 8;
+  if (staged) {
+    plan.staged_k = k_walked;
     const size_t row_bytes = size_t(plan.staged_k) * 2;
     const int64_t cap = std::max<int64_t>(256, int64_t(kStageABytes / row_bytes) / 256 * 256);
     plan.stage_rows = static_cast<int>(std::min<int64_t>(p.m, cap));

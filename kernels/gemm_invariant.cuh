@@ -152,7 +152,8 @@ struct GemmPlan {
   int ctas = 0;     // wgmma path: persistent CTAs (each walks tiles ctas apart)
   // wgmma path, operands TMA cannot address (K or a stride not a multiple of 8 elements, or a
   // base not 16-byte aligned): W and blocks of stage_rows rows of A are first copied into the
-  // workspace with row stride staged_k (K rounded up to 8). 0: operands are read in place.
+  // workspace with row stride staged_k (a K that is not a multiple of 8 rounded up to four k
+  // tiles, else K), and the kernel walks staged_k. 0: operands are read in place.
   int staged_k = 0;
   int stage_rows = 0;
 };
