@@ -214,7 +214,10 @@ __device__ __forceinline__ void fold_row_in_cta(const TcAttentionParams& p, int 
 
 #endif  // NVDET_SM90A_DEVICE
 
-template <class T, int HD, int CONSUMERS>
+// FOLD: the split-parallel rows are folded by their last CTA (p.merge_count set). A template
+// parameter so that the kernels without it carry none of its code or registers (with it compiled
+// into every kernel, head_dim 128 with one warpgroup took 255 registers against 242).
+template <class T, int HD, int CONSUMERS, bool FOLD>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     attention_tc_kernel(const TcAttentionParams p) {
 #ifdef NVDET_SM90A_DEVICE
@@ -531,7 +534,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
       }
-      if (it.u.partial && p.merge_count != nullptr) {
+      if (FOLD && it.u.partial) {
         // ---- the fold by the last CTA of each row: this item's states are published (fence,
         // then the consumers' barrier), each of its tokens counts one more split written, and
         // the item that writes a token's last split folds the token's splits in ascending order.
@@ -638,10 +641,10 @@ __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttenti
       from_float<TO>(__fdiv_rn(run_o, run_l));
 }
 
-template <class T, int HD, int CONSUMERS>
+template <class T, int HD, int CONSUMERS, bool FOLD>
 cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
   using S = TcShape<HD, CONSUMERS>;
-  auto kernel = attention_tc_kernel<T, HD, CONSUMERS>;
+  auto kernel = attention_tc_kernel<T, HD, CONSUMERS, FOLD>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -662,13 +665,20 @@ cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+template <class T, int HD, bool FOLD>
+cudaError_t launch_consumers(const TcAttentionParams& p, cudaStream_t stream) {
+  if constexpr (HD == 256) {
+    return launch_units<T, HD, 1, FOLD>(p, stream);
+  } else {
+    return p.consumers == 2 ? launch_units<T, HD, 2, FOLD>(p, stream)
+                            : launch_units<T, HD, 1, FOLD>(p, stream);
+  }
+}
+
 template <class T, int HD>
 cudaError_t launch_head_dim(const TcAttentionParams& p, cudaStream_t stream) {
-  if constexpr (HD == 256) {
-    return launch_units<T, HD, 1>(p, stream);
-  } else {
-    return p.consumers == 2 ? launch_units<T, HD, 2>(p, stream) : launch_units<T, HD, 1>(p, stream);
-  }
+  return p.merge_count != nullptr ? launch_consumers<T, HD, true>(p, stream)
+                                  : launch_consumers<T, HD, false>(p, stream);
 }
 
 template <class T>
@@ -743,7 +753,7 @@ bool attention_tc_available() {
     const KernelImage& img = kernel_image();
     if (!img.ok || !img.arch_specific || img.device_arch != 90) return false;
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, attention_tc_kernel<__nv_bfloat16, 128, 2>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, attention_tc_kernel<__nv_bfloat16, 128, 2, false>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
