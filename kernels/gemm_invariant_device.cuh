@@ -34,6 +34,9 @@ struct GemmKernelParams {
   int vec16;  // rows and bases 16-byte aligned: cp.async 16 B, else element loads
   int pair_out;  // out and ldo allow storing two neighbouring columns at once
   int a_box_rows;  // wgmma path: rows of A per TMA load
+  // wgmma path: A's columns in memory where fewer than k (a single row read in place while the
+  // kernel walks a staged k: TMA zero-fills the columns past them); 0: k.
+  int a_cols;
   int staged_out;  // wgmma path: the epilogue stages tiles in shared memory for TMA stores
   // Grouped (wgmma path, groups > 0): group g's rows [group_rows[g], group_rows[g + 1]) of A and
   // out take W rows [g * n, (g + 1) * n) of a stacked W; group_rows is a device array of

@@ -515,7 +515,7 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   const long long w_rows = grouped ? static_cast<long long>(p.n) * p.groups : p.n;
   if (w_rows > INT32_MAX) return cudaErrorInvalidValue;
   CUtensorMap map_a, map_w;
-  if (!make_map(&map_a, p.a, p.m, p.k, p.lda, a_box_rows, type) ||
+  if (!make_map(&map_a, p.a, p.m, p.a_cols > 0 ? p.a_cols : p.k, p.lda, a_box_rows, type) ||
       !make_map(&map_w, p.w, static_cast<int>(w_rows), p.k, p.ldw, S::kWPartRows, type)) {
     return cudaErrorInvalidValue;
   }

@@ -110,7 +110,8 @@ TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
 }
 
 // Entries the cost model never takes (auto_pick false) come only from the rules: 2 or 4 k tiles
-// a stage at decode sizes, where they divide K's k tiles, in place of the same tile with one.
+// a stage up to kGemmStreamRows rows, where they divide K's k tiles, in place of the same tile
+// with one.
 TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
   for (const int n : {1000, 4096, 6144, 14336}) {
     for (const int k : {4096, 4100, 14336, 1000}) {
@@ -120,7 +121,7 @@ TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
         SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k);
         EXPECT_EQ(c.cluster_m, 1);
         if (c.k_subtiles > 1) {
-          EXPECT_LE(m, kernels::kGemmDecodeRows);
+          EXPECT_LE(m, kernels::kGemmStreamRows);
           EXPECT_EQ(k_tiles % c.k_subtiles, 0);
         } else {
           EXPECT_TRUE(c.auto_pick);
@@ -135,7 +136,7 @@ TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
   }
 }
 
-TEST(GemmWgmmaConfig, DecodeSizesTakeSeveralKTilesAStageWhereTheyDivideK) {
+TEST(GemmWgmmaConfig, StreamingSizesTakeSeveralKTilesAStageWhereTheyDivideK) {
   // 4096 x 4096 at m = 1: 128 tiles 64 x 32 (one wave), 64 k tiles: four a stage.
   for (const int m : {1, 16, 64}) {
     const kernels::GemmWgmmaConfig& c = picked(m, 4096);
@@ -145,8 +146,15 @@ TEST(GemmWgmmaConfig, DecodeSizesTakeSeveralKTilesAStageWhereTheyDivideK) {
   }
   // K = 4100: 65 k tiles, which 2 and 4 do not divide; one k tile a stage.
   EXPECT_EQ(picked(1, 4096, 4100).k_subtiles, 1);
-  // Past decode sizes, one k tile a stage.
-  EXPECT_EQ(picked(65, 4096).k_subtiles, 1);
+  // Up to 128 rows the 64-row tiles keep four k tiles a stage (m = 128: 128 tiles 64 x 64); past
+  // kGemmStreamRows, one.
+  for (const int m : {65, 128}) {
+    const kernels::GemmWgmmaConfig& c = picked(m, 4096);
+    EXPECT_EQ(c.tile_m, 64) << "m " << m;
+    EXPECT_EQ(c.tile_n, 64) << "m " << m;
+    EXPECT_EQ(c.k_subtiles, 4) << "m " << m;
+  }
+  EXPECT_EQ(picked(kernels::kGemmStreamRows + 1, 4096).k_subtiles, 1);
   // N = 14336: 112 tiles 64 x 128, whose twin holds two k tiles a stage.
   const kernels::GemmWgmmaConfig& wide = picked(1, 14336);
   EXPECT_EQ(wide.tile_n, 128);

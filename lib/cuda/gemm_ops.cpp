@@ -277,7 +277,8 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
       forced_wgmma_config(), forced_gemm_ctas());
   // W that TMA cannot address is staged into 16-byte rows. For a weight known by its uid, the
   // staged copy is made once and kept beside the uploads (DeviceContext::derived), so a decode
-  // step pays for staging A only; it is the same copy of W's values either way.
+  // step pays for staging A only (at m = 1 not even that: the row is read in place); it is the
+  // same copy of W's values either way.
   const bool keep_staged_w = plan.staged_k > 0 && g.w_uid != 0;
   if (keep_staged_w) {
     prob.w_staged =
@@ -303,7 +304,10 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
       if (plan.staged_k > 0) {
         (*notes)["operands"] = "copied to rows of " + std::to_string(plan.staged_k) +
                                " elements (K or stride not TMA-addressable)" +
-                               (keep_staged_w ? "; the weight's copy made once and reused" : "");
+                               (keep_staged_w ? "; the weight's copy made once and reused" : "") +
+                               (nvdet::kernels::gemm_invariant_reads_a_in_place(prob, plan)
+                                    ? "; A's single row read in place"
+                                    : "");
       }
     }
     if (in == DType::kFP32 && g.allow_tf32) (*notes)["tf32"] = "ignored (exact fp32 FFMA)";
