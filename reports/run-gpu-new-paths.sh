@@ -12,8 +12,10 @@ set -uo pipefail
 out=${1:?usage: reports/run-gpu-new-paths.sh OUT_DIR [BUILD_DIR] [check|bench]}
 build=${2:-build-gpu}
 phase=${3:-check}
-export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$PWD/$build/tools/nvdet
+# The build folder as an absolute path (the folder may be given either way).
+build_dir=$(cd "$build" 2>/dev/null && pwd) || { echo "$0: no build folder '$build'" >&2; exit 2; }
+export LD_LIBRARY_PATH=$build_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$build_dir/tools/nvdet
 nvdet=$build/tools/nvdet
 tests=$build/tests/nvdet_gpu_tests
 cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}

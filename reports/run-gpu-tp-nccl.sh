@@ -12,8 +12,10 @@
 set -uo pipefail
 out=${1:?usage: reports/run-gpu-tp-nccl.sh OUT_DIR [BUILD_DIR]}
 build=${2:-build-gpu}
-export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$PWD/$build/tools/nvdet
+# The build folder as an absolute path (the folder may be given either way).
+build_dir=$(cd "$build" 2>/dev/null && pwd) || { echo "$0: no build folder '$build'" >&2; exit 2; }
+export LD_LIBRARY_PATH=$build_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NVDET_SOURCE_DIR=$PWD NVDET_BINARY=$build_dir/tools/nvdet
 nvdet=$build/tools/nvdet
 mkdir -p "$out"
 : >"$out/summary.txt"

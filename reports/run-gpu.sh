@@ -8,7 +8,9 @@ set -uo pipefail
 out=${1:-reports/out}
 mkdir -p "$out"
 build=${NVDET_BUILD:-build-gpu}
-export LD_LIBRARY_PATH=$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The build folder as an absolute path (the folder may be given either way).
+build_dir=$(cd "$build" 2>/dev/null && pwd) || { echo "$0: no build folder '$build'" >&2; exit 2; }
+export LD_LIBRARY_PATH=$build_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvdet=$build/tools/nvdet
 log=$out/commands.log
 : >"$log"
