@@ -68,8 +68,8 @@ cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
       // A single row with a 16-byte aligned start is read in place: its map has one row, so
       // the row stride TMA requires to be a multiple of 16 bytes is never applied, and TMA
       // zero-fills the columns past K as the staged copy holds zeros there. This spares a decode
-      // step's GEMM the staging launch (4097 x 4100 at m = 1: 19.2 us against cuBLAS's 15.7 on
-      // an H100 with it).
+      // step's GEMM the staging launch (4097 x 4100 at m = 1 on an H100: 16.5 us against 18.9
+      // with it; reports/h100/final-build-2026-12-06c).
       kp.a = a_rows;
       kp.a_cols = prob.k;
     } else {

@@ -136,8 +136,8 @@ inline constexpr int kGemmShortTileRows = 32;
 
 // The wgmma configuration the plan takes for an M x N output with K deep on `sm_count` SMs: of
 // the entries with auto_pick, the lowest estimated time, counting waves of persistent CTAs, the
-// tile's padded work and the entry's efficiency (earlier entries win ties); at decode sizes (m <=
-// kGemmStreamRows) that tile with 4, else 2, k tiles a stage where such an entry exists and its
+// tile's padded work and the entry's efficiency (earlier entries win ties); up to kGemmStreamRows
+// rows that tile with 4, else 2, k tiles a stage where such an entry exists and its
 // k tiles divide K's, and at m <= kGemmShortTileRows that twin's short tile of the fewest rows
 // that hold M. Host code, so that the choice is testable without a GPU.
 int gemm_wgmma_pick_config(int m, int n, int k, int sm_count);
