@@ -74,19 +74,6 @@ struct TcShape {
 
 #ifdef NVDET_SM90A_DEVICE
 
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  const __half2 v = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 template <class TO>
 __device__ __forceinline__ void store_pair(TO* dst, float a, float b) {
   dst[0] = from_float<TO>(a);

@@ -31,6 +31,7 @@
 #include "kernels/kernel_image.cuh"
 #include "kernels/sm90_async.cuh"
 #include "kernels/tensor_map.cuh"
+#include "kernels/vec_io.cuh"
 
 namespace nvdet::kernels {
 namespace {
@@ -70,37 +71,6 @@ struct Fp8KernelParams {
 };
 
 #ifdef NVDET_SM90A_DEVICE
-
-// One value rounded to the output type (round to nearest even), as store_from_float rounds it.
-template <typename Out>
-__device__ __forceinline__ Out to_out(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ float to_out<float>(float v) {
-  return v;
-}
-
-// Two neighbouring values rounded to a 16-bit output type as store2 rounds them, packed in the
-// order they lie in memory.
-template <typename Out>
-__device__ __forceinline__ uint32_t pack2(float v0, float v1);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float v0, float v1) {
-  const __nv_bfloat162 h = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float v0, float v1) {
-  const __half2 h = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
 
 // What a thread's epilogue applies to its accumulators: finish(acc, j, h, e) is element
 // 4j + 2h + e with the scales (when they are not per K group) as t = sa[row] * (sw[col] * t),
@@ -173,8 +143,8 @@ __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, con
       if (pair) {
         store2(at, v0, v1);
       } else {
-        at[0] = to_out<Out>(v0);
-        if (second) at[1] = to_out<Out>(v1);
+        at[0] = from_float<Out>(v0);
+        if (second) at[1] = from_float<Out>(v1);
       }
     }
   }

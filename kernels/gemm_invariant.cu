@@ -24,6 +24,12 @@ bool rows_16b_aligned(const GemmProblem& p) {
 
 int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
+// A block of staged rows that the wgmma path reads in place instead: a single row with a 16-byte
+// aligned start (its TMA map has one row, so the row stride TMA requires is never applied).
+bool row_read_in_place(const void* rows_start, int rows) {
+  return rows == 1 && aligned16(rows_start);
+}
+
 // The wgmma path's k tile: 64 16-bit elements, one 128-byte swizzle row (gemm_invariant_wgmma.cu).
 constexpr int kWgmmaTileK = 64;
 
@@ -64,12 +70,10 @@ cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
     kp.k_tiles = ceil_div(plan.staged_k, kp.tile_k);
     kp.tiles_per_chunk = kp.k_tiles;
     kp.lda = kp.ldw = plan.staged_k;
-    if (rows == 1 && aligned16(a_rows)) {
-      // A single row with a 16-byte aligned start is read in place: its map has one row, so
-      // the row stride TMA requires to be a multiple of 16 bytes is never applied, and TMA
-      // zero-fills the columns past K as the staged copy holds zeros there. This spares a decode
-      // step's GEMM the staging launch (4097 x 4100 at m = 1 on an H100: 16.5 us against 18.9
-      // with it; reports/h100/final-build-2026-12-06c).
+    if (row_read_in_place(a_rows, rows)) {
+      // TMA zero-fills the columns past K as the staged copy holds zeros there. This spares a
+      // decode step's GEMM the staging launch (4097 x 4100 at m = 1 on an H100: 16.5 us against
+      // 18.9 with it; reports/h100/final-build-2026-12-06c).
       kp.a = a_rows;
       kp.a_cols = prob.k;
     } else {
@@ -90,7 +94,7 @@ cudaError_t launch_wgmma_staged(const GemmProblem& prob, const GemmPlan& plan,
 }  // namespace
 
 bool gemm_invariant_reads_a_in_place(const GemmProblem& problem, const GemmPlan& plan) {
-  return plan.staged_k > 0 && problem.m == 1 && aligned16(problem.a);
+  return plan.staged_k > 0 && row_read_in_place(problem.a, problem.m);
 }
 
 size_t gemm_invariant_staged_weight_bytes(const GemmProblem& problem, const GemmPlan& plan) {

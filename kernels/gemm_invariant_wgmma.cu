@@ -42,6 +42,7 @@
 #include "kernels/kernel_image.cuh"
 #include "kernels/sm90_async.cuh"
 #include "kernels/tensor_map.cuh"
+#include "kernels/vec_io.cuh"
 
 #ifdef NVDET_SM90A_DEVICE
 #define NVDET_WGMMA_DEVICE 1
@@ -120,17 +121,6 @@ __device__ __noinline__ void store_edge(const GemmKernelParams& p, int row, int 
   if (col + 1 < p.n) finish_element(p, row, col + 1, v1);
 }
 
-// Two neighbouring values rounded to a 16-bit output type as store2 rounds them, packed in the
-// order they lie in memory.
-__device__ __forceinline__ uint32_t pack2_as(__nv_bfloat16*, float v0, float v1) {
-  const __nv_bfloat162 h = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-__device__ __forceinline__ uint32_t pack2_as(__half*, float v0, float v1) {
-  const __half2 h = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
 // Columns [first_col, first_col + COLS) of a consumer's 64 rows (accumulator groups j of those
 // columns), + bias and rounded as store_tile does, written into `buffer` as the output map's
 // 64-column boxes read them: 16-byte chunk c of row r at chunk c ^ (r % 8), so that a warp's
@@ -164,7 +154,7 @@ __device__ __forceinline__ void stage_columns(const GemmKernelParams& p, const f
       }
       const uint32_t at = buffer + (jj / 8) * 64 * 128 + r * 128 + (((jj % 8) ^ (r % 8)) << 4) +
                           ((lane & 3) << 2);
-      st_shared_u32(at, pack2_as(static_cast<OutT*>(nullptr), v0, v1));
+      st_shared_u32(at, pack2<OutT>(v0, v1));
     }
   }
 }

@@ -100,4 +100,20 @@ __device__ __forceinline__ void store_packed_streaming(TO* p, const float (&f)[N
   }
 }
 
+// Two neighbouring values each rounded to a 16-bit T as from_float rounds them, packed in the
+// order they lie in memory (lo at the lower address): one 32-bit word for a shared-memory store
+// or a wgmma A operand.
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 v = __halves2bfloat162(__float2bfloat16_rn(lo), __float2bfloat16_rn(hi));
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  const __half2 v = __halves2half2(__float2half_rn(lo), __float2half_rn(hi));
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
 }  // namespace nvdet::kernels
