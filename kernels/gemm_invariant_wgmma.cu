@@ -294,6 +294,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
   const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
 
   if (threadIdx.x == 0) {
+    // The descriptors' loads overlap the barriers' set-up (the copies' first use waited for them).
+    tma_prefetch_map(&map_a);
+    tma_prefetch_map(&map_w);
+    if (p.staged_out) tma_prefetch_map(&map_out);
     for (int s = 0; s < S::kStages; ++s) {
       mbar_init(full_bar(s), 1);
       // One arrival per consumer warp of every CTA whose producer writes the slot.

@@ -81,6 +81,12 @@ __device__ __forceinline__ void cluster_sync() {
 
 // ---- copies -------------------------------------------------------------------------------------
 
+// Fetches a TMA descriptor (a __grid_constant__ kernel parameter) into the descriptor cache, so
+// that the first copy through it does not wait for the descriptor's own load from memory.
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
                                             int c0, int c1) {
   asm volatile(
