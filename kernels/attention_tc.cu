@@ -461,13 +461,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #pragma unroll
           for (int i = 0; i < S::kORegs; ++i) o[i] = __fmul_rn(o[i], alpha[(i >> 1) & 1]);
           uint32_t pa[kKeys / 16][4];
-#pragma unroll
-          for (int kc = 0; kc < kKeys / 16; ++kc) {
-            pa[kc][0] = pack2<T>(s[8 * kc + 0], s[8 * kc + 1]);
-            pa[kc][1] = pack2<T>(s[8 * kc + 2], s[8 * kc + 3]);
-            pa[kc][2] = pack2<T>(s[8 * kc + 4], s[8 * kc + 5]);
-            pa[kc][3] = pack2<T>(s[8 * kc + 6], s[8 * kc + 7]);
-          }
+          tc_pack_p<T, kKeys>(s, pa);
           // ---- O += P V
           const int sv = use % kNb;
           mbar_wait(full_bar(sv), (use / kNb) & 1);

@@ -57,6 +57,20 @@ NVDET_WGMMA_N8(__half, "f16", true)
 #endif
 #undef NVDET_WGMMA_N8
 
+// Calls f(i, row, col) for each register i of this thread's part of a wgmma m64nN accumulator
+// (register 4 jb + 2 h + e: row row0 + 8 h of the 64, column 8 jb + 2 quad + e of the N).
+template <int N, class F>
+__device__ __forceinline__ void for_each_fragment(int row0, int quad, F&& f) {
+#pragma unroll
+  for (int jb = 0; jb < N / 8; ++jb) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) f(4 * jb + 2 * h + e, row0 + 8 * h, 8 * jb + 2 * quad + e);
+    }
+  }
+}
+
 // A [rows][hd] tile of T from global memory into the kernel's swizzled layout.
 template <class T>
 __device__ void load_tile(const T* src, int rows, unsigned char* smem, uint32_t off) {
@@ -110,16 +124,8 @@ __global__ void __launch_bounds__(128, 1)
     wgmma_commit();
     wgmma_wait<0>();
     fence_operands(s);
-#pragma unroll
-    for (int jb = 0; jb < kKeys / 8; ++jb) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          s_std[(row0 + 8 * h) * kKeys + 8 * jb + 2 * quad + e] = s[4 * jb + 2 * h + e];
-        }
-      }
-    }
+    for_each_fragment<kKeys>(row0, quad,
+                             [&](int i, int r, int key) { s_std[r * kKeys + key] = s[i]; });
   }
   // ---- S^T = K Q^T: the keys on the 64-row side, Q's first 8 rows on the N side.
 #pragma unroll
@@ -136,46 +142,20 @@ __global__ void __launch_bounds__(128, 1)
     wgmma_commit();
     wgmma_wait<0>();
     fence_operands(acc);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        s_swap[(2 * quad + e) * kKeys + half * 64 + row0 + 8 * h] = acc[2 * h + e];
-      }
-    }
+    // The keys are the fragment's rows, the query rows its columns.
+    for_each_fragment<kNarrow>(row0, quad, [&](int i, int key, int r) {
+      s_swap[r * kKeys + half * 64 + key] = acc[i];
+    });
   }
   // ---- O = o_init + P V as the kernel computes it (P from registers in the S fragment order).
   {
     float o[kHd / 2];
-#pragma unroll
-    for (int jb = 0; jb < kHd / 8; ++jb) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          o[4 * jb + 2 * h + e] = o_init[(row0 + 8 * h) * kHd + 8 * jb + 2 * quad + e];
-        }
-      }
-    }
+    for_each_fragment<kHd>(row0, quad, [&](int i, int r, int d) { o[i] = o_init[r * kHd + d]; });
     float ps[kKeys / 2];
-#pragma unroll
-    for (int jb = 0; jb < kKeys / 8; ++jb) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          ps[4 * jb + 2 * h + e] = p[(row0 + 8 * h) * kKeys + 8 * jb + 2 * quad + e];
-        }
-      }
-    }
+    for_each_fragment<kKeys>(row0, quad,
+                             [&](int i, int r, int key) { ps[i] = p[r * kKeys + key]; });
     uint32_t pa[kKeys / 16][4];
-#pragma unroll
-    for (int kc = 0; kc < kKeys / 16; ++kc) {
-      pa[kc][0] = pack2<T>(ps[8 * kc + 0], ps[8 * kc + 1]);
-      pa[kc][1] = pack2<T>(ps[8 * kc + 2], ps[8 * kc + 3]);
-      pa[kc][2] = pack2<T>(ps[8 * kc + 4], ps[8 * kc + 5]);
-      pa[kc][3] = pack2<T>(ps[8 * kc + 6], ps[8 * kc + 7]);
-    }
+    tc_pack_p<T, kKeys>(ps, pa);
     fence_operands(o);
     wgmma_fence();
 #pragma unroll
@@ -186,29 +166,17 @@ __global__ void __launch_bounds__(128, 1)
     wgmma_commit();
     wgmma_wait<0>();
     fence_operands(o);
-#pragma unroll
-    for (int jb = 0; jb < kHd / 8; ++jb) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          o_std[(row0 + 8 * h) * kHd + 8 * jb + 2 * quad + e] = o[4 * jb + 2 * h + e];
-        }
-      }
-    }
+    for_each_fragment<kHd>(row0, quad, [&](int i, int r, int d) { o_std[r * kHd + d] = o[i]; });
   }
   // ---- O^T = o_init^T + V^T P^T: head_dim on the 64-row side (V read transposed), P's first 8
   // rows on the N side.
 #pragma unroll
   for (int half = 0; half < kHd / 64; ++half) {
     float acc[4];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        acc[2 * h + e] = o_init[(2 * quad + e) * kHd + half * 64 + row0 + 8 * h];
-      }
-    }
+    // head_dim is the fragment's rows, the query rows its columns.
+    for_each_fragment<kNarrow>(row0, quad, [&](int i, int d, int r) {
+      acc[i] = o_init[r * kHd + half * 64 + d];
+    });
     fence_operands(acc);
     wgmma_fence();
 #pragma unroll
@@ -221,13 +189,9 @@ __global__ void __launch_bounds__(128, 1)
     wgmma_commit();
     wgmma_wait<0>();
     fence_operands(acc);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        o_swap[(2 * quad + e) * kHd + half * 64 + row0 + 8 * h] = acc[2 * h + e];
-      }
-    }
+    for_each_fragment<kNarrow>(row0, quad, [&](int i, int d, int r) {
+      o_swap[r * kHd + half * 64 + d] = acc[i];
+    });
   }
 #else
   (void)q, (void)k, (void)v, (void)p, (void)o_init;

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "kernels/vec_io.cuh"
+
 namespace nvdet::kernels {
 
 template <int N, class T>
@@ -234,5 +236,22 @@ struct WgmmaRegA<256, __half> {
 #endif
   }
 };
+
+#if defined(__CUDACC__)
+// P's A fragments for the k steps of 16 keys: the QK^T accumulator s (register 4 jb + 2 h + e
+// holds row r + 8 h, key 8 jb + 2 quad + e) rounded to T two values at a time, in the order
+// WgmmaRegA reads them.
+template <class T, int KEYS>
+__device__ __forceinline__ void tc_pack_p(const float (&s)[KEYS / 2],
+                                          uint32_t (&pa)[KEYS / 16][4]) {
+#pragma unroll
+  for (int kc = 0; kc < KEYS / 16; ++kc) {
+    pa[kc][0] = pack2<T>(s[8 * kc + 0], s[8 * kc + 1]);
+    pa[kc][1] = pack2<T>(s[8 * kc + 2], s[8 * kc + 3]);
+    pa[kc][2] = pack2<T>(s[8 * kc + 4], s[8 * kc + 5]);
+    pa[kc][3] = pack2<T>(s[8 * kc + 6], s[8 * kc + 7]);
+  }
+}
+#endif
 
 }  // namespace nvdet::kernels
