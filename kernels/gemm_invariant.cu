@@ -271,9 +271,8 @@ GemmPlan wgmma_plan(const GemmProblem& p, const GemmDevice& device, int force_co
   // The extra k tiles are zeros in both operands; staged_k is a function of K alone, so every m
   // walks the same k tiles. Where only a row stride or a base is unaligned, staged_k is K.
   const bool staged = !rows_16b_aligned(p);
-  const int k_walked = !staged ? p.k
-                       : p.k % 8 != 0 ? ceil_div(p.k, kStagedKMultiple) * kStagedKMultiple
-                                      : p.k;
+  const int k_walked =
+      staged && p.k % 8 != 0 ? ceil_div(p.k, kStagedKMultiple) * kStagedKMultiple : p.k;
   // One chain over the whole of K: one "chunk" of K rounded up to the k tile.
   plan.chunk_k = ceil_div(k_walked, plan.tile_k) * plan.tile_k;
   plan.chunks = 1;

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/attention_tc_swap_probe.cuh"
+#include "tests/gpu_device_arrays.h"
 #endif
 
 namespace nvdet::testing {
@@ -32,36 +33,6 @@ using kernels::kSwapProbeHeadDim;
 using kernels::kSwapProbeKeys;
 using kernels::kSwapProbeRows;
 using kernels::kSwapProbeSwappedRows;
-
-// Device copies of host vectors, freed at the end of the test.
-class DeviceArrays {
- public:
-  ~DeviceArrays() {
-    for (void* p : owned_) cudaFree(p);
-  }
-  template <class V>
-  void* upload(const std::vector<V>& host) {
-    void* p = alloc(host.size() * sizeof(V));
-    if (p)
-      EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(V), cudaMemcpyHostToDevice),
-                cudaSuccess);
-    return p;
-  }
-  float* poisoned(size_t n) {
-    void* p = alloc(n * sizeof(float));
-    if (p) EXPECT_EQ(cudaMemset(p, 0xFF, n * sizeof(float)), cudaSuccess);  // NaN until written
-    return static_cast<float*>(p);
-  }
-
- private:
-  void* alloc(size_t bytes) {
-    void* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
-    owned_.push_back(p);
-    return p;
-  }
-  std::vector<void*> owned_;
-};
 
 std::vector<float> download(const float* p, size_t n) {
   std::vector<float> out(n);
@@ -120,10 +91,12 @@ TEST(GpuAttentionSwap, SwappedTensorCoreFormsGiveTheKernelsBits) {
       std::vector<float> p(size_t(rows) * keys), o_init(size_t(rows) * hd);
       for (float& x : p) x = unit(rng) < 0.1f ? 0.0f : unit(rng);
       for (float& x : o_init) x = normal(rng);
-      float* s_std = dev.poisoned(size_t(rows) * keys);
-      float* s_swap = dev.poisoned(size_t(kSwapProbeSwappedRows) * keys);
-      float* o_std = dev.poisoned(size_t(rows) * hd);
-      float* o_swap = dev.poisoned(size_t(kSwapProbeSwappedRows) * hd);
+      float* s_std = static_cast<float*>(dev.poisoned(size_t(rows) * keys * sizeof(float)));
+      float* s_swap =
+          static_cast<float*>(dev.poisoned(size_t(kSwapProbeSwappedRows) * keys * sizeof(float)));
+      float* o_std = static_cast<float*>(dev.poisoned(size_t(rows) * hd * sizeof(float)));
+      float* o_swap =
+          static_cast<float*>(dev.poisoned(size_t(kSwapProbeSwappedRows) * hd * sizeof(float)));
       ASSERT_EQ(
           kernels::attention_tc_swap_probe(
               dtype == DType::kBF16 ? kernels::ElemType::kBF16 : kernels::ElemType::kFP16,

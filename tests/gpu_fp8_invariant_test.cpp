@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/gemm_fp8.cuh"
+#include "tests/gpu_device_arrays.h"
 #endif
 
 namespace nvdet {
@@ -152,14 +153,7 @@ void expect_every_configuration_agrees(int k) {
   const int m = 300, n = 520;
   const HostTensor a = seeded({m, k}, 11, 1.0f);
   const HostTensor w = seeded({n, k}, 12, 0.05f);
-  std::vector<void*> buffers;
-  const auto upload = [&](const void* data, size_t bytes) {
-    void* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 16)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(p, data, bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    buffers.push_back(p);
-    return p;
-  };
+  testing::DeviceArrays dev;
   for (const Case& c : cases()) {
     const Fp8Scheme scheme = scheme_of(c.act, c.weight, c.acc);
     const Fp8Activations qa = quantize_activations(a, scheme);
@@ -172,17 +166,16 @@ void expect_every_configuration_agrees(int k) {
       for (int j = 0; j < n; ++j) sw[size_t(g) * n + j] = qw.scale(j, g);
     }
     kernels::Fp8GemmProblem p;
-    p.a = static_cast<const uint8_t*>(upload(qa.codes.data(), qa.codes.size()));
-    p.w = static_cast<const uint8_t*>(upload(qw.codes.data(), qw.codes.size()));
-    p.a_scale = static_cast<const float*>(upload(sa.data(), sa.size() * 4));
-    p.w_scale = static_cast<const float*>(upload(sw.data(), sw.size() * 4));
+    p.a = static_cast<const uint8_t*>(dev.upload(qa.codes.data(), qa.codes.size()));
+    p.w = static_cast<const uint8_t*>(dev.upload(qw.codes.data(), qw.codes.size()));
+    p.a_scale = static_cast<const float*>(dev.upload(sa.data(), sa.size() * 4));
+    p.w_scale = static_cast<const float*>(dev.upload(sw.data(), sw.size() * 4));
     p.out_type = kernels::ElemType::kFP32;
     p.m = m, p.n = n, p.k = k, p.lda = k, p.ldw = k, p.ldo = n;
     p.per_group = per_group;
     p.promoted = c.acc == Fp8Accumulation::kPromoted;
-    void* out = nullptr;
-    ASSERT_EQ(cudaMalloc(&out, size_t(m) * n * 4), cudaSuccess);
-    buffers.push_back(out);
+    void* out = dev.alloc(size_t(m) * n * 4);
+    ASSERT_NE(out, nullptr);
     p.out = out;
     ASSERT_EQ(kernels::fp8_gemm_unsupported(p), nullptr);
     std::vector<uint8_t> first;
@@ -208,7 +201,6 @@ void expect_every_configuration_agrees(int k) {
       }
     }
   }
-  for (void* ptr : buffers) cudaFree(ptr);
 }
 
 TEST(GpuFp8Invariant, EveryConfigurationAndCtaCountGivesTheSameBits) {
