@@ -27,6 +27,12 @@
 //    (tests force each and compare bits); what is computed does not.
 // Decode is the special case of one query token per sequence: the GQA group's heads fill the
 // rows of one block, and its splits usually run in parallel CTAs.
+// Two forms of the same products: the 64-row form puts a block's 64 query rows on wgmma's M side
+// (m64nWk16 for S, m64nDk16 for O); the swapped form, for blocks of at most 8 query rows with
+// one warpgroup (decode), puts the keys and head_dim there (S^T = K Q^T, O^T += V^T P^T by
+// m64n8k16) and runs the softmax step on the 64-row form's register order. Each element of S and
+// of O gets the same bits from both (the tensor cores add a dot product's 16 k terms the same way
+// whichever operand is A; tests show it, and the plan tests compare the forms).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -65,6 +71,10 @@ struct TcAttentionParams {
   float scale = 1.0f;
   int32_t split_size = 512;
   int32_t consumers = 1;  // warpgroups of 64 query rows per CTA (1 or 2)
+  // With one warpgroup, items of at most 8 query rows (decode: one token's GQA heads) in the
+  // swapped form (attention_tc_small_block_rows); false: every item in the 64-row form. The same
+  // bits either way.
+  bool swap_small_blocks = true;
   const TcAttentionUnit* units = nullptr;  // device
   int32_t num_units = 0;
   int32_t ctas = 0;  // persistent CTAs (0: one per SM)
@@ -98,6 +108,8 @@ struct TcAttentionParams {
 int attention_tc_tile_keys(int head_dim);
 // Query rows (tokens x heads of one KV head) of a CTA with `consumers` warpgroups.
 inline int attention_tc_block_rows(int consumers) { return 64 * consumers; }
+// The most query rows of an item the swapped form takes (TcAttentionParams::swap_small_blocks).
+inline constexpr int attention_tc_small_block_rows = 8;
 // Whether the kernels take this dtype (bf16, fp16), head_dim (64, 128, 256) and GQA group
 // (1..64 query heads per KV head), and with which warpgroup counts (head_dim 256: 1 only).
 bool attention_tc_supported(ElemType dtype, int head_dim, int group);

@@ -40,4 +40,61 @@ __device__ __forceinline__ float tc_fold_value(float run, float v, const TcFoldW
   return __fmaf_rn(v, w.wb, __fmul_rn(run, w.wa));
 }
 
+// One query row's online-softmax step over a key tile of KEYS keys, as every form of the kernel
+// runs it (attention_tc.cuh's plan, step 2). The row belongs to the four threads of a quad; this
+// thread holds its scores for keys t0 + 8 jb + 2 quad + e (jb < KEYS / 8, e < 2) at
+// s[STRIDE * jb + e], the order of a wgmma accumulator row (STRIDE 4 in the 64-row form, where
+// the registers between belong to the row 8 below; 2 in the swapped form's softmax warp). Keys at
+// or past lim become -inf by a select; the row max over the quad by butterfly; p = exp2(s c - m c)
+// replaces each score; the thread's sum of its p in a fixed pairwise tree is folded into l (the
+// quad's four partial sums are added at the split's end); m becomes the new max. Returns alpha,
+// the factor for l and O: exactly 1 where the max did not move.
+template <int KEYS, int STRIDE>
+__device__ __forceinline__ float tc_softmax_step(float* s, int t0, int lim, int quad, float c,
+                                                 float& m, float& l) {
+  static_assert(KEYS == 64 || KEYS == 128, "the plan's tile widths");
+  float mx = -INFINITY;
+#pragma unroll
+  for (int jb = 0; jb < KEYS / 8; ++jb) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int key = t0 + 8 * jb + 2 * quad + e;
+      float& v = s[STRIDE * jb + e];
+      v = key < lim ? v : -INFINITY;
+      mx = fmaxf(mx, v);
+    }
+  }
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float m_new = fmaxf(m, mx);
+  const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+  const float alpha = tc_rescale_factor(m, m_use, c);
+  const float nmc = __fmul_rn(m_use, -c);
+  float part[KEYS / 8];
+#pragma unroll
+  for (int jb = 0; jb < KEYS / 8; ++jb) {
+    float& a = s[STRIDE * jb];
+    float& b = s[STRIDE * jb + 1];
+    a = tc_exp2(__fmaf_rn(a, c, nmc));
+    b = tc_exp2(__fmaf_rn(b, c, nmc));
+    part[jb] = __fadd_rn(a, b);
+  }
+#pragma unroll
+  for (int i = 0; i < KEYS / 16; ++i) part[i] = __fadd_rn(part[i], part[i + KEYS / 16]);
+#pragma unroll
+  for (int i = 0; i < KEYS / 32; ++i) part[i] = __fadd_rn(part[i], part[i + KEYS / 32]);
+#pragma unroll
+  for (int i = 0; i < KEYS / 64; ++i) part[i] = __fadd_rn(part[i], part[i + KEYS / 64]);
+  if constexpr (KEYS == 128) part[0] = __fadd_rn(part[0], part[1]);
+  l = __fmaf_rn(l, alpha, part[0]);
+  m = m_new;
+  return alpha;
+}
+
+// The split's l from the quad's four partial sums (butterfly: every lane the same bits).
+__device__ __forceinline__ float tc_quad_sum(float l) {
+  l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
+  return __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
+}
+
 }  // namespace nvdet::kernels

@@ -30,33 +30,6 @@ constexpr uint32_t kVOff = kKOff + kKeys * kHd * 2;
 constexpr uint32_t kPOff = kVOff + kKeys * kHd * 2;
 constexpr uint32_t kSmemBytes = kPOff + kNarrow * kKeys * 2;
 
-// wgmma m64n8k16, A and B from shared memory (B K-major), A K-major or, with TRANS_A, MN-major
-// (head_dim contiguous: V read as V^T): d += A[64 x 16] * B[8 x 16]^T, scale-d 1.
-template <class T, bool TRANS_A>
-struct WgmmaN8;
-
-#define NVDET_WGMMA_N8(TYPE, PTX_TYPE, TRANS)                                                  \
-  template <>                                                                                \
-  struct WgmmaN8<TYPE, TRANS> {                                                              \
-    __device__ __forceinline__ static void mma(float (&d)[4], uint64_t desc_a,               \
-                                               uint64_t desc_b) {                            \
-      asm volatile(                                                                          \
-          "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"                                        \
-          "wgmma.mma_async.sync.aligned.m64n8k16.f32." PTX_TYPE "." PTX_TYPE " "             \
-          "{%0, %1, %2, %3}, %4, %5, p, 1, 1, %7, 0;\n}\n"                                   \
-          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                   \
-          : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS ? 1 : 0));                           \
-    }                                                                                        \
-  };
-
-#ifdef NVDET_SM90A_DEVICE
-NVDET_WGMMA_N8(__nv_bfloat16, "bf16", false)
-NVDET_WGMMA_N8(__nv_bfloat16, "bf16", true)
-NVDET_WGMMA_N8(__half, "f16", false)
-NVDET_WGMMA_N8(__half, "f16", true)
-#endif
-#undef NVDET_WGMMA_N8
-
 // Calls f(i, row, col) for each register i of this thread's part of a wgmma m64nN accumulator
 // (register 4 jb + 2 h + e: row row0 + 8 h of the 64, column 8 jb + 2 quad + e of the N).
 template <int N, class F>

@@ -1,13 +1,13 @@
 #pragma once
-// A probe of the tensor cores, for a decode form of the attention kernel (attention_tc.cuh) that
-// is not built yet. A decode block holds one query token's GQA heads (4 of Llama-3-8B's 32), so
-// each of its m64n128k16 (S = Q K^T and O += P V, 16 a key tile) computes 64 rows of which 4 are
-// used, and at short KV and small batch those instructions, one after the other, set the time
-// (ncu, H100: reports/h100/final-build-2026-12-06d). The swapped form puts the keys (S^T = K Q^T)
-// and head_dim (O^T += V^T P^T) on wgmma's 64-row side and the block's 8 rows on its N side
-// (m64n8k16: an eighth of the work). It keeps the plan's bits only if every element comes out of
-// the swapped instructions with the bits of the unswapped ones; this probe computes one tile both
-// ways from the same shared-memory layouts the kernel uses, for a test to compare.
+// A probe of the tensor cores behind the attention kernel's swapped form (attention_tc.cuh). A
+// decode block holds one query token's GQA heads (4 of Llama-3-8B's 32), so each m64n128k16 of
+// the 64-row form (S = Q K^T and O += P V, 16 a key tile) computes 64 rows of which 4 are used.
+// The swapped form puts the keys (S^T = K Q^T) and head_dim (O^T += V^T P^T) on wgmma's 64-row
+// side and the block's 8 rows on its N side (m64n8k16: an eighth of the work). It keeps the
+// plan's bits only if every element comes out of the swapped instructions with the bits of the
+// unswapped ones; this probe computes one tile both ways from the shared-memory layouts the
+// kernel uses, for a test to compare instruction against instruction (the plan tests compare the
+// kernel's two forms end to end).
 //
 //   q [64][hd], k [128][hd], v [128][hd] (dtype T), p [64][128] (fp32, rounded to T as the kernel
 //   rounds P), o_init [64][hd] (fp32, the running O a tile starts from), hd = 128;

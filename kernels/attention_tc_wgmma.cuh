@@ -237,6 +237,36 @@ struct WgmmaRegA<256, __half> {
   }
 };
 
+// wgmma.mma_async m64n8k16 with A and B from shared memory (B K-major: 8 rows of 16 k values),
+// A K-major or, with TRANS_A, MN-major (the 64 rows contiguous: a V tile [keys][head_dim] read as
+// V^T), fp32 accumulate with scale-d = 1: d += A[64 x 16] * B[8 x 16]^T. The swapped form of the
+// attention kernels' products for blocks of at most 8 query rows (attention_tc.cu): S^T = K Q^T
+// (keys on the 64-row side) and O^T += V^T P^T (head_dim on the 64-row side).
+template <class T, bool TRANS_A>
+struct WgmmaN8;
+
+#define NVDET_WGMMA_N8(TYPE, PTX_TYPE, TRANS)                                                  \
+  template <>                                                                                \
+  struct WgmmaN8<TYPE, TRANS> {                                                              \
+    __device__ __forceinline__ static void mma(float (&d)[4], uint64_t desc_a,               \
+                                               uint64_t desc_b) {                            \
+      asm volatile(                                                                          \
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"                                        \
+          "wgmma.mma_async.sync.aligned.m64n8k16.f32." PTX_TYPE "." PTX_TYPE " "             \
+          "{%0, %1, %2, %3}, %4, %5, p, 1, 1, %7, 0;\n}\n"                                   \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                   \
+          : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TRANS ? 1 : 0));                           \
+    }                                                                                        \
+  };
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+NVDET_WGMMA_N8(__nv_bfloat16, "bf16", false)
+NVDET_WGMMA_N8(__nv_bfloat16, "bf16", true)
+NVDET_WGMMA_N8(__half, "f16", false)
+NVDET_WGMMA_N8(__half, "f16", true)
+#endif
+#undef NVDET_WGMMA_N8
+
 #if defined(__CUDACC__)
 // P's A fragments for the k steps of 16 keys: the QK^T accumulator s (register 4 jb + 2 h + e
 // holds row r + 8 h, key 8 jb + 2 quad + e) rounded to T two values at a time, in the order

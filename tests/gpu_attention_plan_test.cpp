@@ -4,7 +4,8 @@
 // after a prefix (chunk starts at residues 1, 63, 64, 127 and 129 of the 128-key tile), packed
 // beside other sequences or alone; with the tensor-core kernel's CTAs folding the splits
 // themselves or running them in parallel with the merge kernel after (or the last CTA of each
-// row folding it), and with one or two warpgroups of query rows per CTA (NVDET_ATTENTION_TC_*);
+// row folding it), with one or two warpgroups of query rows per CTA, and with blocks of up to 8
+// query rows in the swapped or the 64-row tensor-core form (NVDET_ATTENTION_TC_*);
 // and unchanged when every KV slot the sequences do not own holds NaN. Shapes: head_dim 64, 128
 // and 256, bf16 and fp16, GQA groups 1, 3, 4 and 8, page sizes 1, 7, 16 and 32, split sizes 512
 // (the default) and 200 (a split end inside a tile).
@@ -242,6 +243,46 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
               "split-parallel, merged in split order by a launch after the grid");
     expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, "merge after, chunk");
     expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, "merge after, decode");
+  }
+}
+
+// Blocks of at most 8 query rows (every decode here; a chunk of one or two tokens) in the swapped
+// form against the 64-row form, fused and split-parallel, the merge kernel or the last CTA
+// folding: the same bits, and the notes say which form ran.
+TEST(GpuAttentionPlan, SwappedAndWideSmallBlocksGiveTheSameBits) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
+  for (const PlanCase& c : kCases) {
+    SCOPED_TRACE(name_of(c));
+    const Prompt p = make_prompt(c, 1300, 31);
+    const AttentionDecodeArgs dec = every_token_decoded(p, c);
+    const auto one = chunk(p, c, 1100, 1101);
+    const auto two = chunk(p, c, 1227, 1229);
+    for (const char* execution : {"fused", "split"}) {
+      for (const char* merge : {"dependent", "last"}) {
+        if (std::string(execution) == "fused" && std::string(merge) == "last") continue;
+        const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", execution);
+        const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", merge);
+        const std::string what = std::string(execution) + ", merge " + merge;
+        HostTensor wide_dec, wide_one, wide_two;
+        {
+          const ScopedEnv f("NVDET_ATTENTION_TC_SMALL_BLOCKS", "wide");
+          RunNotes notes;
+          wide_dec = b->run(dec, &notes);
+          EXPECT_EQ(notes["small_blocks"], "every block in the 64-row form") << what;
+          wide_one = b->run(one->args, nullptr);
+          wide_two = b->run(two->args, nullptr);
+        }
+        const ScopedEnv f("NVDET_ATTENTION_TC_SMALL_BLOCKS", "swapped");
+        RunNotes notes;
+        expect_same_rows(b->run(dec, &notes), 0, wide_dec, p.len, what + " decode");
+        EXPECT_EQ(notes["small_blocks"],
+                  "blocks of at most 8 query rows swapped (keys and head_dim on wgmma's 64 rows)")
+            << what;
+        expect_same_rows(b->run(one->args, nullptr), 0, wide_one, 1, what + " chunk of 1");
+        expect_same_rows(b->run(two->args, nullptr), 0, wide_two, 2, what + " chunk of 2");
+      }
+    }
   }
 }
 

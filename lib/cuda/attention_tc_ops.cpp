@@ -15,6 +15,10 @@
 //                                             (default: dependent where no merged row has over 8
 //                                             splits), or folded inside the attention kernel by
 //                                             the CTA that writes a row's last split
+//   NVDET_ATTENTION_TC_SMALL_BLOCKS=swapped|wide  with one warpgroup, blocks of at most 8 query
+//                                             rows (decode) in the swapped form (keys and head_dim
+//                                             on wgmma's 64-row side; the default), or in the
+//                                             64-row form as prefill blocks
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
@@ -77,6 +81,14 @@ TcSchedule schedule_setting() {
   if (v == "stride") return TcSchedule::kStride;
   if (v == "balanced") return TcSchedule::kBalanced;
   throw_input_error("NVDET_ATTENTION_TC_SCHEDULE must be auto, stride or balanced, got '" +
+                    std::string(v) + "'");
+}
+
+bool swap_small_blocks_setting() {
+  const std::string_view v = env("NVDET_ATTENTION_TC_SMALL_BLOCKS");
+  if (v.empty() || v == "auto" || v == "swapped") return true;
+  if (v == "wide") return false;
+  throw_input_error("NVDET_ATTENTION_TC_SMALL_BLOCKS must be auto, swapped or wide, got '" +
                     std::string(v) + "'");
 }
 
@@ -163,6 +175,7 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
   p.scale = c.scale;
   p.split_size = c.split_size;
   p.consumers = plan.consumers;
+  p.swap_small_blocks = swap_small_blocks_setting();
   p.units = static_cast<const kernels::TcAttentionUnit*>(
       put(plan.units.data(), plan.units.size() * sizeof(kernels::TcAttentionUnit)));
   p.num_units = static_cast<int32_t>(plan.units.size());
@@ -212,6 +225,11 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     (*notes)["tile"] = std::to_string(kernels::attention_tc_tile_keys(c.head_dim));
     (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
     (*notes)["warpgroups"] = std::to_string(plan.consumers);
+    const bool swapped = plan.consumers == 1 && p.swap_small_blocks;
+    (*notes)["small_blocks"] =
+        swapped ? "blocks of at most " + std::to_string(kernels::attention_tc_small_block_rows) +
+                      " query rows swapped (keys and head_dim on wgmma's 64 rows)"
+                : "every block in the 64-row form";
     (*notes)["ctas"] = std::to_string(plan.ctas) + (plan.cta_lists.items.empty()
                                                         ? " persistent, items in stride order"
                                                         : " persistent, items in balanced lists");
