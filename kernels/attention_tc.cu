@@ -794,9 +794,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
 // The merge of split-parallel rows: for each (token row, head, element), the row's splits
 // 0 .. pos / S folded in ascending order with the plan's fold, then O / L rounded once. One block
-// per (row, head), one thread per element; each thread loads kMergeBatch splits' states before
-// folding them, so the loads of a batch are in flight together.
-constexpr int kMergeBatch = 16;
+// per (row, head), one thread per element. The splits' states are read kMergeBatch at a time, all
+// of a batch's loads issued before its first fold (the (m, l) pairs, one per split for the whole
+// block, through shared memory), so a row of up to 64 splits (KV 32768 at the default split)
+// waits for one round of loads rather than one per 16 splits.
+constexpr int kMergeBatch = 64;
 
 template <class TO>
 __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttentionParams p) {
@@ -805,6 +807,7 @@ __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttenti
   // before that grid has finished and its writes are visible.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
+  __shared__ float2 ml[kMergeBatch];
   const int r = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
   const int token_row = p.merge_rows[r];
   const int splits = p.merge_pos[r] / p.split_size + 1;
@@ -813,22 +816,24 @@ __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttenti
   const int hd = p.head_dim;
   float run_m = -INFINITY, run_l = 0.0f, run_o = 0.0f;
   for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
-    float m[kMergeBatch], l[kMergeBatch], o[kMergeBatch];
-#pragma unroll
-    for (int u = 0; u < kMergeBatch; ++u) {
-      if (j0 + u < splits) {
-        const int64_t sh = (first + j0 + u) * p.num_heads + h;
-        const float2 ml = *reinterpret_cast<const float2*>(p.partial_ml + 2 * sh);
-        m[u] = ml.x;
-        l[u] = ml.y;
-        o[u] = p.partial_o[sh * hd + d];
-      }
+    const int n = min(kMergeBatch, splits - j0);
+    if (j0 > 0) __syncthreads();  // every thread has read the last batch's (m, l)
+    for (int u = d; u < n; u += blockDim.x) {
+      ml[u] = *reinterpret_cast<const float2*>(p.partial_ml +
+                                                2 * ((first + j0 + u) * p.num_heads + h));
     }
+    float o[kMergeBatch];
 #pragma unroll
     for (int u = 0; u < kMergeBatch; ++u) {
-      if (j0 + u < splits) {
-        const TcFoldWeights w = tc_fold_weights(run_m, m[u], c);
-        run_l = tc_fold_value(run_l, l[u], w);
+      if (u < n) o[u] = p.partial_o[((first + j0 + u) * p.num_heads + h) * hd + d];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kMergeBatch; ++u) {
+      if (u < n) {
+        const float2 s = ml[u];
+        const TcFoldWeights w = tc_fold_weights(run_m, s.x, c);
+        run_l = tc_fold_value(run_l, s.y, w);
         run_o = tc_fold_value(run_o, o[u], w);
         run_m = w.m;
       }
@@ -895,6 +900,13 @@ cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
 template <class TO>
 cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned threads,
                                cudaStream_t stream) {
+  // The attention kernel takes nearly all of an SM's shared memory; the merge asks for the same
+  // carveout, so that an SM that ran merge blocks need not be reconfigured before the next
+  // attention CTA can start there.
+  static const cudaError_t carveout =
+      cudaFuncSetAttribute(attention_tc_merge_kernel<TO>,
+                           cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  if (carveout != cudaSuccess) return carveout;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(threads);
