@@ -8,7 +8,7 @@
 // their tiles where the items' lengths differ, as in a causal prefill), else the items
 // blockIdx.x, blockIdx.x + gridDim.x, ...
 //  - producer: cp.async gathers of Q and of K and V tiles through the page table into
-//    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), completing on
+//    128-byte-swizzled shared memory (V rows past what the CTA needs zero-filled), completing on
 //    mbarriers of a ring of NB tile buffers (K and V tiles alternate in the ring); Q in two
 //    buffers where that costs no ring slot, so the next item's Q and first tiles load while the
 //    consumers finish the current item (decode items are one split of a few tiles); each tile's
@@ -290,13 +290,14 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
 #pragma unroll
       for (int hf = 0; hf < kSHalves; ++hf) zero_accumulators(st[hf]);
       wgmma_fence();
+      // k ascending for each accumulator; the halves' independent chains interleaved.
 #pragma unroll
-      for (int hf = 0; hf < kSHalves; ++hf) {
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        const uint64_t dq = smem_desc(q_addr + (kk / 4) * (64 * 128) + (kk % 4) * 32);
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) {
+        for (int hf = 0; hf < kSHalves; ++hf) {
           const uint64_t dk = smem_desc(ring.tile(sk) + hf * 64 * 128 + (kk / 4) * (kKeys * 128) +
                                         (kk % 4) * 32);
-          const uint64_t dq = smem_desc(q_addr + (kk / 4) * (64 * 128) + (kk % 4) * 32);
           WgmmaN8<T, false>::mma(st[hf], dk, dq);
         }
       }
@@ -353,12 +354,12 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
       for (int hf = 0; hf < kOHalves; ++hf) fence_operands(o[hf]);
       wgmma_fence();
 #pragma unroll
-      for (int hf = 0; hf < kOHalves; ++hf) {
+      for (int kc = 0; kc < kKeys / 16; ++kc) {
+        const uint64_t dp = smem_desc(scratch_addr + (kc / 4) * (8 * 128) + (kc % 4) * 32);
 #pragma unroll
-        for (int kc = 0; kc < kKeys / 16; ++kc) {
+        for (int hf = 0; hf < kOHalves; ++hf) {
           const uint64_t dv = smem_desc_sw128(
               ring.tile(sv_slot) + hf * (kKeys * 128) + kc * 16 * 128, kKeys * 128, 1024);
-          const uint64_t dp = smem_desc(scratch_addr + (kc / 4) * (8 * 128) + (kc % 4) * 32);
           WgmmaN8<T, true>::mma(o[hf], dv, dp);
         }
       }
@@ -513,9 +514,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       // Only the unit's rows (all of them in prefill, the group's heads in decode) divide by the
       // group.
       const int q_rows = it.u.num_tokens * group;
+      // Rows past the unit's tokens are zero up to the swapped form's 8 and left as they are
+      // beyond (a padding row's scores are all masked by the select and its output never
+      // stored; rows of an MMA do not mix), so a decode item does not zero 56 rows of Q.
+      const int q_fill = max(q_rows, attention_tc_small_block_rows);
 #pragma unroll
       for (int n = 0; n < kCopy.passes(kRows); ++n) {
         const int r = kCopy.row(t, n);
+        if (r >= q_fill) continue;
         const bool ok = r < q_rows;
         const T* src = q;
         if (ok) {
@@ -576,8 +582,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
               const int r = kCopy.row(t, n0 + k);
-              cp_async16_or_zero(dst + tc_swizzled_offset(r, copy_chunk, kKeys), base + max(off[k], int64_t{0}),
-                                 off[k] < 0);
+              // K rows past the split's end are left as they are: every row's select masks
+              // those keys' scores (lim <= hi). V rows there are zeroed, as 0 x V enters O.
+              if (operand == 0 && off[k] < 0) continue;
+              cp_async16_or_zero(dst + tc_swizzled_offset(r, copy_chunk, kKeys),
+                                 base + max(off[k], int64_t{0}), off[k] < 0);
             }
           }
           cp_async_arrive(full_bar(s));
