@@ -8,7 +8,7 @@
 // their tiles where the items' lengths differ, as in a causal prefill), else the items
 // blockIdx.x, blockIdx.x + gridDim.x, ...
 //  - producer: cp.async gathers of Q and of K and V tiles through the page table into
-//    128-byte-swizzled shared memory (V rows past what the CTA needs zero-filled), completing on
+//    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), completing on
 //    mbarriers of a ring of NB tile buffers (K and V tiles alternate in the ring); Q in two
 //    buffers where that costs no ring slot, so the next item's Q and first tiles load while the
 //    consumers finish the current item (decode items are one split of a few tiles); each tile's
@@ -290,14 +290,13 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
 #pragma unroll
       for (int hf = 0; hf < kSHalves; ++hf) zero_accumulators(st[hf]);
       wgmma_fence();
-      // k ascending for each accumulator; the halves' independent chains interleaved.
 #pragma unroll
-      for (int kk = 0; kk < HD / 16; ++kk) {
-        const uint64_t dq = smem_desc(q_addr + (kk / 4) * (64 * 128) + (kk % 4) * 32);
+      for (int hf = 0; hf < kSHalves; ++hf) {
 #pragma unroll
-        for (int hf = 0; hf < kSHalves; ++hf) {
+        for (int kk = 0; kk < HD / 16; ++kk) {
           const uint64_t dk = smem_desc(ring.tile(sk) + hf * 64 * 128 + (kk / 4) * (kKeys * 128) +
                                         (kk % 4) * 32);
+          const uint64_t dq = smem_desc(q_addr + (kk / 4) * (64 * 128) + (kk % 4) * 32);
           WgmmaN8<T, false>::mma(st[hf], dk, dq);
         }
       }
@@ -354,12 +353,12 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
       for (int hf = 0; hf < kOHalves; ++hf) fence_operands(o[hf]);
       wgmma_fence();
 #pragma unroll
-      for (int kc = 0; kc < kKeys / 16; ++kc) {
-        const uint64_t dp = smem_desc(scratch_addr + (kc / 4) * (8 * 128) + (kc % 4) * 32);
+      for (int hf = 0; hf < kOHalves; ++hf) {
 #pragma unroll
-        for (int hf = 0; hf < kOHalves; ++hf) {
+        for (int kc = 0; kc < kKeys / 16; ++kc) {
           const uint64_t dv = smem_desc_sw128(
               ring.tile(sv_slot) + hf * (kKeys * 128) + kc * 16 * 128, kKeys * 128, 1024);
+          const uint64_t dp = smem_desc(scratch_addr + (kc / 4) * (8 * 128) + (kc % 4) * 32);
           WgmmaN8<T, true>::mma(o[hf], dv, dp);
         }
       }
@@ -514,14 +513,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       // Only the unit's rows (all of them in prefill, the group's heads in decode) divide by the
       // group.
       const int q_rows = it.u.num_tokens * group;
-      // Rows past the unit's tokens are zero up to the swapped form's 8 and left as they are
-      // beyond (a padding row's scores are all masked by the select and its output never
-      // stored; rows of an MMA do not mix), so a decode item does not zero 56 rows of Q.
-      const int q_fill = max(q_rows, attention_tc_small_block_rows);
 #pragma unroll
       for (int n = 0; n < kCopy.passes(kRows); ++n) {
         const int r = kCopy.row(t, n);
-        if (r >= q_fill) continue;
         const bool ok = r < q_rows;
         const T* src = q;
         if (ok) {
@@ -582,11 +576,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #pragma unroll
             for (int k = 0; k < 8; ++k) {
               const int r = kCopy.row(t, n0 + k);
-              // K rows past the split's end are left as they are: every row's select masks
-              // those keys' scores (lim <= hi). V rows there are zeroed, as 0 x V enters O.
-              if (operand == 0 && off[k] < 0) continue;
-              cp_async16_or_zero(dst + tc_swizzled_offset(r, copy_chunk, kKeys),
-                                 base + max(off[k], int64_t{0}), off[k] < 0);
+              cp_async16_or_zero(dst + tc_swizzled_offset(r, copy_chunk, kKeys), base + max(off[k], int64_t{0}),
+                                 off[k] < 0);
             }
           }
           cp_async_arrive(full_bar(s));
@@ -803,11 +794,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
 // The merge of split-parallel rows: for each (token row, head, element), the row's splits
 // 0 .. pos / S folded in ascending order with the plan's fold, then O / L rounded once. One block
-// per (row, head), one thread per element. The splits' states are read kMergeBatch at a time, all
-// of a batch's loads issued before its first fold (the (m, l) pairs, one per split for the whole
-// block, through shared memory), so a row of up to 64 splits (KV 32768 at the default split)
-// waits for one round of loads rather than one per 16 splits.
-constexpr int kMergeBatch = 64;
+// per (row, head), one thread per element; each thread loads kMergeBatch splits' states before
+// folding them, so the loads of a batch are in flight together.
+constexpr int kMergeBatch = 16;
 
 template <class TO>
 __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttentionParams p) {
@@ -816,7 +805,6 @@ __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttenti
   // before that grid has finished and its writes are visible.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
-  __shared__ float2 ml[kMergeBatch];
   const int r = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
   const int token_row = p.merge_rows[r];
   const int splits = p.merge_pos[r] / p.split_size + 1;
@@ -825,24 +813,22 @@ __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttenti
   const int hd = p.head_dim;
   float run_m = -INFINITY, run_l = 0.0f, run_o = 0.0f;
   for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
-    const int n = min(kMergeBatch, splits - j0);
-    if (j0 > 0) __syncthreads();  // every thread has read the last batch's (m, l)
-    for (int u = d; u < n; u += blockDim.x) {
-      ml[u] = *reinterpret_cast<const float2*>(p.partial_ml +
-                                                2 * ((first + j0 + u) * p.num_heads + h));
-    }
-    float o[kMergeBatch];
+    float m[kMergeBatch], l[kMergeBatch], o[kMergeBatch];
 #pragma unroll
     for (int u = 0; u < kMergeBatch; ++u) {
-      if (u < n) o[u] = p.partial_o[((first + j0 + u) * p.num_heads + h) * hd + d];
+      if (j0 + u < splits) {
+        const int64_t sh = (first + j0 + u) * p.num_heads + h;
+        const float2 ml = *reinterpret_cast<const float2*>(p.partial_ml + 2 * sh);
+        m[u] = ml.x;
+        l[u] = ml.y;
+        o[u] = p.partial_o[sh * hd + d];
+      }
     }
-    __syncthreads();
 #pragma unroll
     for (int u = 0; u < kMergeBatch; ++u) {
-      if (u < n) {
-        const float2 s = ml[u];
-        const TcFoldWeights w = tc_fold_weights(run_m, s.x, c);
-        run_l = tc_fold_value(run_l, s.y, w);
+      if (j0 + u < splits) {
+        const TcFoldWeights w = tc_fold_weights(run_m, m[u], c);
+        run_l = tc_fold_value(run_l, l[u], w);
         run_o = tc_fold_value(run_o, o[u], w);
         run_m = w.m;
       }
@@ -909,13 +895,6 @@ cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
 template <class TO>
 cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned threads,
                                cudaStream_t stream) {
-  // The attention kernel takes nearly all of an SM's shared memory; the merge asks for the same
-  // carveout, so that an SM that ran merge blocks need not be reconfigured before the next
-  // attention CTA can start there.
-  static const cudaError_t carveout =
-      cudaFuncSetAttribute(attention_tc_merge_kernel<TO>,
-                           cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  if (carveout != cudaSuccess) return carveout;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(threads);
