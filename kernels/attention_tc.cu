@@ -40,8 +40,6 @@
 namespace nvdet::kernels {
 namespace {
 
-using namespace attention_tc_impl;
-
 #ifdef NVDET_SM90A_DEVICE
 
 // The merge of one split-parallel token row of KV head kvh inside the attention kernel, by the
@@ -117,7 +115,7 @@ __device__ __forceinline__ void fold_row_in_cta(const TcAttentionParams& p, int 
       const int64_t oi =
           (static_cast<int64_t>(token_row) * p.num_heads + head) * HD + 4 * (q % (HD / 4));
 #pragma unroll
-      for (int e = 0; e < 4; ++e) store_out(p, oi + e, __fdiv_rn(run_o[k][e], run_l[k]));
+      for (int e = 0; e < 4; ++e) tc_store_out(p, oi + e, __fdiv_rn(run_o[k][e], run_l[k]));
     }
   }
 }
@@ -188,8 +186,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     constexpr TcTileCopy kCopy(HD);
     static_assert(128 % kChunks == 0 && kCopy.passes(kKeys) % 8 == 0, "whole passes over a tile");
     const int copy_chunk = kCopy.chunk(t);
-    for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
-      const Item it = load_item(p, item);
+    for (int item; (item = tc_cta_item(p, items_done, num_items)) >= 0; ++items_done) {
+      const TcItem it = tc_load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
       const int qb = items_done % S::kQBufs;
       // Q: row r is token r / group, head r % group of this KV head; rows past the unit's tokens
@@ -218,15 +216,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         return pages[pow2 ? (key >> shift) : (key / p.page_size)];
       };
       int j = it.u.split_begin;
-      int t0 = split_lo(j, p.split_size);
-      int hi = split_hi(j, p.split_size, it.last_pos);
+      int t0 = tc_split_lo(j, p.split_size);
+      int hi = tc_split_hi(j, p.split_size, it.last_pos);
       int32_t page = t < kKeys && t0 + t < hi ? page_of(t0 + t) : 0;
       while (j < it.u.split_end) {
         int nj = j, nt0 = t0 + kKeys, nhi = hi;
         if (nt0 >= hi) {
           ++nj;
-          nt0 = split_lo(nj, p.split_size);
-          nhi = split_hi(nj, p.split_size, it.last_pos);
+          nt0 = tc_split_lo(nj, p.split_size);
+          nhi = tc_split_hi(nj, p.split_size, it.last_pos);
         }
         const int32_t next_page = nj < it.u.split_end && t < kKeys && nt0 + t < nhi ? page_of(nt0 + t) : 0;
         // The tile's key offsets (element index of (key, kvh, 0)), -1 past `hi`; double
@@ -287,8 +285,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const int rows[2] = {row0, row0 + 8};
     float* const my_run = run_o + wg * 128 * S::kORegs + tid;  // element i at my_run[i * 128]
     int use = 0, items_done = 0;
-    for (int item; (item = cta_item(p, items_done, num_items)) >= 0; ++items_done) {
-      const Item it = load_item(p, item);
+    for (int item; (item = tc_cta_item(p, items_done, num_items)) >= 0; ++items_done) {
+      const TcItem it = tc_load_item(p, item);
       int pos[2];
       bool valid[2];
 #pragma unroll
@@ -317,8 +315,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
         const int last_split = it.u.split_end - 1;
         for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
-          const int lo = split_lo(j, p.split_size);
-          const int hi = split_hi(j, p.split_size, it.last_pos);
+          const int lo = tc_split_lo(j, p.split_size);
+          const int hi = tc_split_hi(j, p.split_size, it.last_pos);
           const int split_end_key = (j + 1) * p.split_size;
           // A key k is in row h's split range when k < lim[h] (its own position + 1, or the split
           // end); rows that are padding have lim -1 and see only -inf.
@@ -429,11 +427,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
               const float a = __fdiv_rn(my_run[(4 * jb + 2 * h) * 128], total);
               const float b = __fdiv_rn(my_run[(4 * jb + 2 * h + 1) * 128], total);
               if (p.out_dtype == ElemType::kBF16) {
-                store_pair(static_cast<__nv_bfloat16*>(p.out) + oi + 8 * jb, a, b);
+                tc_store_pair(static_cast<__nv_bfloat16*>(p.out) + oi + 8 * jb, a, b);
               } else if (p.out_dtype == ElemType::kFP16) {
-                store_pair(static_cast<__half*>(p.out) + oi + 8 * jb, a, b);
+                tc_store_pair(static_cast<__half*>(p.out) + oi + 8 * jb, a, b);
               } else {
-                store_pair(static_cast<float*>(p.out) + oi + 8 * jb, a, b);
+                tc_store_pair(static_cast<float*>(p.out) + oi + 8 * jb, a, b);
               }
             }
           }
@@ -450,7 +448,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         if (ctid < it.u.num_tokens) {
           const int token_pos = it.u.first_pos + ctid;
           int last = 0;
-          if (token_pos >= split_lo(it.u.split_begin, p.split_size)) {
+          if (token_pos >= tc_split_lo(it.u.split_begin, p.split_size)) {
             int* const count =
                 p.merge_count + static_cast<int64_t>(it.u.q_row + ctid) * p.num_kv_heads + it.kvh;
             if (atomicAdd(count, 1) == token_pos / p.split_size) {

@@ -14,7 +14,7 @@
 #include "kernels/sm90_async.cuh"
 #include "kernels/vec_io.cuh"
 
-namespace nvdet::kernels::attention_tc_impl {
+namespace nvdet::kernels {
 
 inline constexpr float kTcLog2e = 1.4426950408889634f;
 
@@ -56,20 +56,20 @@ struct TcShape {
 #ifdef NVDET_SM90A_DEVICE
 
 template <class TO>
-__device__ __forceinline__ void store_pair(TO* dst, float a, float b) {
+__device__ __forceinline__ void tc_store_pair(TO* dst, float a, float b) {
   dst[0] = from_float<TO>(a);
   dst[1] = from_float<TO>(b);
 }
 
 // Everything the producer and the consumers derive from an item index identically.
-struct Item {
+struct TcItem {
   TcAttentionUnit u;
   int kvh;
   int last_pos;
 };
 
-__device__ __forceinline__ Item load_item(const TcAttentionParams& p, int item) {
-  Item it;
+__device__ __forceinline__ TcItem tc_load_item(const TcAttentionParams& p, int item) {
+  TcItem it;
   it.u = p.units[item / p.num_kv_heads];
   it.kvh = item % p.num_kv_heads;
   it.last_pos = it.u.first_pos + it.u.num_tokens - 1;
@@ -77,7 +77,7 @@ __device__ __forceinline__ Item load_item(const TcAttentionParams& p, int item) 
 }
 // The n-th item this CTA runs, or -1 after its last: from its list where the host made one, else
 // every gridDim.x-th item from blockIdx.x. The producer and the consumers walk the same sequence.
-__device__ __forceinline__ int cta_item(const TcAttentionParams& p, int n, int num_items) {
+__device__ __forceinline__ int tc_cta_item(const TcAttentionParams& p, int n, int num_items) {
   if (p.cta_item_begin == nullptr) {
     const int64_t item = blockIdx.x + static_cast<int64_t>(n) * gridDim.x;
     return item < num_items ? static_cast<int>(item) : -1;
@@ -86,13 +86,13 @@ __device__ __forceinline__ int cta_item(const TcAttentionParams& p, int n, int n
   return i < p.cta_item_begin[blockIdx.x + 1] ? p.cta_items[i] : -1;
 }
 // Keys [lo, hi) of split j that a unit ending at last_pos needs.
-__device__ __forceinline__ int split_lo(int j, int s) { return j * s; }
-__device__ __forceinline__ int split_hi(int j, int s, int last_pos) {
+__device__ __forceinline__ int tc_split_lo(int j, int s) { return j * s; }
+__device__ __forceinline__ int tc_split_hi(int j, int s, int last_pos) {
   return min((j + 1) * s, last_pos + 1);
 }
 
 // Stores out[i] = v for the output's dtype.
-__device__ __forceinline__ void store_out(const TcAttentionParams& p, int64_t i, float v) {
+__device__ __forceinline__ void tc_store_out(const TcAttentionParams& p, int64_t i, float v) {
   if (p.out_dtype == ElemType::kBF16) {
     static_cast<__nv_bfloat16*>(p.out)[i] = from_float<__nv_bfloat16>(v);
   } else if (p.out_dtype == ElemType::kFP16) {
@@ -114,4 +114,4 @@ struct TcRing {
 
 #endif  // NVDET_SM90A_DEVICE
 
-}  // namespace nvdet::kernels::attention_tc_impl
+}  // namespace nvdet::kernels

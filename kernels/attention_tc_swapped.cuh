@@ -15,7 +15,7 @@
 #include "kernels/sm90_async.cuh"
 #include "kernels/vec_io.cuh"
 
-namespace nvdet::kernels::attention_tc_impl {
+namespace nvdet::kernels {
 
 #ifdef NVDET_SM90A_DEVICE
 
@@ -48,7 +48,7 @@ struct TcSwapScratch {
 // warps through the scratch. Each thread keeps its O^T elements (dims warp * 16 + lane / 4 + 8 h
 // of each 64-dim half, query rows 2 quad + e) and their running fold in registers.
 template <class T, int HD, int TILE_BYTES, int NB>
-__device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, const Item& it,
+__device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, const TcItem& it,
                                                  int group, const TcRing<TILE_BYTES, NB>& ring,
                                                  uint32_t q_addr, uint32_t q_empty, int& use,
                                                  unsigned char* scratch, uint32_t scratch_addr) {
@@ -82,8 +82,8 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
   }
   const int last_split = it.u.split_end - 1;
   for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
-    const int lo = split_lo(j, p.split_size);
-    const int hi = split_hi(j, p.split_size, it.last_pos);
+    const int lo = tc_split_lo(j, p.split_size);
+    const int hi = tc_split_hi(j, p.split_size, it.last_pos);
     const int lim = srow_pos >= 0 ? min(srow_pos + 1, (j + 1) * p.split_size) : -1;
     float m = -INFINITY, l = 0.0f;  // warp 0
     float o[kOHalves][4];
@@ -237,7 +237,7 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
       for (int hf = 0; hf < kOHalves; ++hf) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          store_out(p, oi + hf * 64 + warp * 16 + srow + 8 * h,
+          tc_store_out(p, oi + hf * 64 + warp * 16 + srow + 8 * h,
                     __fdiv_rn(run[hf][2 * h + e], total));
         }
       }
@@ -247,4 +247,4 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
 
 #endif  // NVDET_SM90A_DEVICE
 
-}  // namespace nvdet::kernels::attention_tc_impl
+}  // namespace nvdet::kernels
