@@ -86,7 +86,7 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
   for (size_t i = 0; i < csv[0].size(); ++i) col[csv[0][i]] = i;
   for (const char* c : {"scenario", "context", "batch", "position", "backend", "median_us",
                         "min_us", "max_us", "samples", "spread_pct", "tflops", "gbps",
-                        "copy_fraction", "time_ratio", "baseline", "device_timed", "l2"}) {
+                        "copy_fraction", "time_ratio", "baseline", "device_timed", "l2", "notes"}) {
     EXPECT_TRUE(col.count(c)) << c;
   }
   for (size_t i = 1; i < csv.size(); ++i) {
@@ -111,6 +111,15 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
     // The backend time_ratio is taken against, named in every row.
     EXPECT_EQ(row[col["baseline"]], "cpu-variant");
     if (row[col["backend"]] == "cpu-variant") EXPECT_EQ(number(row[col["time_ratio"]]), 1.0);
+    // What the backend chose: cpu-variant's split of K follows the batch (4 at batch 2, 2 at
+    // batch 17); cpu-invariant's does not.
+    if (row[col["backend"]] == "cpu-variant") {
+      EXPECT_EQ(row[col["notes"]].find(row[col["batch"]] == "2" ? "split_k=4" : "split_k=2"), 0u)
+          << row[col["notes"]];
+    }
+    if (row[col["backend"]] == "cpu-invariant") {
+      EXPECT_NE(row[col["notes"]].find("split_k=1"), std::string::npos) << row[col["notes"]];
+    }
   }
   const auto j = nlohmann::json::parse(read_file(dir / "bench-quickstart.json"));
   EXPECT_EQ(j.at("axes"), nlohmann::json({"batch", "position"}));
@@ -119,10 +128,12 @@ TEST(BenchOutput, CsvAndJsonHaveOneColumnPerAxisAndTheSpread) {
     EXPECT_TRUE(row.at("position").is_string());
     EXPECT_TRUE(row.at("copy_fraction").is_null());
     EXPECT_EQ(row.at("samples"), 3);
+    EXPECT_TRUE(row.at("notes").is_object());
   }
   // The Markdown went to the job summary too, with '-' where there is no copy rate.
   const std::string md = read_file(summary);
   EXPECT_NE(md.find("## nvdet bench: quickstart"), std::string::npos);
+  EXPECT_NE(md.find("- `cpu-variant`: by context: split_k (`4`, `2`)"), std::string::npos) << md;
   EXPECT_EQ(md, read_file(dir / "bench-quickstart.md") + "\n");
   fs::remove_all(dir);
 }

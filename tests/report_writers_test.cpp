@@ -931,9 +931,9 @@ TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
   EXPECT_EQ(
       csv,
       "scenario,context,backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,"
-      "copy_fraction,time_ratio,baseline,device_timed,l2\n"
-      "s,c,cuda-vendor-policy,100,99,104.5,0,5.5,0.1,2000,0.5,1,cuda-vendor-policy,true,hot\n"
-      "s,c,cuda-invariant,125,120,131.25,0,9,0.08,1600,0.4,1.25,cuda-vendor-policy,true,hot\n");
+      "copy_fraction,time_ratio,baseline,device_timed,l2,notes\n"
+      "s,c,cuda-vendor-policy,100,99,104.5,0,5.5,0.1,2000,0.5,1,cuda-vendor-policy,true,hot,\n"
+      "s,c,cuda-invariant,125,120,131.25,0,9,0.08,1600,0.4,1.25,cuda-vendor-policy,true,hot,\n");
   EXPECT_NE(md.find("each run finds what the previous one left in L2 (--l2 hot)"),
             std::string::npos)
       << md;
@@ -953,8 +953,47 @@ TEST(BenchReport, ColdL2RunsSayTheyAreCold) {
   EXPECT_EQ(j.at("rows").at(0).at("l2"), "cold");
   EXPECT_EQ(j.at("rows").at(1).at("l2"), "");
   const std::string csv = render_bench_csv(r);
-  EXPECT_NE(csv.find(",cuda-vendor-policy,true,cold\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",cuda-vendor-policy,false,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",cuda-vendor-policy,true,cold,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",cuda-vendor-policy,false,,\n"), std::string::npos) << csv;
+}
+
+// Each row's run notes (what the backend chose for the context) in the JSON and CSV; the Markdown
+// sums them up per backend: the notes every context shares, then those that differ, with their
+// values (a few, then how many), and in how many contexts a key appears where not in all.
+TEST(BenchReport, SaysWhatEachBackendRan) {
+  BenchResult r = sample_bench(0.0);
+  BenchRow vendor = r.rows[0], inv = r.rows[1];
+  r.rows.clear();
+  for (int i = 0; i < 6; ++i) {
+    BenchRow v = vendor, n = inv;
+    v.context = n.context = "c" + std::to_string(i);
+    v.notes = {{"engine", i < 3 ? "eng_fast" : "eng_slow"}, {"version", "9.1"}};
+    n.notes = {{"kernel", "tc"}, {"splits", std::to_string(i + 1)}};
+    if (i == 0) n.notes["fold"] = "last, in `order`";
+    r.rows.push_back(v);
+    r.rows.push_back(n);
+  }
+  const std::string md = render_bench_markdown(r);
+  EXPECT_NE(md.find("### What each backend ran"), std::string::npos) << md;
+  EXPECT_NE(md.find("- `cuda-vendor-policy`: version `9.1`; by context: engine (`eng_fast`, "
+                    "`eng_slow`)\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- `cuda-invariant`: kernel `tc`; by context: fold (last, in `order`; in 1 of "
+                    "6 contexts), splits (`1`, `2`, `3`, `4`, ... 6 values in all)\n"),
+            std::string::npos)
+      << md;
+  const nlohmann::json j = bench_to_json(r);
+  EXPECT_EQ(j.at("rows").at(6).at("notes"),
+            nlohmann::json({{"engine", "eng_slow"}, {"version", "9.1"}}));
+  const std::string csv = render_bench_csv(r);
+  EXPECT_NE(csv.find(",hot,engine=eng_fast; version=9.1\n"), std::string::npos) << csv;
+  // A value with a comma: the field is quoted.
+  EXPECT_NE(csv.find(",hot,\"fold=last, in `order`; kernel=tc; splits=1\"\n"), std::string::npos)
+      << csv;
+  // Rows without notes: no section.
+  EXPECT_EQ(render_bench_markdown(sample_bench(0.0)).find("What each backend ran"),
+            std::string::npos);
 }
 
 TEST(BenchReport, WithoutACopyCeilingTheShareIsADash) {

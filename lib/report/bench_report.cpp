@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <variant>
+#include <vector>
 
 namespace nvdet {
 namespace {
@@ -12,6 +15,64 @@ namespace {
 std::string readable(double v) {
   if (!(v > 0)) return "-";
   return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+}
+
+// A note's value as Markdown code, or as it is where it holds a backtick.
+std::string code(const std::string& v) {
+  return v.find('`') == std::string::npos ? "`" + v + "`" : v;
+}
+
+// Per backend, in the table's order: the run notes every context shares, then those that differ
+// between contexts with their distinct values (the first few, in order of appearance). Empty
+// where no row has notes.
+std::string what_ran(const BenchResult& r) {
+  constexpr size_t kValuesShown = 4;
+  std::vector<std::string> backends;
+  std::map<std::string, size_t> rows_of;
+  // backend -> key -> (distinct values in order of appearance, rows that carry the key)
+  std::map<std::string, std::map<std::string, std::pair<std::vector<std::string>, size_t>>> keys;
+  bool any = false;
+  for (const BenchRow& row : r.rows) {
+    if (rows_of[row.backend]++ == 0) backends.push_back(row.backend);
+    for (const auto& [key, value] : row.notes) {
+      any = true;
+      auto& [values, rows] = keys[row.backend][key];
+      if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+      ++rows;
+    }
+  }
+  if (!any) return "";
+  std::string s =
+      "\n### What each backend ran\n\nThe run notes of one more call per context and backend, "
+      "made after its timed runs (every row's notes are in the JSON and CSV).\n\n";
+  for (const std::string& b : backends) {
+    std::vector<std::string> shared, varying;
+    for (const auto& [key, entry] : keys[b]) {
+      const auto& [values, rows] = entry;
+      if (values.size() == 1 && rows == rows_of[b]) {
+        shared.push_back(key + " " + code(values[0]));
+        continue;
+      }
+      std::string text = key + " (";
+      for (size_t i = 0; i < values.size() && i < kValuesShown; ++i) {
+        text += (i ? ", " : "") + code(values[i]);
+      }
+      if (values.size() > kValuesShown) {
+        text += fmt::format(", ... {} values in all", values.size());
+      }
+      if (rows < rows_of[b]) text += fmt::format("; in {} of {} contexts", rows, rows_of[b]);
+      varying.push_back(text + ")");
+    }
+    s += "- `" + b + "`: ";
+    if (shared.empty() && varying.empty()) s += "no notes";
+    for (size_t i = 0; i < shared.size(); ++i) s += (i ? ", " : "") + shared[i];
+    if (!varying.empty()) {
+      s += std::string(shared.empty() ? "" : "; ") + "by context: ";
+      for (size_t i = 0; i < varying.size(); ++i) s += (i ? ", " : "") + varying[i];
+    }
+    s += "\n";
+  }
+  return s;
 }
 
 }  // namespace
@@ -49,7 +110,7 @@ std::string render_bench_markdown(const BenchResult& r) {
                      readable(row.gbps), copy, row.time_ratio,
                      row.time_ratio > 0 ? 1.0 / row.time_ratio : 0.0);
   }
-  return s;
+  return s + what_ran(r);
 }
 
 namespace {
@@ -75,6 +136,13 @@ double spread_pct(const BenchRow& row) {
 // How the run's GPU rows met the L2 (`nvdet bench --l2`).
 const char* l2_mode(const BenchResult& r) { return r.timing.flush_l2 ? "cold" : "hot"; }
 
+// The row's run notes in one CSV field: "key=value; key=value", keys in order.
+std::string notes_text(const RunNotes& notes) {
+  std::string s;
+  for (const auto& [key, value] : notes) s += (s.empty() ? "" : "; ") + key + "=" + value;
+  return s;
+}
+
 // The row's: the run's mode for device-timed rows, "" for host-timed ones.
 std::string l2_text(const BenchResult& r, const BenchRow& row) {
   return row.device_timed ? l2_mode(r) : "";
@@ -93,17 +161,17 @@ std::string render_bench_csv(const BenchResult& r) {
   std::string s = "scenario,context";
   for (const std::string& a : r.axes) s += "," + csv_field(a);
   s += ",backend,median_us,min_us,max_us,samples,spread_pct,tflops,gbps,copy_fraction,time_ratio,"
-       "baseline,device_timed,l2\n";
+       "baseline,device_timed,l2,notes\n";
   for (const BenchRow& row : r.rows) {
     s += csv_field(r.scenario) + "," + csv_field(row.context);
     for (const std::string& a : r.axes) s += "," + csv_field(axis_text(row, a));
     // Every figure with six significant digits (README), the spread too; `baseline` names the
     // backend time_ratio divides by, so that a table read on its own says what 1.0 is.
-    s += fmt::format(",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},{:.6g},{},{},{}\n",
-                     csv_field(row.backend), row.median_us, row.min_us, row.max_us, row.samples,
-                     spread_pct(row), figure(row.tflops), figure(row.gbps),
-                     figure(row.copy_fraction), row.time_ratio, csv_field(r.baseline),
-                     row.device_timed ? "true" : "false", l2_text(r, row));
+    s += fmt::format(
+        ",{},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},{:.6g},{},{},{},{}\n", csv_field(row.backend),
+        row.median_us, row.min_us, row.max_us, row.samples, spread_pct(row), figure(row.tflops),
+        figure(row.gbps), figure(row.copy_fraction), row.time_ratio, csv_field(r.baseline),
+        row.device_timed ? "true" : "false", l2_text(r, row), csv_field(notes_text(row.notes)));
   }
   return s;
 }
@@ -140,7 +208,8 @@ nlohmann::json bench_to_json(const BenchResult& r) {
                          {"baseline", r.baseline},
                          {"copy_fraction", figure_json(row.copy_fraction)},
                          {"device_timed", row.device_timed},
-                         {"l2", l2_text(r, row)}};
+                         {"l2", l2_text(r, row)},
+                         {"notes", row.notes}};
     for (const auto& [name, v] : row.context_values) {
       if (const auto* n = std::get_if<int64_t>(&v)) {
         jr[name] = *n;
