@@ -31,20 +31,18 @@ std::string what_ran(const BenchResult& r) {
   std::map<std::string, size_t> rows_of;
   // backend -> key -> (distinct values in order of appearance, rows that carry the key)
   std::map<std::string, std::map<std::string, std::pair<std::vector<std::string>, size_t>>> keys;
-  bool any = false;
   for (const BenchRow& row : r.rows) {
     if (rows_of[row.backend]++ == 0) backends.push_back(row.backend);
     for (const auto& [key, value] : row.notes) {
-      any = true;
       auto& [values, rows] = keys[row.backend][key];
       if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
       ++rows;
     }
   }
-  if (!any) return "";
+  if (keys.empty()) return "";
   std::string s =
-      "\n### What each backend ran\n\nThe run notes of one more call per context and backend, "
-      "made after its timed runs (every row's notes are in the JSON and CSV).\n\n";
+      "\n### What each backend ran\n\nThe run notes of an untimed call per context and backend "
+      "(every row's notes are in the JSON and CSV).\n\n";
   for (const std::string& b : backends) {
     std::vector<std::string> shared, varying;
     for (const auto& [key, entry] : keys[b]) {

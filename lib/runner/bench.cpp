@@ -17,10 +17,11 @@
 namespace nvdet {
 namespace {
 
-// CPU backends have no device timer: median host wall clock of a few runs.
-Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts) {
+// CPU backends have no device timer: median host wall clock of a few runs. The first call, the
+// untimed warm-up, writes the run notes.
+Timing host_time(Backend& b, const OpArgs& args, const TimingOptions& opts, RunNotes* notes) {
   const TimingOptions few{1, std::max(1, std::min(opts.repetitions, 5))};
-  return time_host_driven([&] { b.run(args, nullptr); }, few);
+  return time_host_driven([&] { b.run(args, std::exchange(notes, nullptr)); }, few);
 }
 
 // --baseline, or the vendor kernel users actually run (the registry's BenchRole: cuDNN's SDPA
@@ -96,7 +97,12 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
       std::optional<Timing> t = b->time(bc->args, options.timing);
       BenchRow row;
       row.device_timed = t.has_value();
-      if (!t) t = host_time(*b, bc->args, options.timing);
+      if (t) {
+        // One more call after the timed runs, so that nothing it leaves behind can change them.
+        b->run(bc->args, &row.notes);
+      } else {
+        t = host_time(*b, bc->args, options.timing, &row.notes);
+      }
       row.context = c.id;
       row.context_values = c.values;
       row.samples = t->repetitions > 0 ? t->repetitions : options.timing.repetitions;
@@ -107,8 +113,6 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
       row.tflops = bc->flops / (t->median_us * 1e-6) / 1e12;
       row.gbps = bc->bytes / (t->median_us * 1e-6) / 1e9;
       if (row.device_timed && result.copy_gbps > 0) row.copy_fraction = row.gbps / result.copy_gbps;
-      // After the timed runs, so that nothing this call leaves behind can change them.
-      b->run(bc->args, &row.notes);
       median[row.backend] = t->median_us;
       result.rows.push_back(std::move(row));
       ++done;

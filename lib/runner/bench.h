@@ -36,10 +36,10 @@ struct BenchRow {
   // The context's value of each swept axis, in the scenario's order (one CSV/JSON column each).
   std::vector<std::pair<std::string, AxisValue>> context_values;
   int samples = 0;  // timed runs behind the median and spread
-  // The run notes of one more call of the same op, made after the timed runs: what the backend
-  // chose for this context (cuDNN's engine, cuBLASLt's algorithm, nvdet's kernel, tile and
-  // splits...), so that a ratio that moves between runs can be told apart from a vendor library
-  // that chose another kernel.
+  // The run notes of an untimed call of the same op (on a GPU one more call after the timed
+  // runs, on the host the warm-up call): what the backend chose for this context (cuDNN's engine,
+  // cuBLASLt's algorithm, nvdet's kernel, tile and splits...), so that a ratio that moves between
+  // runs can be told apart from a vendor library that chose another kernel.
   RunNotes notes;
 };
 
