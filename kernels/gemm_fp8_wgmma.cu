@@ -1,7 +1,7 @@
 // The invariant FP8 GEMM (kernels/gemm_fp8.cuh): a persistent, warp-specialized sm_90a kernel in
 // the manner of the 16-bit one (gemm_invariant_wgmma.cu). One producer warpgroup (one thread
 // issues the TMA loads, 128-byte swizzle, 128 e4m3 codes of K per stage row) runs ahead through an
-// mbarrier ring (with scales per K group, one of its warps fills a ring of the groups' scales in
+// mbarrier ring (with scales per K group, two of its warps copy the groups' scales into a ring of
 // the same slots); one or two consumer warpgroups of 64 rows each compute a 128-wide K group per
 // stage: four wgmma m64nNk32 into a partial (the first from zero), then, promoted, add it into the
 // fp32 total with the group's scales. Two partials take turns: group g + 1's wgmma run while
@@ -58,7 +58,7 @@ struct Fp8Shape {
   static constexpr int kOutConsumerBytes = kStagedStores ? 64 * TILE_N * 2 : 0;
   // Scales per K group (PER_GROUP): a ring of its own beside the tiles' (same slots, same
   // barriers), each slot the group's scales of the tile's rows of A, then of its columns of W,
-  // written by the producer's scale warp.
+  // written by the producer's two scale warps.
   static constexpr int kScaleSlotBytes = PER_GROUP ? (kTileM + TILE_N) * 4 : 0;
   // Tiles, the staging buffer, the scales, then the barriers; +1024 so the tiles can be aligned
   // to the 128B-swizzle atom.
@@ -311,8 +311,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     tma_prefetch_map(&map_w);
     if (kp.staged_out) tma_prefetch_map(&map_out);
     for (int s = 0; s < STAGES; ++s) {
-      // The TMA thread's arrival, and with scales per K group each lane of the scale warp's.
-      mbar_init(full_bar(s), PER_GROUP ? 1 + 32 : 1);
+      // The TMA thread's arrival, and with scales per K group each lane of the two scale warps'.
+      mbar_init(full_bar(s), PER_GROUP ? 1 + 64 : 1);
       // One arrival per consumer warp of every CTA whose producer writes the slot (per-thread
       // arrivals put 128 shared-memory atomics on one barrier per consumer and K group).
       mbar_init(empty_bar(s), 4 * CONSUMERS * CLUSTER);
@@ -352,37 +352,44 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
       }
-    } else if (PER_GROUP && threadIdx.x / 32 == 1) {
-      // The scale warp: each K group's scales of the tile's rows and columns into the group's
-      // slot of the scale ring, ahead of the consumers as the TMA loads are (the promotion then
-      // reads shared memory: 34 loads from global memory a group and thread, each waited out
-      // after the group's wgmma, took 359.8 against 167.6 us at 4096 x 4096, m = 4096, on an
-      // H100). Rows and columns past the output take the last valid scale (never stored).
+    } else if (PER_GROUP && (threadIdx.x / 32 == 1 || threadIdx.x / 32 == 2)) {
+      // The scale warps: each K group's scales copied (cp.async) into the group's slot of the
+      // scale ring, warp 1 those of the tile's rows of A, warp 2 those of its columns of W; each
+      // lane arrives on the slot's full barrier once its copies have landed, so the warps run
+      // ahead by the ring's depth with the copies of several groups in flight. (One warp loading
+      // them into registers and storing them waited out a round trip to memory every group; the
+      // ring's first form, which brought the promotion's reads into shared memory, took 4096 x
+      // 4096 at m = 4096 from 359.8 to 167.6 us on an H100.) Rows and columns past the output
+      // take the last valid scale (never stored).
       const Fp8GemmProblem& p = kp.p;
       const int lane = threadIdx.x % 32;
+      const bool rows = threadIdx.x / 32 == 1;
+      // Warp 1: kTileM values of a_scale (m per group) from the tile's first row; warp 2: TILE_N
+      // of w_scale (n per group) from its first column, after the rows in the slot.
+      constexpr int kRowCopies = S::kTileM / 32, kColCopies = TILE_N / 32;
+      const float* const scales = rows ? p.a_scale : p.w_scale;
+      const long long per_group = rows ? p.m : p.n;
+      const uint32_t slot_lane = scale_ring + 4 * (rows ? lane : S::kTileM + lane);
       RingCursor<STAGES> ring;
       for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
         int tm, tn;
         tile_at(tile, &tm, &tn);
-        const int row0 = tm * S::kTileM, col0 = tn * TILE_N;
+        const int first = rows ? tm * S::kTileM : tn * TILE_N;
         for (int g = 0; g < kp.k_groups; ++g, ring.advance()) {
           const int s = ring.slot;
-          const float* sa = p.a_scale + static_cast<long long>(g) * p.m;
-          const float* sw = p.w_scale + static_cast<long long>(g) * p.n;
-          float va[S::kTileM / 32], vw[TILE_N / 32];
-#pragma unroll
-          for (int i = 0; i < S::kTileM / 32; ++i) va[i] = sa[min(row0 + 32 * i + lane, p.m - 1)];
-#pragma unroll
-          for (int i = 0; i < TILE_N / 32; ++i) vw[i] = sw[min(col0 + 32 * i + lane, p.n - 1)];
+          const float* const src = scales + g * per_group;
+          const uint32_t dst = slot_lane + s * S::kScaleSlotBytes;
           mbar_wait(empty_bar(s), ring.phase ^ 1u);
-          float* const dst = scale_slot(s);
 #pragma unroll
-          for (int i = 0; i < S::kTileM / 32; ++i) dst[32 * i + lane] = va[i];
-#pragma unroll
-          for (int i = 0; i < TILE_N / 32; ++i) dst[S::kTileM + 32 * i + lane] = vw[i];
-          mbar_arrive(full_bar(s));
+          for (int i = 0; i < (kRowCopies > kColCopies ? kRowCopies : kColCopies); ++i) {
+            if (i < (rows ? kRowCopies : kColCopies)) {
+              cp_async4(dst + 4 * 32 * i, src + min(first + 32 * i + lane, int(per_group) - 1));
+            }
+          }
+          cp_async_arrive(full_bar(s));
         }
       }
+      cp_async_wait_all();  // no copy of this warp still in flight when it leaves
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
