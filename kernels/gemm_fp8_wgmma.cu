@@ -209,7 +209,11 @@ __device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const 
 // per K group, else T = T + P_g; each operation rounded on its own (no contraction). The group's
 // scales come from its slot of the scale ring: sa of the tile's rows, then sw of its columns
 // (row_in_tile and col_in_tile: the thread's first row and column there).
-template <bool PER_GROUP, int R>
+// W_BLOCK: every column of the tile has the same weight scale in each group (block_128x128 or
+// tensor-wide weights; a tile is at most 128 wide and aligned to its width, so it lies in one
+// 128-column block): the products sa * sw are formed once per row rather than once per element.
+// They are the same values, so the bits are those of the general form.
+template <bool PER_GROUP, bool W_BLOCK, int R>
 __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
                                         const float* scales, int row_in_tile, int tile_m,
                                         int col_in_tile) {
@@ -220,6 +224,19 @@ __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
   }
   const float sa0 = scales[row_in_tile];
   const float sa1 = scales[row_in_tile + 8];
+  if constexpr (W_BLOCK) {
+    const float sw = scales[tile_m + col_in_tile];
+    const float s0 = __fmul_rn(sa0, sw);
+    const float s1 = __fmul_rn(sa1, sw);
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+      acc[4 * j + 0] = __fadd_rn(acc[4 * j + 0], __fmul_rn(part[4 * j + 0], s0));
+      acc[4 * j + 1] = __fadd_rn(acc[4 * j + 1], __fmul_rn(part[4 * j + 1], s0));
+      acc[4 * j + 2] = __fadd_rn(acc[4 * j + 2], __fmul_rn(part[4 * j + 2], s1));
+      acc[4 * j + 3] = __fadd_rn(acc[4 * j + 3], __fmul_rn(part[4 * j + 3], s1));
+    }
+    return;
+  }
   // Columns col and col + 1 side by side (col is even, the slot 16-byte aligned): one 8-byte load.
   const float2* sw = reinterpret_cast<const float2*>(scales + tile_m + col_in_tile);
 #pragma unroll
@@ -263,8 +280,9 @@ __device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
 // PER_GROUP: the scales change along K (applied at each promotion; promoted only), as a template
 // parameter so that each kernel holds one promotion and one epilogue, not both behind a branch.
 // CLUSTER: the launch's cluster size (1: none; else gridDim.x a multiple of it and the W map's box
-// kWPartRows rows).
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP>
+// kWPartRows rows). W_BLOCK: see promote.
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP,
+          bool W_BLOCK>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_w,
@@ -451,7 +469,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             wait_group_mma<1>(part);
           }
           if constexpr (!PER_GROUP) release(s);
-          promote<PER_GROUP>(acc, part, scale_slot(s), row_base - tm * S::kTileM, S::kTileM,
+          promote<PER_GROUP, W_BLOCK>(acc, part, scale_slot(s), row_base - tm * S::kTileM, S::kTileM,
                              col_base - tn * TILE_N);
           if constexpr (PER_GROUP) {
             __syncwarp();  // every lane's reads of the slot before lane 0 hands it back
@@ -532,10 +550,12 @@ bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long lon
                                   static_cast<uint32_t>(box_rows));
 }
 
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP>
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP,
+          bool W_BLOCK>
 cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t stream) {
+  static_assert(128 % TILE_N == 0, "a tile in one 128-column block of weight scales (W_BLOCK)");
   using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER, PER_GROUP>;
-  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, CLUSTER, PROMOTED, PER_GROUP>;
+  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, CLUSTER, PROMOTED, PER_GROUP, W_BLOCK>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -595,16 +615,16 @@ static_assert(kFp8GemmConfigCount == 5 && fp8_config_is(0, 2, 128, 6) &&
                   fp8_config_is(3, 1, 32, 16) && fp8_config_is(4, 2, 128, 6, 2),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
-template <bool PROMOTED, bool PER_GROUP>
+template <bool PROMOTED, bool PER_GROUP, bool W_BLOCK = false>
 cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream_t stream) {
   switch (config) {
     // The 128-row tiles' rings hold a stage fewer with scales per K group (the scale ring does not
     // fit beside six).
-    case 0: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 1: return launch_fp8_config<1, 128, 8, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 2: return launch_fp8_config<1, 64, 12, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 3: return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 4: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 2, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 0: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 1: return launch_fp8_config<1, 128, 8, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 2: return launch_fp8_config<1, 64, 12, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 3: return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 4: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 2, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -617,7 +637,7 @@ int ceil_div_int(long long a, long long b) { return static_cast<int>((a + b - 1)
 bool fp8_gemm_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, 1, true, false>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, 1, true, false, false>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
@@ -677,8 +697,9 @@ cudaError_t fp8_gemm_launch(const Fp8GemmProblem& p, const Fp8GemmPlan& plan,
   if (fp8_gemm_unsupported(p) != nullptr || plan.ctas <= 0) return cudaErrorInvalidValue;
   // fp8_gemm_unsupported refuses scales per K group with fast accumulation.
   if (!p.promoted) return launch_fp8<false, false>(p, plan.config, plan.ctas, stream);
-  return p.per_group ? launch_fp8<true, true>(p, plan.config, plan.ctas, stream)
-                     : launch_fp8<true, false>(p, plan.config, plan.ctas, stream);
+  if (!p.per_group) return launch_fp8<true, false>(p, plan.config, plan.ctas, stream);
+  return p.w_scale_blocks_of_128 ? launch_fp8<true, true, true>(p, plan.config, plan.ctas, stream)
+                                 : launch_fp8<true, true>(p, plan.config, plan.ctas, stream);
 }
 
 }  // namespace nvdet::kernels
