@@ -1,5 +1,6 @@
 #include "lib/report/bench_report.h"
 
+#include <absl/strings/str_join.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,10 +52,11 @@ std::string what_ran(const BenchResult& r) {
         shared.push_back(key + " " + code(values[0]));
         continue;
       }
-      std::string text = key + " (";
-      for (size_t i = 0; i < values.size() && i < kValuesShown; ++i) {
-        text += (i ? ", " : "") + code(values[i]);
-      }
+      const auto shown_end = values.begin() + std::min(values.size(), kValuesShown);
+      std::string text =
+          key + " (" +
+          absl::StrJoin(values.begin(), shown_end, ", ",
+                        [](std::string* out, const std::string& v) { out->append(code(v)); });
       if (values.size() > kValuesShown) {
         text += fmt::format(", ... {} values in all", values.size());
       }
@@ -63,10 +65,9 @@ std::string what_ran(const BenchResult& r) {
     }
     s += "- `" + b + "`: ";
     if (shared.empty() && varying.empty()) s += "no notes";
-    for (size_t i = 0; i < shared.size(); ++i) s += (i ? ", " : "") + shared[i];
+    s += absl::StrJoin(shared, ", ");
     if (!varying.empty()) {
-      s += std::string(shared.empty() ? "" : "; ") + "by context: ";
-      for (size_t i = 0; i < varying.size(); ++i) s += (i ? ", " : "") + varying[i];
+      s += std::string(shared.empty() ? "" : "; ") + "by context: " + absl::StrJoin(varying, ", ");
     }
     s += "\n";
   }
@@ -136,9 +137,7 @@ const char* l2_mode(const BenchResult& r) { return r.timing.flush_l2 ? "cold" : 
 
 // The row's run notes in one CSV field: "key=value; key=value", keys in order.
 std::string notes_text(const RunNotes& notes) {
-  std::string s;
-  for (const auto& [key, value] : notes) s += (s.empty() ? "" : "; ") + key + "=" + value;
-  return s;
+  return absl::StrJoin(notes, "; ", absl::PairFormatter("="));
 }
 
 // The row's: the run's mode for device-timed rows, "" for host-timed ones.
