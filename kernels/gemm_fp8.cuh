@@ -44,6 +44,10 @@ struct Fp8GemmProblem {
   int m = 0, n = 0, k = 0;
   int64_t lda = 0, ldw = 0, ldo = 0;
   bool per_group = false;  // scales change along K (see above)
+  // With per_group: the caller states that w_scale is one value per 128 aligned columns in each
+  // group (block_128x128 or tensor-wide weight scales). The kernel then forms each row's product
+  // sa * sw once per group instead of once per element; the bits are the same.
+  bool w_scale_blocks_of_128 = false;
   bool promoted = true;    // false: fast accumulation
 };
 

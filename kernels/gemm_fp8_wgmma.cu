@@ -1,7 +1,7 @@
 // The invariant FP8 GEMM (kernels/gemm_fp8.cuh): a persistent, warp-specialized sm_90a kernel in
 // the manner of the 16-bit one (gemm_invariant_wgmma.cu). One producer warpgroup (one thread
 // issues the TMA loads, 128-byte swizzle, 128 e4m3 codes of K per stage row) runs ahead through an
-// mbarrier ring (with scales per K group, one of its warps fills a ring of the groups' scales in
+// mbarrier ring (with scales per K group, two of its warps copy the groups' scales into a ring of
 // the same slots); one or two consumer warpgroups of 64 rows each compute a 128-wide K group per
 // stage: four wgmma m64nNk32 into a partial (the first from zero), then, promoted, add it into the
 // fp32 total with the group's scales. Two partials take turns: group g + 1's wgmma run while
@@ -58,7 +58,7 @@ struct Fp8Shape {
   static constexpr int kOutConsumerBytes = kStagedStores ? 64 * TILE_N * 2 : 0;
   // Scales per K group (PER_GROUP): a ring of its own beside the tiles' (same slots, same
   // barriers), each slot the group's scales of the tile's rows of A, then of its columns of W,
-  // written by the producer's scale warp.
+  // written by the producer's two scale warps.
   static constexpr int kScaleSlotBytes = PER_GROUP ? (kTileM + TILE_N) * 4 : 0;
   // Tiles, the staging buffer, the scales, then the barriers; +1024 so the tiles can be aligned
   // to the 128B-swizzle atom.
@@ -209,7 +209,11 @@ __device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const 
 // per K group, else T = T + P_g; each operation rounded on its own (no contraction). The group's
 // scales come from its slot of the scale ring: sa of the tile's rows, then sw of its columns
 // (row_in_tile and col_in_tile: the thread's first row and column there).
-template <bool PER_GROUP, int R>
+// W_BLOCK: every column of the tile has the same weight scale in each group (block_128x128 or
+// tensor-wide weights; a tile is at most 128 wide and aligned to its width, so it lies in one
+// 128-column block): the products sa * sw are formed once per row rather than once per element.
+// They are the same values, so the bits are those of the general form.
+template <bool PER_GROUP, bool W_BLOCK, int R>
 __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
                                         const float* scales, int row_in_tile, int tile_m,
                                         int col_in_tile) {
@@ -220,6 +224,19 @@ __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
   }
   const float sa0 = scales[row_in_tile];
   const float sa1 = scales[row_in_tile + 8];
+  if constexpr (W_BLOCK) {
+    const float sw = scales[tile_m + col_in_tile];
+    const float s0 = __fmul_rn(sa0, sw);
+    const float s1 = __fmul_rn(sa1, sw);
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+      acc[4 * j + 0] = __fadd_rn(acc[4 * j + 0], __fmul_rn(part[4 * j + 0], s0));
+      acc[4 * j + 1] = __fadd_rn(acc[4 * j + 1], __fmul_rn(part[4 * j + 1], s0));
+      acc[4 * j + 2] = __fadd_rn(acc[4 * j + 2], __fmul_rn(part[4 * j + 2], s1));
+      acc[4 * j + 3] = __fadd_rn(acc[4 * j + 3], __fmul_rn(part[4 * j + 3], s1));
+    }
+    return;
+  }
   // Columns col and col + 1 side by side (col is even, the slot 16-byte aligned): one 8-byte load.
   const float2* sw = reinterpret_cast<const float2*>(scales + tile_m + col_in_tile);
 #pragma unroll
@@ -263,8 +280,9 @@ __device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
 // PER_GROUP: the scales change along K (applied at each promotion; promoted only), as a template
 // parameter so that each kernel holds one promotion and one epilogue, not both behind a branch.
 // CLUSTER: the launch's cluster size (1: none; else gridDim.x a multiple of it and the W map's box
-// kWPartRows rows).
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP>
+// kWPartRows rows). W_BLOCK: see promote.
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP,
+          bool W_BLOCK>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_w,
@@ -311,8 +329,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     tma_prefetch_map(&map_w);
     if (kp.staged_out) tma_prefetch_map(&map_out);
     for (int s = 0; s < STAGES; ++s) {
-      // The TMA thread's arrival, and with scales per K group each lane of the scale warp's.
-      mbar_init(full_bar(s), PER_GROUP ? 1 + 32 : 1);
+      // The TMA thread's arrival, and with scales per K group each lane of the two scale warps'.
+      mbar_init(full_bar(s), PER_GROUP ? 1 + 64 : 1);
       // One arrival per consumer warp of every CTA whose producer writes the slot (per-thread
       // arrivals put 128 shared-memory atomics on one barrier per consumer and K group).
       mbar_init(empty_bar(s), 4 * CONSUMERS * CLUSTER);
@@ -352,37 +370,44 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
         }
       }
-    } else if (PER_GROUP && threadIdx.x / 32 == 1) {
-      // The scale warp: each K group's scales of the tile's rows and columns into the group's
-      // slot of the scale ring, ahead of the consumers as the TMA loads are (the promotion then
-      // reads shared memory: 34 loads from global memory a group and thread, each waited out
-      // after the group's wgmma, took 359.8 against 167.6 us at 4096 x 4096, m = 4096, on an
-      // H100). Rows and columns past the output take the last valid scale (never stored).
+    } else if (PER_GROUP && (threadIdx.x / 32 == 1 || threadIdx.x / 32 == 2)) {
+      // The scale warps: each K group's scales copied (cp.async) into the group's slot of the
+      // scale ring, warp 1 those of the tile's rows of A, warp 2 those of its columns of W; each
+      // lane arrives on the slot's full barrier once its copies have landed, so the warps run
+      // ahead by the ring's depth with the copies of several groups in flight. (One warp loading
+      // them into registers and storing them waited out a round trip to memory every group; the
+      // ring's first form, which brought the promotion's reads into shared memory, took 4096 x
+      // 4096 at m = 4096 from 359.8 to 167.6 us on an H100.) Rows and columns past the output
+      // take the last valid scale (never stored).
       const Fp8GemmProblem& p = kp.p;
       const int lane = threadIdx.x % 32;
+      const bool rows = threadIdx.x / 32 == 1;
+      // Warp 1: kTileM values of a_scale (m per group) from the tile's first row; warp 2: TILE_N
+      // of w_scale (n per group) from its first column, after the rows in the slot.
+      constexpr int kRowCopies = S::kTileM / 32, kColCopies = TILE_N / 32;
+      const float* const scales = rows ? p.a_scale : p.w_scale;
+      const long long per_group = rows ? p.m : p.n;
+      const uint32_t slot_lane = scale_ring + 4 * (rows ? lane : S::kTileM + lane);
       RingCursor<STAGES> ring;
       for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
         int tm, tn;
         tile_at(tile, &tm, &tn);
-        const int row0 = tm * S::kTileM, col0 = tn * TILE_N;
+        const int first = rows ? tm * S::kTileM : tn * TILE_N;
         for (int g = 0; g < kp.k_groups; ++g, ring.advance()) {
           const int s = ring.slot;
-          const float* sa = p.a_scale + static_cast<long long>(g) * p.m;
-          const float* sw = p.w_scale + static_cast<long long>(g) * p.n;
-          float va[S::kTileM / 32], vw[TILE_N / 32];
-#pragma unroll
-          for (int i = 0; i < S::kTileM / 32; ++i) va[i] = sa[min(row0 + 32 * i + lane, p.m - 1)];
-#pragma unroll
-          for (int i = 0; i < TILE_N / 32; ++i) vw[i] = sw[min(col0 + 32 * i + lane, p.n - 1)];
+          const float* const src = scales + g * per_group;
+          const uint32_t dst = slot_lane + s * S::kScaleSlotBytes;
           mbar_wait(empty_bar(s), ring.phase ^ 1u);
-          float* const dst = scale_slot(s);
 #pragma unroll
-          for (int i = 0; i < S::kTileM / 32; ++i) dst[32 * i + lane] = va[i];
-#pragma unroll
-          for (int i = 0; i < TILE_N / 32; ++i) dst[S::kTileM + 32 * i + lane] = vw[i];
-          mbar_arrive(full_bar(s));
+          for (int i = 0; i < (kRowCopies > kColCopies ? kRowCopies : kColCopies); ++i) {
+            if (i < (rows ? kRowCopies : kColCopies)) {
+              cp_async4(dst + 4 * 32 * i, src + min(first + 32 * i + lane, int(per_group) - 1));
+            }
+          }
+          cp_async_arrive(full_bar(s));
         }
       }
+      cp_async_wait_all();  // no copy of this warp still in flight when it leaves
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
@@ -444,7 +469,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             wait_group_mma<1>(part);
           }
           if constexpr (!PER_GROUP) release(s);
-          promote<PER_GROUP>(acc, part, scale_slot(s), row_base - tm * S::kTileM, S::kTileM,
+          promote<PER_GROUP, W_BLOCK>(acc, part, scale_slot(s), row_base - tm * S::kTileM, S::kTileM,
                              col_base - tn * TILE_N);
           if constexpr (PER_GROUP) {
             __syncwarp();  // every lane's reads of the slot before lane 0 hands it back
@@ -525,10 +550,12 @@ bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long lon
                                   static_cast<uint32_t>(box_rows));
 }
 
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP>
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP,
+          bool W_BLOCK>
 cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t stream) {
+  static_assert(128 % TILE_N == 0, "a tile in one 128-column block of weight scales (W_BLOCK)");
   using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER, PER_GROUP>;
-  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, CLUSTER, PROMOTED, PER_GROUP>;
+  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, CLUSTER, PROMOTED, PER_GROUP, W_BLOCK>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -588,16 +615,16 @@ static_assert(kFp8GemmConfigCount == 5 && fp8_config_is(0, 2, 128, 6) &&
                   fp8_config_is(3, 1, 32, 16) && fp8_config_is(4, 2, 128, 6, 2),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
-template <bool PROMOTED, bool PER_GROUP>
+template <bool PROMOTED, bool PER_GROUP, bool W_BLOCK = false>
 cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream_t stream) {
   switch (config) {
     // The 128-row tiles' rings hold a stage fewer with scales per K group (the scale ring does not
     // fit beside six).
-    case 0: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 1: return launch_fp8_config<1, 128, 8, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 2: return launch_fp8_config<1, 64, 12, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 3: return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP>(p, ctas, stream);
-    case 4: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 2, PROMOTED, PER_GROUP>(p, ctas, stream);
+    case 0: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 1: return launch_fp8_config<1, 128, 8, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 2: return launch_fp8_config<1, 64, 12, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 3: return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 4: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 2, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -610,7 +637,7 @@ int ceil_div_int(long long a, long long b) { return static_cast<int>((a + b - 1)
 bool fp8_gemm_available() {
   static const bool available = [] {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, 1, true, false>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attr, fp8_gemm_kernel<2, 128, 6, 1, true, false, false>) != cudaSuccess) {
       cudaGetLastError();
       return false;
     }
@@ -670,8 +697,9 @@ cudaError_t fp8_gemm_launch(const Fp8GemmProblem& p, const Fp8GemmPlan& plan,
   if (fp8_gemm_unsupported(p) != nullptr || plan.ctas <= 0) return cudaErrorInvalidValue;
   // fp8_gemm_unsupported refuses scales per K group with fast accumulation.
   if (!p.promoted) return launch_fp8<false, false>(p, plan.config, plan.ctas, stream);
-  return p.per_group ? launch_fp8<true, true>(p, plan.config, plan.ctas, stream)
-                     : launch_fp8<true, false>(p, plan.config, plan.ctas, stream);
+  if (!p.per_group) return launch_fp8<true, false>(p, plan.config, plan.ctas, stream);
+  return p.w_scale_blocks_of_128 ? launch_fp8<true, true, true>(p, plan.config, plan.ctas, stream)
+                                 : launch_fp8<true, true>(p, plan.config, plan.ctas, stream);
 }
 
 }  // namespace nvdet::kernels

@@ -115,9 +115,10 @@ bool gemm_invariant_grouped_supported(const GemmGroupedProblem& p, const GemmDev
 }
 
 int gemm_invariant_grouped_config(const GemmGroupedProblem& p, int force_config) {
-  // A pinned entry with clusters does not apply: a grouped launch takes none (kGemmWgmmaConfigs).
+  // A pinned entry with clusters or the swapped form does not apply: a grouped launch takes
+  // neither (kGemmWgmmaConfigs).
   if (force_config >= 0 && force_config < kGemmWgmmaConfigCount &&
-      kGemmWgmmaConfigs[force_config].cluster_m == 1) {
+      kGemmWgmmaConfigs[force_config].cluster_m == 1 && !kGemmWgmmaConfigs[force_config].swapped) {
     return force_config;
   }
   // An expert gets few rows at decode sizes: 64-row tiles, 128 columns where N is wide.
@@ -193,7 +194,7 @@ int entry_like(int base, int tile_m, int k_subtiles) {
   for (int i = 0; i < kGemmWgmmaConfigCount; ++i) {
     const GemmWgmmaConfig& c = kGemmWgmmaConfigs[i];
     if (c.tile_m == tile_m && c.tile_n == b.tile_n && c.cluster_m == b.cluster_m &&
-        c.k_subtiles == k_subtiles) {
+        c.k_subtiles == k_subtiles && c.swapped == b.swapped) {
       return i;
     }
   }

@@ -69,11 +69,19 @@ struct GemmProblem {
 // once per stage). auto_pick false: the plan's cost model never takes the entry; it is taken when
 // pinned, or by a rule of gemm_wgmma_pick_config's where it was timed faster. Any entry gives the
 // same bits.
+// swapped: the decode form with W on wgmma's 64-row side and the tile's tile_m rows of A (8-64)
+// as the instruction's N, so that the shared memory a k step reads is mostly W (the 64-row A tile
+// of the other entries is mostly unused at decode sizes). tile_n columns of the output are
+// tile_n rows of W: 64, or 32 with the instruction's other 32 rows reading whatever shared memory
+// follows (never stored; rows of an MMA do not mix), which gives twice the CTAs. Each element
+// gets the bits of the other entries: the tensor cores give (W A^T)^T the bits of A W^T (the GPU
+// test SwappedOperandsGiveTheTransposedBits), and the k steps are the same.
 struct GemmWgmmaConfig {
   int tile_m, tile_n, stages, ctas_per_sm, efficiency_pct;
   int cluster_m = 1;
   int k_subtiles = 1;
   bool auto_pick = true;
+  bool swapped = false;
 };
 inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {128, 256, 4, 1, 100},  // 192 KiB of stages; large M
@@ -123,6 +131,15 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {8, 128, 6, 1, 70, 1, 2, false},   // 204 KiB
     {16, 128, 5, 1, 70, 1, 2, false},  // 180 KiB
     {32, 128, 5, 1, 70, 1, 2, false},  // 200 KiB
+    // The swapped decode form (m <= 64): 4 k tiles a stage of 64 (or 32) rows of W and tile_m
+    // rows of A. Pinned only until timed against entries 13 and 16-24.
+    {8, 64, 5, 1, 55, 1, 4, false, true},    // 180 KiB
+    {16, 64, 5, 1, 55, 1, 4, false, true},   // 200 KiB
+    {32, 64, 4, 1, 55, 1, 4, false, true},   // 192 KiB
+    {64, 64, 3, 1, 55, 1, 4, false, true},   // 192 KiB
+    {8, 32, 10, 1, 40, 1, 4, false, true},   // 200 KiB (+4 KiB the last stage's wgmma reads past)
+    {16, 32, 8, 1, 40, 1, 4, false, true},   // 192 KiB
+    {32, 32, 6, 1, 40, 1, 4, false, true},   // 192 KiB
 };
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));

@@ -227,6 +227,42 @@ __device__ __forceinline__ GroupedTileSite tile_site(const GemmKernelParams& p,
   return site;
 }
 
+// The swapped form's tile (plain launches, no cluster): output rows [tm * A_ROWS, +A_ROWS), rows
+// of A that the ring's N side (map_w) holds, and output columns [tn * W_ROWS, +W_ROWS), rows of
+// W that the ring's 64-row side (map_a) holds; p.m_tiles and p.n_tiles count those.
+template <int W_ROWS, int A_ROWS>
+__device__ __forceinline__ GroupedTileSite swapped_tile_site(const GemmKernelParams& p,
+                                                             int tile) {
+  int tm, tn;
+  grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+  GroupedTileSite site;
+  site.out_row = site.w_row = tm * A_ROWS;
+  site.col = site.a_row = tn * W_ROWS;
+  site.row_end = p.m;
+  return site;
+}
+
+// The swapped form's epilogue: accumulator register 4j + 2h + e holds W row (output column)
+// col0 + 8h and A row (output row) row0 + 8j + e of the tile, which finish_element completes as
+// every path does. The instruction's rows past W_ROWS read no W row and are not stored.
+template <int W_ROWS, int R>
+__device__ __forceinline__ void store_tile_swapped(const GemmKernelParams& p, const float (&acc)[R],
+                                                   int w_row, int col0, int row0) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int col = col0 + 8 * h;
+    if (w_row + 8 * h >= W_ROWS || col >= p.n) continue;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int row = row0 + 8 * j + e;
+        if (row < p.m) finish_element(p, row, col, acc[4 * j + 2 * h + e]);
+      }
+    }
+  }
+}
+
 // Fills the group table (grouped launches) and returns the number of tiles (of clusters' groups
 // of tiles, with clusters).
 template <int TILE_M, int CLUSTER>
@@ -246,8 +282,10 @@ __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, Group
 // the wgmma latency when a stage holds little work (narrow tiles, one k tile a stage).
 // CLUSTER: the launch's cluster size (1: no cluster; else plain launches only, gridDim.x a
 // multiple of it, the W map's box kWPartRows rows). KSUB: k tiles a stage (WgmmaShape).
+// SWAP: the swapped form (kGemmWgmmaConfigs): map_a holds W (ROWS rows a tile), map_w holds A
+// (TILE_N rows a tile), and the tile is stored transposed; one consumer, no cluster, no grouping.
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
-          int KSUB, class T, int ROWS = 64 * CONSUMERS>
+          int KSUB, class T, int ROWS = 64 * CONSUMERS, bool SWAP = false>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_w,
@@ -261,6 +299,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
                       const __grid_constant__ GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
   using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB, ROWS>;
+  static_assert(!SWAP || (CONSUMERS == 1 && CLUSTER == 1), "the swapped form: one consumer");
+  constexpr bool kStagedStores = S::kStagedStores && !SWAP;
+  // Where tile `tile` of this CTA lies (and which rows each ring side loads for it).
+  auto site_of = [&](const GroupTable& table, int tile, int rank) {
+    if constexpr (SWAP) {
+      (void)table, (void)rank;
+      return swapped_tile_site<ROWS, TILE_N>(p, tile);
+    } else {
+      return tile_site<S::kTileM, S::kTileN, CLUSTER>(p, table, tile, rank);
+    }
+  };
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
@@ -322,8 +371,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     if (threadIdx.x == 0) {
       int t = 0;
       for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
-        const GroupedTileSite site =
-            tile_site<S::kTileM, S::kTileN, CLUSTER>(p, group_table, tile, rank);
+        const GroupedTileSite site = site_of(group_table, tile, rank);
         // Grouped: only the boxes that hold the group's rows of this tile (an expert's few rows
         // at decode sizes, not the tile's 64 or 128); plain: one box.
         const int a_boxes = p.groups > 0 ? grouped_a_boxes(site, S::kTileM, p.a_box_rows) : 1;
@@ -376,8 +424,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     };
     int t = 0;
     for (int tile = first_tile; tile < total_tiles; tile += tile_step) {
-      const GroupedTileSite site =
-          tile_site<S::kTileM, S::kTileN, CLUSTER>(p, group_table, tile, rank);
+      const GroupedTileSite site = site_of(group_table, tile, rank);
       float acc[S::kAccRegs];
       zero_accumulators(acc);
       const int first_t = t;
@@ -412,11 +459,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
         for (int q = max(first_t, t - IN_FLIGHT); q < t; ++q) release(slot_back(t - q));
       }
 
+      if constexpr (SWAP) {
+        const int w_row = warp * 16 + (lane >> 2);
+        store_tile_swapped<ROWS>(p, acc, w_row, site.col + w_row,
+                                 site.out_row + ((lane & 3) << 1));
+        continue;
+      }
       const int row_base = site.out_row + wg * 64 + warp * 16 + (lane >> 2);
       const int col_base = site.col + ((lane & 3) << 1);
       // A short tile (ROWS < 64) stores its own rows only: the wgmma's others read no A row.
       const int row_end = min(site.row_end, site.out_row + S::kTileM);
-      if constexpr (S::kStagedStores) {
+      if constexpr (kStagedStores) {
         if (p.staged_out) {
           // This consumer's rows through its staging buffer, kStageCols columns at a time: the
           // previous TMA stores must have read the buffer (one thread issues them and waits),
@@ -463,7 +516,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
     }
   }
   // The last TMA stores read this CTA's shared memory: they finish before it exits.
-  if (S::kStagedStores && p.staged_out && threadIdx.x % 128 == 0) bulk_wait<0>();
+  if (kStagedStores && p.staged_out && threadIdx.x % 128 == 0) bulk_wait<0>();
   // Other CTAs of the cluster may still arrive on this CTA's empty barriers: none exits first.
   if constexpr (CLUSTER > 1) cluster_sync();
 #else
@@ -480,23 +533,24 @@ bool make_map(CUtensorMap* map, const void* base, int rows, int k, long long ld,
 }
 
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
-          int KSUB, class T, int ROWS = 64 * CONSUMERS>
+          int KSUB, class T, int ROWS = 64 * CONSUMERS, bool SWAP = false>
 cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
                           cudaStream_t stream) {
   using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB, ROWS>;
+  constexpr bool kStagedStores = S::kStagedStores && !SWAP;
   static_assert(IN_FLIGHT >= 1 && IN_FLIGHT < STAGES, "a stage must stay free for the producer");
   // With the group table of grouped launches.
   static_assert(S::kSmemBytes + kGroupTableBytes <= 227 * 1024,
                 "an sm_90 CTA's shared memory");
-  auto kernel =
-      wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB, T, ROWS>;
+  auto kernel = wgmma_gemm_kernel<CONSUMERS, TILE_N, STAGES, MIN_BLOCKS, IN_FLIGHT, CLUSTER, KSUB,
+                                  T, ROWS, SWAP>;
   // The tail after the barriers: the group table (grouped launches) or the staging (plain
   // launches that stage their stores), never both.
-  constexpr int kTailBytes = std::max(kGroupTableBytes, S::kStagedStores ? S::kStagingBytes : 0);
+  constexpr int kTailBytes = std::max(kGroupTableBytes, kStagedStores ? S::kStagingBytes : 0);
   static const cudaError_t attr = cudaFuncSetAttribute(
       kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes + kTailBytes);
   if (attr != cudaSuccess) return attr;
-  if (CLUSTER > 1 && p.groups > 0) return cudaErrorInvalidValue;  // plain launches only
+  if ((CLUSTER > 1 || SWAP) && p.groups > 0) return cudaErrorInvalidValue;  // plain launches only
   // A's box: the tile's rows, or M rounded up to 8 when M is smaller (decode sizes move less).
   // The rows of shared memory past the box only reach output rows past M. Grouped: boxes of at
   // most kGroupedABoxRows rows, as many as a tile's group has rows (each lands at a multiple of
@@ -509,25 +563,34 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   const long long w_rows = grouped ? static_cast<long long>(p.n) * p.groups : p.n;
   if (w_rows > INT32_MAX) return cudaErrorInvalidValue;
   CUtensorMap map_a, map_w;
-  if (!make_map(&map_a, p.a, p.m, p.a_cols > 0 ? p.a_cols : p.k, p.lda, a_box_rows, type) ||
-      !make_map(&map_w, p.w, static_cast<int>(w_rows), p.k, p.ldw, S::kWPartRows, type)) {
+  const int a_cols = p.a_cols > 0 ? p.a_cols : p.k;
+  if constexpr (SWAP) {
+    // W's rows on the 64-row side (ROWS a box), A's on the N side (TILE_N a box, the rows past M
+    // zero-filled by TMA and reaching only output rows past M).
+    if (!make_map(&map_a, p.w, p.n, p.k, p.ldw, ROWS, type) ||
+        !make_map(&map_w, p.a, p.m, a_cols, p.lda, TILE_N, type)) {
+      return cudaErrorInvalidValue;
+    }
+  } else if (!make_map(&map_a, p.a, p.m, a_cols, p.lda, a_box_rows, type) ||
+             !make_map(&map_w, p.w, static_cast<int>(w_rows), p.k, p.ldw, S::kWPartRows, type)) {
     return cudaErrorInvalidValue;
   }
   GemmKernelParams q = p;
-  q.a_box_rows = a_box_rows;
+  q.a_box_rows = SWAP ? ROWS : a_box_rows;
   // TMA stores of the tile: plain launches of 16-bit outputs whose rows are 16-byte aligned.
   CUtensorMap map_out{};
   const bool out16 = p.out_type == static_cast<int>(GemmType::kBF16) ||
                      p.out_type == static_cast<int>(GemmType::kFP16);
-  q.staged_out = S::kStagedStores && !grouped && out16 && (p.ldo * 2) % 16 == 0 &&
+  q.staged_out = kStagedStores && !grouped && out16 && (p.ldo * 2) % 16 == 0 &&
                  reinterpret_cast<uintptr_t>(p.out) % 16 == 0 &&
                  make_map(&map_out, p.out, p.m, p.n, p.ldo, 64,
                           p.out_type == static_cast<int>(GemmType::kBF16)
                               ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
   const int tail = grouped ? kGroupTableBytes : (q.staged_out ? S::kStagingBytes : 0);
-  q.m_tiles = (p.m + S::kTileM - 1) / S::kTileM;
-  q.n_tiles = (p.n + S::kTileN - 1) / S::kTileN;
+  // The swapped form's tiles: TILE_N rows of A by ROWS columns (rows of W).
+  q.m_tiles = SWAP ? (p.m + TILE_N - 1) / TILE_N : (p.m + S::kTileM - 1) / S::kTileM;
+  q.n_tiles = SWAP ? (p.n + ROWS - 1) / ROWS : (p.n + S::kTileN - 1) / S::kTileN;
   // Grouped: at most every row's block plus one partial block per group.
   const long long total =
       static_cast<long long>(q.m_tiles + (grouped ? p.groups : 0)) * q.n_tiles;
@@ -540,7 +603,7 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
     // Whole clusters: no more than the groups of CLUSTER row tiles, the CTAs asked for, or the
     // clusters the device holds at once.
     static const int resident = max_active_clusters(
-        kernel, CLUSTER, S::kThreads, S::kSmemBytes + (S::kStagedStores ? S::kStagingBytes : 0));
+        kernel, CLUSTER, S::kThreads, S::kSmemBytes + (kStagedStores ? S::kStagingBytes : 0));
     if (resident <= 0) return cudaErrorInvalidConfiguration;
     const long long groups_of_tiles =
         static_cast<long long>((q.m_tiles + CLUSTER - 1) / CLUSTER) * q.n_tiles;
@@ -560,9 +623,22 @@ constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_b
   return kGemmWgmmaConfigs[i].tile_m == (rows > 0 ? rows : 64 * consumers) &&
          kGemmWgmmaConfigs[i].tile_n == tile_n &&
          kGemmWgmmaConfigs[i].stages == stages && kGemmWgmmaConfigs[i].ctas_per_sm == min_blocks &&
-         kGemmWgmmaConfigs[i].cluster_m == cluster && kGemmWgmmaConfigs[i].k_subtiles == ksub;
+         kGemmWgmmaConfigs[i].cluster_m == cluster && kGemmWgmmaConfigs[i].k_subtiles == ksub &&
+         !kGemmWgmmaConfigs[i].swapped;
 }
-static_assert(kGemmWgmmaConfigCount == 25 && config_is(0, 2, 256, 4, 1) &&
+// A swapped entry: a_rows rows of A by w_rows rows of W, 4 k tiles a stage.
+constexpr bool swapped_is(int i, int a_rows, int w_rows, int stages) {
+  return kGemmWgmmaConfigs[i].swapped && kGemmWgmmaConfigs[i].tile_m == a_rows &&
+         kGemmWgmmaConfigs[i].tile_n == w_rows && kGemmWgmmaConfigs[i].stages == stages &&
+         kGemmWgmmaConfigs[i].ctas_per_sm == 1 && kGemmWgmmaConfigs[i].cluster_m == 1 &&
+         kGemmWgmmaConfigs[i].k_subtiles == 4;
+}
+static_assert(kGemmWgmmaConfigCount == 32 && swapped_is(25, 8, 64, 5) &&
+                  swapped_is(26, 16, 64, 5) && swapped_is(27, 32, 64, 4) &&
+                  swapped_is(28, 64, 64, 3) && swapped_is(29, 8, 32, 10) &&
+                  swapped_is(30, 16, 32, 8) && swapped_is(31, 32, 32, 6),
+              "launch_typed's swapped instantiations must follow kGemmWgmmaConfigs");
+static_assert(kGemmWgmmaConfigCount == 32 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
                   config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
@@ -588,6 +664,19 @@ cudaError_t launch_short(const GemmKernelParams& p, int ctas, CUtensorMapDataTyp
              ? launch_config<1, TILE_N, STAGES, 1, kInFlight, 1, KSUB, T, ROWS>(p, ctas, type,
                                                                                 stream)
              : launch_config<1, TILE_N, STAGES * KSUB, 1, 3, 1, 1, T, ROWS>(p, ctas, type, stream);
+}
+
+// The swapped form: A_ROWS rows of A (wgmma's N) against W_ROWS rows of W, 4 k tiles a stage
+// where they divide K's k tiles, else the same ring one k tile a stage (as launch_short).
+template <int A_ROWS, int W_ROWS, int STAGES, class T>
+cudaError_t launch_swapped(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
+                           cudaStream_t stream) {
+  constexpr int kInFlight = STAGES >= 5 ? 2 : 1;
+  return p.k_tiles % 4 == 0
+             ? launch_config<1, A_ROWS, STAGES, 1, kInFlight, 1, 4, T, W_ROWS, true>(p, ctas, type,
+                                                                                    stream)
+             : launch_config<1, A_ROWS, STAGES * 4, 1, 3, 1, 1, T, W_ROWS, true>(p, ctas, type,
+                                                                                 stream);
 }
 
 template <class T>
@@ -626,6 +715,13 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
     case 22: return launch_short<128, 6, 2, 8, T>(p, ctas, type, stream);
     case 23: return launch_short<128, 5, 2, 16, T>(p, ctas, type, stream);
     case 24: return launch_short<128, 5, 2, 32, T>(p, ctas, type, stream);
+    case 25: return launch_swapped<8, 64, 5, T>(p, ctas, type, stream);
+    case 26: return launch_swapped<16, 64, 5, T>(p, ctas, type, stream);
+    case 27: return launch_swapped<32, 64, 4, T>(p, ctas, type, stream);
+    case 28: return launch_swapped<64, 64, 3, T>(p, ctas, type, stream);
+    case 29: return launch_swapped<8, 32, 10, T>(p, ctas, type, stream);
+    case 30: return launch_swapped<16, 32, 8, T>(p, ctas, type, stream);
+    case 31: return launch_swapped<32, 32, 6, T>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;

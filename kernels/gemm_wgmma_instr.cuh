@@ -1,8 +1,8 @@
 #pragma once
 // wgmma.mma_async.sync.aligned.m64nNk16 (fp32 accumulate, both operands K-major in shared memory)
-// for the tile widths the invariant GEMM uses (N = 32, 64, 128, 192, 224, 256), bf16 and fp16: one
-// wrapper per width, because the instruction takes its N / 2 accumulator registers per thread as
-// separate operands.
+// for the tile widths the invariant GEMM uses (N = 8, 16, 32, 64, 128, 192, 224, 256), bf16 and
+// fp16: one wrapper per width, because the instruction takes its N / 2 accumulator registers per
+// thread as separate operands.
 //
 // Every wrapper issues d += A[64 x 16] * B[N x 16]^T with scale-d = 1 (the accumulators are zeroed
 // by register writes before the first k step), so the per-element operation is the same for every
@@ -16,6 +16,76 @@ namespace nvdet::kernels {
 
 template <int N, class T>
 struct Wgmma;
+
+// The narrow widths (N = 8, 16) are the swapped decode form's: W on the 64-row side, a few rows
+// of A as N (kGemmWgmmaConfigs' swapped entries).
+template <>
+struct Wgmma<8, __nv_bfloat16> {
+  static constexpr int kRegs = 4;
+  __device__ __forceinline__ static void mma(float (&d)[4], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+#else
+    (void)d, (void)desc_a, (void)desc_b;
+#endif
+  }
+};
+
+template <>
+struct Wgmma<8, __half> {
+  static constexpr int kRegs = 4;
+  __device__ __forceinline__ static void mma(float (&d)[4], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
+        "{%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+#else
+    (void)d, (void)desc_a, (void)desc_b;
+#endif
+  }
+};
+
+template <>
+struct Wgmma<16, __nv_bfloat16> {
+  static constexpr int kRegs = 8;
+  __device__ __forceinline__ static void mma(float (&d)[8], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+#else
+    (void)d, (void)desc_a, (void)desc_b;
+#endif
+  }
+};
+
+template <>
+struct Wgmma<16, __half> {
+  static constexpr int kRegs = 8;
+  __device__ __forceinline__ static void mma(float (&d)[8], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+#else
+    (void)d, (void)desc_a, (void)desc_b;
+#endif
+  }
+};
 
 template <>
 struct Wgmma<32, __nv_bfloat16> {

@@ -146,6 +146,10 @@ __device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src
       "l"(src), "r"(static_cast<int>(zero))
       : "memory");
 }
+// 4 bytes global -> shared through L1 (cp.async copies under 16 bytes take the .ca path).
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
 // Arrives on `bar` once every cp.async this thread issued before has landed (the arrival counts
 // towards the barrier's expected count: no pending-count increment).
 __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {

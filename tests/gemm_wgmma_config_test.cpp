@@ -93,9 +93,11 @@ TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
     const kernels::GemmWgmmaConfig& c = kernels::kGemmWgmmaConfigs[i];
     // Stages of A (tile_m x 64) and W (tile_n x 64) 16-bit elements per k tile, the barriers and
     // the alignment pad, ctas_per_sm times, within 227 KiB less the grouped launches' 4 KiB table.
-    // A short tile's wgmma reads 64 rows of A: the rows past its own follow the ring.
+    // A short tile's wgmma reads 64 rows of A (of W in the swapped form): the rows past its own
+    // follow the ring.
     const int stage = (c.tile_m + c.tile_n) * 64 * 2 * c.k_subtiles;
-    const int overread = (64 - c.tile_m % 64) % 64 * 128;
+    const int wgmma_m_rows = c.swapped ? c.tile_n : c.tile_m;
+    const int overread = (64 - wgmma_m_rows % 64) % 64 * 128;
     const int bytes = c.stages * stage + std::max(2 * c.stages * 8, overread) + 1024 + 4112;
     EXPECT_LE(bytes * c.ctas_per_sm, 227 * 1024) << "entry " << i;
     EXPECT_EQ(c.tile_n % 8, 0) << "wgmma N is a multiple of 8";
@@ -106,6 +108,15 @@ TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
     // A cluster's CTAs each load 1/cluster_m of the W tile: in whole 8-row swizzle atoms.
     EXPECT_TRUE(c.cluster_m == 1 || c.cluster_m == 2 || c.cluster_m == 4) << "entry " << i;
     EXPECT_EQ(c.tile_n % (8 * c.cluster_m), 0) << "entry " << i;
+    if (c.swapped) {
+      // W's rows on the 64-row side (one consumer, no cluster), A's rows as wgmma's N.
+      EXPECT_TRUE(c.tile_n == 32 || c.tile_n == 64) << "entry " << i;
+      EXPECT_TRUE(c.tile_m == 8 || c.tile_m == 16 || c.tile_m == 32 || c.tile_m == 64)
+          << "entry " << i;
+      EXPECT_EQ(c.cluster_m, 1) << "entry " << i;
+      EXPECT_EQ(c.ctas_per_sm, 1) << "entry " << i;
+      EXPECT_FALSE(c.auto_pick) << "entry " << i;
+    }
   }
 }
 
@@ -120,6 +131,7 @@ TEST(GemmWgmmaConfig, EntriesOutsideTheCostModelComeOnlyFromTheirRules) {
         const int k_tiles = (k + 63) / 64;
         SCOPED_TRACE(::testing::Message() << "m " << m << " n " << n << " k " << k);
         EXPECT_EQ(c.cluster_m, 1);
+        EXPECT_FALSE(c.swapped);
         if (c.k_subtiles > 1) {
           EXPECT_LE(m, kernels::kGemmStreamRows);
           EXPECT_EQ(k_tiles % c.k_subtiles, 0);

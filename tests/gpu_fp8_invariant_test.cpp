@@ -71,6 +71,7 @@ const std::vector<Case>& cases() {
       {Fp8ActScale::kDynamicTensor, Fp8WeightScale::kTensor, Fp8Accumulation::kPromoted},
       {Fp8ActScale::kDynamicToken, Fp8WeightScale::kChannel, Fp8Accumulation::kPromoted},
       {Fp8ActScale::kGroup128, Fp8WeightScale::kBlock128, Fp8Accumulation::kPromoted},
+      {Fp8ActScale::kGroup128, Fp8WeightScale::kChannel, Fp8Accumulation::kPromoted},
       {Fp8ActScale::kDynamicToken, Fp8WeightScale::kBlock128, Fp8Accumulation::kPromoted},
       {Fp8ActScale::kStatic, Fp8WeightScale::kTensor, Fp8Accumulation::kFast},
       {Fp8ActScale::kDynamicToken, Fp8WeightScale::kChannel, Fp8Accumulation::kFast},
@@ -148,7 +149,8 @@ TEST(GpuFp8Invariant, ARowsBitsDoNotDependOnTheBatch) {
 
 #ifdef NVDET_WITH_CUDA
 // Kernel level: an m = 300, n = 520 problem (partial tiles in m and n) with K deep under every
-// scheme, configuration and CTA count, bitwise.
+// scheme, configuration and CTA count, bitwise; with scales per K group and weight scales in
+// 128-column blocks (block_128x128, tensor), both forms of the promotion (w_scale_blocks_of_128).
 void expect_every_configuration_agrees(int k) {
   const int m = 300, n = 520;
   const HostTensor a = seeded({m, k}, 11, 1.0f);
@@ -179,24 +181,31 @@ void expect_every_configuration_agrees(int k) {
     p.out = out;
     ASSERT_EQ(kernels::fp8_gemm_unsupported(p), nullptr);
     std::vector<uint8_t> first;
-    for (int config = 0; config < kernels::kFp8GemmConfigCount; ++config) {
-      for (const int ctas : {1, 7, 132}) {
-        ASSERT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten shows
-        const kernels::Fp8GemmPlan plan = kernels::fp8_gemm_plan(p, 132, config, ctas);
-        ASSERT_EQ(kernels::fp8_gemm_launch(p, plan, nullptr), cudaSuccess);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        std::vector<uint8_t> bytes(size_t(m) * n * 4);
-        ASSERT_EQ(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-        for (size_t i = 0; i < bytes.size(); i += 4) {
-          float v;
-          std::memcpy(&v, &bytes[i], 4);
-          ASSERT_TRUE(std::isfinite(v)) << "element " << i / 4 << " unwritten, config " << config;
-        }
-        if (first.empty()) {
-          first = bytes;
-        } else {
-          EXPECT_EQ(bytes, first) << fp8_scheme_text(scheme) << ": config " << config << ", "
-                                  << ctas << " CTAs";
+    const bool blocks_possible = per_group && c.weight != Fp8WeightScale::kChannel;
+    for (const bool blocks : {false, true}) {
+      if (blocks && !blocks_possible) continue;
+      p.w_scale_blocks_of_128 = blocks;
+      for (int config = 0; config < kernels::kFp8GemmConfigCount; ++config) {
+        for (const int ctas : {1, 7, 132}) {
+          ASSERT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten
+          const kernels::Fp8GemmPlan plan = kernels::fp8_gemm_plan(p, 132, config, ctas);
+          ASSERT_EQ(kernels::fp8_gemm_launch(p, plan, nullptr), cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          std::vector<uint8_t> bytes(size_t(m) * n * 4);
+          ASSERT_EQ(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost),
+                    cudaSuccess);
+          for (size_t i = 0; i < bytes.size(); i += 4) {
+            float v;
+            std::memcpy(&v, &bytes[i], 4);
+            ASSERT_TRUE(std::isfinite(v)) << "element " << i / 4 << " unwritten, config " << config;
+          }
+          if (first.empty()) {
+            first = bytes;
+          } else {
+            EXPECT_EQ(bytes, first)
+                << fp8_scheme_text(scheme) << ": config " << config << ", " << ctas << " CTAs"
+                << (blocks ? ", weight scales as 128-column blocks" : "");
+          }
         }
       }
     }

@@ -8,6 +8,7 @@
 // group's partial from the tensor cores. What it is invariant under is the scheme's business:
 // dynamic_tensor's scale is a max over the whole batch, so no kernel is invariant there and the
 // reports say so (the scenario expects it to diverge).
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,23 @@
 #include "lib/cuda/gemm_settings.h"
 
 namespace nvdet::cuda {
+namespace {
+
+// Whether the weight scales (K-group-major, n per group) hold one value per 128 aligned columns
+// in every group, as block_128x128 and tensor-wide scales do: the kernel's cue to form each row's
+// scale product once per group (kernels/gemm_fp8.cuh, w_scale_blocks_of_128). Read from the values
+// themselves (bit for bit), so a scheme added later cannot get it wrong.
+bool w_scale_blocks_of_128(const std::vector<float>& w_scale, int64_t n, int64_t groups) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const float* row = w_scale.data() + g * n;
+    for (int64_t j = 0; j < n; ++j) {
+      if (std::memcmp(&row[j], &row[j / 128 * 128], sizeof(float)) != 0) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args, RunNotes* notes) {
   const Fp8Scheme& scheme = args.fp8;
@@ -80,6 +98,7 @@ PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args
   p.ldw = k;
   p.ldo = n;
   p.per_group = per_group;
+  p.w_scale_blocks_of_128 = per_group && w_scale_blocks_of_128(w_scale, n, groups);
   p.promoted = scheme.accumulation == Fp8Accumulation::kPromoted;
   if (const char* why = kernels::fp8_gemm_unsupported(p)) {
     throw_input_error(std::string("backend 'cuda-invariant': ") + why + " (m=" + std::to_string(m) +

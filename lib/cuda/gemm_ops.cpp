@@ -301,6 +301,9 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
     if (plan.path == nvdet::kernels::GemmPath::kWgmma) {
       (*notes)["ctas"] = std::to_string(plan.ctas);
       (*notes)["k_order"] = "one wgmma chain over the whole of K";
+      if (nvdet::kernels::kGemmWgmmaConfigs[plan.config].swapped) {
+        (*notes)["form"] = "swapped: W on wgmma's 64-row side, the tile's rows of A as its N";
+      }
       if (plan.staged_k > 0) {
         (*notes)["operands"] = "copied to rows of " + std::to_string(plan.staged_k) +
                                " elements (K or stride not TMA-addressable)" +

@@ -3,7 +3,7 @@
 // settings that pin the invariant GEMM's launch shape, for the tests that compare every shape's
 // bits and for bisecting a difference by hand. Neither changes any element's reduction order
 // (kernels/gemm_invariant.cuh); both only choose how the work is spread.
-//   NVDET_GEMM_WGMMA_CONFIG = auto | 0..24 the kGemmWgmmaConfigs entry (tile, pipeline, cluster)
+//   NVDET_GEMM_WGMMA_CONFIG = auto | 0..31 the kGemmWgmmaConfigs entry (tile, pipeline, cluster)
 //                                          of the wgmma path, plain and grouped launches alike
 //                                          (grouped launches take no cluster entry: theirs stays
 //                                          automatic)
