@@ -115,10 +115,9 @@ bool gemm_invariant_grouped_supported(const GemmGroupedProblem& p, const GemmDev
 }
 
 int gemm_invariant_grouped_config(const GemmGroupedProblem& p, int force_config) {
-  // A pinned entry with clusters or the swapped form does not apply: a grouped launch takes
-  // neither (kGemmWgmmaConfigs).
+  // A pinned entry for plain launches only does not apply here.
   if (force_config >= 0 && force_config < kGemmWgmmaConfigCount &&
-      kGemmWgmmaConfigs[force_config].cluster_m == 1 && !kGemmWgmmaConfigs[force_config].swapped) {
+      !gemm_wgmma_plain_only(kGemmWgmmaConfigs[force_config])) {
     return force_config;
   }
   // An expert gets few rows at decode sizes: 64-row tiles, 128 columns where N is wide.

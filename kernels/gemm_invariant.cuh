@@ -144,6 +144,12 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));
 
+// Entries a grouped launch cannot take (clusters, the swapped form): plain launches only; a pinned
+// one leaves grouped launches on their automatic choice.
+constexpr bool gemm_wgmma_plain_only(const GemmWgmmaConfig& c) {
+  return c.cluster_m > 1 || c.swapped;
+}
+
 // Rows up to which the plan streams W with several k tiles a stage (decode steps, and up to 128
 // rows, where the tiles are still 64 rows high: on an H100, 4096 x 4096 at m = 128 took 17.7 us
 // with 64x64 tiles and four k tiles a stage against 21.0 with one, cuBLAS 16.8).

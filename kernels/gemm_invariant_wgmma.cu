@@ -767,7 +767,8 @@ cudaError_t launch_wgmma(const GemmKernelParams& p, int config, int ctas, cudaSt
 cudaError_t launch_wgmma_grouped(const GemmKernelParams& p, int config, int ctas,
                                  cudaStream_t stream) {
   if (p.groups <= 0 || p.groups > kGemmMaxGroups || p.group_rows == nullptr ||
-      config < 0 || config >= kGemmWgmmaConfigCount || kGemmWgmmaConfigs[config].cluster_m > 1) {
+      config < 0 || config >= kGemmWgmmaConfigCount ||
+      gemm_wgmma_plain_only(kGemmWgmmaConfigs[config])) {
     return cudaErrorInvalidValue;
   }
   return launch_checked(p, config, ctas, stream);

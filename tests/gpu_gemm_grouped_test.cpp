@@ -108,10 +108,7 @@ TEST(GpuGemmGrouped, EveryRowHasThePlainLaunchsBitsForItsGroup) {
     for (int config = 0; config < kernels::kGemmWgmmaConfigCount; ++config) {
       // Cluster and swapped entries are plain launches only (a pinned one leaves grouped launches
       // on auto).
-      if (kernels::kGemmWgmmaConfigs[config].cluster_m > 1 ||
-          kernels::kGemmWgmmaConfigs[config].swapped) {
-        continue;
-      }
+      if (kernels::gemm_wgmma_plain_only(kernels::kGemmWgmmaConfigs[config])) continue;
       for (const int ctas : {1, 7, 0}) {
         SCOPED_TRACE(::testing::Message() << dtype_name(s.dtype) << " n " << s.n << " config "
                                           << config << " ctas " << ctas);
