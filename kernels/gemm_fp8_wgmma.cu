@@ -205,8 +205,10 @@ __device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const 
   }
 }
 
-// Promotion of group g's partial into the total: T = T + P_g * (sa[i, g] * sw[j, g]) with scales
-// per K group, else T = T + P_g; each operation rounded on its own (no contraction). The group's
+// Promotion of group g's partial into the total: T = fma(P_g, sa[i, g] * sw[j, g], T) with scales
+// per K group (one fused multiply-add, as the Hopper block-scaled GEMMs of the serving stacks
+// promote: half the instructions of a multiply then an add, which the consumers issue between
+// their wgmma), else T = T + P_g; no other contraction. The group's
 // scales come from its slot of the scale ring: sa of the tile's rows, then sw of its columns
 // (row_in_tile and col_in_tile: the thread's first row and column there).
 // W_BLOCK: every column of the tile has the same weight scale in each group (block_128x128 or
@@ -230,10 +232,10 @@ __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
     const float s1 = __fmul_rn(sa1, sw);
 #pragma unroll
     for (int j = 0; j < R / 4; ++j) {
-      acc[4 * j + 0] = __fadd_rn(acc[4 * j + 0], __fmul_rn(part[4 * j + 0], s0));
-      acc[4 * j + 1] = __fadd_rn(acc[4 * j + 1], __fmul_rn(part[4 * j + 1], s0));
-      acc[4 * j + 2] = __fadd_rn(acc[4 * j + 2], __fmul_rn(part[4 * j + 2], s1));
-      acc[4 * j + 3] = __fadd_rn(acc[4 * j + 3], __fmul_rn(part[4 * j + 3], s1));
+      acc[4 * j + 0] = __fmaf_rn(part[4 * j + 0], s0, acc[4 * j + 0]);
+      acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], s0, acc[4 * j + 1]);
+      acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], s1, acc[4 * j + 2]);
+      acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], s1, acc[4 * j + 3]);
     }
     return;
   }
@@ -244,10 +246,10 @@ __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
     const float2 w = sw[4 * j];  // columns col_in_tile + 8 j, + 1
     const float sw0 = w.x;
     const float sw1 = w.y;
-    acc[4 * j + 0] = __fadd_rn(acc[4 * j + 0], __fmul_rn(part[4 * j + 0], __fmul_rn(sa0, sw0)));
-    acc[4 * j + 1] = __fadd_rn(acc[4 * j + 1], __fmul_rn(part[4 * j + 1], __fmul_rn(sa0, sw1)));
-    acc[4 * j + 2] = __fadd_rn(acc[4 * j + 2], __fmul_rn(part[4 * j + 2], __fmul_rn(sa1, sw0)));
-    acc[4 * j + 3] = __fadd_rn(acc[4 * j + 3], __fmul_rn(part[4 * j + 3], __fmul_rn(sa1, sw1)));
+    acc[4 * j + 0] = __fmaf_rn(part[4 * j + 0], __fmul_rn(sa0, sw0), acc[4 * j + 0]);
+    acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], __fmul_rn(sa0, sw1), acc[4 * j + 1]);
+    acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], __fmul_rn(sa1, sw0), acc[4 * j + 2]);
+    acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], __fmul_rn(sa1, sw1), acc[4 * j + 3]);
   }
 }
 
@@ -333,7 +335,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       mbar_init(full_bar(s), PER_GROUP ? 1 + 64 : 1);
       // One arrival per consumer warp of every CTA whose producer writes the slot (per-thread
       // arrivals put 128 shared-memory atomics on one barrier per consumer and K group).
+#ifdef NVDET_FP8_EVERY_LANE_RELEASES
+      mbar_init(empty_bar(s), (PER_GROUP ? 128 : 4) * CONSUMERS * CLUSTER);
+#else
       mbar_init(empty_bar(s), 4 * CONSUMERS * CLUSTER);
+#endif
     }
     mbar_init_fence();
   }
@@ -472,8 +478,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           promote<PER_GROUP, W_BLOCK>(acc, part, scale_slot(s), row_base - tm * S::kTileM, S::kTileM,
                              col_base - tn * TILE_N);
           if constexpr (PER_GROUP) {
+#ifdef NVDET_FP8_EVERY_LANE_RELEASES
+            mbar_arrive(empty_bar(s));
+            if constexpr (CLUSTER > 1) {
+#pragma unroll
+              for (int r = 1; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar(s), (rank + r) % CLUSTER);
+            }
+#else
             __syncwarp();  // every lane's reads of the slot before lane 0 hands it back
             release(s);
+#endif
           }
         };
         issue(part0, true);

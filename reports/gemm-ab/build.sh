@@ -8,6 +8,7 @@
 #   writes OUT_DIR/ab-<commit> for each; run them as OUT_DIR/ab-<commit> [config] m,n,k ...
 # With HARNESS=fp8, fp8_ab.cu against the invariant FP8 GEMM instead (and cuBLASLt's FP8 matmul in
 # the same process): OUT_DIR/fp8ab-<commit>, run as fp8ab-<commit> [config=N] ... m,n,k ...
+# NVCC_EXTRA adds flags to the compile (e.g. -DNAME for a variant) and SUFFIX to the binary's name.
 set -euo pipefail
 out=${1:?usage: reports/gemm-ab/build.sh OUT_DIR COMMIT|worktree ...}
 shift
@@ -37,6 +38,7 @@ for c in "$@"; do
     libs=(-lcublasLt)
   else
     gemm_srcs=("$tree"/kernels/gemm_invariant*.cu "$tree"/kernels/gemm_stage_operands.cu)
+    libs=(-lcublas)
   fi
   for f in "${gemm_srcs[@]}" "$tree"/kernels/tensor_map.cu "$tree"/kernels/kernel_image.cu; do
     [[ -f $f ]] && srcs+=("$f")
@@ -44,7 +46,8 @@ for c in "$@"; do
   # The kernels' namespace was nvdet_kernels before it became nvdet::kernels.
   ns=nvdet::kernels
   grep -q "namespace nvdet_kernels" "$tree/kernels/gemm_invariant.cuh" && ns=nvdet_kernels
+  # shellcheck disable=SC2086  # NVCC_EXTRA: flags, split on spaces
   (cd "$tree" && "$nvcc" -O3 -std=c++20 -arch=sm_90a --expt-relaxed-constexpr -w "-DNS=$ns" \
-    -I"$tree" "$harness" "${srcs[@]}" "${libs[@]}" -o "$out/$prefix-$c")
-  echo "built $out/$prefix-$c"
+    ${NVCC_EXTRA:-} -I"$tree" "$harness" "${srcs[@]}" "${libs[@]}" -o "$out/$prefix-$c${SUFFIX:-}")
+  echo "built $out/$prefix-$c${SUFFIX:-}"
 done

@@ -5,9 +5,15 @@
 //   0: cp.async, then cp.async.mbarrier.arrive.noinc (the FP8 GEMM's scale warps)
 //   1: cp.async, cp.async.wait_all, then mbarrier.arrive
 //   2: st.shared, then mbarrier.arrive
+// and of warp 1's reads and release of the slot (forms 0-2: each lane reads the value its own lane
+// of warp 0 wrote and arrives on the slot's empty barrier):
+//   3: form 0's hand-off; each lane reads another lane's value, and every lane arrives
+//   4: form 0's hand-off; each lane reads another lane's value, then __syncwarp and lane 0 alone
+//      arrives (the FP8 GEMM's consumer warps after a promotion)
+//   5: form 1's hand-off with form 4's release
 // Every form is correct under the PTX memory model; run each under racecheck:
 //   nvcc -arch=sm_90a -O2 -o probe cp_async_arrive_probe.cu
-//   compute-sanitizer --tool racecheck ./probe 0   (then 1, 2)
+//   compute-sanitizer --tool racecheck ./probe 0   (then 1 to 5)
 // The probe checks its output against the expected values and says so.
 #include <cstdint>
 #include <cstdio>
@@ -40,7 +46,7 @@ __global__ void probe(const float* in, float* out, int form) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < kSlots; ++s) {
       bar_init(smem(&full[s]), 32);
-      bar_init(smem(&empty[s]), 32);
+      bar_init(smem(&empty[s]), form >= 4 ? 1 : 32);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -52,12 +58,13 @@ __global__ void probe(const float* in, float* out, int form) {
       bar_wait(smem(&empty[s]), phase ^ 1u);
       const float* src = in + r * 32 + lane;
       const uint32_t dst = smem(&buf[s][lane]);
-      if (form == 2) {
+      const int hand_off = form >= 3 ? (form == 5 ? 1 : 0) : form;
+      if (hand_off == 2) {
         buf[s][lane] = *src;
         bar_arrive(smem(&full[s]));
       } else {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-        if (form == 0) {
+        if (hand_off == 0) {
           asm volatile(
               "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem(&full[s]))
               : "memory");
@@ -68,8 +75,14 @@ __global__ void probe(const float* in, float* out, int form) {
       }
     } else {
       bar_wait(smem(&full[s]), phase);
-      out[r * 32 + lane] = buf[s][lane] * 2.0f;
-      bar_arrive(smem(&empty[s]));
+      const int from = form >= 3 ? (lane * 7 + 3) % 32 : lane;
+      out[r * 32 + lane] = buf[s][from] * 2.0f;
+      if (form >= 4) {
+        __syncwarp();
+        if (lane == 0) bar_arrive(smem(&empty[s]));
+      } else {
+        bar_arrive(smem(&empty[s]));
+      }
     }
   }
   if (warp == 0) asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -77,8 +90,8 @@ __global__ void probe(const float* in, float* out, int form) {
 
 int main(int argc, char** argv) {
   const int form = argc > 1 ? std::atoi(argv[1]) : 0;
-  if (form < 0 || form > 2) {
-    std::fprintf(stderr, "usage: probe 0|1|2\n");
+  if (form < 0 || form > 5) {
+    std::fprintf(stderr, "usage: probe 0|1|2|3|4|5\n");
     return 2;
   }
   const int n = kRounds * 32;
@@ -99,10 +112,16 @@ int main(int argc, char** argv) {
   }
   cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost);
   int wrong = 0;
-  for (int i = 0; i < n; ++i) wrong += got[i] != 2.0f * host[i];
+  for (int i = 0; i < n; ++i) {
+    const int from = form >= 3 ? (i / 32) * 32 + ((i % 32) * 7 + 3) % 32 : i;
+    wrong += got[i] != 2.0f * host[from];
+  }
   static const char* names[] = {"cp.async + cp.async.mbarrier.arrive.noinc",
                                 "cp.async + cp.async.wait_all + mbarrier.arrive",
-                                "st.shared + mbarrier.arrive"};
+                                "st.shared + mbarrier.arrive",
+                                "form 0, reads across lanes, every lane releases",
+                                "form 0, reads across lanes, __syncwarp and lane 0 releases",
+                                "form 1, reads across lanes, __syncwarp and lane 0 releases"};
   std::printf("form %d (%s): %d of %d values wrong\n", form, names[form], wrong, n);
   return wrong == 0 ? 0 : 1;
 }

@@ -6,8 +6,10 @@
 // without a bias: its time is the matmul kernel's alone.
 // Each line ends with a hash of nvdet's output bytes, so that builds can be checked for equal bits.
 //
-// Usage: fp8_ab [config=N] [ctas=N] [group] [fast] [nolt] m,n,k ...
-//   group: scales per 128-wide K group (group_128 activations, block_128x128-like weights);
+// Usage: fp8_ab [config=N] [ctas=N] [group|block] [fast] [nolt] m,n,k ...
+//   group: scales per 128-wide K group (group_128 activations, a weight scale per column and group);
+//   block: group_128 activations and block_128x128 weights (one weight scale per 128 columns and
+//   group, w_scale_blocks_of_128: the promotion's per-row form);
 //   fast: fast accumulation (one scale per operand only).
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -46,6 +48,16 @@ __global__ void fill_codes(uint8_t* p, size_t n, unsigned seed) {
     p[i] = static_cast<uint8_t>((x % 0x7e) | ((x >> 16) & 0x80));
   }
 }
+// block_128x128 weight scales laid out per column (w_scale[g * n + j]): one value per 128 columns.
+__global__ void fill_block_scales(float* p, int n, int groups, unsigned seed) {
+  const size_t total = size_t(n) * groups;
+  const int blocks = (n + 127) / 128;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const unsigned g = unsigned(i / n), j = unsigned(i % n);
+    p[i] = 0.001f + (mix((g * blocks + j / 128) ^ seed) % 1000) * 1e-5f;
+  }
+}
 __global__ void fill_scales(float* p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
@@ -69,7 +81,7 @@ uint64_t fnv1a(const std::vector<uint8_t>& b) {
 
 int main(int argc, char** argv) {
   int config = -1, ctas = 0;
-  bool group = false, fast = false, lt = true;
+  bool group = false, block = false, fast = false, lt = true;
   std::vector<const char*> shapes;
   for (int a = 1; a < argc; ++a) {
     if (std::strncmp(argv[a], "config=", 7) == 0) {
@@ -78,6 +90,8 @@ int main(int argc, char** argv) {
       ctas = std::atoi(argv[a] + 5);
     } else if (std::strcmp(argv[a], "group") == 0) {
       group = true;
+    } else if (std::strcmp(argv[a], "block") == 0) {
+      group = block = true;
     } else if (std::strcmp(argv[a], "fast") == 0) {
       fast = true;
     } else if (std::strcmp(argv[a], "nolt") == 0) {
@@ -115,7 +129,11 @@ int main(int argc, char** argv) {
     fill_codes<<<1024, 256>>>(A, size_t(m) * kk, 1);
     fill_codes<<<1024, 256>>>(W, size_t(n) * kk, 2);
     fill_scales<<<1024, 256>>>(sa, size_t(m) * groups, 3);
-    fill_scales<<<1024, 256>>>(sw, size_t(n) * groups, 4);
+    if (block) {
+      fill_block_scales<<<1024, 256>>>(sw, n, groups, 4);
+    } else {
+      fill_scales<<<1024, 256>>>(sw, size_t(n) * groups, 4);
+    }
     k::Fp8GemmProblem p;
     p.a = A;
     p.w = W;
@@ -125,6 +143,7 @@ int main(int argc, char** argv) {
     p.out_type = k::ElemType::kBF16;
     p.m = m, p.n = n, p.k = kk, p.lda = kk, p.ldw = kk, p.ldo = n;
     p.per_group = group;
+    p.w_scale_blocks_of_128 = block;
     p.promoted = !fast;
     if (const char* why = k::fp8_gemm_unsupported(p)) {
       std::printf("%s: %s\n", shape, why);
@@ -191,7 +210,7 @@ int main(int argc, char** argv) {
       std::printf(
           "m=%d n=%d k=%d %s%s config=%d tile=%dx%d cluster=%d ctas=%d %s nvdet %.2f us (min "
           "%.2f, %.0f TFLOP/s) cublasLt %.2f us (min %.2f) time ratio %.3f hash %016llx\n",
-          m, n, kk, group ? "group " : "", fast ? "fast" : "promoted", plan.config, c.tile_m,
+          m, n, kk, block ? "block " : group ? "group " : "", fast ? "fast" : "promoted", plan.config, c.tile_m,
           c.tile_n, cluster, plan.ctas, cold ? "cold" : "hot ", med, lo, tflops, lt_med, lt_lo,
           lt_ok ? med / lt_med : 0.0, static_cast<unsigned long long>(hash));
     }
