@@ -7,10 +7,10 @@
 // Each line ends with a hash of nvdet's output bytes, so that builds can be checked for equal bits.
 //
 // Usage: fp8_ab [config=N] [ctas=N] [group|block] [fast] [nolt] m,n,k ...
-//   group: scales per 128-wide K group (group_128 activations, a weight scale per column and group);
-//   block: group_128 activations and block_128x128 weights (one weight scale per 128 columns and
-//   group, w_scale_blocks_of_128: the promotion's per-row form);
-//   fast: fast accumulation (one scale per operand only).
+//   group: scales per 128-wide K group (group_128 activations, a weight scale per column and
+//   group); block: group_128 activations and block_128x128 weights (one weight scale per 128
+//   columns and group, w_scale_blocks_of_128: the promotion's per-row form); fast: fast
+//   accumulation (one scale per operand only).
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -210,9 +210,13 @@ int main(int argc, char** argv) {
       std::printf(
           "m=%d n=%d k=%d %s%s config=%d tile=%dx%d cluster=%d ctas=%d %s nvdet %.2f us (min "
           "%.2f, %.0f TFLOP/s) cublasLt %.2f us (min %.2f) time ratio %.3f hash %016llx\n",
-          m, n, kk, block ? "block " : group ? "group " : "", fast ? "fast" : "promoted", plan.config, c.tile_m,
-          c.tile_n, cluster, plan.ctas, cold ? "cold" : "hot ", med, lo, tflops, lt_med, lt_lo,
-          lt_ok ? med / lt_med : 0.0, static_cast<unsigned long long>(hash));
+          m, n, kk,
+          block   ? "block "
+          : group ? "group "
+                  : "",
+          fast ? "fast" : "promoted", plan.config, c.tile_m, c.tile_n, cluster, plan.ctas,
+          cold ? "cold" : "hot ", med, lo, tflops, lt_med, lt_lo, lt_ok ? med / lt_med : 0.0,
+          static_cast<unsigned long long>(hash));
     }
     if (desc) cublasLtMatmulDescDestroy(desc);
     if (la) cublasLtMatrixLayoutDestroy(la);

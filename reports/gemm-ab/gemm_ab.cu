@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   cublasHandle_t blas;
-  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, s) != CUBLAS_STATUS_SUCCESS) {
+  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetStream(blas, s) != CUBLAS_STATUS_SUCCESS) {
     std::printf("cuBLAS failed to start\n");
     return 1;
   }
@@ -81,8 +82,9 @@ int main(int argc, char** argv) {
           [&] { CK(NS::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, s)); }, s, cold,
           scrub_buf, scrub_n, 20, 100);
       std::printf(
-          "m=%d n=%d k=%d pad=%d config=%d ctas=%d tile=%dx%d stages=%d %s median %.2f us min %.2f\n", m,
-          n, k, pad, plan.config, plan.ctas, plan.tile_m, plan.tile_n, plan.stages,
+          "m=%d n=%d k=%d pad=%d config=%d ctas=%d tile=%dx%d stages=%d %s median %.2f us min "
+          "%.2f\n",
+          m, n, k, pad, plan.config, plan.ctas, plan.tile_m, plan.tile_n, plan.stages,
           cold ? "cold" : "hot ", t.median_us, t.min_us);
       // out^T [n, m] = W [n, k] . A^T in cuBLAS's column-major terms.
       const float alpha = 1.0f, beta = 0.0f;
