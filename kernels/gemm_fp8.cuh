@@ -9,7 +9,9 @@
 //   P_g: four wgmma m64nNk32 in increasing k, the first from zero (the tensor cores' own
 //        accumulation of the group's 128 exact products).
 //   promoted, scales per K group (group_128 activations or block_128x128 weights):
-//        T = 0; T = T + P_g * (sa[i, g] * sw[j, g]) for g = 0, 1, ...     (each step rounded)
+//        T = 0; T = fma(P_g, sa[i, g] * sw[j, g], T) for g = 0, 1, ...
+//        (the scale product rounded, then one rounding per fused multiply-add: the CPU backends
+//        round the multiply and the add apart, so the bits differ from theirs by that rounding)
 //   promoted, one scale per row and column along K:
 //        T = 0; T = T + P_g for g = 0, 1, ...;  T = sa[i] * (sw[j] * T)
 //   fast (no promotion; scales per K group refused): T = one wgmma chain over the whole of K,
