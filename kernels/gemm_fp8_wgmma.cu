@@ -4,8 +4,9 @@
 // mbarrier ring (with scales per K group, two of its warps copy the groups' scales into a ring of
 // the same slots); one or two consumer warpgroups of 64 rows each compute a 128-wide K group per
 // stage: four wgmma m64nNk32 into a partial (the first from zero), then, promoted, add it into the
-// fp32 total with the group's scales (one fma per element where the scales change along K). Two partials take turns: group g + 1's wgmma run while
-// group g is waited for and promoted, so the tensor cores do not idle through the promotion.
+// fp32 total with the group's scales (one fma per element where the scales change along K). Two
+// partials take turns: group g + 1's wgmma run while group g is waited for and promoted, so the
+// tensor cores do not idle through the promotion.
 //
 // Clusters (entries with cluster_m = CLUSTER > 1): CLUSTER CTAs take CLUSTER vertically adjacent
 // tiles of one tile column together (rank r the r-th), so they need the same W tile at every K
@@ -208,13 +209,24 @@ __device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const 
 // Promotion of group g's partial into the total: T = fma(P_g, sa[i, g] * sw[j, g], T) with scales
 // per K group (one fused multiply-add, as the Hopper block-scaled GEMMs of the serving stacks
 // promote: half the instructions of a multiply then an add, which the consumers issue between
-// their wgmma), else T = T + P_g; no other contraction. The group's
-// scales come from its slot of the scale ring: sa of the tile's rows, then sw of its columns
-// (row_in_tile and col_in_tile: the thread's first row and column there).
+// their wgmma), else T = T + P_g; no other contraction. The group's scales come from its slot of
+// the scale ring: sa of the tile's rows, then sw of its columns (row_in_tile and col_in_tile: the
+// thread's first row and column there).
 // W_BLOCK: every column of the tile has the same weight scale in each group (block_128x128 or
 // tensor-wide weights; a tile is at most 128 wide and aligned to its width, so it lies in one
 // 128-column block): the products sa * sw are formed once per row rather than once per element.
 // They are the same values, so the bits are those of the general form.
+// Quad j of a thread's accumulators (rows r and r + 8, columns c and c + 1): each element's fma
+// with its scale, s_rc for row r (0) or r + 8 (1) and column c (0) or c + 1 (1).
+template <int R>
+__device__ __forceinline__ void promote_quad(float (&acc)[R], const float (&part)[R], int j,
+                                             float s00, float s01, float s10, float s11) {
+  acc[4 * j + 0] = __fmaf_rn(part[4 * j + 0], s00, acc[4 * j + 0]);
+  acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], s01, acc[4 * j + 1]);
+  acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], s10, acc[4 * j + 2]);
+  acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], s11, acc[4 * j + 3]);
+}
+
 template <bool PER_GROUP, bool W_BLOCK, int R>
 __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
                                         const float* scales, int row_in_tile, int tile_m,
@@ -231,12 +243,7 @@ __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
     const float s0 = __fmul_rn(sa0, sw);
     const float s1 = __fmul_rn(sa1, sw);
 #pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-      acc[4 * j + 0] = __fmaf_rn(part[4 * j + 0], s0, acc[4 * j + 0]);
-      acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], s0, acc[4 * j + 1]);
-      acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], s1, acc[4 * j + 2]);
-      acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], s1, acc[4 * j + 3]);
-    }
+    for (int j = 0; j < R / 4; ++j) promote_quad(acc, part, j, s0, s0, s1, s1);
     return;
   }
   // Columns col and col + 1 side by side (col is even, the slot 16-byte aligned): one 8-byte load.
@@ -244,12 +251,8 @@ __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R],
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
     const float2 w = sw[4 * j];  // columns col_in_tile + 8 j, + 1
-    const float sw0 = w.x;
-    const float sw1 = w.y;
-    acc[4 * j + 0] = __fmaf_rn(part[4 * j + 0], __fmul_rn(sa0, sw0), acc[4 * j + 0]);
-    acc[4 * j + 1] = __fmaf_rn(part[4 * j + 1], __fmul_rn(sa0, sw1), acc[4 * j + 1]);
-    acc[4 * j + 2] = __fmaf_rn(part[4 * j + 2], __fmul_rn(sa1, sw0), acc[4 * j + 2]);
-    acc[4 * j + 3] = __fmaf_rn(part[4 * j + 3], __fmul_rn(sa1, sw1), acc[4 * j + 3]);
+    promote_quad(acc, part, j, __fmul_rn(sa0, w.x), __fmul_rn(sa0, w.y), __fmul_rn(sa1, w.x),
+                 __fmul_rn(sa1, w.y));
   }
 }
 
