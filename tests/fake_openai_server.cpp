@@ -10,6 +10,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace nvdet::testing {
 namespace {
@@ -141,8 +143,11 @@ void FakeOpenAiServer::serve(int fd) {
     requests_.push_back(req);
   }
   const FakeReply reply = handler_(req);
+  // What goes out, in order, each after its pause. The count of requests in flight drops just
+  // before the last write: once the reply's last bytes are out the client may send its next request
+  // at once, and that one must not find this one still counted.
+  std::vector<std::pair<std::string, int>> writes;
   if (!reply.close_unanswered) {
-    pause(reply.stall_ms_before_headers);
     std::string head = "HTTP/1.1 " + std::to_string(reply.status) + " " + reason(reply.status) +
                        "\r\nContent-Type: " + reply.content_type + "\r\nConnection: close\r\n";
     for (const std::string& h : reply.extra_headers) head += h + "\r\n";
@@ -153,20 +158,24 @@ void FakeOpenAiServer::serve(int fd) {
       for (const auto& [bytes, ms] : reply.pieces) total += bytes.size();
       head += "Content-Length: " + std::to_string(total) + "\r\n\r\n";
     }
-    send_all(fd, head);
+    writes.emplace_back(std::move(head), reply.stall_ms_before_headers);
     for (const auto& [bytes, ms] : reply.pieces) {
-      pause(ms);
       if (reply.chunked) {
         char size[32];
         std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
-        send_all(fd, size + bytes + "\r\n");
+        writes.emplace_back(size + bytes + "\r\n", ms);
       } else {
-        send_all(fd, bytes);
+        writes.emplace_back(bytes, ms);
       }
     }
-    if (reply.chunked) send_all(fd, "0\r\n\r\n");
+    if (reply.chunked) writes.emplace_back("0\r\n\r\n", 0);
   }
-  --in_flight_;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    pause(writes[i].second);
+    if (i + 1 == writes.size()) --in_flight_;
+    send_all(fd, writes[i].first);
+  }
+  if (writes.empty()) --in_flight_;
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
 }
