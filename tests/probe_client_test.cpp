@@ -67,6 +67,26 @@ TEST(ProbeClient, ManyRequestsAreInFlightAtOnceOnOneThread) {
   }
 }
 
+// The scripted server's own count, which the probe tests' batching stand-in reads: a request
+// sent as soon as the previous reply has arrived must find nothing in flight (the count drops
+// before a reply's last bytes go out, not after), for plain and for streamed replies.
+TEST(ProbeClient, TheServersCountOfRequestsInFlightIsZeroBetweenSequentialRequests) {
+  std::atomic<int> calls{0};
+  FakeOpenAiServer server([&calls](const FakeRequest&) {
+    if (calls++ % 2 == 0) return json_reply(testing::completion_json("x"));
+    FakeReply r;
+    r.content_type = "text/event-stream";
+    r.chunked = true;
+    r.pieces = testing::completion_stream({"a", "b"}, 0);
+    return r;
+  });
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(fetch(server.url() + "/v1/completions").ok()) << i;
+  const std::vector<FakeRequest> requests = server.requests();
+  ASSERT_EQ(requests.size(), 200u);
+  for (size_t i = 0; i < requests.size(); ++i)
+    EXPECT_EQ(requests[i].others_in_flight, 0) << "request " << i;
+}
+
 TEST(ProbeClient, AnInactiveServerTimesOutAndSaysWhich) {
   FakeOpenAiServer server([](const FakeRequest&) {
     FakeReply r = json_reply("{}");
