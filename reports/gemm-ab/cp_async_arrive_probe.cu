@@ -21,6 +21,12 @@
 
 constexpr int kRounds = 8, kSlots = 2;
 
+// The lane of warp 0 whose value lane `lane` of warp 1 reads: its own in forms 0-2, another
+// (a fixed permutation) from form 3 on.
+__host__ __device__ inline int source_lane(int form, int lane) {
+  return form >= 3 ? (lane * 7 + 3) % 32 : lane;
+}
+
 __device__ __forceinline__ uint32_t smem(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -75,8 +81,7 @@ __global__ void probe(const float* in, float* out, int form) {
       }
     } else {
       bar_wait(smem(&full[s]), phase);
-      const int from = form >= 3 ? (lane * 7 + 3) % 32 : lane;
-      out[r * 32 + lane] = buf[s][from] * 2.0f;
+      out[r * 32 + lane] = buf[s][source_lane(form, lane)] * 2.0f;
       if (form >= 4) {
         __syncwarp();
         if (lane == 0) bar_arrive(smem(&empty[s]));
@@ -113,8 +118,7 @@ int main(int argc, char** argv) {
   cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost);
   int wrong = 0;
   for (int i = 0; i < n; ++i) {
-    const int from = form >= 3 ? (i / 32) * 32 + ((i % 32) * 7 + 3) % 32 : i;
-    wrong += got[i] != 2.0f * host[from];
+    wrong += got[i] != 2.0f * host[(i / 32) * 32 + source_lane(form, i % 32)];
   }
   static const char* names[] = {"cp.async + cp.async.mbarrier.arrive.noinc",
                                 "cp.async + cp.async.wait_all + mbarrier.arrive",
