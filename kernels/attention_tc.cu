@@ -35,6 +35,7 @@
 #include "kernels/gemm_wgmma_instr.cuh"
 #include "kernels/kernel_image.cuh"
 #include "kernels/sm90_async.cuh"
+#include "kernels/tensor_map.cuh"
 #include "kernels/vec_io.cuh"
 
 namespace nvdet::kernels {
@@ -127,7 +128,7 @@ __device__ __forceinline__ void fold_row_in_cta(const TcAttentionParams& p, int 
 // into every kernel, head_dim 128 with one warpgroup took 255 registers against 242).
 template <class T, int HD, int CONSUMERS, bool FOLD>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
-    attention_tc_kernel(const TcAttentionParams p) {
+    attention_tc_kernel(const __grid_constant__ TcAttentionParams p) {
 #ifdef NVDET_SM90A_DEVICE
   using S = TcShape<HD, CONSUMERS>;
   constexpr int kKeys = S::kKeys, kNb = S::kNbUsed, kRows = S::kRows;
@@ -186,6 +187,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     constexpr TcTileCopy kCopy(HD);
     static_assert(128 % kChunks == 0 && kCopy.passes(kKeys) % 8 == 0, "whole passes over a tile");
     const int copy_chunk = kCopy.chunk(t);
+    if (t == 0 && p.kv_tma) {
+      tma_prefetch_map(&p.k_map);
+      tma_prefetch_map(&p.v_map);
+    }
     for (int item; (item = tc_cta_item(p, items_done, num_items)) >= 0; ++items_done) {
       const TcItem it = tc_load_item(p, item);
       const int32_t* pages = p.page_table + static_cast<int64_t>(it.u.seq) * p.max_pages_per_seq;
@@ -241,11 +246,29 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           offs[t] = off;
         }
         named_barrier(1, 128);
+        // Whole pages by TMA where every key of the tile is below `hi` (no zero fill needed); the
+        // page size divides the tile width and the split size, so the tile starts on a page.
+        const bool tma_tile = p.kv_tma && t0 + kKeys <= hi;
 #pragma unroll
         for (int operand = 0; operand < 2; ++operand, ++use) {
           const int s = use % kNb;
           mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
           const uint32_t dst = tile_smem(s);
+          if (tma_tile) {
+            if (t < kKeys && (t & (p.page_size - 1)) == 0) {
+              // This thread's arrival carries the page's bytes; the others arrive with none.
+              mbar_expect_tx(full_bar(s), static_cast<uint32_t>(HD * sizeof(T)) * p.page_size);
+              const CUtensorMap* map = operand == 0 ? &p.k_map : &p.v_map;
+#pragma unroll
+              for (int cb = 0; cb < HD / 64; ++cb) {
+                tma_load_4d(dst + tc_page_box_offset(t, cb, kKeys), map, full_bar(s), cb * 64,
+                            it.kvh, 0, page);
+              }
+            } else {
+              mbar_arrive(full_bar(s));
+            }
+            continue;
+          }
           const T* const base = kv[operand] + copy_chunk * 8;
           // The thread's chunk is fixed for the tile (attention_tc_copy.cuh), and its rows'
           // offsets are read eight at a time before their copies are issued (a generic
@@ -622,6 +645,28 @@ bool attention_tc_supported(ElemType dtype, int head_dim, int group) {
 
 bool attention_tc_fold_in_kernel(int head_dim, int group, int consumers) {
   return group * head_dim <= 8 * 128 * consumers;
+}
+
+bool attention_tc_kv_tma_applies(int head_dim, int page_size, int split_size) {
+  return tc_kv_tma_applies(attention_tc_tile_keys(head_dim), page_size, split_size);
+}
+
+bool attention_tc_use_kv_tma(TcAttentionParams& p, int64_t num_pages) {
+  p.kv_tma = false;
+  if (num_pages <= 0 || p.k == nullptr || p.v == nullptr ||
+      !attention_tc_kv_tma_applies(p.head_dim, p.page_size, p.split_size) ||
+      (reinterpret_cast<uintptr_t>(p.k) | reinterpret_cast<uintptr_t>(p.v)) % 16 != 0)
+    return false;
+  const CUtensorMapDataType type = p.dtype == ElemType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const auto encode = [&](CUtensorMap* map, const void* base) {
+    return encode_paged_kv_map(map, type, base, static_cast<uint64_t>(num_pages),
+                               static_cast<uint32_t>(p.page_size),
+                               static_cast<uint32_t>(p.num_kv_heads),
+                               static_cast<uint32_t>(p.head_dim), 2);
+  };
+  p.kv_tma = encode(&p.k_map, p.k) && encode(&p.v_map, p.v);
+  return p.kv_tma;
 }
 
 bool attention_tc_consumers_supported(int head_dim, int consumers) {

@@ -33,6 +33,7 @@
 // m64n8k16) and runs the softmax step on the 64-row form's register order. Each element of S and
 // of O gets the same bits from both (the tensor cores add a dot product's 16 k terms the same way
 // whichever operand is A; tests show it, and the plan tests compare the forms).
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -102,6 +103,12 @@ struct TcAttentionParams {
   // (token row, KV head) counts the splits written; it must read zero before the launch, and the
   // folding CTA sets it back to zero, so a buffer zeroed once serves every later launch.
   int32_t* merge_count = nullptr;  // device, [rows * num_kv_heads]
+  // K and V tiles by TMA (set by attention_tc_use_kv_tma): a tile whose keys all lie below its
+  // split's end and the unit's last key comes as whole pages, one box a page and 64-element column
+  // block, issued by the producer thread that owns the page's first key; a tile with keys past
+  // that end still comes by cp.async with zero fill. The same bytes land in the same places.
+  bool kv_tma = false;
+  CUtensorMap k_map{}, v_map{};  // [num_pages, page_size, num_kv_heads, head_dim] of k and v
 };
 
 // The plan's key-tile width for a head_dim (0 when the kernels do not take it).
@@ -117,6 +124,12 @@ bool attention_tc_consumers_supported(int head_dim, int consumers);
 // Whether the CTA that writes a split-parallel row's last split can fold the row itself
 // (TcAttentionParams::merge_count): at most two quads of the group's heads a consumer thread.
 bool attention_tc_fold_in_kernel(int head_dim, int group, int consumers);
+// Whether the K/V pages can come by TMA (tc_kv_tma_applies for this head_dim's tile width).
+bool attention_tc_kv_tma_applies(int head_dim, int page_size, int split_size);
+// Encodes p.k_map and p.v_map over caches of num_pages pages (p.k, p.v, p.dtype, p.page_size,
+// p.num_kv_heads, p.head_dim set) and sets p.kv_tma where TMA applies and the driver takes the
+// maps; returns p.kv_tma.
+bool attention_tc_use_kv_tma(TcAttentionParams& p, int64_t num_pages);
 // Whether this process can run them: sm_90a code built and a compute capability 9.0 device.
 bool attention_tc_available();
 

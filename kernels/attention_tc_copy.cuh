@@ -37,4 +37,22 @@ NVDET_COPY_FN uint32_t tc_swizzled_offset(int row, int chunk, int rows) {
   return static_cast<uint32_t>((chunk >> 3) * rows * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
 }
 
+// K and V by TMA (TcAttentionParams::kv_tma): one box a page and 64-element column block, whose
+// page_size rows of 128 bytes land from row `first_row` (the page's first key in the tile) of
+// column block `col_block`. TMA's 128-byte swizzle XORs a chunk's position with bits 7-9 of its
+// shared-memory address, which are the row's low three bits when the tile starts on 1024 bytes
+// and first_row is a multiple of 8: the layout tc_swizzled_offset gives the cp.async copies.
+NVDET_COPY_FN uint32_t tc_page_box_offset(int first_row, int col_block, int rows) {
+  return static_cast<uint32_t>(col_block * rows * 128 + first_row * 128);
+}
+
+// Whether the K/V pages can come by TMA for this head_dim (tile width tile_keys), page size and
+// split size: pages of 8 to 256 slots (a box row count TMA takes, a 1024-byte multiple) that
+// divide the tile width and the split size, so that every tile (split start + n tile widths)
+// starts on a page boundary.
+NVDET_COPY_FN bool tc_kv_tma_applies(int tile_keys, int page_size, int split_size) {
+  return tile_keys > 0 && page_size >= 8 && page_size <= 256 && tile_keys % page_size == 0 &&
+         split_size % page_size == 0;
+}
+
 }  // namespace nvdet::kernels

@@ -19,4 +19,11 @@ bool encode_swizzled_tile_map(CUtensorMap* map, CUtensorMapDataType type, const 
                               uint64_t rows, uint64_t cols, uint64_t row_bytes, uint32_t box_cols,
                               uint32_t box_rows);
 
+// A paged KV cache [num_pages, page_size, num_kv_heads, head_dim] (elements of elem_bytes) as a
+// 4-d TMA map whose box is one page of one KV head's 64-element column block: page_size rows of
+// 128 bytes, 128-byte swizzled. False when the driver has no encoder or refuses the map.
+bool encode_paged_kv_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
+                         uint64_t num_pages, uint32_t page_size, uint32_t num_kv_heads,
+                         uint32_t head_dim, uint32_t elem_bytes);
+
 }  // namespace nvdet::kernels

@@ -68,5 +68,45 @@ TEST(AttentionTcCopy, AThreadKeepsOneChunkAndItsRowsAdvanceByWholePasses) {
   }
 }
 
+// TMA's 128-byte swizzle, modelled from its definition: the 16-byte chunk at linear byte offset
+// x of a box written from a 1024-byte-aligned address lands at x with bits 4-6 XOR-ed by bits
+// 7-9 of the shared-memory address.
+uint32_t tma_swizzle_128b(uint32_t address) { return address ^ (((address >> 7) & 7u) << 4); }
+
+// Every page box of a K/V tile by TMA (one box a page and 64-element column block, written from
+// tc_page_box_offset) puts each (key, chunk) where the cp.async copy puts it, for every page size
+// the TMA path takes; the page sizes it does not take are refused.
+TEST(AttentionTcCopy, PageBoxesByTmaLandWhereTheChunkCopiesDo) {
+  for (int head_dim : {64, 128, 256}) {
+    const int keys = head_dim <= 128 ? 128 : 64;  // attention_tc_tile_keys
+    for (int page = 1; page <= 512; ++page) {
+      const bool applies = tc_kv_tma_applies(keys, page, 512);
+      EXPECT_EQ(applies, page >= 8 && keys % page == 0) << "page " << page;
+      if (!applies) continue;
+      SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", pages of " + std::to_string(page));
+      std::vector<int> slot_used(static_cast<size_t>(keys) * head_dim / 8, 0);
+      for (int first = 0; first < keys; first += page) {
+        for (int cb = 0; cb < head_dim / 64; ++cb) {
+          const uint32_t box = tc_page_box_offset(first, cb, keys);
+          ASSERT_EQ(box % 1024, 0u);  // the tile starts on 1024 bytes too
+          for (int r = 0; r < page; ++r) {
+            for (int c = 0; c < 8; ++c) {
+              const uint32_t at = tma_swizzle_128b(box + static_cast<uint32_t>(r * 128 + c * 16));
+              EXPECT_EQ(at, tc_swizzled_offset(first + r, cb * 8 + c, keys))
+                  << "key " << first + r << ", chunk " << cb * 8 + c;
+              ++slot_used[at / 16];
+            }
+          }
+        }
+      }
+      for (size_t i = 0; i < slot_used.size(); ++i) EXPECT_EQ(slot_used[i], 1) << "slot " << i;
+    }
+  }
+  // A split size the page size does not divide keeps cp.async: its tiles would start mid-page.
+  EXPECT_FALSE(tc_kv_tma_applies(128, 16, 200));
+  EXPECT_TRUE(tc_kv_tma_applies(128, 8, 200));
+  EXPECT_TRUE(tc_kv_tma_applies(128, 16, 192));
+}
+
 }  // namespace
 }  // namespace nvdet::kernels

@@ -5,7 +5,8 @@
 // beside other sequences or alone; with the tensor-core kernel's CTAs folding the splits
 // themselves or running them in parallel with the merge kernel after (or the last CTA of each
 // row folding it), with one or two warpgroups of query rows per CTA, and with blocks of up to 8
-// query rows in the swapped or the 64-row tensor-core form (NVDET_ATTENTION_TC_*);
+// query rows in the swapped or the 64-row tensor-core form, with K and V pages by TMA or every
+// tile by cp.async (NVDET_ATTENTION_TC_*);
 // and unchanged when every KV slot the sequences do not own holds NaN. Shapes: head_dim 64, 128
 // and 256, bf16 and fp16, GQA groups 1, 3, 4 and 8, page sizes 1, 7, 16 and 32, split sizes 512
 // (the default) and 200 (a split end inside a tile).
@@ -368,6 +369,44 @@ TEST(GpuAttentionPlan, CtaCountsAndItemSchedulesGiveTheSameBits) {
 
 // Every slot no sequence owns (past each sequence's last token in its last page, and the spare
 // pages) set to NaN: the outputs keep their bits, so 0 x (unwritten slot) never reaches them.
+// K and V tiles by TMA (whole pages, where the page size divides the tile width and the split
+// size) against every tile by cp.async: the same bits for prefill whole and chunked and for
+// every token decoded, and the notes say which copy ran. Page sizes 8 to 128 (the tile width of
+// head_dim 64 and 128), head_dim 256's 64-key tiles, a split of 256; pages of 7 stay on cp.async.
+TEST(GpuAttentionPlan, KvPagesByTmaOrCpAsyncGiveTheSameBits) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  const PlanCase cases[] = {
+      kCases[0],
+      kCases[1],
+      kCases[2],
+      {DType::kFP16, 32, 8, 128, 8, 256},
+      {DType::kBF16, 8, 8, 64, 128, 0},
+      {DType::kBF16, 16, 2, 256, 16, 0},
+  };
+  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
+  for (const PlanCase& c : cases) {
+    SCOPED_TRACE(name_of(c));
+    const Prompt p = make_prompt(c, 1400, 41);
+    const auto ch = chunk(p, c, 1029, 1400);
+    const AttentionDecodeArgs dec = every_token_decoded(p, c);
+    const bool tma = c.page_size % 8 == 0;
+    RunNotes notes_cp, notes_tma;
+    HostTensor cp_prefill, cp_chunk, cp_decode;
+    {
+      const ScopedEnv k("NVDET_ATTENTION_TC_KV_COPY", "cp_async");
+      cp_prefill = b->run(whole(p, c), &notes_cp);
+      cp_chunk = b->run(ch->args, nullptr);
+      cp_decode = b->run(dec, nullptr);
+    }
+    const ScopedEnv k("NVDET_ATTENTION_TC_KV_COPY", "auto");
+    expect_same_rows(b->run(whole(p, c), &notes_tma), 0, cp_prefill, p.len, "prefill");
+    expect_same_rows(b->run(ch->args, nullptr), 0, cp_chunk, 1400 - 1029, "chunk");
+    expect_same_rows(b->run(dec, nullptr), 0, cp_decode, p.len, "decode");
+    EXPECT_EQ(notes_cp["kv_copy"], "cp.async");
+    EXPECT_EQ(notes_tma["kv_copy"].rfind("TMA", 0) == 0, tma) << notes_tma["kv_copy"];
+  }
+}
+
 TEST(GpuAttentionPlan, NaNInFreeKvSlotsChangesNothing) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   for (const char* backend : {"cuda-invariant", "cuda-portable"}) {

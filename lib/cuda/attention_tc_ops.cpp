@@ -19,6 +19,9 @@
 //                                             rows (decode) in the swapped form (keys and head_dim
 //                                             on wgmma's 64-row side; the default), or in the
 //                                             64-row form as prefill blocks
+//   NVDET_ATTENTION_TC_KV_COPY=auto|cp_async  K and V tiles by TMA, whole pages, where the page
+//                                             size allows it (attention_tc_kv_tma_applies; the
+//                                             default), or every tile by cp.async
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
@@ -119,6 +122,14 @@ TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool f
   return last / split_size + 1 <= kDependentMergeMaxSplits ? TcMerge::kDependent : TcMerge::kAfter;
 }
 
+bool kv_tma_setting() {
+  const std::string_view v = env("NVDET_ATTENTION_TC_KV_COPY");
+  if (v.empty() || v == "auto") return true;
+  if (v == "cp_async") return false;
+  throw_input_error("NVDET_ATTENTION_TC_KV_COPY must be auto or cp_async, got '" + std::string(v) +
+                    "'");
+}
+
 }  // namespace
 
 bool use_attention_tc(DType dtype, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim) {
@@ -176,6 +187,12 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
   p.split_size = c.split_size;
   p.consumers = plan.consumers;
   p.swap_small_blocks = swap_small_blocks_setting();
+  if (kv_tma_setting()) {
+    // The maps span the pages the table names (a cache's pages past them are never read).
+    int32_t last_page = -1;
+    for (int32_t page : c.kv->page_table) last_page = std::max(last_page, page);
+    kernels::attention_tc_use_kv_tma(p, int64_t{last_page} + 1);
+  }
   p.units = static_cast<const kernels::TcAttentionUnit*>(
       put(plan.units.data(), plan.units.size() * sizeof(kernels::TcAttentionUnit)));
   p.num_units = static_cast<int32_t>(plan.units.size());
@@ -225,6 +242,8 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     (*notes)["tile"] = std::to_string(kernels::attention_tc_tile_keys(c.head_dim));
     (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
     (*notes)["warpgroups"] = std::to_string(plan.consumers);
+    (*notes)["kv_copy"] =
+        p.kv_tma ? "TMA, whole pages (cp.async for tiles past a split's end)" : "cp.async";
     const bool swapped = plan.consumers == 1 && p.swap_small_blocks;
     (*notes)["small_blocks"] =
         swapped ? "blocks of at most " + std::to_string(kernels::attention_tc_small_block_rows) +
