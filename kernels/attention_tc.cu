@@ -8,11 +8,12 @@
 // their tiles where the items' lengths differ, as in a causal prefill), else the items
 // blockIdx.x, blockIdx.x + gridDim.x, ...
 //  - producer: cp.async gathers of Q and of K and V tiles through the page table into
-//    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), completing on
-//    mbarriers of a ring of NB tile buffers (K and V tiles alternate in the ring); Q in two
-//    buffers where that costs no ring slot, so the next item's Q and first tiles load while the
-//    consumers finish the current item (decode items are one split of a few tiles); each tile's
-//    page-table entries are read one tile ahead;
+//    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), or, for a K/V
+//    tile with no such keys where the page size allows it (p.kv_tma), TMA boxes of whole pages
+//    into the same layout; completing on mbarriers of a ring of NB tile buffers (K and V tiles
+//    alternate in the ring); Q in two buffers where that costs no ring slot, so the next item's
+//    Q and first tiles load while the consumers finish the current item (decode items are one
+//    split of a few tiles); each tile's page-table entries are read one tile ahead;
 //  - consumers: per tile, S = Q K^T (wgmma, A and B from shared memory), the online-softmax step
 //    in registers, O += P V (wgmma, P from registers, V read transposed from shared memory).
 //  - consumers of an item of at most 8 query rows, with one warpgroup (decode): the swapped form

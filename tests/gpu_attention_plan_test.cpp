@@ -8,8 +8,8 @@
 // query rows in the swapped or the 64-row tensor-core form, with K and V pages by TMA or every
 // tile by cp.async (NVDET_ATTENTION_TC_*);
 // and unchanged when every KV slot the sequences do not own holds NaN. Shapes: head_dim 64, 128
-// and 256, bf16 and fp16, GQA groups 1, 3, 4 and 8, page sizes 1, 7, 16 and 32, split sizes 512
-// (the default) and 200 (a split end inside a tile).
+// and 256, bf16 and fp16, GQA groups 1, 3, 4 and 8, page sizes 1, 7, 8, 16, 32 and 128, split
+// sizes 512 (the default), 256 and 200 (a split end inside a tile).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -367,8 +367,6 @@ TEST(GpuAttentionPlan, CtaCountsAndItemSchedulesGiveTheSameBits) {
   }
 }
 
-// Every slot no sequence owns (past each sequence's last token in its last page, and the spare
-// pages) set to NaN: the outputs keep their bits, so 0 x (unwritten slot) never reaches them.
 // K and V tiles by TMA (whole pages, where the page size divides the tile width and the split
 // size) against every tile by cp.async: the same bits for prefill whole and chunked and for
 // every token decoded, and the notes say which copy ran. Page sizes 8 to 128 (the tile width of
@@ -407,6 +405,8 @@ TEST(GpuAttentionPlan, KvPagesByTmaOrCpAsyncGiveTheSameBits) {
   }
 }
 
+// Every slot no sequence owns (past each sequence's last token in its last page, and the spare
+// pages) set to NaN: the outputs keep their bits, so 0 x (unwritten slot) never reaches them.
 TEST(GpuAttentionPlan, NaNInFreeKvSlotsChangesNothing) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   for (const char* backend : {"cuda-invariant", "cuda-portable"}) {
