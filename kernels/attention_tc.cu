@@ -502,10 +502,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 // The merge of split-parallel rows: for each (token row, head, element), the row's splits
 // 0 .. pos / S folded in ascending order with the plan's fold, then O / L rounded once. One block
 // per (row, head), one thread per element; each thread loads kMergeBatch splits' states before
-// folding them, so the loads of a batch are in flight together.
-constexpr int kMergeBatch = 16;
-
-template <class TO>
+// folding them, so the loads of a batch are in flight together (TcAttentionParams::merge_batch:
+// 16, or 64 for a row of up to 64 splits in one round trip). The same folds either way.
+template <class TO, int kMergeBatch>
 __global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttentionParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched as the attention grid's programmatic dependent (launch_merge): nothing is read
@@ -602,6 +601,7 @@ cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
 template <class TO>
 cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned threads,
                                cudaStream_t stream) {
+  if (p.merge_batch != 16 && p.merge_batch != 64) return cudaErrorInvalidValue;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(threads);
@@ -614,7 +614,8 @@ cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned t
   // Without the attribute the launch waits for the attention grid as any stream-ordered launch
   // does, and griddepcontrol.wait returns at once.
   config.numAttrs = p.dependent_merge ? 1 : 0;
-  return cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO>, p);
+  return p.merge_batch == 64 ? cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO, 64>, p)
+                             : cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO, 16>, p);
 }
 
 cudaError_t launch_merge(const TcAttentionParams& p, cudaStream_t stream) {

@@ -6,10 +6,11 @@
 // themselves or running them in parallel with the merge kernel after (or the last CTA of each
 // row folding it), with one or two warpgroups of query rows per CTA, and with blocks of up to 8
 // query rows in the swapped or the 64-row tensor-core form, with K and V pages by TMA or every
-// tile by cp.async (NVDET_ATTENTION_TC_*);
+// tile by cp.async, and with the merge kernel loading 16 or 64 splits at a time
+// (NVDET_ATTENTION_TC_*);
 // and unchanged when every KV slot the sequences do not own holds NaN. Shapes: head_dim 64, 128
 // and 256, bf16 and fp16, GQA groups 1, 3, 4 and 8, page sizes 1, 7, 8, 16, 32 and 128, split
-// sizes 512 (the default), 256 and 200 (a split end inside a tile).
+// sizes 512 (the default), 256, 200 (a split end inside a tile) and 32.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -402,6 +403,41 @@ TEST(GpuAttentionPlan, KvPagesByTmaOrCpAsyncGiveTheSameBits) {
     expect_same_rows(b->run(dec, nullptr), 0, cp_decode, p.len, "decode");
     EXPECT_EQ(notes_cp["kv_copy"], "cp.async");
     EXPECT_EQ(notes_tma["kv_copy"].rfind("TMA", 0) == 0, tma) << notes_tma["kv_copy"];
+  }
+}
+
+// The merge kernel loading 16 or 64 splits' states before folding them: the same bits, at 79
+// splits a row (two batches of 64, five of 16) and at the default split size.
+TEST(GpuAttentionPlan, MergeBatchesOf16Or64GiveTheSameBits) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU";
+  const PlanCase cases[] = {
+      {DType::kBF16, 32, 8, 128, 16, 32},
+      {DType::kFP16, 12, 4, 128, 7, 200},
+      {DType::kBF16, 16, 2, 256, 16, 0},
+  };
+  std::unique_ptr<Backend> b = make_backend("cuda-invariant");
+  const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
+  const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
+  for (const PlanCase& c : cases) {
+    SCOPED_TRACE(name_of(c));
+    const Prompt p = make_prompt(c, 2500, 51);
+    const auto ch = chunk(p, c, 2300, 2500);
+    const auto dec = last_token_decoded(p, c);
+    RunNotes notes16, notes64;
+    HostTensor prefill16, chunk16, decode16;
+    {
+      const ScopedEnv k("NVDET_ATTENTION_TC_MERGE_BATCH", "16");
+      prefill16 = b->run(whole(p, c), &notes16);
+      chunk16 = b->run(ch->args, nullptr);
+      decode16 = b->run(dec->args, nullptr);
+    }
+    const ScopedEnv k("NVDET_ATTENTION_TC_MERGE_BATCH", "64");
+    expect_same_rows(b->run(whole(p, c), &notes64), 0, prefill16, p.len, "prefill");
+    expect_same_rows(b->run(ch->args, nullptr), 0, chunk16, 200, "chunk");
+    expect_same_rows(b->run(dec->args, nullptr), 0, decode16, 1, "decode");
+    expect_same_rows(prefill16, p.len - 1, decode16, 1, "decode against prefill");
+    EXPECT_EQ(notes16["merge_batch"], "16 splits' states loaded at a time");
+    EXPECT_EQ(notes64["merge_batch"], "64 splits' states loaded at a time");
   }
 }
 
