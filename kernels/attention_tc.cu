@@ -601,7 +601,6 @@ cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
 template <class TO>
 cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned threads,
                                cudaStream_t stream) {
-  if (p.merge_batch != 16 && p.merge_batch != 64) return cudaErrorInvalidValue;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(threads);
@@ -700,7 +699,7 @@ cudaError_t launch_attention_tc(const TcAttentionParams& p, cudaStream_t stream)
   if (p.num_units < 0 || p.num_merge_rows < 0) return cudaErrorInvalidValue;
   if (p.num_units == 0) return cudaSuccess;
   if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0 || p.split_size <= 0 ||
-      p.num_heads > 65535)
+      p.num_heads > 65535 || (p.merge_batch != 16 && p.merge_batch != 64))
     return cudaErrorInvalidValue;
   if (!attention_tc_supported(p.dtype, p.head_dim, p.num_heads / p.num_kv_heads) ||
       !attention_tc_consumers_supported(p.head_dim, p.consumers) ||
