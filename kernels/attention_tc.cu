@@ -499,49 +499,31 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #endif
 }
 
-// The merge of split-parallel rows: for each (token row, head, element), the row's splits
-// 0 .. pos / S folded in ascending order with the plan's fold, then O / L rounded once. One block
-// per (row, head), one thread per element; each thread loads kMergeBatch splits' states before
-// folding them, so the loads of a batch are in flight together (TcAttentionParams::merge_batch:
-// 16, or 64 for a row of up to 64 splits in one round trip). The same folds either way.
-template <class TO, int kMergeBatch>
-__global__ void __launch_bounds__(256) attention_tc_merge_kernel(const TcAttentionParams p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The merge of split-parallel rows, one block per (token row, head): fold_row_in_cta with a
+// group of one head, so its reads and folds are the in-kernel fold's (splits 0 .. pos / S in
+// ascending order, then O / L rounded once). Every thread's copies of a chunk of splits' states
+// are in flight together before any fold, so a row of up to kMergeChunkFloats / (HD + 2) splits
+// (86 at head_dim 128: KV 44032 at the default split) costs one round trip to memory. The
+// register form it replaced, each thread loading 16 splits' states ahead of folding them, took
+// four round trips for KV 32768 (10.3 us under ncu on an H100, against 4.5 us for cuDNN's
+// reduction); loading 64 at a time was slower still (245 registers a thread).
+constexpr int kMergeThreads = 64;
+constexpr int kMergeStageFloats = 11264;  // 44 KiB of static shared memory
+template <int HD>
+__global__ void __launch_bounds__(kMergeThreads)
+    attention_tc_merge_kernel(const __grid_constant__ TcAttentionParams p) {
+#ifdef NVDET_SM90A_DEVICE
   // Launched as the attention grid's programmatic dependent (launch_merge): nothing is read
   // before that grid has finished and its writes are visible.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  __shared__ __align__(16) float stage[kMergeStageFloats];
+  const int r = blockIdx.x;
+  fold_row_in_cta<HD, kMergeThreads, kMergeStageFloats>(p, p.merge_rows[r], p.merge_pos[r],
+                                                        static_cast<int>(blockIdx.y), 1,
+                                                        threadIdx.x, stage, smem_addr(stage));
+#else
+  __trap();  // never launched: attention_tc_available() is false without sm_90a code
 #endif
-  const int r = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
-  const int token_row = p.merge_rows[r];
-  const int splits = p.merge_pos[r] / p.split_size + 1;
-  const int64_t first = p.row_slot[token_row];
-  const float c = p.scale * kTcLog2e;
-  const int hd = p.head_dim;
-  float run_m = -INFINITY, run_l = 0.0f, run_o = 0.0f;
-  for (int j0 = 0; j0 < splits; j0 += kMergeBatch) {
-    float m[kMergeBatch], l[kMergeBatch], o[kMergeBatch];
-#pragma unroll
-    for (int u = 0; u < kMergeBatch; ++u) {
-      if (j0 + u < splits) {
-        const int64_t sh = (first + j0 + u) * p.num_heads + h;
-        const float2 ml = *reinterpret_cast<const float2*>(p.partial_ml + 2 * sh);
-        m[u] = ml.x;
-        l[u] = ml.y;
-        o[u] = p.partial_o[sh * hd + d];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kMergeBatch; ++u) {
-      if (j0 + u < splits) {
-        const TcFoldWeights w = tc_fold_weights(run_m, m[u], c);
-        run_l = tc_fold_value(run_l, l[u], w);
-        run_o = tc_fold_value(run_o, o[u], w);
-        run_m = w.m;
-      }
-    }
-  }
-  static_cast<TO*>(p.out)[(static_cast<int64_t>(token_row) * p.num_heads + h) * hd + d] =
-      from_float<TO>(__fdiv_rn(run_o, run_l));
 }
 
 template <class T, int HD, int CONSUMERS, bool FOLD>
@@ -598,12 +580,10 @@ cudaError_t launch_typed(const TcAttentionParams& p, cudaStream_t stream) {
 // The merge as a programmatic dependent launch of the attention grid before it on `stream`: its
 // blocks are scheduled while the attention CTAs still run and wait in griddepcontrol.wait, so
 // the launch gap between the two kernels leaves a split-parallel decode's time.
-template <class TO>
-cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned threads,
-                               cudaStream_t stream) {
+cudaError_t launch_merge(const TcAttentionParams& p, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = dim3(threads);
+  config.gridDim = dim3(static_cast<unsigned>(p.num_merge_rows), static_cast<unsigned>(p.num_heads));
+  config.blockDim = dim3(kMergeThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
   cudaLaunchAttribute attr[1];
@@ -613,17 +593,11 @@ cudaError_t launch_merge_typed(const TcAttentionParams& p, dim3 grid, unsigned t
   // Without the attribute the launch waits for the attention grid as any stream-ordered launch
   // does, and griddepcontrol.wait returns at once.
   config.numAttrs = p.dependent_merge ? 1 : 0;
-  return p.merge_batch == 64 ? cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO, 64>, p)
-                             : cudaLaunchKernelEx(&config, attention_tc_merge_kernel<TO, 16>, p);
-}
-
-cudaError_t launch_merge(const TcAttentionParams& p, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(p.num_merge_rows), static_cast<unsigned>(p.num_heads));
-  const unsigned threads = static_cast<unsigned>(p.head_dim);
-  switch (p.out_dtype) {
-    case ElemType::kBF16: return launch_merge_typed<__nv_bfloat16>(p, grid, threads, stream);
-    case ElemType::kFP16: return launch_merge_typed<__half>(p, grid, threads, stream);
-    case ElemType::kFP32: return launch_merge_typed<float>(p, grid, threads, stream);
+  switch (p.head_dim) {
+    case 64: return cudaLaunchKernelEx(&config, attention_tc_merge_kernel<64>, p);
+    case 128: return cudaLaunchKernelEx(&config, attention_tc_merge_kernel<128>, p);
+    case 256: return cudaLaunchKernelEx(&config, attention_tc_merge_kernel<256>, p);
+    default: break;
   }
   return cudaErrorInvalidValue;
 }
@@ -699,7 +673,7 @@ cudaError_t launch_attention_tc(const TcAttentionParams& p, cudaStream_t stream)
   if (p.num_units < 0 || p.num_merge_rows < 0) return cudaErrorInvalidValue;
   if (p.num_units == 0) return cudaSuccess;
   if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0 || p.split_size <= 0 ||
-      p.num_heads > 65535 || (p.merge_batch != 16 && p.merge_batch != 64))
+      p.num_heads > 65535)
     return cudaErrorInvalidValue;
   if (!attention_tc_supported(p.dtype, p.head_dim, p.num_heads / p.num_kv_heads) ||
       !attention_tc_consumers_supported(p.head_dim, p.consumers) ||

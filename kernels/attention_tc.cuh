@@ -98,10 +98,6 @@ struct TcAttentionParams {
   // the attention CTAs run, held in griddepcontrol.wait), or as a plain launch after it. The same
   // reads and folds either way.
   bool dependent_merge = true;
-  // Splits whose states each merge thread loads before folding them: 16 or 64. The same reads
-  // and folds in the same order either way; 64 takes a row of up to 64 splits (KV 32768 at the
-  // default split) in one round trip to memory instead of four.
-  int32_t merge_batch = 16;
   // Non-null: no merge kernel; the CTA that writes the last of a split-parallel row's splits
   // folds that row (the merge kernel's reads and folds, in the same order). One counter per
   // (token row, KV head) counts the splits written; it must read zero before the launch, and the

@@ -406,38 +406,46 @@ TEST(GpuAttentionPlan, KvPagesByTmaOrCpAsyncGiveTheSameBits) {
   }
 }
 
-// The merge kernel loading 16 or 64 splits' states before folding them: the same bits, at 79
-// splits a row (two batches of 64, five of 16) and at the default split size.
-TEST(GpuAttentionPlan, MergeBatchesOf16Or64GiveTheSameBits) {
+// The merge kernel (launched after the grid or as its programmatic dependent) against the fold
+// inside the attention kernel and against fused execution: the same bits, at 157 and 79 splits a
+// row (two of the merge kernel's chunks of staged states at head_dim 128 and 256), 13 and the
+// default 5.
+TEST(GpuAttentionPlan, TheMergeKernelFoldsAsTheAttentionKernelDoes) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   const PlanCase cases[] = {
-      {DType::kBF16, 32, 8, 128, 16, 32},
+      {DType::kBF16, 8, 2, 128, 16, 16},
       {DType::kFP16, 12, 4, 128, 7, 200},
-      {DType::kBF16, 16, 2, 256, 16, 0},
+      {DType::kBF16, 16, 2, 256, 16, 32},
+      {DType::kFP16, 8, 8, 64, 16, 0},
   };
   std::unique_ptr<Backend> b = make_backend("cuda-invariant");
-  const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
-  const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
   for (const PlanCase& c : cases) {
     SCOPED_TRACE(name_of(c));
     const Prompt p = make_prompt(c, 2500, 51);
     const auto ch = chunk(p, c, 2300, 2500);
     const auto dec = last_token_decoded(p, c);
-    RunNotes notes16, notes64;
-    HostTensor prefill16, chunk16, decode16;
+    RunNotes notes;
+    HostTensor prefill, chunked, decoded;
     {
-      const ScopedEnv k("NVDET_ATTENTION_TC_MERGE_BATCH", "16");
-      prefill16 = b->run(whole(p, c), &notes16);
-      chunk16 = b->run(ch->args, nullptr);
-      decode16 = b->run(dec->args, nullptr);
+      const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
+      const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", "after");
+      prefill = b->run(whole(p, c), &notes);
+      chunked = b->run(ch->args, nullptr);
+      decoded = b->run(dec->args, nullptr);
     }
-    const ScopedEnv k("NVDET_ATTENTION_TC_MERGE_BATCH", "64");
-    expect_same_rows(b->run(whole(p, c), &notes64), 0, prefill16, p.len, "prefill");
-    expect_same_rows(b->run(ch->args, nullptr), 0, chunk16, 200, "chunk");
-    expect_same_rows(b->run(dec->args, nullptr), 0, decode16, 1, "decode");
-    expect_same_rows(prefill16, p.len - 1, decode16, 1, "decode against prefill");
-    EXPECT_EQ(notes16["merge_batch"], "16 splits' states loaded at a time");
-    EXPECT_EQ(notes64["merge_batch"], "64 splits' states loaded at a time");
+    EXPECT_EQ(notes["splits_run"],
+              "split-parallel, merged in split order by a launch after the grid");
+    expect_same_rows(prefill, p.len - 1, decoded, 1, "decode against prefill");
+    for (const char* execution : {"split", "fused"}) {
+      for (const char* merge : {"dependent", "last"}) {
+        SCOPED_TRACE(std::string(execution) + ", merge " + merge);
+        const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", execution);
+        const ScopedEnv m("NVDET_ATTENTION_TC_MERGE", merge);
+        expect_same_rows(b->run(whole(p, c), nullptr), 0, prefill, p.len, "prefill");
+        expect_same_rows(b->run(ch->args, nullptr), 0, chunked, 200, "chunk");
+        expect_same_rows(b->run(dec->args, nullptr), 0, decoded, 1, "decode");
+      }
+    }
   }
 }
 

@@ -19,8 +19,6 @@
 //                                             rows (decode) in the swapped form (keys and head_dim
 //                                             on wgmma's 64-row side; the default), or in the
 //                                             64-row form as prefill blocks
-//   NVDET_ATTENTION_TC_MERGE_BATCH=16|64       splits whose states each thread of the merge
-//                                             kernel loads before folding them (default 16)
 //   NVDET_ATTENTION_TC_KV_COPY=auto|cp_async  K and V tiles by TMA, whole pages, where the page
 //                                             size allows it (attention_tc_kv_tma_applies; the
 //                                             default), or every tile by cp.async
@@ -124,14 +122,6 @@ TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool f
   return last / split_size + 1 <= kDependentMergeMaxSplits ? TcMerge::kDependent : TcMerge::kAfter;
 }
 
-int merge_batch_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_MERGE_BATCH");
-  if (v.empty() || v == "auto" || v == "16") return 16;
-  if (v == "64") return 64;
-  throw_input_error("NVDET_ATTENTION_TC_MERGE_BATCH must be auto, 16 or 64, got '" +
-                    std::string(v) + "'");
-}
-
 bool kv_tma_setting() {
   const std::string_view v = env("NVDET_ATTENTION_TC_KV_COPY");
   if (v.empty() || v == "auto") return true;
@@ -225,7 +215,6 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     merge = merge_setting(plan.merge_pos, c.split_size,
                           kernels::attention_tc_fold_in_kernel(c.head_dim, group, plan.consumers));
     p.dependent_merge = merge == TcMerge::kDependent;
-    p.merge_batch = merge_batch_setting();
     if (merge == TcMerge::kLast) {
       p.merge_count = ctx.zeroed_counters(static_cast<size_t>(rows) * c.num_kv_heads);
     }
@@ -269,9 +258,6 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
         : merge == TcMerge::kDependent
             ? "split-parallel, merged in split order"
             : "split-parallel, merged in split order by a launch after the grid";
-    if (plan.split_parallel && merge != TcMerge::kLast) {
-      (*notes)["merge_batch"] = std::to_string(p.merge_batch) + " splits' states loaded at a time";
-    }
   }
   return call;
 }
