@@ -44,15 +44,17 @@ namespace {
 
 #ifdef NVDET_SM90A_DEVICE
 
-// The merge of one split-parallel token row of KV head kvh inside the attention kernel, by the
-// CTA that wrote its last split: for each of the group's heads and each element, splits
-// 0 .. pos / S folded in ascending order with the plan's fold, then O / L rounded once (the merge
-// kernel's arithmetic, element for element). The splits' states are staged in shared memory a
-// chunk at a time (cp.async through L2: other SMs wrote them during this grid; no registers held
-// while they are in flight), then each thread folds up to two quads of four consecutive elements
-// of one head, one (m, l) pair serving four folds. `stage` is the running-state region, which a
-// partial item does not use; the host takes this path only where group * HD <= 8 * THREADS
-// (attention_tc_fold_in_kernel).
+// The merge of one split-parallel token row of KV head kvh, run in two places: inside the
+// attention kernel by the CTA that wrote the row's last split, and in the merge kernel (a group
+// of one head, kvh then the head). For each of the group's heads and each element, splits
+// 0 .. pos / S are folded in ascending order with the plan's fold, then O / L is rounded once.
+// The splits' states are staged in shared memory a chunk at a time (cp.async through L2: other
+// SMs wrote them; no registers held while they are in flight), then each thread folds up to two
+// quads of four consecutive elements of one head, one (m, l) pair serving four folds. `stage` is
+// the running-state region in the attention kernel (a partial item does not use it), and static
+// shared memory in the merge kernel. At most two quads a thread: group * HD <= 8 * THREADS
+// (attention_tc_fold_in_kernel for the attention kernel; HD <= 256 for the merge kernel's 64
+// threads).
 template <int HD, int THREADS, int STAGE_FLOATS>
 __device__ __forceinline__ void fold_row_in_cta(const TcAttentionParams& p, int token_row, int pos,
                                                 int kvh, int group, int thread, float* stage,
@@ -502,13 +504,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 // The merge of split-parallel rows, one block per (token row, head): fold_row_in_cta with a
 // group of one head, so its reads and folds are the in-kernel fold's (splits 0 .. pos / S in
 // ascending order, then O / L rounded once). Every thread's copies of a chunk of splits' states
-// are in flight together before any fold, so a row of up to kMergeChunkFloats / (HD + 2) splits
+// are in flight together before any fold, so a row of up to kMergeStageFloats / (HD + 2) splits
 // (86 at head_dim 128: KV 44032 at the default split) costs one round trip to memory. The
 // register form it replaced, each thread loading 16 splits' states ahead of folding them, took
 // four round trips for KV 32768 (10.3 us under ncu on an H100, against 4.5 us for cuDNN's
 // reduction); loading 64 at a time was slower still (245 registers a thread).
 constexpr int kMergeThreads = 64;
-constexpr int kMergeStageFloats = 11264;  // 44 KiB of static shared memory
 template <int HD>
 __global__ void __launch_bounds__(kMergeThreads)
     attention_tc_merge_kernel(const __grid_constant__ TcAttentionParams p) {
@@ -516,6 +517,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   // Launched as the attention grid's programmatic dependent (launch_merge): nothing is read
   // before that grid has finished and its writes are visible.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  constexpr int kMergeStageFloats = 11264;  // 44 KiB of static shared memory
   __shared__ __align__(16) float stage[kMergeStageFloats];
   const int r = blockIdx.x;
   fold_row_in_cta<HD, kMergeThreads, kMergeStageFloats>(p, p.merge_rows[r], p.merge_pos[r],

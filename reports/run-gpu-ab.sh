@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A kernel change measured against the build before it, on one GPU in one call: the new build's
-# GPU tests of the kernels concerned, the bits of both builds compared over the scenarios that run
-# those kernels (reports/compare-cpu-reports.sh: exit codes, verdicts and every hash the same), and
-# `nvdet bench` of each build in turn (old, new) against the vendor kernel, so that the two
-# ratios come from the same machine minutes apart. Prints a table last: per context, the
+# GPU tests of the kernels concerned, `nvdet bench` of each build in turn (old, new) against the
+# vendor kernel, so that the two ratios come from the same machine minutes apart, and the bits of
+# both builds compared over the scenarios that run those kernels (reports/compare-cpu-reports.sh:
+# exit codes, verdicts and every hash the same). Prints a table last: per context, the
 # invariant kernel's time against the vendor's under each build, and new / old.
 # Usage: reports/run-gpu-ab.sh OLD_BUILD NEW_BUILD OUT
 #   *_BUILD: bundled build folders (tools/nvdet, lib/); NEW_BUILD also holds
@@ -11,7 +11,8 @@
 #   NVDET_AB_TESTS    gtest filter of the new build's tests (default: attention, GEMM, FP8, parity;
 #                     "" skips them)
 #   NVDET_AB_BITS     scenarios whose hashes must agree ("" skips the comparison); the plan notes
-#                     may differ (a kernel change is often a new plan with the same bits)
+#                     may differ (a kernel change is often a new plan with the same bits); compared
+#                     after the benches, within NVDET_AB_BITS_TIMEOUT seconds (default 300)
 #   NVDET_AB_BENCHES  which benches (default: decode prefill gemm4096 gemm14336 fp8; also
 #                     gemm6144; "" none)
 #   NVDET_AB_OLD_ENV, NVDET_AB_NEW_ENV
@@ -57,14 +58,6 @@ if [[ -n $tests ]]; then
     tr '\n' ' '))"
 fi
 
-bits=${NVDET_AB_BITS-scenarios/decode-split-size.yaml scenarios/prefill-chunk-sweep.yaml
-  scenarios/gemm-bf16-4096.yaml scenarios/gemm-bf16-odd.yaml scenarios/fp8-gemm-gpu.yaml}
-if [[ -n $bits ]]; then
-  NVDET_COMPARE_IGNORE_NOTES=1 NVDET_COMPARE_SCENARIOS=$bits timeout 300 reports/compare-cpu-reports.sh "$out/nvdet-old" \
-    "$out/nvdet-new" "$out/compare" >"$out/compare.txt" 2>&1
-  echo "bits (old against new): exit $? ($(tail -1 "$out/compare.txt"))"
-fi
-
 # name | scenario | vendor backend | --filter
 bench_specs() {
   cat <<'EOF'
@@ -90,8 +83,20 @@ while IFS='|' read -r name scenario vendor filter; do
   done
 done < <(bench_specs)
 
-# The table: per context, cuda-invariant's time over the vendor's (time_ratio) in each build.
+# The table: per context, cuda-invariant's time over the vendor's (time_ratio) in each build;
+# written before the bits are compared, printed last.
 if [[ ${#csvs[@]} -gt 0 ]]; then
   python3 reports/bench-table.py cuda-invariant "${csvs[@]}" >"$out/ab-table.md"
-  cat "$out/ab-table.md"
 fi
+
+# The bits after the benches: a comparison that runs past its time then costs no timing.
+bits=${NVDET_AB_BITS-scenarios/decode-split-size.yaml scenarios/prefill-chunk-sweep.yaml
+  scenarios/gemm-bf16-4096.yaml scenarios/gemm-bf16-odd.yaml scenarios/fp8-gemm-gpu.yaml}
+if [[ -n $bits ]]; then
+  NVDET_COMPARE_IGNORE_NOTES=1 NVDET_COMPARE_SCENARIOS=$bits \
+    timeout "${NVDET_AB_BITS_TIMEOUT:-300}" reports/compare-cpu-reports.sh "$out/nvdet-old" \
+    "$out/nvdet-new" "$out/compare" >"$out/compare.txt" 2>&1
+  echo "bits (old against new): exit $? ($(tail -1 "$out/compare.txt"))"
+fi
+
+[[ ${#csvs[@]} -eq 0 ]] || cat "$out/ab-table.md"
