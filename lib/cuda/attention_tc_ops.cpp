@@ -19,9 +19,16 @@
 //                                             rows (decode) in the swapped form (keys and head_dim
 //                                             on wgmma's 64-row side; the default), or in the
 //                                             64-row form as prefill blocks
-//   NVDET_ATTENTION_TC_KV_COPY=auto|cp_async  K and V tiles by TMA, whole pages, where the page
-//                                             size allows it (attention_tc_kv_tma_applies; the
-//                                             default), or every tile by cp.async
+//   NVDET_ATTENTION_TC_KV_COPY=auto|runs|cp_async  K and V tiles by TMA where the page size
+//                                             allows it (attention_tc_kv_tma_applies), one box a
+//                                             page (auto, the default); the same, but a tile whose
+//                                             pages are consecutive in the cache as one box a
+//                                             column block (runs: opt-in, not yet timed); or every
+//                                             tile by cp.async
+//   NVDET_ATTENTION_TC_Q_BUFFERS=auto|2       two Q buffers for two warpgroups at head_dim 128
+//                                             too, at the cost of a K/V ring slot (2: opt-in, not
+//                                             yet timed); other shapes have two where they cost
+//                                             no slot
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
@@ -122,12 +129,21 @@ TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool f
   return last / split_size + 1 <= kDependentMergeMaxSplits ? TcMerge::kDependent : TcMerge::kAfter;
 }
 
-bool kv_tma_setting() {
+enum class KvCopy { kPages, kRuns, kCpAsync };
+KvCopy kv_copy_setting() {
   const std::string_view v = env("NVDET_ATTENTION_TC_KV_COPY");
-  if (v.empty() || v == "auto") return true;
-  if (v == "cp_async") return false;
-  throw_input_error("NVDET_ATTENTION_TC_KV_COPY must be auto or cp_async, got '" + std::string(v) +
-                    "'");
+  if (v.empty() || v == "auto") return KvCopy::kPages;
+  if (v == "runs") return KvCopy::kRuns;
+  if (v == "cp_async") return KvCopy::kCpAsync;
+  throw_input_error("NVDET_ATTENTION_TC_KV_COPY must be auto, runs or cp_async, got '" +
+                    std::string(v) + "'");
+}
+
+int q_buffers_setting() {
+  const std::string_view v = env("NVDET_ATTENTION_TC_Q_BUFFERS");
+  if (v.empty() || v == "auto") return 0;
+  if (v == "2") return 2;
+  throw_input_error("NVDET_ATTENTION_TC_Q_BUFFERS must be auto or 2, got '" + std::string(v) + "'");
 }
 
 }  // namespace
@@ -186,12 +202,13 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
   p.scale = c.scale;
   p.split_size = c.split_size;
   p.consumers = plan.consumers;
+  p.q_buffers = q_buffers_setting();
   p.swap_small_blocks = swap_small_blocks_setting();
-  if (kv_tma_setting()) {
+  if (const KvCopy copy = kv_copy_setting(); copy != KvCopy::kCpAsync) {
     // The maps span the pages the table names (a cache's pages past them are never read).
     int32_t last_page = -1;
     for (int32_t page : c.kv->page_table) last_page = std::max(last_page, page);
-    kernels::attention_tc_use_kv_tma(p, int64_t{last_page} + 1);
+    kernels::attention_tc_use_kv_tma(p, int64_t{last_page} + 1, copy == KvCopy::kRuns);
   }
   p.units = static_cast<const kernels::TcAttentionUnit*>(
       put(plan.units.data(), plan.units.size() * sizeof(kernels::TcAttentionUnit)));
@@ -242,8 +259,14 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     (*notes)["tile"] = std::to_string(kernels::attention_tc_tile_keys(c.head_dim));
     (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
     (*notes)["warpgroups"] = std::to_string(plan.consumers);
-    (*notes)["kv_copy"] =
-        p.kv_tma ? "TMA, whole pages (cp.async for tiles past a split's end)" : "cp.async";
+    if (p.q_buffers == 2 && plan.consumers == 2 && c.head_dim == 128) {
+      (*notes)["q_buffers"] = "2 (a K/V ring slot fewer)";
+    }
+    (*notes)["kv_copy"] = !p.kv_tma ? "cp.async"
+                          : p.kv_runs
+                              ? "TMA, a tile of consecutive pages as one box, else whole pages "
+                                "(cp.async for tiles past a split's end)"
+                              : "TMA, whole pages (cp.async for tiles past a split's end)";
     const bool swapped = plan.consumers == 1 && p.swap_small_blocks;
     (*notes)["small_blocks"] =
         swapped ? "blocks of at most " + std::to_string(kernels::attention_tc_small_block_rows) +
