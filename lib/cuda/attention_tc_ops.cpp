@@ -36,9 +36,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "kernels/attention_tc.cuh"
 #include "lib/core/error.h"
@@ -53,23 +55,30 @@ std::string_view env(const char* name) {
   return v ? std::string_view(v) : std::string_view();
 }
 
+// The setting `name` read as one of its words: unset or "auto" gives `automatic`, a word of
+// `words` its value; anything else is refused with the words it takes.
+template <class T>
+T word_setting(const char* name, T automatic,
+               std::initializer_list<std::pair<std::string_view, T>> words) {
+  const std::string_view v = env(name);
+  if (v.empty() || v == "auto") return automatic;
+  std::string expected = "auto";
+  size_t i = 0;
+  for (const auto& [word, value] : words) {
+    if (v == word) return value;
+    expected += (++i == words.size() ? " or " : ", ") + std::string(word);
+  }
+  throw_input_error(std::string(name) + " must be " + expected + ", got '" + std::string(v) + "'");
+}
+
 TcExecution execution_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_EXECUTION");
-  if (v.empty() || v == "auto") return TcExecution::kAuto;
-  if (v == "fused") return TcExecution::kFused;
-  if (v == "split") return TcExecution::kSplit;
-  throw_input_error("NVDET_ATTENTION_TC_EXECUTION must be auto, fused or split, got '" +
-                    std::string(v) + "'");
+  return word_setting("NVDET_ATTENTION_TC_EXECUTION", TcExecution::kAuto,
+                      {{"fused", TcExecution::kFused}, {"split", TcExecution::kSplit}});
 }
 
 // 0: by the batch's shape.
 int consumers_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_CONSUMERS");
-  if (v.empty() || v == "auto") return 0;
-  if (v == "1") return 1;
-  if (v == "2") return 2;
-  throw_input_error("NVDET_ATTENTION_TC_CONSUMERS must be auto, 1 or 2, got '" + std::string(v) +
-                    "'");
+  return word_setting("NVDET_ATTENTION_TC_CONSUMERS", 0, {{"1", 1}, {"2", 2}});
 }
 
 // 0: one per SM.
@@ -86,20 +95,13 @@ int ctas_setting() {
 }
 
 TcSchedule schedule_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_SCHEDULE");
-  if (v.empty() || v == "auto") return TcSchedule::kAuto;
-  if (v == "stride") return TcSchedule::kStride;
-  if (v == "balanced") return TcSchedule::kBalanced;
-  throw_input_error("NVDET_ATTENTION_TC_SCHEDULE must be auto, stride or balanced, got '" +
-                    std::string(v) + "'");
+  return word_setting("NVDET_ATTENTION_TC_SCHEDULE", TcSchedule::kAuto,
+                      {{"stride", TcSchedule::kStride}, {"balanced", TcSchedule::kBalanced}});
 }
 
 bool swap_small_blocks_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_SMALL_BLOCKS");
-  if (v.empty() || v == "auto" || v == "swapped") return true;
-  if (v == "wide") return false;
-  throw_input_error("NVDET_ATTENTION_TC_SMALL_BLOCKS must be auto, swapped or wide, got '" +
-                    std::string(v) + "'");
+  return word_setting("NVDET_ATTENTION_TC_SMALL_BLOCKS", true,
+                      {{"swapped", true}, {"wide", false}});
 }
 
 // How split-parallel rows are merged. By default the merge kernel: as the attention grid's
@@ -131,20 +133,12 @@ TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool f
 
 enum class KvCopy { kPages, kRuns, kCpAsync };
 KvCopy kv_copy_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_KV_COPY");
-  if (v.empty() || v == "auto") return KvCopy::kPages;
-  if (v == "runs") return KvCopy::kRuns;
-  if (v == "cp_async") return KvCopy::kCpAsync;
-  throw_input_error("NVDET_ATTENTION_TC_KV_COPY must be auto, runs or cp_async, got '" +
-                    std::string(v) + "'");
+  return word_setting("NVDET_ATTENTION_TC_KV_COPY", KvCopy::kPages,
+                      {{"runs", KvCopy::kRuns}, {"cp_async", KvCopy::kCpAsync}});
 }
 
-int q_buffers_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_Q_BUFFERS");
-  if (v.empty() || v == "auto") return 0;
-  if (v == "2") return 2;
-  throw_input_error("NVDET_ATTENTION_TC_Q_BUFFERS must be auto or 2, got '" + std::string(v) + "'");
-}
+// 0: the shape's own choice.
+int q_buffers_setting() { return word_setting("NVDET_ATTENTION_TC_Q_BUFFERS", 0, {{"2", 2}}); }
 
 }  // namespace
 
