@@ -10,12 +10,10 @@
 //  - producer: cp.async gathers of Q and of K and V tiles through the page table into
 //    128-byte-swizzled shared memory (keys past what the CTA needs zero-filled), or, for a K/V
 //    tile with no such keys where the page size allows it (p.kv_tma), TMA boxes of whole pages
-//    into the same layout (one box a column block for the whole tile where its pages are
-//    consecutive in the cache, p.kv_runs); completing on mbarriers of a ring of NB tile buffers
-//    (K and V tiles alternate in the ring); Q in two buffers where that costs no ring slot (or
-//    where p.q_buffers asks for them), so the next item's Q and first tiles load while the
-//    consumers finish the current item (decode items are one split of a few tiles); each tile's
-//    page-table entries are read one tile ahead;
+//    into the same layout; completing on mbarriers of a ring of NB tile buffers (K and V tiles
+//    alternate in the ring); Q in two buffers where that costs no ring slot, so the next item's
+//    Q and first tiles load while the consumers finish the current item (decode items are one
+//    split of a few tiles); each tile's page-table entries are read one tile ahead;
 //  - consumers: per tile, S = Q K^T (wgmma, A and B from shared memory), the online-softmax step
 //    in registers, O += P V (wgmma, P from registers, V read transposed from shared memory).
 //  - consumers of an item of at most 8 query rows, with one warpgroup (decode): the swapped form
@@ -131,12 +129,11 @@ __device__ __forceinline__ void fold_row_in_cta(const TcAttentionParams& p, int 
 // FOLD: the split-parallel rows are folded by their last CTA (p.merge_count set). A template
 // parameter so that the kernels without it carry none of its code or registers (with it compiled
 // into every kernel, head_dim 128 with one warpgroup took 255 registers against 242).
-// Q_BUFS: TcShape's (0: the shape's own choice; 2: two Q buffers, p.q_buffers).
-template <class T, int HD, int CONSUMERS, bool FOLD, int Q_BUFS = 0>
+template <class T, int HD, int CONSUMERS, bool FOLD>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     attention_tc_kernel(const __grid_constant__ TcAttentionParams p) {
 #ifdef NVDET_SM90A_DEVICE
-  using S = TcShape<HD, CONSUMERS, Q_BUFS>;
+  using S = TcShape<HD, CONSUMERS>;
   constexpr int kKeys = S::kKeys, kNb = S::kNbUsed, kRows = S::kRows;
   constexpr int kChunks = HD / 8;  // 16-byte chunks per row
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -196,10 +193,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     if (t == 0 && p.kv_tma) {
       tma_prefetch_map(&p.k_map);
       tma_prefetch_map(&p.v_map);
-      if (p.kv_runs) {
-        tma_prefetch_map(&p.k_run_map);
-        tma_prefetch_map(&p.v_run_map);
-      }
     }
     for (int item; (item = tc_cta_item(p, items_done, num_items)) >= 0; ++items_done) {
       const TcItem it = tc_load_item(p, item);
@@ -234,9 +227,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       int t0 = tc_split_lo(j, p.split_size);
       int hi = tc_split_hi(j, p.split_size, it.last_pos);
       int32_t page = t < kKeys && t0 + t < hi ? page_of(t0 + t) : 0;
-      // The page of the tile's first key (every thread: a broadcast load), against which each
-      // thread checks its own page for a run of consecutive pages (p.kv_runs).
-      int32_t first_page = p.kv_runs ? page_of(t0) : 0;
       while (j < it.u.split_end) {
         int nj = j, nt0 = t0 + kKeys, nhi = hi;
         if (nt0 >= hi) {
@@ -244,9 +234,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           nt0 = tc_split_lo(nj, p.split_size);
           nhi = tc_split_hi(nj, p.split_size, it.last_pos);
         }
-        const bool next_tile = nj < it.u.split_end;
-        const int32_t next_page = next_tile && t < kKeys && nt0 + t < nhi ? page_of(nt0 + t) : 0;
-        const int32_t next_first_page = next_tile && p.kv_runs ? page_of(nt0) : 0;
+        const int32_t next_page = nj < it.u.split_end && t < kKeys && nt0 + t < nhi ? page_of(nt0 + t) : 0;
         // The tile's key offsets (element index of (key, kvh, 0)), -1 past `hi`; double
         // buffered, so one barrier per tile orders both the writes and the previous reads.
         int64_t* offs = key_off + (tiles_done & 1) * kKeys;
@@ -260,39 +248,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           }
           offs[t] = off;
         }
+        named_barrier(1, 128);
         // Whole pages by TMA where every key of the tile is below `hi` (no zero fill needed); the
         // page size divides the tile width and the split size, so the tile starts on a page.
         const bool tma_tile = p.kv_tma && t0 + kKeys <= hi;
-        // With p.kv_runs, one box a column block where the tile's pages are consecutive in the
-        // cache: every thread's page is the first page plus its page's index in the tile (the
-        // barrier ANDs it).
-        bool run_tile = false;
-        if (p.kv_runs) {
-          const bool in_run = !tma_tile || t >= kKeys || page == first_page + (t >> shift);
-          run_tile = named_barrier_and(1, 128, in_run) && tma_tile;
-        } else {
-          named_barrier(1, 128);
-        }
 #pragma unroll
         for (int operand = 0; operand < 2; ++operand, ++use) {
           const int s = use % kNb;
           mbar_wait(empty_bar(s), ((use / kNb) & 1) ^ 1);
           const uint32_t dst = tile_smem(s);
-          if (run_tile) {
-            if (t == 0) {
-              // This thread's arrival carries the tile's bytes; the others arrive with none.
-              mbar_expect_tx(full_bar(s), static_cast<uint32_t>(HD * sizeof(T)) * kKeys);
-              const CUtensorMap* map = operand == 0 ? &p.k_run_map : &p.v_run_map;
-#pragma unroll
-              for (int cb = 0; cb < HD / 64; ++cb) {
-                tma_load_3d(dst + tc_page_box_offset(0, cb, kKeys), map, full_bar(s), cb * 64,
-                            it.kvh, first_page * p.page_size);
-              }
-            } else {
-              mbar_arrive(full_bar(s));
-            }
-            continue;
-          }
           if (tma_tile) {
             if (t < kKeys && (t & (p.page_size - 1)) == 0) {
               // This thread's arrival carries the page's bytes; the others arrive with none.
@@ -328,7 +292,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           cp_async_arrive(full_bar(s));
         }
         page = next_page;
-        first_page = next_first_page;
         j = nj;
         t0 = nt0;
         hi = nhi;
@@ -565,10 +528,10 @@ __global__ void __launch_bounds__(kMergeThreads)
 #endif
 }
 
-template <class T, int HD, int CONSUMERS, bool FOLD, int Q_BUFS = 0>
+template <class T, int HD, int CONSUMERS, bool FOLD>
 cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
-  using S = TcShape<HD, CONSUMERS, Q_BUFS>;
-  auto kernel = attention_tc_kernel<T, HD, CONSUMERS, FOLD, Q_BUFS>;
+  using S = TcShape<HD, CONSUMERS>;
+  auto kernel = attention_tc_kernel<T, HD, CONSUMERS, FOLD>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -592,13 +555,6 @@ cudaError_t launch_units(const TcAttentionParams& p, cudaStream_t stream) {
 template <class T, int HD, bool FOLD>
 cudaError_t launch_consumers(const TcAttentionParams& p, cudaStream_t stream) {
   if constexpr (HD == 256) {
-    return launch_units<T, HD, 1, FOLD>(p, stream);
-  } else if constexpr (HD == 128) {
-    // Two warpgroups at head_dim 128 are the one shape whose second Q buffer costs a ring slot.
-    if (p.consumers == 2) {
-      return p.q_buffers == 2 ? launch_units<T, HD, 2, FOLD, 2>(p, stream)
-                              : launch_units<T, HD, 2, FOLD>(p, stream);
-    }
     return launch_units<T, HD, 1, FOLD>(p, stream);
   } else {
     return p.consumers == 2 ? launch_units<T, HD, 2, FOLD>(p, stream)
@@ -672,9 +628,8 @@ bool attention_tc_kv_tma_applies(int head_dim, int page_size, int split_size) {
   return tc_kv_tma_applies(attention_tc_tile_keys(head_dim), page_size, split_size);
 }
 
-bool attention_tc_use_kv_tma(TcAttentionParams& p, int64_t num_pages, bool runs) {
+bool attention_tc_use_kv_tma(TcAttentionParams& p, int64_t num_pages) {
   p.kv_tma = false;
-  p.kv_runs = false;
   if (num_pages <= 0 || p.k == nullptr || p.v == nullptr ||
       !attention_tc_kv_tma_applies(p.head_dim, p.page_size, p.split_size) ||
       (reinterpret_cast<uintptr_t>(p.k) | reinterpret_cast<uintptr_t>(p.v)) % 16 != 0)
@@ -688,16 +643,6 @@ bool attention_tc_use_kv_tma(TcAttentionParams& p, int64_t num_pages, bool runs)
                                static_cast<uint32_t>(p.head_dim), 2);
   };
   p.kv_tma = encode(&p.k_map, p.k) && encode(&p.v_map, p.v);
-  // A run's box starts at slot first_page * page_size, a 32-bit coordinate.
-  if (p.kv_tma && runs && num_pages * p.page_size <= INT32_MAX) {
-    const auto encode_runs = [&](CUtensorMap* map, const void* base) {
-      return encode_kv_run_map(map, type, base, static_cast<uint64_t>(num_pages) * p.page_size,
-                               static_cast<uint32_t>(p.num_kv_heads),
-                               static_cast<uint32_t>(p.head_dim), 2,
-                               static_cast<uint32_t>(attention_tc_tile_keys(p.head_dim)));
-    };
-    p.kv_runs = encode_runs(&p.k_run_map, p.k) && encode_runs(&p.v_run_map, p.v);
-  }
   return p.kv_tma;
 }
 

@@ -72,11 +72,6 @@ struct TcAttentionParams {
   float scale = 1.0f;
   int32_t split_size = 512;
   int32_t consumers = 1;  // warpgroups of 64 query rows per CTA (1 or 2)
-  // Q buffers: 0, each shape's own choice (two where the second costs no ring slot: one
-  // warpgroup, or head_dim 64); 2, two for two warpgroups at head_dim 128 as well, at the cost of
-  // a ring slot (3 K/V tile buffers instead of 4), so that the next item's Q loads while the
-  // consumers finish the current item instead of after. Opt-in until timed; no bit changes.
-  int32_t q_buffers = 0;
   // With one warpgroup, items of at most 8 query rows (decode: one token's GQA heads) in the
   // swapped form (attention_tc_small_block_rows); false: every item in the 64-row form. The same
   // bits either way.
@@ -114,12 +109,6 @@ struct TcAttentionParams {
   // that end still comes by cp.async with zero fill. The same bytes land in the same places.
   bool kv_tma = false;
   CUtensorMap k_map{}, v_map{};  // [num_pages, page_size, num_kv_heads, head_dim] of k and v
-  // With kv_tma, such a tile whose pages follow one another in the cache (page i + 1 right after
-  // page i, as an allocator hands out a fresh sequence's pages) comes as one box a 64-element
-  // column block instead of one a page (2 copies in place of 16 at head_dim 128 and pages of 16):
-  // the same bytes in the same places. Set by attention_tc_use_kv_tma where runs are asked for.
-  bool kv_runs = false;
-  CUtensorMap k_run_map{}, v_run_map{};  // [num_pages * page_size, num_kv_heads, head_dim]
 };
 
 // The plan's key-tile width for a head_dim (0 when the kernels do not take it).
@@ -139,9 +128,8 @@ bool attention_tc_fold_in_kernel(int head_dim, int group, int consumers);
 bool attention_tc_kv_tma_applies(int head_dim, int page_size, int split_size);
 // Encodes p.k_map and p.v_map over caches of num_pages pages (p.k, p.v, p.dtype, p.page_size,
 // p.num_kv_heads, p.head_dim set) and sets p.kv_tma where TMA applies and the driver takes the
-// maps; with `runs`, also the run maps, setting p.kv_runs where the driver takes them. Returns
-// p.kv_tma.
-bool attention_tc_use_kv_tma(TcAttentionParams& p, int64_t num_pages, bool runs);
+// maps; returns p.kv_tma.
+bool attention_tc_use_kv_tma(TcAttentionParams& p, int64_t num_pages);
 // Whether this process can run them: sm_90a code built and a compute capability 9.0 device.
 bool attention_tc_available();
 

@@ -18,9 +18,7 @@ namespace nvdet::kernels {
 
 inline constexpr float kTcLog2e = 1.4426950408889634f;
 
-// Q_BUFS: 0, the shape's own choice of Q buffers (below); 2, two even where the second costs a
-// ring slot (TcAttentionParams::q_buffers).
-template <int HD, int CONSUMERS, int Q_BUFS = 0>
+template <int HD, int CONSUMERS>
 struct TcShape {
   static constexpr int kKeys = HD <= 128 ? 128 : 64;  // the plan's tile width
   static constexpr int kRows = 64 * CONSUMERS;
@@ -44,14 +42,12 @@ struct TcShape {
                   kTileBytes;
     return n > 8 ? 8 : n;
   }
-  // A second Q buffer where it costs no ring slot (one warpgroup, head_dim <= 128), or where
-  // Q_BUFS asks for it at the cost of one: the producer then loads the next item's Q while the
-  // consumers finish the current one, so a short item (a decode split of 4 tiles) does not start
-  // with the ring drained.
-  static constexpr int kQBufs = Q_BUFS == 2 || ring_slots(2) == ring_slots(1) ? 2 : 1;
+  // A second Q buffer where it costs no ring slot (one warpgroup, head_dim <= 128): the producer
+  // then loads the next item's Q while the consumers finish the current one, so a short item
+  // (a decode split of 4 tiles) does not start with the ring drained.
+  static constexpr int kQBufs = ring_slots(2) == ring_slots(1) ? 2 : 1;
   static constexpr int kNbUsed = ring_slots(kQBufs);
-  static_assert(kNbUsed >= (Q_BUFS == 0 ? 4 : 3), "shared memory for at least 4 ring buffers (3 "
-                                                  "where a second Q buffer took one)");
+  static_assert(kNbUsed >= 4, "shared memory for at least 4 ring buffers");
   static constexpr int kSmemBytes =
       kQBufs * kQBytes + kNbUsed * kTileBytes + kRunBytes + kOffBytes + kFlagBytes + kBarBytes;
   static constexpr int kThreads = 128 * (CONSUMERS + 1);

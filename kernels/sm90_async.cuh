@@ -96,17 +96,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
-// A 3-d box (coordinates innermost first) into shared memory, completing on `bar` by its bytes:
-// the attention producer's run of consecutive pages of one KV head's keys or values.
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
-                                            int c0, int c1, int c2) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
-      "{%2, %3, %4}], [%5];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
-}
-
 // A 4-d box (coordinates innermost first) into shared memory, completing on `bar` by its bytes:
 // the attention producer's page of one KV head's keys or values.
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
@@ -189,17 +178,6 @@ __device__ __forceinline__ void fence_proxy_async() {
 // Barrier among `threads` threads (a multiple of 32) with id 1..15 (0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-// named_barrier that also returns whether `pred` held in every one of the threads.
-__device__ __forceinline__ bool named_barrier_and(int id, int threads, bool pred) {
-  uint32_t all;
-  asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbarrier.red.and.pred q, %2, %3, p;\n"
-      "selp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(all)
-      : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(threads)
-      : "memory");
-  return all != 0;
 }
 
 // ---- shared-memory matrix descriptors ------------------------------------------------------------

@@ -56,15 +56,4 @@ bool encode_paged_kv_map(CUtensorMap* map, CUtensorMapDataType type, const void*
   return encode_swizzled(map, type, base, 4, dims, strides, box);
 }
 
-bool encode_kv_run_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
-                       uint64_t num_slots, uint32_t num_kv_heads, uint32_t head_dim,
-                       uint32_t elem_bytes, uint32_t box_keys) {
-  if (elem_bytes * 64 != 128) return false;
-  const uint64_t row = uint64_t{head_dim} * elem_bytes;  // one (slot, KV head)
-  const cuuint64_t dims[3] = {head_dim, num_kv_heads, num_slots};
-  const cuuint64_t strides[2] = {row, row * num_kv_heads};
-  const cuuint32_t box[3] = {64, 1, box_keys};
-  return encode_swizzled(map, type, base, 3, dims, strides, box);
-}
-
 }  // namespace nvdet::kernels

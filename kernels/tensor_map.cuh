@@ -25,11 +25,5 @@ bool encode_swizzled_tile_map(CUtensorMap* map, CUtensorMapDataType type, const 
 bool encode_paged_kv_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
                          uint64_t num_pages, uint32_t page_size, uint32_t num_kv_heads,
                          uint32_t head_dim, uint32_t elem_bytes);
-// The same cache as a 3-d map over its slots ([num_pages * page_size, num_kv_heads, head_dim])
-// whose box is box_keys consecutive slots of one KV head's 64-element column block: a run of
-// pages that follow one another in memory as one copy.
-bool encode_kv_run_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
-                       uint64_t num_slots, uint32_t num_kv_heads, uint32_t head_dim,
-                       uint32_t elem_bytes, uint32_t box_keys);
 
 }  // namespace nvdet::kernels

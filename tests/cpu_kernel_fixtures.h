@@ -156,13 +156,10 @@ struct AttentionBatch {
 };
 
 // Builds a paged batch. Physical pages are handed out in a shuffled order seeded by `layout_seed`
-// (so a probe's pages move between contexts), with two spare pages at the end. With max_run > 1
-// the order is shuffled runs of 1 to max_run consecutive pages, as an allocator that hands out
-// free blocks leaves a cache: some of a sequence's pages follow one another in memory, some not.
+// (so a probe's pages move between contexts), with two spare pages at the end.
 inline std::unique_ptr<AttentionBatch> make_attention_batch(
     DType dtype, const std::vector<SeqSpec>& seqs, int32_t num_heads, int32_t num_kv_heads,
-    int32_t head_dim, bool prefill, uint64_t layout_seed = 1, int32_t page_size = 16,
-    int32_t max_run = 1) {
+    int32_t head_dim, bool prefill, uint64_t layout_seed = 1, int32_t page_size = 16) {
   auto b = std::make_unique<AttentionBatch>();
   b->num_heads = num_heads;
   b->num_kv_heads = num_kv_heads;
@@ -180,20 +177,7 @@ inline std::unique_ptr<AttentionBatch> make_attention_batch(
   std::vector<int32_t> order(static_cast<size_t>(total_pages));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(layout_seed);
-  if (max_run > 1) {
-    std::vector<std::vector<int32_t>> runs;
-    std::uniform_int_distribution<int32_t> run_len(1, max_run);
-    for (int32_t first = 0; first < total_pages;) {
-      const int32_t n = std::min(run_len(rng), total_pages - first);
-      runs.emplace_back(order.begin() + first, order.begin() + first + n);
-      first += n;
-    }
-    std::shuffle(runs.begin(), runs.end(), rng);
-    order.clear();
-    for (const auto& r : runs) order.insert(order.end(), r.begin(), r.end());
-  } else {
-    std::shuffle(order.begin(), order.end(), rng);
-  }
+  std::shuffle(order.begin(), order.end(), rng);
 
   b->q = HostTensor(dtype, {total_q, num_heads, head_dim});
   b->k = HostTensor(dtype, {total_pages, page_size, num_kv_heads, head_dim});

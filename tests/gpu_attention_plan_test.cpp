@@ -19,7 +19,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "lib/backend/backend.h"
@@ -75,11 +74,11 @@ struct Prompt {
   int32_t len = 0;
 };
 
-Prompt make_prompt(const PlanCase& c, int32_t len, uint64_t stream, int32_t max_run = 1) {
+Prompt make_prompt(const PlanCase& c, int32_t len, uint64_t stream) {
   Prompt p;
   p.len = len;
   p.batch = make_attention_batch(c.dtype, {{stream, len, len, 0}}, c.heads, c.kv_heads, c.head_dim,
-                                 true, stream, c.page_size, max_run);
+                                 true, stream, c.page_size);
   return p;
 }
 
@@ -199,9 +198,8 @@ TEST(GpuAttentionPlan, PrefillRowsIgnoreTheOtherSequences) {
   expect_same_rows(got, 300 + 64, want, 900, "the probe packed with three others");
 }
 
-// Fused splits against split-parallel units with the merge kernel, one warpgroup against two (and
-// two with a second Q buffer), the merge as a dependent launch or after the grid: the same bits,
-// and the notes say which ran.
+// Fused splits against split-parallel units with the merge kernel, one warpgroup against two, the
+// merge as a dependent launch or after the grid: the same bits, and the notes say which ran.
 TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   std::unique_ptr<Backend> b = make_backend("cuda-invariant");
@@ -237,19 +235,6 @@ TEST(GpuAttentionPlan, ExecutionAndWarpgroupChoicesGiveTheSameBits) {
         expect_same_rows(ck, 0, base_chunk, 400, what + " chunk");
         expect_same_rows(dc, 0, base_decode, p.len, what + " decode");
       }
-    }
-    // Two warpgroups with a second Q buffer in place of a ring slot (head_dim 128 only; the
-    // setting leaves other shapes as they are), fused and split-parallel.
-    for (const char* execution : {"fused", "split"}) {
-      const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", execution);
-      const ScopedEnv w("NVDET_ATTENTION_TC_CONSUMERS", "2");
-      const ScopedEnv q("NVDET_ATTENTION_TC_Q_BUFFERS", "2");
-      const std::string what = std::string(execution) + " x2, two Q buffers";
-      RunNotes notes;
-      expect_same_rows(b->run(whole(p, c), &notes), 0, base_prefill, p.len, what + " prefill");
-      EXPECT_EQ(notes.count("q_buffers") == 1, c.head_dim == 128) << what;
-      expect_same_rows(b->run(ch->args, nullptr), 0, base_chunk, 400, what + " chunk");
-      expect_same_rows(b->run(dec, nullptr), 0, base_decode, p.len, what + " decode");
     }
     // The merge launched after the attention grid instead of as its programmatic dependent.
     const ScopedEnv e("NVDET_ATTENTION_TC_EXECUTION", "split");
@@ -383,28 +368,10 @@ TEST(GpuAttentionPlan, CtaCountsAndItemSchedulesGiveTheSameBits) {
   }
 }
 
-// Whole key tiles of a prompt's first sequence whose pages follow one another in the cache, and
-// those whose pages do not (tiles of tile_keys keys; pages of page_size dividing it).
-std::pair<int, int> consecutive_page_tiles(const Prompt& p, int32_t tile_keys) {
-  const PagedKv& kv = p.batch->kv;
-  const int32_t per_tile = tile_keys / kv.page_size;
-  int runs = 0, others = 0;
-  for (int32_t first = 0; (first + per_tile) * kv.page_size <= p.len; first += per_tile) {
-    bool run = true;
-    for (int32_t i = 1; i < per_tile; ++i) {
-      run = run && kv.page_table[first + i] == kv.page_table[first] + i;
-    }
-    ++(run ? runs : others);
-  }
-  return {runs, others};
-}
-
-// K and V tiles by TMA against every tile by cp.async: the same bits for prefill whole and
-// chunked and for every token decoded, with a box a page (auto) and with a tile of consecutive
-// pages as one box a column block and the others a box a page (runs); the notes say which copy
-// ran. The caches are shuffled runs of up to 24 consecutive pages, so that both kinds of tile
-// occur (checked). Page sizes 8 to 128 (the tile width of head_dim 64 and 128), head_dim 256's
-// 64-key tiles, a split of 256; pages of 7 stay on cp.async.
+// K and V tiles by TMA (whole pages, where the page size divides the tile width and the split
+// size) against every tile by cp.async: the same bits for prefill whole and chunked and for
+// every token decoded, and the notes say which copy ran. Page sizes 8 to 128 (the tile width of
+// head_dim 64 and 128), head_dim 256's 64-key tiles, a split of 256; pages of 7 stay on cp.async.
 TEST(GpuAttentionPlan, KvPagesByTmaOrCpAsyncGiveTheSameBits) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU";
   const PlanCase cases[] = {
@@ -418,17 +385,11 @@ TEST(GpuAttentionPlan, KvPagesByTmaOrCpAsyncGiveTheSameBits) {
   std::unique_ptr<Backend> b = make_backend("cuda-invariant");
   for (const PlanCase& c : cases) {
     SCOPED_TRACE(name_of(c));
-    const Prompt p = make_prompt(c, 1400, 41, 24);
+    const Prompt p = make_prompt(c, 1400, 41);
     const auto ch = chunk(p, c, 1029, 1400);
     const AttentionDecodeArgs dec = every_token_decoded(p, c);
     const bool tma = c.page_size % 8 == 0;
-    const int32_t tile_keys = c.head_dim <= 128 ? 128 : 64;
-    if (tma && c.page_size < tile_keys) {
-      const auto [runs, others] = consecutive_page_tiles(p, tile_keys);
-      EXPECT_GT(runs, 0) << "no tile of consecutive pages in the fixture";
-      EXPECT_GT(others, 0) << "every tile's pages consecutive in the fixture";
-    }
-    RunNotes notes_cp, notes_pages, notes_runs;
+    RunNotes notes_cp, notes_tma;
     HostTensor cp_prefill, cp_chunk, cp_decode;
     {
       const ScopedEnv k("NVDET_ATTENTION_TC_KV_COPY", "cp_async");
@@ -436,19 +397,12 @@ TEST(GpuAttentionPlan, KvPagesByTmaOrCpAsyncGiveTheSameBits) {
       cp_chunk = b->run(ch->args, nullptr);
       cp_decode = b->run(dec, nullptr);
     }
-    for (const char* copy : {"auto", "runs"}) {
-      SCOPED_TRACE(copy);
-      const ScopedEnv k("NVDET_ATTENTION_TC_KV_COPY", copy);
-      RunNotes& notes = std::string(copy) == "auto" ? notes_pages : notes_runs;
-      expect_same_rows(b->run(whole(p, c), &notes), 0, cp_prefill, p.len, "prefill");
-      expect_same_rows(b->run(ch->args, nullptr), 0, cp_chunk, 1400 - 1029, "chunk");
-      expect_same_rows(b->run(dec, nullptr), 0, cp_decode, p.len, "decode");
-    }
+    const ScopedEnv k("NVDET_ATTENTION_TC_KV_COPY", "auto");
+    expect_same_rows(b->run(whole(p, c), &notes_tma), 0, cp_prefill, p.len, "prefill");
+    expect_same_rows(b->run(ch->args, nullptr), 0, cp_chunk, 1400 - 1029, "chunk");
+    expect_same_rows(b->run(dec, nullptr), 0, cp_decode, p.len, "decode");
     EXPECT_EQ(notes_cp["kv_copy"], "cp.async");
-    EXPECT_EQ(notes_pages["kv_copy"].rfind("TMA, whole pages", 0) == 0, tma)
-        << notes_pages["kv_copy"];
-    EXPECT_EQ(notes_runs["kv_copy"].rfind("TMA, a tile of consecutive pages", 0) == 0, tma)
-        << notes_runs["kv_copy"];
+    EXPECT_EQ(notes_tma["kv_copy"].rfind("TMA", 0) == 0, tma) << notes_tma["kv_copy"];
   }
 }
 

@@ -19,16 +19,9 @@
 //                                             rows (decode) in the swapped form (keys and head_dim
 //                                             on wgmma's 64-row side; the default), or in the
 //                                             64-row form as prefill blocks
-//   NVDET_ATTENTION_TC_KV_COPY=auto|runs|cp_async  K and V tiles by TMA where the page size
-//                                             allows it (attention_tc_kv_tma_applies), one box a
-//                                             page (auto, the default); the same, but a tile whose
-//                                             pages are consecutive in the cache as one box a
-//                                             column block (runs: opt-in, not yet timed); or every
-//                                             tile by cp.async
-//   NVDET_ATTENTION_TC_Q_BUFFERS=auto|2       two Q buffers for two warpgroups at head_dim 128
-//                                             too, at the cost of a K/V ring slot (2: opt-in, not
-//                                             yet timed); other shapes have two where they cost
-//                                             no slot
+//   NVDET_ATTENTION_TC_KV_COPY=auto|cp_async  K and V tiles by TMA, whole pages, where the page
+//                                             size allows it (attention_tc_kv_tma_applies; the
+//                                             default), or every tile by cp.async
 // None of them changes what a row computes within the tensor-core path: the GPU tests run each
 // and compare bits.
 #include "lib/cuda/attention_tc_ops.h"
@@ -131,14 +124,9 @@ TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool f
   return last / split_size + 1 <= kDependentMergeMaxSplits ? TcMerge::kDependent : TcMerge::kAfter;
 }
 
-enum class KvCopy { kPages, kRuns, kCpAsync };
-KvCopy kv_copy_setting() {
-  return word_setting("NVDET_ATTENTION_TC_KV_COPY", KvCopy::kPages,
-                      {{"runs", KvCopy::kRuns}, {"cp_async", KvCopy::kCpAsync}});
+bool kv_tma_setting() {
+  return word_setting("NVDET_ATTENTION_TC_KV_COPY", true, {{"cp_async", false}});
 }
-
-// 0: the shape's own choice.
-int q_buffers_setting() { return word_setting("NVDET_ATTENTION_TC_Q_BUFFERS", 0, {{"2", 2}}); }
 
 }  // namespace
 
@@ -196,13 +184,12 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
   p.scale = c.scale;
   p.split_size = c.split_size;
   p.consumers = plan.consumers;
-  p.q_buffers = q_buffers_setting();
   p.swap_small_blocks = swap_small_blocks_setting();
-  if (const KvCopy copy = kv_copy_setting(); copy != KvCopy::kCpAsync) {
+  if (kv_tma_setting()) {
     // The maps span the pages the table names (a cache's pages past them are never read).
     int32_t last_page = -1;
     for (int32_t page : c.kv->page_table) last_page = std::max(last_page, page);
-    kernels::attention_tc_use_kv_tma(p, int64_t{last_page} + 1, copy == KvCopy::kRuns);
+    kernels::attention_tc_use_kv_tma(p, int64_t{last_page} + 1);
   }
   p.units = static_cast<const kernels::TcAttentionUnit*>(
       put(plan.units.data(), plan.units.size() * sizeof(kernels::TcAttentionUnit)));
@@ -253,14 +240,8 @@ PreparedCall prepare_attention_tc(DeviceContext& ctx, const TcAttentionCall& c,
     (*notes)["tile"] = std::to_string(kernels::attention_tc_tile_keys(c.head_dim));
     (*notes)["num_splits"] = std::to_string(plan.num_splits_seq0);
     (*notes)["warpgroups"] = std::to_string(plan.consumers);
-    if (p.q_buffers == 2 && plan.consumers == 2 && c.head_dim == 128) {
-      (*notes)["q_buffers"] = "2 (a K/V ring slot fewer)";
-    }
-    (*notes)["kv_copy"] = !p.kv_tma ? "cp.async"
-                          : p.kv_runs
-                              ? "TMA, a tile of consecutive pages as one box, else whole pages "
-                                "(cp.async for tiles past a split's end)"
-                              : "TMA, whole pages (cp.async for tiles past a split's end)";
+    (*notes)["kv_copy"] =
+        p.kv_tma ? "TMA, whole pages (cp.async for tiles past a split's end)" : "cp.async";
     const bool swapped = plan.consumers == 1 && p.swap_small_blocks;
     (*notes)["small_blocks"] =
         swapped ? "blocks of at most " + std::to_string(kernels::attention_tc_small_block_rows) +
