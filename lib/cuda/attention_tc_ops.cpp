@@ -27,15 +27,12 @@
 #include "lib/cuda/attention_tc_ops.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
-#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "kernels/attention_tc.cuh"
+#include "lib/core/env_setting.h"
 #include "lib/core/error.h"
 #include "lib/cuda/attention_plans.h"
 #include "lib/cuda/elem_type.h"
@@ -43,58 +40,27 @@
 namespace nvdet::cuda {
 namespace {
 
-std::string_view env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string_view(v) : std::string_view();
-}
-
-// The setting `name` read as one of its words: unset or "auto" gives `automatic`, a word of
-// `words` its value; anything else is refused with the words it takes.
-template <class T>
-T word_setting(const char* name, T automatic,
-               std::initializer_list<std::pair<std::string_view, T>> words) {
-  const std::string_view v = env(name);
-  if (v.empty() || v == "auto") return automatic;
-  std::string expected = "auto";
-  size_t i = 0;
-  for (const auto& [word, value] : words) {
-    if (v == word) return value;
-    expected += (++i == words.size() ? " or " : ", ") + std::string(word);
-  }
-  throw_input_error(std::string(name) + " must be " + expected + ", got '" + std::string(v) + "'");
-}
-
 TcExecution execution_setting() {
-  return word_setting("NVDET_ATTENTION_TC_EXECUTION", TcExecution::kAuto,
-                      {{"fused", TcExecution::kFused}, {"split", TcExecution::kSplit}});
+  return env_word_setting("NVDET_ATTENTION_TC_EXECUTION", TcExecution::kAuto,
+                          {{"fused", TcExecution::kFused}, {"split", TcExecution::kSplit}});
 }
 
 // 0: by the batch's shape.
 int consumers_setting() {
-  return word_setting("NVDET_ATTENTION_TC_CONSUMERS", 0, {{"1", 1}, {"2", 2}});
+  return env_word_setting("NVDET_ATTENTION_TC_CONSUMERS", 0, {{"1", 1}, {"2", 2}});
 }
 
 // 0: one per SM.
-int ctas_setting() {
-  const std::string_view v = env("NVDET_ATTENTION_TC_CTAS");
-  if (v.empty() || v == "auto") return 0;
-  int n = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 65535) {
-    throw_input_error("NVDET_ATTENTION_TC_CTAS must be auto or an integer from 1 to 65535, got '" +
-                      std::string(v) + "'");
-  }
-  return n;
-}
+int ctas_setting() { return env_int_setting("NVDET_ATTENTION_TC_CTAS", 1, 65535, 0); }
 
 TcSchedule schedule_setting() {
-  return word_setting("NVDET_ATTENTION_TC_SCHEDULE", TcSchedule::kAuto,
-                      {{"stride", TcSchedule::kStride}, {"balanced", TcSchedule::kBalanced}});
+  return env_word_setting("NVDET_ATTENTION_TC_SCHEDULE", TcSchedule::kAuto,
+                          {{"stride", TcSchedule::kStride}, {"balanced", TcSchedule::kBalanced}});
 }
 
 bool swap_small_blocks_setting() {
-  return word_setting("NVDET_ATTENTION_TC_SMALL_BLOCKS", true,
-                      {{"swapped", true}, {"wide", false}});
+  return env_word_setting("NVDET_ATTENTION_TC_SMALL_BLOCKS", true,
+                          {{"swapped", true}, {"wide", false}});
 }
 
 // How split-parallel rows are merged. By default the merge kernel: as the attention grid's
@@ -111,7 +77,7 @@ enum class TcMerge { kLast, kDependent, kAfter };
 constexpr int kDependentMergeMaxSplits = 8;
 
 TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool fold_in_kernel) {
-  const std::string_view v = env("NVDET_ATTENTION_TC_MERGE");
+  const std::string_view v = env_text("NVDET_ATTENTION_TC_MERGE");
   if (v == "dependent") return TcMerge::kDependent;
   if (v == "after") return TcMerge::kAfter;
   if (!v.empty() && v != "auto" && v != "last") {
@@ -125,13 +91,13 @@ TcMerge merge_setting(std::span<const int32_t> merge_pos, int split_size, bool f
 }
 
 bool kv_tma_setting() {
-  return word_setting("NVDET_ATTENTION_TC_KV_COPY", true, {{"cp_async", false}});
+  return env_word_setting("NVDET_ATTENTION_TC_KV_COPY", true, {{"cp_async", false}});
 }
 
 }  // namespace
 
 bool use_attention_tc(DType dtype, int32_t num_heads, int32_t num_kv_heads, int32_t head_dim) {
-  const std::string_view v = env("NVDET_ATTENTION_TC");
+  const std::string_view v = env_text("NVDET_ATTENTION_TC");
   if (v == "0") return false;
   if (!v.empty() && v != "1") {
     throw_input_error("NVDET_ATTENTION_TC must be 0 or 1, got '" + std::string(v) + "'");
