@@ -156,6 +156,25 @@ TEST(BenchOutput, L2ModeIsHotOrCold) {
   fs::remove_all(dir);
 }
 
+// --launch-gaps is a flag (no value); the JSON's timing says how the GPU rows were launched, and a
+// CPU row, host-timed, carries no timing note either way.
+TEST(BenchOutput, LaunchGapsIsRecorded) {
+  const std::string scenario = (source_dir() / "scenarios" / "quickstart.yaml").string();
+  for (const bool gaps : {false, true}) {
+    const fs::path dir = make_temp_dir("bench-gaps");
+    const CommandResult r = run_nvdet("bench " + scenario + " -k 'batch=2,' --warmup 0 --reps 1" +
+                                      std::string(gaps ? " --launch-gaps" : "") + " --report-dir " +
+                                      dir.string() + " --format json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(read_file(dir / "bench-quickstart.json"));
+    EXPECT_EQ(j.at("timing").at("launches"), gaps ? "paced" : "queued");
+    for (const auto& row : j.at("rows")) EXPECT_FALSE(row.at("notes").contains("timing"));
+    fs::remove_all(dir);
+  }
+  const CommandResult bad = run_nvdet("bench " + scenario + " --launch-gaps=sometimes");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
 TEST(BenchOutput, FiguresKeepTheirDigitsAtAnySpeed) {
   BenchResult r;
   r.scenario = "s";

@@ -938,6 +938,24 @@ TEST(BenchReport, RowsShowTheirShareOfTheCopyRate) {
             std::string::npos)
       << md;
   EXPECT_EQ(j.at("timing").at("l2"), "hot");
+  EXPECT_EQ(j.at("timing").at("launches"), "queued");
+  EXPECT_NE(md.find("the runs queued ahead of the GPU, so each time is the device's work alone"),
+            std::string::npos)
+      << md;
+}
+
+// Under --launch-gaps the Markdown header and the JSON's timing say that each run was launched as
+// the GPU reached it.
+TEST(BenchReport, LaunchGapRunsSaySo) {
+  BenchResult r = sample_bench(4000.0);
+  r.timing.launch_gaps = true;
+  const std::string md = render_bench_markdown(r);
+  EXPECT_NE(md.find("each run launched as the GPU reached it, the host's launch cost included "
+                    "(--launch-gaps)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("queued ahead"), std::string::npos) << md;
+  EXPECT_EQ(bench_to_json(r).at("timing").at("launches"), "paced");
 }
 
 // Under --l2 cold every format says so: the header line, the JSON's timing and each device-timed

@@ -39,6 +39,7 @@ struct BenchFlags {
   int warmup = 5;
   int reps = 20;
   std::string l2 = "hot";         // --l2 hot | cold
+  bool launch_gaps = false;       // --launch-gaps
   std::vector<std::string> axes;  // --axis NAME=VALUES
 };
 
@@ -65,6 +66,7 @@ BenchOptions options_for(const BenchFlags& f) {
   opts.context_filter = f.filter;
   opts.timing = {f.warmup, f.reps};
   opts.timing.flush_l2 = f.l2 == "cold";
+  opts.timing.launch_gaps = f.launch_gaps;
   return opts;
 }
 
@@ -157,6 +159,10 @@ Action add_bench_command(CLI::App& app) {
                   "before each timed run, outside the timed region, as a model whose layers each "
                   "read their own weights sees it")
       ->capture_default_str();
+  cmd->add_flag("--launch-gaps", flags->launch_gaps,
+                "GPU rows: launch each timed run as the GPU reaches it, so that the host's launch "
+                "cost is in its time (default: the runs are queued ahead behind a held stream and "
+                "time the device's work alone, as a serving stack's CUDA graphs replay it)");
   return [flags, format] {
     flags->format_given = format->count() > 0;
     return run(*flags);

@@ -41,6 +41,11 @@ struct TimingOptions {
   // (`nvdet bench --l2 cold`), so that a call's operands come from DRAM rather than from the
   // cache the previous run left them in. Host-timed CPU rows are unaffected.
   bool flush_l2 = false;
+  // GPU backends: false queues the timed runs behind a held stream, so that each run's time is
+  // the GPU's work alone, as a serving stack's CUDA graphs replay it; true launches each run as
+  // the GPU reaches it, so that a call whose host-side launch outlasts its kernels is timed at
+  // the host's pace (`nvdet bench --launch-gaps`).
+  bool launch_gaps = false;
 };
 
 struct Timing {
@@ -48,6 +53,9 @@ struct Timing {
   double min_us = 0.0;
   int repetitions = 0;
   double max_us = 0.0;  // with min_us: the spread of the timed runs
+  // GPU timings: the runs were queued ahead of the device (TimingOptions::launch_gaps false and
+  // the call's launch never waited for the device); false: each launched as the GPU reached it.
+  bool queued = false;
 };
 
 // What the machine offers, as far as a backend's support depends on it. Read once, before any

@@ -84,6 +84,14 @@ class DeviceContext {
   // Enqueues on stream() a read of a buffer twice the L2's size (kernels/l2_flush.cuh), so that
   // the next launch finds none of its operands in L2. The buffer is made on first use.
   void flush_l2();
+  // Holds stream() while the host queues timed launches behind it (kernels/stream_hold.cuh), so
+  // that they run back to back however long the host takes to launch them: hold_stream()
+  // enqueues the hold and returns its generation, release_stream() lets every hold up to that
+  // generation go. A hold that waited `timeout_s` gives up; hold_timed_out() (after a
+  // synchronize) says whether one did since the last call, and clears that.
+  unsigned hold_stream(double timeout_s);
+  void release_stream(unsigned generation);
+  bool hold_timed_out();
 
   HostTensor download(const void* device_ptr, DType dtype, std::vector<int64_t> shape);
   void synchronize();
@@ -108,6 +116,9 @@ class DeviceContext {
   DeviceBuffer workspace_;
   DeviceBuffer counters_;
   DeviceBuffer l2_flush_buffer_, l2_flush_sink_;
+  unsigned* hold_word_ = nullptr;  // mapped pinned memory the hold reads; made on first use
+  unsigned hold_generation_ = 0;
+  DeviceBuffer hold_timed_out_;
 };
 
 // What a CUDA backend computes for an op, as a closure over resident device buffers, so that the
@@ -124,7 +135,10 @@ struct PreparedCall {
 HostTensor run_prepared(DeviceContext& ctx, PreparedCall& call);
 // Median, minimum and maximum device time over opts.repetitions launches after opts.warmup,
 // with CUDA events: every GPU backend's Backend::time(). opts.flush_l2: ctx.flush_l2() before
-// each timed launch, before its start event.
+// each timed launch, before its start event. Unless opts.launch_gaps, the timed launches are
+// queued a few at a time behind ctx.hold_stream(), so that each one's events time the GPU's work
+// and not the host's launch cost; a call whose launch waits for the device (the hold then gives
+// up) is timed again with each launch as the GPU reaches it, and Timing::queued says which.
 Timing time_prepared(DeviceContext& ctx, PreparedCall& call, const TimingOptions& opts);
 
 }  // namespace nvdet::cuda

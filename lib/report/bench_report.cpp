@@ -82,12 +82,17 @@ std::string render_bench_markdown(const BenchResult& r) {
            ? "Device: CPU only (host wall-clock times)\n\n"
            : fmt::format(
                  "Device: {} ({} SMs), driver {}, CUDA {}, cuBLAS {}. Median of {} timed "
-                 "runs after {} warm-up runs, CUDA events; {}.\n\n",
+                 "runs after {} warm-up runs, CUDA events; {}; {}.\n\n",
                  r.system.gpus[0].name, r.system.gpus[0].sm_count, r.system.driver_version,
                  r.system.cuda_runtime_version, r.system.cublas_version, r.timing.repetitions,
                  r.timing.warmup,
                  r.timing.flush_l2 ? "L2 evicted before each timed run (--l2 cold)"
-                                   : "each run finds what the previous one left in L2 (--l2 hot)");
+                                   : "each run finds what the previous one left in L2 (--l2 hot)",
+                 r.timing.launch_gaps
+                     ? "each run launched as the GPU reached it, the host's launch cost included "
+                       "(--launch-gaps)"
+                     : "the runs queued ahead of the GPU, so each time is the device's work "
+                       "alone, as under a CUDA graph");
   if (r.copy_gbps > 0) {
     s += fmt::format(
         "Copy ceiling: {:.0f} GB/s (a 256 MiB device-to-device copy, bytes read + "
@@ -135,6 +140,9 @@ double spread_pct(const BenchRow& row) {
 // How the run's GPU rows met the L2 (`nvdet bench --l2`).
 const char* l2_mode(const BenchResult& r) { return r.timing.flush_l2 ? "cold" : "hot"; }
 
+// How the run's GPU rows were launched (`nvdet bench --launch-gaps`).
+const char* launch_mode(const BenchResult& r) { return r.timing.launch_gaps ? "paced" : "queued"; }
+
 // The row's run notes in one CSV field: "key=value; key=value", keys in order.
 std::string notes_text(const RunNotes& notes) {
   return absl::StrJoin(notes, "; ", absl::PairFormatter("="));
@@ -180,8 +188,10 @@ nlohmann::json bench_to_json(const BenchResult& r) {
   j["op"] = r.op;
   j["dtype"] = r.dtype;
   j["baseline"] = r.baseline;
-  j["timing"] = {
-      {"warmup", r.timing.warmup}, {"repetitions", r.timing.repetitions}, {"l2", l2_mode(r)}};
+  j["timing"] = {{"warmup", r.timing.warmup},
+                 {"repetitions", r.timing.repetitions},
+                 {"l2", l2_mode(r)},
+                 {"launches", launch_mode(r)}};
   j["device"] =
       r.system.gpus.empty() ? nlohmann::json("cpu") : nlohmann::json(r.system.gpus[0].name);
   j["driver_version"] = r.system.driver_version;

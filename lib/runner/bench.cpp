@@ -103,6 +103,11 @@ BenchResult run_bench(const Scenario& s, const BenchOptions& options) {
       } else {
         t = host_time(*b, bc->args, options.timing, &row.notes);
       }
+      if (row.device_timed && !options.timing.launch_gaps && !t->queued) {
+        row.notes["timing"] =
+            "each run launched as the GPU reached it (the call waits for the device while it "
+            "launches), so the host's launch cost is in its time";
+      }
       row.context = c.id;
       row.context_values = c.values;
       row.samples = t->repetitions > 0 ? t->repetitions : options.timing.repetitions;
