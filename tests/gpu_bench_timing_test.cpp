@@ -77,6 +77,8 @@ TEST(GpuBenchTiming, RunsAreQueuedAheadUnlessLaunchGapsAreAsked) {
       EXPECT_GT(t->min_us, 0.0) << name;
       EXPECT_LE(t->min_us, t->median_us) << name;
       EXPECT_LE(t->median_us, t->max_us) << name;
+      // The copy ceiling is timed in the run's launch mode too.
+      EXPECT_GT(backend->copy_bandwidth_gbps(opts).value_or(0.0), 0.0) << name;
     }
   }
 }

@@ -11,7 +11,7 @@ namespace {
 constexpr size_t kCopyBytes = size_t{256} << 20;
 }  // namespace
 
-double measure_copy_bandwidth_gbps(DeviceContext& ctx, int warmup, int reps) {
+double measure_copy_bandwidth_gbps(DeviceContext& ctx, const TimingOptions& opts) {
   PreparedCall call;
   call.owned.emplace_back(kCopyBytes);
   call.owned.emplace_back(kCopyBytes);
@@ -21,7 +21,10 @@ double measure_copy_bandwidth_gbps(DeviceContext& ctx, int warmup, int reps) {
   call.launch = [=](cudaStream_t s) {
     return cudaMemcpyAsync(dst, src, kCopyBytes, cudaMemcpyDeviceToDevice, s);
   };
-  const Timing t = time_prepared(ctx, call, TimingOptions{.warmup = warmup, .repetitions = reps});
+  // The run's warm-up, repetitions and launch mode; never an L2 flush (the copy is 4x the L2).
+  TimingOptions copy_opts = opts;
+  copy_opts.flush_l2 = false;
+  const Timing t = time_prepared(ctx, call, copy_opts);
   return 2.0 * static_cast<double>(kCopyBytes) / (t.median_us * 1e-6) / 1e9;  // read + write
 }
 

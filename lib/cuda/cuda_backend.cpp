@@ -41,7 +41,7 @@ class CudaBackend final : public Backend {
   }
 
   std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {
-    return measure_copy_bandwidth_gbps(ctx_, opts.warmup, opts.repetitions);
+    return measure_copy_bandwidth_gbps(ctx_, opts);
   }
 
   int64_t gemm_k_chunk(DType dtype) const override {

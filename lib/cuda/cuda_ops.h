@@ -111,7 +111,8 @@ std::unique_ptr<DeviceDecodeOps> make_cuda_decode_ops(DeviceContext& ctx, CudaFl
 // cuda-portable, every op (portable_ops.cpp; its own Backend class, portable_backend.cpp).
 PreparedCall prepare_portable(DeviceContext& ctx, const OpArgs& args, RunNotes* notes);
 
-// GB/s (bytes read + written) of a 256 MiB device-to-device copy: median of `reps` timed copies.
-double measure_copy_bandwidth_gbps(DeviceContext& ctx, int warmup, int reps);
+// GB/s (bytes read + written) of a 256 MiB device-to-device copy: the median of opts.repetitions
+// timed copies, launched as opts says (never with an L2 flush).
+double measure_copy_bandwidth_gbps(DeviceContext& ctx, const TimingOptions& opts);
 
 }  // namespace nvdet::cuda

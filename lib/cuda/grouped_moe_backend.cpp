@@ -60,7 +60,7 @@ class GroupedMoeBackend final : public Backend {
   }
 
   std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {
-    return measure_copy_bandwidth_gbps(ctx_, opts.warmup, opts.repetitions);
+    return measure_copy_bandwidth_gbps(ctx_, opts);
   }
 
  private:

@@ -122,7 +122,7 @@ class CudnnBackend final : public Backend {
   }
 
   std::optional<double> copy_bandwidth_gbps(const TimingOptions& opts) override {
-    return cuda::measure_copy_bandwidth_gbps(*ctx_, opts.warmup, opts.repetitions);
+    return cuda::measure_copy_bandwidth_gbps(*ctx_, opts);
   }
 
  private:
