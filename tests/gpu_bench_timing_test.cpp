@@ -158,6 +158,29 @@ TEST(GpuBenchTiming, ACallThatWaitsForTheDeviceIsTimedWithoutTheHold) {
   EXPECT_TRUE(cuda::time_prepared(ctx, quick, TimingOptions{.warmup = 1, .repetitions = 9}).queued);
 }
 
+// A launch that fails inside a held batch throws, and its hold is released on the way out: the
+// next timing on the same context is queued, not told that a hold gave up.
+TEST(GpuBenchTiming, AFailedLaunchReleasesItsHold) {
+  if (!testing::gpu_available()) GTEST_SKIP() << "no GPU";
+  cuda::DeviceContext ctx;
+  cuda::DeviceBuffer buffer(1 << 20);
+  cuda::PreparedCall failing;
+  int launches = 0;
+  failing.launch = [&](cudaStream_t stream) {
+    if (++launches == 3) return cudaErrorInvalidValue;  // the second timed run
+    return cudaMemsetAsync(buffer.get(), 0x11, 1 << 20, stream);
+  };
+  EXPECT_ANY_THROW(cuda::time_prepared(ctx, failing, TimingOptions{.warmup = 1, .repetitions = 5}));
+  cuda::PreparedCall quick;
+  quick.launch = [&](cudaStream_t stream) {
+    return cudaMemsetAsync(buffer.get(), 0x5a, 1 << 20, stream);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(cuda::time_prepared(ctx, quick, TimingOptions{.warmup = 1, .repetitions = 5}).queued);
+  // Released at once: neither timing waited out a hold's second.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.9);
+}
+
 TEST(GpuBenchTiming, TheFlushRefusesWhatItCannotReadWhole) {
   if (!testing::gpu_available()) GTEST_SKIP() << "no GPU";
   void* buffer = nullptr;

@@ -322,8 +322,8 @@ constexpr int kRunsPerHold = 8;
 // after this, and the call is timed again without it.
 constexpr double kHoldTimeoutS = 1.0;
 
-// The timed runs' start and end times in microseconds: each run's events around its launch,
-// queued behind a hold per kRunsPerHold runs when `hold`. Empty when a hold gave up.
+// Each timed run's time in microseconds, from its events around its launch, queued behind a hold
+// per kRunsPerHold runs when `hold`. Empty when a hold gave up.
 std::vector<double> timed_runs(DeviceContext& ctx, PreparedCall& call, const TimingOptions& opts,
                                bool hold) {
   const int reps = opts.repetitions;
@@ -332,9 +332,10 @@ std::vector<double> timed_runs(DeviceContext& ctx, PreparedCall& call, const Tim
   auto destroy = [&] {
     for (auto& e : events) cudaEventDestroy(e);
   };
+  unsigned generation = 0;  // the latest hold's, released on every way out
   try {
     for (int first = 0; first < reps; first += kRunsPerHold) {
-      const unsigned generation = hold ? ctx.hold_stream(kHoldTimeoutS) : 0;
+      if (hold) generation = ctx.hold_stream(kHoldTimeoutS);
       for (int i = first; i < std::min(reps, first + kRunsPerHold); ++i) {
         if (opts.flush_l2) ctx.flush_l2();  // before the start event: not timed
         check(cudaEventRecord(events[2 * i], ctx.stream()), "cudaEventRecord");
@@ -357,6 +358,9 @@ std::vector<double> timed_runs(DeviceContext& ctx, PreparedCall& call, const Tim
     destroy();
     return us;
   } catch (...) {
+    // A launch that failed leaves its hold standing: release it, so that the stream does not wait
+    // out the timeout and a later timing does not find this one's flag.
+    if (generation != 0) ctx.release_stream(generation);
     destroy();
     throw;
   }
