@@ -37,11 +37,12 @@ if [[ ${NVDET_ATTN_BENCH:-1} != 0 ]]; then
 fi
 if [[ ${NVDET_ATTN_NCU:-0} == 1 ]]; then
   # The kernel is picked by its template arguments (<T, head_dim, 2 warpgroups>): the bench's first
-  # launches of attention_tc_kernel can be other shapes.
+  # launches of attention_tc_kernel can be other shapes. --launch-gaps: ncu runs each kernel to
+  # completion inside its launch, so a held stream would wait out each hold's timeout.
   step ncu-prefill-whole ncu --clock-control none --kernel-name-base demangled \
     -k 'regex:attention_tc_kernel<.*\(int\)2>' --launch-skip 2 --launch-count 1 --set full \
     --import-source no -f -o "$out/ncu-prefill-whole" "$nvdet" bench scenarios/prefill-chunk-sweep.yaml \
-    --backends cuda-invariant --filter 'prefill_chunk=whole,prefix_len=0,batch=1'
+    --backends cuda-invariant --filter 'prefill_chunk=whole,prefix_len=0,batch=1' --launch-gaps
   ncu -i "$out/ncu-prefill-whole.ncu-rep" --page details >"$out/ncu-prefill-whole-details.txt" 2>&1
   ncu -i "$out/ncu-prefill-whole.ncu-rep" --page source --csv --print-source sass \
     >"$out/ncu-prefill-whole-sass.csv" 2>&1
