@@ -335,6 +335,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                                 run_smem);
       } else {
         float run_m[2] = {-INFINITY, -INFINITY}, run_l[2] = {0.0f, 0.0f};
+        // The products' descriptors, built once and moved on by their offsets (desc_advance).
+        const uint64_t q_desc0 = smem_desc(q_smem(qb) + wg * 64 * 128);
+        const uint64_t k_desc0 = smem_desc(tile_smem(0));
+        const uint64_t v_desc0 = smem_desc_sw128(tile_smem(0), kKeys * 128, 1024);
         if (!it.u.partial) {
 #pragma unroll
           for (int i = 0; i < S::kORegs; ++i) my_run[i * 128] = 0.0f;
@@ -360,12 +364,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             float s[S::kSRegs];
             zero_accumulators(s);
             wgmma_fence();
+            const uint64_t dk0 = desc_advance(k_desc0, sk * (S::kTileBytes >> 4));
 #pragma unroll
             for (int kk = 0; kk < HD / 16; ++kk) {
-              const uint64_t dq = smem_desc(q_smem(qb) + (kk / 4) * (kRows * 128) + wg * 64 * 128 +
-                                            (kk % 4) * 32);
+              const uint64_t dq =
+                  desc_advance(q_desc0, ((kk / 4) * (kRows * 128) + (kk % 4) * 32) >> 4);
               const uint64_t dk =
-                  smem_desc(tile_smem(sk) + (kk / 4) * (kKeys * 128) + (kk % 4) * 32);
+                  desc_advance(dk0, ((kk / 4) * (kKeys * 128) + (kk % 4) * 32) >> 4);
               Wgmma<kKeys, T>::mma(s, dq, dk);
             }
             wgmma_commit();
@@ -392,10 +397,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             fence_proxy_async();
             fence_operands(o);
             wgmma_fence();
+            const uint64_t dv0 = desc_advance(v_desc0, sv * (S::kTileBytes >> 4));
 #pragma unroll
             for (int kc = 0; kc < kKeys / 16; ++kc) {
-              const uint64_t dv = smem_desc_sw128(tile_smem(sv) + kc * 16 * 128, kKeys * 128, 1024);
-              WgmmaRegA<HD, T>::mma(o, pa[kc], dv);
+              WgmmaRegA<HD, T>::mma(o, pa[kc], desc_advance(dv0, (kc * 16 * 128) >> 4));
             }
             wgmma_commit();
             wgmma_wait<0>();

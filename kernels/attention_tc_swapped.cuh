@@ -80,6 +80,13 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
 #pragma unroll
     for (int i = 0; i < 4; ++i) run[hf][i] = 0.0f;
   }
+  // The products' shared-memory descriptors, each built once and moved on by its offset
+  // (desc_advance): encoding one per wgmma took most of a tile's instructions, and a decode
+  // CTA's walk is bound by its warps' instruction latency (ncu, H100, KV 1000 batch 1).
+  const uint64_t k_desc0 = smem_desc(ring.tile(0));
+  const uint64_t v_desc0 = smem_desc_sw128(ring.tile(0), kKeys * 128, 1024);
+  const uint64_t q_desc0 = smem_desc(q_addr);
+  const uint64_t p_desc0 = smem_desc(scratch_addr);
   const int last_split = it.u.split_end - 1;
   for (int j = it.u.split_begin; j < it.u.split_end; ++j) {
     const int lo = tc_split_lo(j, p.split_size);
@@ -98,13 +105,14 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
 #pragma unroll
       for (int hf = 0; hf < kSHalves; ++hf) zero_accumulators(st[hf]);
       wgmma_fence();
+      const uint64_t dk0 = desc_advance(k_desc0, sk * (TILE_BYTES >> 4));
 #pragma unroll
       for (int hf = 0; hf < kSHalves; ++hf) {
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk) {
-          const uint64_t dk = smem_desc(ring.tile(sk) + hf * 64 * 128 + (kk / 4) * (kKeys * 128) +
-                                        (kk % 4) * 32);
-          const uint64_t dq = smem_desc(q_addr + (kk / 4) * (64 * 128) + (kk % 4) * 32);
+          const uint64_t dk =
+              desc_advance(dk0, (hf * 64 * 128 + (kk / 4) * (kKeys * 128) + (kk % 4) * 32) >> 4);
+          const uint64_t dq = desc_advance(q_desc0, ((kk / 4) * (64 * 128) + (kk % 4) * 32) >> 4);
           WgmmaN8<T, false>::mma(st[hf], dk, dq);
         }
       }
@@ -160,13 +168,13 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
 #pragma unroll
       for (int hf = 0; hf < kOHalves; ++hf) fence_operands(o[hf]);
       wgmma_fence();
+      const uint64_t dv0 = desc_advance(v_desc0, sv_slot * (TILE_BYTES >> 4));
 #pragma unroll
       for (int hf = 0; hf < kOHalves; ++hf) {
 #pragma unroll
         for (int kc = 0; kc < kKeys / 16; ++kc) {
-          const uint64_t dv = smem_desc_sw128(
-              ring.tile(sv_slot) + hf * (kKeys * 128) + kc * 16 * 128, kKeys * 128, 1024);
-          const uint64_t dp = smem_desc(scratch_addr + (kc / 4) * (8 * 128) + (kc % 4) * 32);
+          const uint64_t dv = desc_advance(dv0, (hf * (kKeys * 128) + kc * 16 * 128) >> 4);
+          const uint64_t dp = desc_advance(p_desc0, ((kc / 4) * (8 * 128) + (kc % 4) * 32) >> 4);
           WgmmaN8<T, true>::mma(o[hf], dv, dp);
         }
       }
