@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Compiler launcher for the kernels (kernels/CMakeLists.txt): runs the compile it is given and
 # fails it where ptxas builds a kernel that computes the right bits far below its speed:
-#   - ptxas serialized wgmma instructions (C7520). ptxas prints that as information, not as a
-#     warning: a wgmma in a branch the compiler cannot prove uniform is enough.
+#   - ptxas serialized wgmma instructions (C7520, C7518, C7514, ...: "Potential Performance Loss:
+#     wgmma.mma_async instructions are serialized") or injected a warpgroup wait or arrive to
+#     use a wgmma's registers (C7517, C7519). ptxas prints these as information, not as
+#     warnings: a wgmma in a branch the compiler cannot prove uniform is enough, so is a branch
+#     between a wgmma and its wait (C7518) or an accumulator read or copied while its wgmma may be
+#     in flight (C7514, C7517; a value carried around a loop is copied).
 #   - in a source compiled with -Xptxas=-v (the wgmma kernels, kernels/CMakeLists.txt), an entry
 #     function has a stack frame that is not register spill: a parameter struct or an array was
 #     copied to local memory. A by-value parameter that device code takes by reference is copied
@@ -19,9 +23,9 @@ status=$?
 grep -v -E '^ptxas info +: (Compiling entry function|Function properties for|Used [0-9]+ registers|Compile time|[0-9]+ bytes gmem)|^ +[0-9]+ bytes stack frame' \
   "$log" >&2
 [ "$status" -eq 0 ] || exit "$status"
-if grep -q '(C7520)' "$log"; then
-  echo "ptxas serialized wgmma instructions (C7520, above): the kernel would run far below its" \
-    "speed; keep wgmma out of branches (see kernels/gemm_invariant_wgmma.cu)" >&2
+if grep -q -E '\(C7520\)|wgmma.mma_async instructions are serialized|injected .* by compiler to allow use of registers' "$log"; then
+  echo "ptxas serialized wgmma instructions (above): the kernel would run far below its speed;" \
+    "keep wgmma out of branches and branches out of a wgmma's flight (see kernels/ptxas-guard.sh)" >&2
   exit 1
 fi
 # "Function properties for F" is followed by "N bytes stack frame, S bytes spill stores, ...".
