@@ -81,8 +81,9 @@ __device__ __forceinline__ void run_swapped_item(const TcAttentionParams& p, con
     for (int i = 0; i < 4; ++i) run[hf][i] = 0.0f;
   }
   // The products' shared-memory descriptors, each built once and moved on by its offset
-  // (desc_advance): encoding one per wgmma took most of a tile's instructions, and a decode
-  // CTA's walk is bound by its warps' instruction latency (ncu, H100, KV 1000 batch 1).
+  // (desc_advance) rather than encoded for every wgmma: a decode CTA's walk is bound by its
+  // warps' instruction latency, integer work around the wgmmas being most of a tile's
+  // instructions (ncu, H100, KV 1000 batch 1: reports/h100/decode-walk-2026-12-07).
   const uint64_t k_desc0 = smem_desc(ring.tile(0));
   const uint64_t v_desc0 = smem_desc_sw128(ring.tile(0), kKeys * 128, 1024);
   const uint64_t q_desc0 = smem_desc(q_addr);
