@@ -37,6 +37,14 @@ HostTensor seeded(std::vector<int64_t> shape, uint64_t stream) {
   return t;
 }
 
+// A timing of `reps` runs whose minimum, median and maximum are positive and in order.
+void expect_ordered_timing(const Timing& t, int reps, const char* name) {
+  EXPECT_EQ(t.repetitions, reps) << name;
+  EXPECT_GT(t.min_us, 0.0) << name;
+  EXPECT_LE(t.min_us, t.median_us) << name;
+  EXPECT_LE(t.median_us, t.max_us) << name;
+}
+
 TEST(GpuBenchTiming, ColdL2TimesEveryRunOfEachGpuBackend) {
   if (!testing::gpu_available()) GTEST_SKIP() << "no GPU";
   // A weight of 8 MiB: under any Hopper's L2, so hot runs may read it from cache.
@@ -51,10 +59,7 @@ TEST(GpuBenchTiming, ColdL2TimesEveryRunOfEachGpuBackend) {
       opts.flush_l2 = cold;
       const std::optional<Timing> t = backend->time(args, opts);
       ASSERT_TRUE(t.has_value()) << name;
-      EXPECT_EQ(t->repetitions, 7) << name;
-      EXPECT_GT(t->min_us, 0.0) << name;
-      EXPECT_LE(t->min_us, t->median_us) << name;
-      EXPECT_LE(t->median_us, t->max_us) << name;
+      expect_ordered_timing(*t, 7, name);
     }
   }
 }
@@ -73,10 +78,7 @@ TEST(GpuBenchTiming, RunsAreQueuedAheadUnlessLaunchGapsAreAsked) {
       const std::optional<Timing> t = backend->time(args, opts);
       ASSERT_TRUE(t.has_value()) << name;
       EXPECT_EQ(t->queued, !gaps) << name;
-      EXPECT_EQ(t->repetitions, 19) << name;
-      EXPECT_GT(t->min_us, 0.0) << name;
-      EXPECT_LE(t->min_us, t->median_us) << name;
-      EXPECT_LE(t->median_us, t->max_us) << name;
+      expect_ordered_timing(*t, 19, name);
       // The copy ceiling is timed in the run's launch mode too.
       EXPECT_GT(backend->copy_bandwidth_gbps(opts).value_or(0.0), 0.0) << name;
     }

@@ -280,14 +280,15 @@ unsigned DeviceContext::hold_stream(double timeout_s) {
     check(cudaHostAlloc(&word, sizeof(unsigned), cudaHostAllocMapped), "allocating the hold word");
     hold_word_ = static_cast<unsigned*>(word);
     std::atomic_ref<unsigned>(*hold_word_).store(hold_generation_, std::memory_order_release);
+    void* device_word = nullptr;
+    check(cudaHostGetDevicePointer(&device_word, hold_word_, 0), "mapping the hold word");
+    hold_device_word_ = static_cast<const volatile unsigned*>(device_word);
     hold_timed_out_ = DeviceBuffer(sizeof(unsigned));
     check(cudaMemsetAsync(hold_timed_out_.get(), 0, sizeof(unsigned), stream_),
           "zeroing the hold's flag");
   }
-  void* device_word = nullptr;
-  check(cudaHostGetDevicePointer(&device_word, hold_word_, 0), "mapping the hold word");
   const unsigned generation = ++hold_generation_;
-  check(kernels::launch_stream_hold(static_cast<const volatile unsigned*>(device_word), generation,
+  check(kernels::launch_stream_hold(hold_device_word_, generation,
                                     static_cast<unsigned long long>(timeout_s * 1e9),
                                     hold_timed_out_.as<unsigned>(), stream_),
         "holding the stream");

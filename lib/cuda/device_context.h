@@ -117,6 +117,7 @@ class DeviceContext {
   DeviceBuffer counters_;
   DeviceBuffer l2_flush_buffer_, l2_flush_sink_;
   unsigned* hold_word_ = nullptr;  // mapped pinned memory the hold reads; made on first use
+  const volatile unsigned* hold_device_word_ = nullptr;  // hold_word_ as the device sees it
   unsigned hold_generation_ = 0;
   DeviceBuffer hold_timed_out_;
 };
