@@ -387,8 +387,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             for (int h = 0; h < 2; ++h) {
               alpha[h] = tc_softmax_step<kKeys, 4>(s + 2 * h, t0, lim[h], quad, c, m[h], l[h]);
             }
+            // O scaled by alpha, skipped where both rows' alpha is exactly 1 (an unchanged max,
+            // most tiles of a long row): o * 1 is o, and the skip saves a tenth of a tile's
+            // instructions.
+            if (alpha[0] != 1.0f || alpha[1] != 1.0f) {
 #pragma unroll
-            for (int i = 0; i < S::kORegs; ++i) o[i] = __fmul_rn(o[i], alpha[(i >> 1) & 1]);
+              for (int i = 0; i < S::kORegs; ++i) o[i] = __fmul_rn(o[i], alpha[(i >> 1) & 1]);
+            }
             uint32_t pa[kKeys / 16][4];
             tc_pack_p<T, kKeys>(s, pa);
             // ---- O += P V

@@ -12,7 +12,9 @@
 //     ascending; keys at or past the split end or past p are set to -inf by a select; the tile's
 //     row max; p = exp2(s * c - m * c) (c = scale * log2 e); the row sum; l and O rescaled by
 //     alpha = exp2((m_old - m_new) * c) (exactly 1 when the max did not move); O += P V by wgmma
-//     m64nDk16 in k steps of 16 keys ascending, P rounded to the input type.
+//     m64nDk16 in k steps of 16 keys ascending, P rounded to the input type. (The select is
+//     skipped on a tile none of whose keys it would mask, and the rescale of O where alpha is
+//     exactly 1: both are the identity there.)
 //  3. Merge. The splits' states (m, l, O) are folded into an empty state in ascending j with
 //     tc_fold(), then out = O / L, rounded once.
 // Nothing in that depends on the batch, the other sequences, the chunk the row arrived in, the

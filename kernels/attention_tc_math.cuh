@@ -49,21 +49,41 @@ __device__ __forceinline__ float tc_fold_value(float run, float v, const TcFoldW
 // replaces each score; the thread's sum of its p in a fixed pairwise tree is folded into l (the
 // quad's four partial sums are added at the split's end); m becomes the new max. Returns alpha,
 // the factor for l and O: exactly 1 where the max did not move.
+//
+// Two shortcuts that leave every bit as it was. The selects are skipped where every key of the
+// tile lies below lim (there they are the identity): the tiles before a row's own position, most
+// of a long row's tiles, whose selects were a quarter of the step's instructions. And the max is
+// taken in a pairwise tree rather than a chain of KEYS / 4 dependent steps: the max is exact and
+// does not depend on the order (NaN scores included, since m starts at -inf and fmaxf drops a
+// NaN), up to the sign of a zero max, which reaches no output (m enters only differences and
+// equality tests).
 template <int KEYS, int STRIDE>
 __device__ __forceinline__ float tc_softmax_step(float* s, int t0, int lim, int quad, float c,
                                                  float& m, float& l) {
   static_assert(KEYS == 64 || KEYS == 128, "the plan's tile widths");
-  float mx = -INFINITY;
+  if (t0 + KEYS > lim) {
+    // Key t0 + 8 jb + 2 quad + e is kept when 8 jb + e < room (padding rows: lim -1, none kept).
+    const int room = lim - t0 - 2 * quad;
 #pragma unroll
-  for (int jb = 0; jb < KEYS / 8; ++jb) {
+    for (int jb = 0; jb < KEYS / 8; ++jb) {
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int key = t0 + 8 * jb + 2 * quad + e;
-      float& v = s[STRIDE * jb + e];
-      v = key < lim ? v : -INFINITY;
-      mx = fmaxf(mx, v);
+      for (int e = 0; e < 2; ++e) {
+        float& v = s[STRIDE * jb + e];
+        v = 8 * jb + e < room ? v : -INFINITY;
+      }
     }
   }
+  float mxs[KEYS / 8];
+#pragma unroll
+  for (int jb = 0; jb < KEYS / 8; ++jb) mxs[jb] = fmaxf(s[STRIDE * jb], s[STRIDE * jb + 1]);
+#pragma unroll
+  for (int i = 0; i < KEYS / 16; ++i) mxs[i] = fmaxf(mxs[i], mxs[i + KEYS / 16]);
+#pragma unroll
+  for (int i = 0; i < KEYS / 32; ++i) mxs[i] = fmaxf(mxs[i], mxs[i + KEYS / 32]);
+#pragma unroll
+  for (int i = 0; i < KEYS / 64; ++i) mxs[i] = fmaxf(mxs[i], mxs[i + KEYS / 64]);
+  if constexpr (KEYS == 128) mxs[0] = fmaxf(mxs[0], mxs[1]);
+  float mx = mxs[0];
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
   const float m_new = fmaxf(m, mx);
