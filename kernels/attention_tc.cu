@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           const int hi = tc_split_hi(j, p.split_size, it.last_pos);
           const int split_end_key = (j + 1) * p.split_size;
           // A key k is in row h's split range when k < lim[h] (its own position + 1, or the split
-          // end); rows that are padding have lim -1 and see only -inf.
+          // end); rows that are padding have lim -1 (their scores reach nothing: tc_softmax_step).
           int lim[2];
 #pragma unroll
           for (int h = 0; h < 2; ++h) lim[h] = valid[h] ? min(pos[h] + 1, split_end_key) : -1;

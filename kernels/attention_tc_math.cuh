@@ -50,19 +50,22 @@ __device__ __forceinline__ float tc_fold_value(float run, float v, const TcFoldW
 // quad's four partial sums are added at the split's end); m becomes the new max. Returns alpha,
 // the factor for l and O: exactly 1 where the max did not move.
 //
-// Two shortcuts that leave every bit as it was. The selects are skipped where every key of the
-// tile lies below lim (there they are the identity): the tiles before a row's own position, most
-// of a long row's tiles, whose selects were a quarter of the step's instructions. And the max is
-// taken in a pairwise tree rather than a chain of KEYS / 4 dependent steps: the max is exact and
-// does not depend on the order (NaN scores included, since m starts at -inf and fmaxf drops a
-// NaN), up to the sign of a zero max, which reaches no output (m enters only differences and
-// equality tests).
+// Shortcuts that leave every output bit as it was. The selects are skipped where every key of
+// the tile lies below lim (there they are the identity): most of a long row's tiles, where the
+// selects were a quarter of the step's instructions. They are also skipped in rows that are
+// padding (lim < 0: past the item's tokens, their Q rows zero): such a row's scores reach no
+// output, since the rows of an MMA never mix and a padding row's state is never stored and
+// folds only into its own; in a decode block (4 of 8 rows used at a GQA group of 4) they would
+// otherwise make the warp run the selects on every tile. And the max is taken in a pairwise
+// tree rather than a chain of KEYS / 4 dependent steps: the max is exact and does not depend on
+// the order (NaN scores included, since m starts at -inf and fmaxf drops a NaN), up to the sign
+// of a zero max, which reaches no output (m enters only differences and equality tests).
 template <int KEYS, int STRIDE>
 __device__ __forceinline__ float tc_softmax_step(float* s, int t0, int lim, int quad, float c,
                                                  float& m, float& l) {
   static_assert(KEYS == 64 || KEYS == 128, "the plan's tile widths");
-  if (t0 + KEYS > lim) {
-    // Key t0 + 8 jb + 2 quad + e is kept when 8 jb + e < room (padding rows: lim -1, none kept).
+  if (lim >= 0 && t0 + KEYS > lim) {
+    // Key t0 + 8 jb + 2 quad + e is kept when 8 jb + e < room.
     const int room = lim - t0 - 2 * quad;
 #pragma unroll
     for (int jb = 0; jb < KEYS / 8; ++jb) {
