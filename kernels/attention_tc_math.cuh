@@ -40,6 +40,19 @@ __device__ __forceinline__ float tc_fold_value(float run, float v, const TcFoldW
   return __fmaf_rn(v, w.wb, __fmul_rn(run, w.wa));
 }
 
+// The fixed pairwise tree of the softmax step's sums and maxes: v[i] op= v[i + W] for i < W, with
+// W = HALF, HALF / 2, ..., 1, leaving the result in v[0]. A template recursion rather than a loop
+// over W, so that every index is a constant (a runtime W put the array in local memory).
+template <int HALF, int N, class Op>
+__device__ __forceinline__ void tc_halving_tree(float (&v)[N], Op op) {
+  static_assert(2 * HALF <= N, "the tree's first level reads v[0, 2 HALF)");
+  if constexpr (HALF >= 1) {
+#pragma unroll
+    for (int i = 0; i < HALF; ++i) v[i] = op(v[i], v[i + HALF]);
+    tc_halving_tree<HALF / 2>(v, op);
+  }
+}
+
 // One query row's online-softmax step over a key tile of KEYS keys, as every form of the kernel
 // runs it (attention_tc.cuh's plan, step 2). The row belongs to the four threads of a quad; this
 // thread holds its scores for keys t0 + 8 jb + 2 quad + e (jb < KEYS / 8, e < 2) at
@@ -79,13 +92,7 @@ __device__ __forceinline__ float tc_softmax_step(float* s, int t0, int lim, int 
   float mxs[KEYS / 8];
 #pragma unroll
   for (int jb = 0; jb < KEYS / 8; ++jb) mxs[jb] = fmaxf(s[STRIDE * jb], s[STRIDE * jb + 1]);
-#pragma unroll
-  for (int i = 0; i < KEYS / 16; ++i) mxs[i] = fmaxf(mxs[i], mxs[i + KEYS / 16]);
-#pragma unroll
-  for (int i = 0; i < KEYS / 32; ++i) mxs[i] = fmaxf(mxs[i], mxs[i + KEYS / 32]);
-#pragma unroll
-  for (int i = 0; i < KEYS / 64; ++i) mxs[i] = fmaxf(mxs[i], mxs[i + KEYS / 64]);
-  if constexpr (KEYS == 128) mxs[0] = fmaxf(mxs[0], mxs[1]);
+  tc_halving_tree<KEYS / 16>(mxs, [](float a, float b) { return fmaxf(a, b); });
   float mx = mxs[0];
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
@@ -102,13 +109,7 @@ __device__ __forceinline__ float tc_softmax_step(float* s, int t0, int lim, int 
     b = tc_exp2(__fmaf_rn(b, c, nmc));
     part[jb] = __fadd_rn(a, b);
   }
-#pragma unroll
-  for (int i = 0; i < KEYS / 16; ++i) part[i] = __fadd_rn(part[i], part[i + KEYS / 16]);
-#pragma unroll
-  for (int i = 0; i < KEYS / 32; ++i) part[i] = __fadd_rn(part[i], part[i + KEYS / 32]);
-#pragma unroll
-  for (int i = 0; i < KEYS / 64; ++i) part[i] = __fadd_rn(part[i], part[i + KEYS / 64]);
-  if constexpr (KEYS == 128) part[0] = __fadd_rn(part[0], part[1]);
+  tc_halving_tree<KEYS / 16>(part, [](float a, float b) { return __fadd_rn(a, b); });
   l = __fmaf_rn(l, alpha, part[0]);
   m = m_new;
   return alpha;
