@@ -386,6 +386,7 @@ cudaError_t gemm_invariant_launch(const GemmProblem& prob, const GemmPlan& plan,
   kp.vec16 = rows_16b_aligned(prob) ? 1 : 0;
   const uintptr_t pair_align = prob.out_type == GemmType::kFP32 ? 8 : 4;
   kp.pair_out = prob.ldo % 2 == 0 && reinterpret_cast<uintptr_t>(prob.out) % pair_align == 0;
+  kp.stage_boxes = plan.stage_boxes ? 1 : 0;
 
   if (plan.path == GemmPath::kWgmma && plan.staged_k > 0) {
     return launch_wgmma_staged(prob, plan, kp, workspace, stream);

@@ -181,6 +181,11 @@ struct GemmPlan {
   // tiles, else K), and the kernel walks staged_k. 0: operands are read in place.
   int staged_k = 0;
   int stage_rows = 0;
+  // wgmma path, entries with several k tiles a stage: each operand's k tiles of a stage in one
+  // TMA copy (a 3-d map) where K is whole k tiles, rather than one copy a k tile. The same bytes
+  // land in the same places; false (a setting, for timing and bisecting) keeps the copies per k
+  // tile.
+  bool stage_boxes = true;
 };
 
 // KC: fixed per input type, never a function of M or N.
@@ -202,6 +207,10 @@ GemmPlan gemm_invariant_plan(const GemmProblem& problem, const GemmDevice& devic
                              GemmSchedule force_schedule = GemmSchedule::kAuto,
                              GemmPath force_path = GemmPath::kAuto, int force_config = -1,
                              int force_ctas = 0);
+
+// Whether this driver encodes the 3-d TMA maps that fill a ring stage of several k tiles with one
+// copy (GemmPlan::stage_boxes); without them those stages are filled one k tile a copy.
+bool gemm_invariant_stage_copies_available();
 
 // Enqueues the kernels of `plan` on `stream`. Never allocates: split-chunks needs
 // plan.workspace_bytes of `workspace` (cudaErrorInvalidValue otherwise).

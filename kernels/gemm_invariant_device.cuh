@@ -38,6 +38,10 @@ struct GemmKernelParams {
   // kernel walks a staged k: TMA zero-fills the columns past them); 0: k.
   int a_cols;
   int staged_out;  // wgmma path: the epilogue stages tiles in shared memory for TMA stores
+  // wgmma path: ring stages of several k tiles load an operand with one 3-d copy where its map
+  // allows (encode_swizzled_stage_map): bit 0 the map_a side, bit 1 the map_w side. The host asks
+  // with any non-zero value, and launch_config keeps the bits whose maps it made.
+  int stage_boxes;
   // Grouped (wgmma path, groups > 0): group g's rows [group_rows[g], group_rows[g + 1]) of A and
   // out take W rows [g * n, (g + 1) * n) of a stacked W; group_rows is a device array of
   // groups + 1 entries that the kernel reads (the host need not know the counts); m bounds them.

@@ -379,13 +379,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
           mbar_expect_tx(full_bar(s), KSUB * (a_boxes * p.a_box_rows * 128 + S::kWSubBytes));
+          // A side whose map holds whole stages: the stage's k tiles in one copy.
+          if (KSUB > 1 && (p.stage_boxes & 1)) {
+            tma_load_3d(stage_a(s, 0), &map_a, full_bar(s), 0, site.a_row, ks * KSUB);
+          }
+          if (KSUB > 1 && (p.stage_boxes & 2)) {
+            tma_load_3d(stage_w(s, 0), &map_w, full_bar(s), 0, site.w_row, ks * KSUB);
+          }
           for (int sub = 0; sub < KSUB; ++sub) {
             const int k0 = (ks * KSUB + sub) * kTileK;
-            for (int b = 0; b < a_boxes; ++b) {
+            for (int b = 0; b < a_boxes && !(KSUB > 1 && (p.stage_boxes & 1)); ++b) {
               tma_load_2d(stage_a(s, sub) + b * p.a_box_rows * 128, &map_a, full_bar(s), k0,
                           site.a_row + b * p.a_box_rows);
             }
-            if constexpr (CLUSTER > 1) {
+            if (KSUB > 1 && (p.stage_boxes & 2)) {
+              // Loaded whole above.
+            } else if constexpr (CLUSTER > 1) {
               // This CTA's part of the W tile, into the same slot of every CTA of the cluster
               // (each of which expects the whole tile on its own full barrier).
               tma_load_2d_multicast(stage_w(s, sub) + rank * S::kWPartRows * 128, &map_w,
@@ -577,6 +586,39 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   }
   GemmKernelParams q = p;
   q.a_box_rows = SWAP ? ROWS : a_box_rows;
+  // One copy a ring stage per operand (several k tiles a stage) where K is whole k tiles: for A
+  // where it is read over all of K (not a row read in place past which TMA zero-fills) and its
+  // box is the tile's rows, one box a k tile (so that the stage's sub-tiles are the box's rows
+  // apart); for W where no cluster splits the tile into parts. The stage's bytes and layout are
+  // the per-k-tile copies' own, so the consumers and the bits are unchanged.
+  q.stage_boxes = 0;
+  if (KSUB > 1 && p.stage_boxes != 0 && p.k % kTileK == 0) {
+    const uint64_t k_tiles = static_cast<uint64_t>(p.k / kTileK);
+    const bool a_whole = a_cols == p.k;
+    auto stage_map = [&](CUtensorMap* map, const void* base, long long rows, long long ld,
+                         int box_rows) {
+      return encode_swizzled_stage_map(map, type, base, static_cast<uint64_t>(rows), k_tiles,
+                                       static_cast<uint64_t>(ld) * 2,
+                                       static_cast<uint32_t>(box_rows), KSUB);
+    };
+    CUtensorMap stage_a_map, stage_w_map;
+    // map_a's side: W in the swapped form, else A.
+    const bool a_side = SWAP ? stage_map(&stage_a_map, p.w, p.n, p.ldw, ROWS)
+                             : !grouped && a_whole && q.a_box_rows == S::kTileM &&
+                                   stage_map(&stage_a_map, p.a, p.m, p.lda, a_box_rows);
+    // map_w's side: A in the swapped form, else W.
+    const bool w_side = SWAP ? a_whole && stage_map(&stage_w_map, p.a, p.m, p.lda, TILE_N)
+                             : CLUSTER == 1 &&
+                                   stage_map(&stage_w_map, p.w, w_rows, p.ldw, S::kWPartRows);
+    if (a_side) {
+      map_a = stage_a_map;
+      q.stage_boxes |= 1;
+    }
+    if (w_side) {
+      map_w = stage_w_map;
+      q.stage_boxes |= 2;
+    }
+  }
   // TMA stores of the tile: plain launches of 16-bit outputs whose rows are 16-byte aligned.
   CUtensorMap map_out{};
   const bool out16 = p.out_type == static_cast<int>(GemmType::kBF16) ||
@@ -741,6 +783,17 @@ bool wgmma_available() {
     // kernel is the __trap() fallback: require the sm_90a image (kernels/kernel_image.cuh).
     return attr.binaryVersion == 90 && nvdet::kernels::kernel_image().arch_specific &&
            tensor_map_encoder() != nullptr;
+  }();
+  return available;
+}
+
+bool gemm_invariant_stage_copies_available() {
+  static const bool available = [] {
+    // The encoder reads no tensor memory: any 16-byte aligned address serves.
+    CUtensorMap map;
+    return encode_swizzled_stage_map(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                     reinterpret_cast<const void*>(uintptr_t{1} << 20), 4096, 64,
+                                     4096 * 2, 32, 4);
   }();
   return available;
 }

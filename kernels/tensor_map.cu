@@ -45,6 +45,16 @@ bool encode_swizzled_tile_map(CUtensorMap* map, CUtensorMapDataType type, const 
   return encode_swizzled(map, type, base, 2, dims, strides, box);
 }
 
+bool encode_swizzled_stage_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
+                               uint64_t rows, uint64_t k_tiles, uint64_t row_bytes,
+                               uint32_t box_rows, uint32_t box_k_tiles) {
+  // Dimension 2 steps one k tile (64 two-byte elements) along the row; dimension 1 one row.
+  const cuuint64_t dims[3] = {64, rows, k_tiles};
+  const cuuint64_t strides[2] = {row_bytes, 128};
+  const cuuint32_t box[3] = {64, box_rows, box_k_tiles};
+  return encode_swizzled(map, type, base, 3, dims, strides, box);
+}
+
 bool encode_paged_kv_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
                          uint64_t num_pages, uint32_t page_size, uint32_t num_kv_heads,
                          uint32_t head_dim, uint32_t elem_bytes) {

@@ -19,6 +19,15 @@ bool encode_swizzled_tile_map(CUtensorMap* map, CUtensorMapDataType type, const 
                               uint64_t rows, uint64_t cols, uint64_t row_bytes, uint32_t box_cols,
                               uint32_t box_rows);
 
+// The same matrix, K a whole number of 64-element k tiles, seen as [k_tiles][rows][64] (the k
+// tile index outermost, with a stride of 128 bytes): a box of box_k_tiles k tiles of box_rows rows
+// lands as box_k_tiles consecutive [box_rows][64] tiles, each laid out (and swizzled) as the 2-d
+// map's box at its k tile, so one copy fills a ring stage's k tiles of one operand. False when
+// the driver has no encoder or refuses the map.
+bool encode_swizzled_stage_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
+                               uint64_t rows, uint64_t k_tiles, uint64_t row_bytes,
+                               uint32_t box_rows, uint32_t box_k_tiles);
+
 // A paged KV cache [num_pages, page_size, num_kv_heads, head_dim] (elements of elem_bytes) as a
 // 4-d TMA map whose box is one page of one KV head's 64-element column block: page_size rows of
 // 128 bytes, 128-byte swizzled. False when the driver has no encoder or refuses the map.

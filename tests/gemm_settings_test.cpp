@@ -53,6 +53,17 @@ TEST(GemmSettings, AutoPinsOrRefuses) {
   unsetenv("NVDET_GEMM_CTAS");
 }
 
+TEST(GemmSettings, TmaCopiesStageOrKTile) {
+  unsetenv("NVDET_GEMM_TMA_COPIES");
+  EXPECT_TRUE(cuda::gemm_stage_copies());
+  setenv("NVDET_GEMM_TMA_COPIES", "k_tile", 1);
+  EXPECT_FALSE(cuda::gemm_stage_copies());
+  setenv("NVDET_GEMM_TMA_COPIES", "stage", 1);
+  EXPECT_TRUE(cuda::gemm_stage_copies());
+  expect_refused("NVDET_GEMM_TMA_COPIES", cuda::gemm_stage_copies, {"0", "ktile", "stages"});
+  unsetenv("NVDET_GEMM_TMA_COPIES");
+}
+
 TEST(GemmSettings, Fp8ConfigPinsOrRefuses) {
   unsetenv("NVDET_FP8_GEMM_CONFIG");
   EXPECT_EQ(cuda::forced_fp8_config(), -1);

@@ -465,7 +465,7 @@ class InvariantKernels : public ::testing::Test {
                            int k, nvdet::kernels::GemmSchedule schedule,
                            nvdet::kernels::GemmPath path, nvdet::kernels::GemmPlan* plan_out,
                            nvdet::kernels::GemmType in_type = nvdet::kernels::GemmType::kBF16,
-                           int force_config = -1, int force_ctas = 0) {
+                           int force_config = -1, int force_ctas = 0, bool stage_boxes = true) {
     nvdet::kernels::GemmProblem p;
     p.a = static_cast<const uint16_t*>(a) + size_t(first) * k;
     p.w = w;
@@ -476,8 +476,9 @@ class InvariantKernels : public ::testing::Test {
     void* out = scratch(size_t(m) * n * 4);
     EXPECT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten shows
     p.out = out;
-    const nvdet::kernels::GemmPlan plan =
+    nvdet::kernels::GemmPlan plan =
         nvdet::kernels::gemm_invariant_plan(p, device_, schedule, path, force_config, force_ctas);
+    plan.stage_boxes = stage_boxes;
     if (plan_out) *plan_out = plan;
     void* ws = plan.workspace_bytes ? scratch(plan.workspace_bytes) : nullptr;
     EXPECT_EQ(nvdet::kernels::gemm_invariant_launch(p, plan, ws, plan.workspace_bytes, nullptr),
@@ -596,6 +597,51 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
       }
     }
   }
+}
+
+// Entries with several k tiles a ring stage fill a stage with one 3-d TMA copy per operand
+// where K is whole k tiles (GemmPlan::stage_boxes), else one copy a k tile: the same bytes in the
+// same places, so the same bits, for every such entry (plain and swapped), A's box whole or
+// not (m below the tile's rows), a row of A read in place past K's end (the staged odd shape at
+// m = 1) and a partial last tile of W's rows.
+TEST_F(InvariantKernels, OneCopyAStageGivesTheBitsOfOneCopyAKTile) {
+  using nvdet::kernels::GemmPath;
+  using nvdet::kernels::GemmSchedule;
+  using nvdet::kernels::GemmType;
+  struct Shape {
+    GemmType type;
+    DType dtype;
+    int n, k;
+  };
+  const int rows = 130;
+  bool wgmma_seen = false;
+  for (const Shape sh : {Shape{GemmType::kBF16, DType::kBF16, 1000, 2048},
+                         Shape{GemmType::kFP16, DType::kFP16, 4096, 1024},
+                         Shape{GemmType::kBF16, DType::kBF16, 520, 1001}}) {
+    const HostTensor a = seeded_rows(sh.dtype, rows, sh.k, 3);
+    const HostTensor w = seeded_rows(sh.dtype, sh.n, sh.k, 1u << 22, 0.05f);
+    void* da = upload(a);
+    void* dw = upload(w);
+    nvdet::kernels::GemmPlan plan;
+    run(da, dw, nullptr, 0, 1, sh.n, sh.k, GemmSchedule::kAuto, GemmPath::kAuto, &plan, sh.type);
+    if (plan.path != GemmPath::kWgmma) GTEST_SKIP() << "no sm_90a wgmma path on this device";
+    wgmma_seen = true;
+    for (int config = 0; config < kWgmmaConfigs; ++config) {
+      if (nvdet::kernels::kGemmWgmmaConfigs[config].k_subtiles == 1) continue;
+      for (int m : {1, 5, 8, 20, 64, rows}) {
+        const auto per_k_tile = run(da, dw, nullptr, 0, m, sh.n, sh.k, GemmSchedule::kAuto,
+                                    GemmPath::kAuto, &plan, sh.type, config, 0, false);
+        const auto per_stage = run(da, dw, nullptr, 0, m, sh.n, sh.k, GemmSchedule::kAuto,
+                                   GemmPath::kAuto, &plan, sh.type, config, 0, true);
+        ASSERT_EQ(plan.config, config);
+        EXPECT_TRUE(per_stage == per_k_tile)
+            << "n=" << sh.n << " k=" << sh.k << " config " << config << " (" << plan.tile_m << "x"
+            << plan.tile_n << ") m=" << m << ": one copy a stage differs";
+      }
+    }
+  }
+  // Without the 3-d maps the comparison above would be of one path with itself.
+  if (wgmma_seen) EXPECT_TRUE(nvdet::kernels::gemm_invariant_stage_copies_available());
 }
 
 // A decode kernel could put W on wgmma's 64-row side and the few rows of A on its N side (every

@@ -272,9 +272,10 @@ PreparedCall prepare_invariant(DeviceContext& ctx, const GemmOperands& g, RunNot
   prob.out_type = kernel_type(out);
 
   const nvdet::kernels::GemmDevice device = gemm_device(ctx);
-  const nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(
+  nvdet::kernels::GemmPlan plan = nvdet::kernels::gemm_invariant_plan(
       prob, device, nvdet::kernels::GemmSchedule::kAuto, nvdet::kernels::GemmPath::kAuto,
       forced_wgmma_config(), forced_gemm_ctas());
+  plan.stage_boxes = gemm_stage_copies();
   // W that TMA cannot address is staged into 16-byte rows. For a weight known by its uid, the
   // staged copy is made once and kept beside the uploads (DeviceContext::derived), so a decode
   // step pays for staging A only (at m = 1 not even that: the row is read in place); it is the

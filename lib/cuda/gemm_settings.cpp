@@ -24,4 +24,8 @@ int forced_fp8_config() {
 
 int forced_gemm_ctas() { return env_int_setting("NVDET_GEMM_CTAS", 1, 1 << 20, 0); }
 
+bool gemm_stage_copies() {
+  return env_word_setting("NVDET_GEMM_TMA_COPIES", true, {{"stage", true}, {"k_tile", false}});
+}
+
 }  // namespace nvdet::cuda

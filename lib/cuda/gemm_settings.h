@@ -11,6 +11,9 @@
 //                                          invariant FP8 GEMM
 //   NVDET_GEMM_CTAS         = auto | N     the number of persistent CTAs of the wgmma paths,
 //                                          16-bit and FP8
+//   NVDET_GEMM_TMA_COPIES   = stage | k_tile  the 16-bit wgmma path's ring stages of several k
+//                                          tiles filled by one TMA copy per operand where K is
+//                                          whole k tiles (the default), or one copy a k tile
 // Anything else is refused (exit 2) with the variable's name.
 #include "kernels/gemm_fp8.cuh"
 #include "kernels/gemm_invariant.cuh"
@@ -24,5 +27,6 @@ kernels::GemmDevice gemm_device(const DeviceContext& ctx);
 int forced_wgmma_config();  // -1: auto
 int forced_fp8_config();    // -1: auto
 int forced_gemm_ctas();     // 0: auto
+bool gemm_stage_copies();   // NVDET_GEMM_TMA_COPIES: true for stage (the default)
 
 }  // namespace nvdet::cuda
