@@ -488,6 +488,12 @@ class InvariantKernels : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
     return bytes;
   }
+  // A shape of the kernel-level tests: the input type in the kernels' and the host's spelling.
+  struct KernelShape {
+    nvdet::kernels::GemmType type;
+    DType dtype;
+    int n, k;
+  };
   nvdet::kernels::GemmDevice device_;
   std::vector<void*> buffers_;
 };
@@ -559,15 +565,10 @@ TEST_F(InvariantKernels, EveryWgmmaConfigurationAndCtaCountGivesIdenticalBits) {
   using nvdet::kernels::GemmPath;
   using nvdet::kernels::GemmSchedule;
   using nvdet::kernels::GemmType;
-  struct Shape {
-    GemmType type;
-    DType dtype;
-    int n, k;
-  };
   const int rows = 300;
-  for (const Shape sh : {Shape{GemmType::kBF16, DType::kBF16, 1000, 3144},
-                         Shape{GemmType::kFP16, DType::kFP16, 4097, 1000},
-                         Shape{GemmType::kBF16, DType::kBF16, 520, 1001}}) {
+  for (const KernelShape sh : {KernelShape{GemmType::kBF16, DType::kBF16, 1000, 3144},
+                               KernelShape{GemmType::kFP16, DType::kFP16, 4097, 1000},
+                               KernelShape{GemmType::kBF16, DType::kBF16, 520, 1001}}) {
     const HostTensor a = seeded_rows(sh.dtype, rows, sh.k, 1);
     const HostTensor w = seeded_rows(sh.dtype, sh.n, sh.k, 1u << 20, 0.05f);
     const HostTensor bias = seeded_vector(sh.dtype, sh.n, 1u << 21);
@@ -608,16 +609,11 @@ TEST_F(InvariantKernels, OneCopyAStageGivesTheBitsOfOneCopyAKTile) {
   using nvdet::kernels::GemmPath;
   using nvdet::kernels::GemmSchedule;
   using nvdet::kernels::GemmType;
-  struct Shape {
-    GemmType type;
-    DType dtype;
-    int n, k;
-  };
   const int rows = 130;
   bool wgmma_seen = false;
-  for (const Shape sh : {Shape{GemmType::kBF16, DType::kBF16, 1000, 2048},
-                         Shape{GemmType::kFP16, DType::kFP16, 4096, 1024},
-                         Shape{GemmType::kBF16, DType::kBF16, 520, 1001}}) {
+  for (const KernelShape sh : {KernelShape{GemmType::kBF16, DType::kBF16, 1000, 2048},
+                               KernelShape{GemmType::kFP16, DType::kFP16, 4096, 1024},
+                               KernelShape{GemmType::kBF16, DType::kBF16, 520, 1001}}) {
     const HostTensor a = seeded_rows(sh.dtype, rows, sh.k, 3);
     const HostTensor w = seeded_rows(sh.dtype, sh.n, sh.k, 1u << 22, 0.05f);
     void* da = upload(a);
