@@ -379,7 +379,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
           const int s = t % S::kStages;
           mbar_wait(empty_bar(s), ((t / S::kStages) & 1) ^ 1);
           mbar_expect_tx(full_bar(s), KSUB * (a_boxes * p.a_box_rows * 128 + S::kWSubBytes));
-          // A side whose map holds whole stages: the stage's k tiles in one copy.
+          // Each side whose map holds whole stages (launch_config): its k tiles of the stage in
+          // one copy; the other side below, one copy a k tile.
           if (KSUB > 1 && (p.stage_boxes & 1)) {
             tma_load_3d(stage_a(s, 0), &map_a, full_bar(s), 0, site.a_row, ks * KSUB);
           }

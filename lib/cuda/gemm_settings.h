@@ -1,8 +1,8 @@
 #pragma once
 // What the invariant GEMM's plan is given besides the problem: the device's facts, and the
 // settings that pin the invariant GEMM's launch shape, for the tests that compare every shape's
-// bits and for bisecting a difference by hand. Neither changes any element's reduction order
-// (kernels/gemm_invariant.cuh); both only choose how the work is spread.
+// bits and for bisecting a difference by hand. None changes any element's reduction order
+// (kernels/gemm_invariant.cuh); they only choose how the work is spread and copied.
 //   NVDET_GEMM_WGMMA_CONFIG = auto | 0..31 the kGemmWgmmaConfigs entry (tile, pipeline, cluster)
 //                                          of the wgmma path, plain and grouped launches alike
 //                                          (grouped launches take no cluster entry: theirs stays
@@ -14,6 +14,7 @@
 //   NVDET_GEMM_TMA_COPIES   = stage | k_tile  the 16-bit wgmma path's ring stages of several k
 //                                          tiles filled by one TMA copy per operand where K is
 //                                          whole k tiles (the default), or one copy a k tile
+//                                          (plain launches; grouped ones copy a k tile at a time)
 // Anything else is refused (exit 2) with the variable's name.
 #include "kernels/gemm_fp8.cuh"
 #include "kernels/gemm_invariant.cuh"
