@@ -36,6 +36,11 @@ constexpr int kWgmmaTileK = 64;
 // Output tiles an entry walks for an M x N output, counting a cluster's tiles past M (a cluster
 // takes cluster_m vertically adjacent tiles together; those past M are computed, never stored).
 int64_t wgmma_tiles(int m, int n, const GemmWgmmaConfig& c) {
+  // Clusters take groups of cluster_m tiles: along M, or along N in the swapped form.
+  if (c.swapped) {
+    return int64_t{ceil_div(m, c.tile_m)} *
+           (int64_t{ceil_div(ceil_div(n, c.tile_n), c.cluster_m)} * c.cluster_m);
+  }
   const int64_t row_tiles = int64_t{ceil_div(ceil_div(m, c.tile_m), c.cluster_m)} * c.cluster_m;
   return row_tiles * ceil_div(n, c.tile_n);
 }

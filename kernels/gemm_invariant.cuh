@@ -75,7 +75,8 @@ struct GemmProblem {
 // tile_n rows of W: 64, or 32 with the instruction's other 32 rows reading whatever shared memory
 // follows (never stored; rows of an MMA do not mix), which gives twice the CTAs. Each element
 // gets the bits of the other entries: the tensor cores give (W A^T)^T the bits of A W^T (the GPU
-// test SwappedOperandsGiveTheTransposedBits), and the k steps are the same.
+// test SwappedOperandsGiveTheTransposedBits), and the k steps are the same. A swapped entry's
+// cluster_m > 1: CTAs in clusters along N, sharing the A tile by multicast (W's tiles differ).
 struct GemmWgmmaConfig {
   int tile_m, tile_n, stages, ctas_per_sm, efficiency_pct;
   int cluster_m = 1;
@@ -140,6 +141,14 @@ inline constexpr GemmWgmmaConfig kGemmWgmmaConfigs[] = {
     {8, 32, 10, 1, 40, 1, 4, false, true},   // 200 KiB (+4 KiB the last stage's wgmma reads past)
     {16, 32, 8, 1, 40, 1, 4, false, true},   // 192 KiB
     {32, 32, 6, 1, 40, 1, 4, false, true},   // 192 KiB
+    // The swapped form in clusters of cluster_m CTAs that share the tile's rows of A and take
+    // adjacent tiles of W rows: each loads 1/cluster_m of A and multicasts it, so A crosses from
+    // L2 once per cluster. Without it every CTA reads the same A: at m = 64 on 4096 x 4096, 128
+    // CTAs read 64 MiB of A from L2 beside W's 32 MiB from DRAM.
+    {32, 32, 6, 1, 40, 2, 4, false, true},  // 192 KiB
+    {64, 32, 4, 1, 40, 2, 4, false, true},  // 192 KiB
+    {32, 32, 6, 1, 40, 4, 4, false, true},  // 192 KiB
+    {64, 32, 4, 1, 40, 4, 4, false, true},  // 192 KiB
 };
 inline constexpr int kGemmWgmmaConfigCount =
     static_cast<int>(sizeof(kGemmWgmmaConfigs) / sizeof(kGemmWgmmaConfigs[0]));

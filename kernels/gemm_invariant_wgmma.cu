@@ -14,8 +14,10 @@
 // its own A and the whole W. A slot is then written by every producer of the cluster, so each
 // CTA's empty barrier counts the consumer warps of all of them, and a producer refills a slot only
 // once every CTA has finished reading it. A tile past M (an odd count of row tiles) is computed
-// on rows of A that exist and never stored. None of this touches arithmetic: the shared-memory
-// tile a consumer reads holds the same values whichever CTA loaded it.
+// on rows of A that exist and never stored. The swapped form's clusters (A on the multicast side)
+// take one A tile and CLUSTER horizontally adjacent W tiles; a W tile past N is computed on W's
+// first rows and never stored. None of this touches arithmetic: the shared-memory tile a consumer
+// reads holds the same values whichever CTA loaded it.
 //
 // Invariance argument: every output element belongs to one accumulator register of one consumer
 // thread. That register is set to 0 at the start of its tile and then receives one wgmma
@@ -227,17 +229,22 @@ __device__ __forceinline__ GroupedTileSite tile_site(const GemmKernelParams& p,
   return site;
 }
 
-// The swapped form's tile (plain launches, no cluster): output rows [tm * A_ROWS, +A_ROWS), rows
-// of A that the ring's N side (map_w) holds, and output columns [tn * W_ROWS, +W_ROWS), rows of
-// W that the ring's 64-row side (map_a) holds; p.m_tiles and p.n_tiles count those.
-template <int W_ROWS, int A_ROWS>
-__device__ __forceinline__ GroupedTileSite swapped_tile_site(const GemmKernelParams& p,
-                                                             int tile) {
+// The swapped form's tile (plain launches): output rows [tm * A_ROWS, +A_ROWS), rows of A that
+// the ring's N side (map_w) holds, and output columns [tn * W_ROWS, +W_ROWS), rows of W that the
+// ring's 64-row side (map_a) holds; p.m_tiles and p.n_tiles count those. Clusters (CLUSTER > 1):
+// `tile` counts groups of CLUSTER horizontally adjacent tiles (one A tile, which they share), and
+// the CTA of rank `rank` takes the rank-th; a tile past N reads W's first rows and stores nothing
+// (store_tile_swapped stops at N).
+template <int W_ROWS, int A_ROWS, int CLUSTER>
+__device__ __forceinline__ GroupedTileSite swapped_tile_site(const GemmKernelParams& p, int tile,
+                                                             int rank) {
   int tm, tn;
-  grouped_tile(tile, p.m_tiles, p.n_tiles, 8, &tm, &tn);
+  grouped_tile(tile, p.m_tiles, (p.n_tiles + CLUSTER - 1) / CLUSTER, 8, &tm, &tn);
+  tn = tn * CLUSTER + rank;
   GroupedTileSite site;
   site.out_row = site.w_row = tm * A_ROWS;
-  site.col = site.a_row = tn * W_ROWS;
+  site.col = tn * W_ROWS;
+  site.a_row = tn < p.n_tiles ? site.col : 0;
   site.row_end = p.m;
   return site;
 }
@@ -264,10 +271,13 @@ __device__ __forceinline__ void store_tile_swapped(const GemmKernelParams& p, co
 }
 
 // Fills the group table (grouped launches) and returns the number of tiles (of clusters' groups
-// of tiles, with clusters).
-template <int TILE_M, int CLUSTER>
+// of tiles, with clusters: along M, or along N in the swapped form).
+template <int TILE_M, int CLUSTER, bool SWAP>
 __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, GroupTable& t) {
-  if (p.groups == 0) return (p.m_tiles + CLUSTER - 1) / CLUSTER * p.n_tiles;
+  if (p.groups == 0) {
+    return SWAP ? p.m_tiles * ((p.n_tiles + CLUSTER - 1) / CLUSTER)
+                : (p.m_tiles + CLUSTER - 1) / CLUSTER * p.n_tiles;
+  }
   for (int g = threadIdx.x; g <= p.groups; g += blockDim.x) t.first_row[g] = p.group_rows[g];
   __syncthreads();
   if (threadIdx.x == 0) grouped_first_tiles(t.first_row, p.groups, TILE_M, p.n_tiles, t.first_tile);
@@ -283,7 +293,9 @@ __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, Group
 // CLUSTER: the launch's cluster size (1: no cluster; else plain launches only, gridDim.x a
 // multiple of it, the W map's box kWPartRows rows). KSUB: k tiles a stage (WgmmaShape).
 // SWAP: the swapped form (kGemmWgmmaConfigs): map_a holds W (ROWS rows a tile), map_w holds A
-// (TILE_N rows a tile), and the tile is stored transposed; one consumer, no cluster, no grouping.
+// (TILE_N rows a tile), and the tile is stored transposed; one consumer, no grouping. Its
+// clusters share the map_w side as every cluster does, which here is A: CTAs of one A tile and
+// adjacent W tiles (swapped_tile_site).
 template <int CONSUMERS, int TILE_N, int STAGES, int MIN_BLOCKS, int IN_FLIGHT, int CLUSTER,
           int KSUB, class T, int ROWS = 64 * CONSUMERS, bool SWAP = false>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
@@ -299,13 +311,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
                       const __grid_constant__ GemmKernelParams p) {
 #ifdef NVDET_WGMMA_DEVICE
   using S = WgmmaShape<CONSUMERS, TILE_N, STAGES, CLUSTER, KSUB, ROWS>;
-  static_assert(!SWAP || (CONSUMERS == 1 && CLUSTER == 1), "the swapped form: one consumer");
+  static_assert(!SWAP || CONSUMERS == 1, "the swapped form: one consumer");
   constexpr bool kStagedStores = S::kStagedStores && !SWAP;
   // Where tile `tile` of this CTA lies (and which rows each ring side loads for it).
   auto site_of = [&](const GroupTable& table, int tile, int rank) {
     if constexpr (SWAP) {
-      (void)table, (void)rank;
-      return swapped_tile_site<ROWS, TILE_N>(p, tile);
+      (void)table;
+      return swapped_tile_site<ROWS, TILE_N, CLUSTER>(p, tile, rank);
     } else {
       return tile_site<S::kTileM, S::kTileN, CLUSTER>(p, table, tile, rank);
     }
@@ -333,7 +345,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), MIN_BLOCKS)
   // never touch it.
   GroupTable& group_table = *reinterpret_cast<GroupTable*>(
       smem_raw + (bars - raw) + 2 * 8 * S::kStages);
-  const int total_tiles = load_group_table<S::kTileM, CLUSTER>(p, group_table);
+  const int total_tiles = load_group_table<S::kTileM, CLUSTER, SWAP>(p, group_table);
   // With clusters, CTAs walk in clusters: the cluster's index and count take the place of the
   // CTA's, and the rank picks the CTA's tile of the cluster's group.
   // (A 1-D grid's clusters are runs of CLUSTER consecutive CTAs, ranked in blockIdx order; read
@@ -575,10 +587,11 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
   CUtensorMap map_a, map_w;
   const int a_cols = p.a_cols > 0 ? p.a_cols : p.k;
   if constexpr (SWAP) {
-    // W's rows on the 64-row side (ROWS a box), A's on the N side (TILE_N a box, the rows past M
-    // zero-filled by TMA and reaching only output rows past M).
+    // W's rows on the 64-row side (ROWS a box), A's on the N side (TILE_N a box, or the
+    // kWPartRows a cluster's CTA multicasts; the rows past M zero-filled by TMA, a part wholly
+    // past M included, and reaching only output rows past M).
     if (!make_map(&map_a, p.w, p.n, p.k, p.ldw, ROWS, type) ||
-        !make_map(&map_w, p.a, p.m, a_cols, p.lda, TILE_N, type)) {
+        !make_map(&map_w, p.a, p.m, a_cols, p.lda, S::kWPartRows, type)) {
       return cudaErrorInvalidValue;
     }
   } else if (!make_map(&map_a, p.a, p.m, a_cols, p.lda, a_box_rows, type) ||
@@ -607,10 +620,11 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
     const bool a_side = SWAP ? stage_map(&stage_a_map, p.w, p.n, p.ldw, ROWS)
                              : !grouped && a_whole && q.a_box_rows == S::kTileM &&
                                    stage_map(&stage_a_map, p.a, p.m, p.lda, a_box_rows);
-    // map_w's side: A in the swapped form, else W.
-    const bool w_side = SWAP ? a_whole && stage_map(&stage_w_map, p.a, p.m, p.lda, TILE_N)
-                             : CLUSTER == 1 &&
-                                   stage_map(&stage_w_map, p.w, w_rows, p.ldw, S::kWPartRows);
+    // map_w's side: A in the swapped form, else W; never a cluster's multicast parts (a part's
+    // k tiles are TILE_N rows apart in the stage, not its own rows).
+    const bool w_side = CLUSTER == 1 &&
+                        (SWAP ? a_whole && stage_map(&stage_w_map, p.a, p.m, p.lda, TILE_N)
+                              : stage_map(&stage_w_map, p.w, w_rows, p.ldw, S::kWPartRows));
     if (a_side) {
       map_a = stage_a_map;
       q.stage_boxes |= 1;
@@ -649,7 +663,8 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
         kernel, CLUSTER, S::kThreads, S::kSmemBytes + (kStagedStores ? S::kStagingBytes : 0));
     if (resident <= 0) return cudaErrorInvalidConfiguration;
     const long long groups_of_tiles =
-        static_cast<long long>((q.m_tiles + CLUSTER - 1) / CLUSTER) * q.n_tiles;
+        SWAP ? static_cast<long long>(q.m_tiles) * ((q.n_tiles + CLUSTER - 1) / CLUSTER)
+             : static_cast<long long>((q.m_tiles + CLUSTER - 1) / CLUSTER) * q.n_tiles;
     const long long clusters =
         std::max(1LL, std::min({groups_of_tiles, static_cast<long long>(ctas / CLUSTER),
                                 static_cast<long long>(resident)}));
@@ -670,18 +685,20 @@ constexpr bool config_is(int i, int consumers, int tile_n, int stages, int min_b
          !kGemmWgmmaConfigs[i].swapped;
 }
 // A swapped entry: a_rows rows of A by w_rows rows of W, 4 k tiles a stage.
-constexpr bool swapped_is(int i, int a_rows, int w_rows, int stages) {
+constexpr bool swapped_is(int i, int a_rows, int w_rows, int stages, int cluster = 1) {
   return kGemmWgmmaConfigs[i].swapped && kGemmWgmmaConfigs[i].tile_m == a_rows &&
          kGemmWgmmaConfigs[i].tile_n == w_rows && kGemmWgmmaConfigs[i].stages == stages &&
-         kGemmWgmmaConfigs[i].ctas_per_sm == 1 && kGemmWgmmaConfigs[i].cluster_m == 1 &&
+         kGemmWgmmaConfigs[i].ctas_per_sm == 1 && kGemmWgmmaConfigs[i].cluster_m == cluster &&
          kGemmWgmmaConfigs[i].k_subtiles == 4;
 }
-static_assert(kGemmWgmmaConfigCount == 32 && swapped_is(25, 8, 64, 5) &&
+static_assert(kGemmWgmmaConfigCount == 36 && swapped_is(25, 8, 64, 5) &&
                   swapped_is(26, 16, 64, 5) && swapped_is(27, 32, 64, 4) &&
                   swapped_is(28, 64, 64, 3) && swapped_is(29, 8, 32, 10) &&
-                  swapped_is(30, 16, 32, 8) && swapped_is(31, 32, 32, 6),
+                  swapped_is(30, 16, 32, 8) && swapped_is(31, 32, 32, 6) &&
+                  swapped_is(32, 32, 32, 6, 2) && swapped_is(33, 64, 32, 4, 2) &&
+                  swapped_is(34, 32, 32, 6, 4) && swapped_is(35, 64, 32, 4, 4),
               "launch_typed's swapped instantiations must follow kGemmWgmmaConfigs");
-static_assert(kGemmWgmmaConfigCount == 32 && config_is(0, 2, 256, 4, 1) &&
+static_assert(kGemmWgmmaConfigCount == 36 && config_is(0, 2, 256, 4, 1) &&
                   config_is(1, 2, 128, 6, 1) && config_is(2, 2, 64, 4, 2) &&
                   config_is(3, 1, 128, 8, 1) && config_is(4, 1, 64, 12, 1) &&
                   config_is(5, 1, 32, 16, 1) && config_is(6, 2, 224, 5, 1) &&
@@ -710,16 +727,17 @@ cudaError_t launch_short(const GemmKernelParams& p, int ctas, CUtensorMapDataTyp
 }
 
 // The swapped form: A_ROWS rows of A (wgmma's N) against W_ROWS rows of W, 4 k tiles a stage
-// where they divide K's k tiles, else the same ring one k tile a stage (as launch_short).
-template <int A_ROWS, int W_ROWS, int STAGES, class T>
+// where they divide K's k tiles, else the same ring one k tile a stage (as launch_short); in
+// clusters of CLUSTER CTAs that share A.
+template <int A_ROWS, int W_ROWS, int STAGES, class T, int CLUSTER = 1>
 cudaError_t launch_swapped(const GemmKernelParams& p, int ctas, CUtensorMapDataType type,
                            cudaStream_t stream) {
   constexpr int kInFlight = STAGES >= 5 ? 2 : 1;
   return p.k_tiles % 4 == 0
-             ? launch_config<1, A_ROWS, STAGES, 1, kInFlight, 1, 4, T, W_ROWS, true>(p, ctas, type,
-                                                                                    stream)
-             : launch_config<1, A_ROWS, STAGES * 4, 1, 3, 1, 1, T, W_ROWS, true>(p, ctas, type,
-                                                                                 stream);
+             ? launch_config<1, A_ROWS, STAGES, 1, kInFlight, CLUSTER, 4, T, W_ROWS, true>(
+                   p, ctas, type, stream)
+             : launch_config<1, A_ROWS, STAGES * 4, 1, 3, CLUSTER, 1, T, W_ROWS, true>(
+                   p, ctas, type, stream);
 }
 
 template <class T>
@@ -765,6 +783,10 @@ cudaError_t launch_typed(const GemmKernelParams& p, int config, int ctas, CUtens
     case 29: return launch_swapped<8, 32, 10, T>(p, ctas, type, stream);
     case 30: return launch_swapped<16, 32, 8, T>(p, ctas, type, stream);
     case 31: return launch_swapped<32, 32, 6, T>(p, ctas, type, stream);
+    case 32: return launch_swapped<32, 32, 6, T, 2>(p, ctas, type, stream);
+    case 33: return launch_swapped<64, 32, 4, T, 2>(p, ctas, type, stream);
+    case 34: return launch_swapped<32, 32, 6, T, 4>(p, ctas, type, stream);
+    case 35: return launch_swapped<64, 32, 4, T, 4>(p, ctas, type, stream);
     default: break;
   }
   return cudaErrorInvalidValue;

@@ -103,17 +103,18 @@ TEST(GemmWgmmaConfig, EveryEntryFitsOneSm) {
     EXPECT_EQ(c.tile_n % 8, 0) << "wgmma N is a multiple of 8";
     EXPECT_LE(c.tile_n, 256) << "wgmma N and a TMA box are at most 256";
     // 64 rows a consumer, or one consumer's short tile of whole 8-row swizzle atoms.
-    EXPECT_TRUE(c.tile_m % 64 == 0 || (c.tile_m < 64 && c.tile_m % 8 == 0 && c.cluster_m == 1))
+    EXPECT_TRUE(c.tile_m % 64 == 0 ||
+                (c.tile_m < 64 && c.tile_m % 8 == 0 && (c.cluster_m == 1 || c.swapped)))
         << "entry " << i;
-    // A cluster's CTAs each load 1/cluster_m of the W tile: in whole 8-row swizzle atoms.
+    // A cluster's CTAs each load 1/cluster_m of the tile they share (W's, or A's in the swapped
+    // form): in whole 8-row swizzle atoms.
     EXPECT_TRUE(c.cluster_m == 1 || c.cluster_m == 2 || c.cluster_m == 4) << "entry " << i;
-    EXPECT_EQ(c.tile_n % (8 * c.cluster_m), 0) << "entry " << i;
+    EXPECT_EQ((c.swapped ? c.tile_m : c.tile_n) % (8 * c.cluster_m), 0) << "entry " << i;
     if (c.swapped) {
-      // W's rows on the 64-row side (one consumer, no cluster), A's rows as wgmma's N.
+      // W's rows on the 64-row side (one consumer), A's rows as wgmma's N.
       EXPECT_TRUE(c.tile_n == 32 || c.tile_n == 64) << "entry " << i;
       EXPECT_TRUE(c.tile_m == 8 || c.tile_m == 16 || c.tile_m == 32 || c.tile_m == 64)
           << "entry " << i;
-      EXPECT_EQ(c.cluster_m, 1) << "entry " << i;
       EXPECT_EQ(c.ctas_per_sm, 1) << "entry " << i;
       EXPECT_FALSE(c.auto_pick) << "entry " << i;
     }
