@@ -55,10 +55,17 @@ struct Fp8GemmProblem {
 
 // The kernel's CTA shapes: tile_m = 64 x consumer warpgroups, stages of 128 bytes of K. cluster_m
 // > 1: CTAs run in clusters of cluster_m that take vertically adjacent tiles of one tile column
-// and share each W tile by TMA multicast (W crosses from L2 once per cluster). Any entry gives
-// the same bits.
+// and share each W tile by TMA multicast (W crosses from L2 once per cluster). groups_per_stage:
+// K groups a ring stage holds (one TMA copy per operand fills them where K is whole groups;
+// the ring's waits are paid once per stage). tile_m below 64 (one consumer): a short tile of
+// decode sizes, whose wgmma still reads 64 rows of A (the rows past the tile's read the shared
+// memory that follows and are never stored; rows of an MMA do not mix), so that the ring holds
+// W rather than unused rows of A. auto_pick false: the plan's cost model never takes the entry
+// (pinned only, until it is timed). Any entry gives the same bits.
 struct Fp8GemmConfig {
   int tile_m, tile_n, stages, efficiency_pct, cluster_m;
+  int groups_per_stage = 1;
+  bool auto_pick = true;
 };
 inline constexpr Fp8GemmConfig kFp8GemmConfigs[] = {
     {128, 128, 6, 100, 1},  // 192 KiB of stages; large M
@@ -69,6 +76,14 @@ inline constexpr Fp8GemmConfig kFp8GemmConfigs[] = {
     // entry 0 while the epilogue stored from registers, and is 6% slower with the TMA-store
     // epilogue (the plan takes the lower index of two equal costs).
     {128, 128, 6, 100, 2},
+    // Decode sizes as the 16-bit GEMM streams them (kGemmWgmmaConfigs 16-18 and 15): four K
+    // groups (512 bytes of each row) a stage, one copy per operand, and 8, 16 or 32 rows of A
+    // where entry 3 keeps room for 64 (at m <= 8: W 4/5 of the ring against 1/3). Scales per K
+    // group take entry 3's ring instead (their scale ring is one K group a slot). Pinned only.
+    {8, 32, 9, 40, 1, 4, false},   // 180 KiB of stages
+    {16, 32, 8, 40, 1, 4, false},  // 192 KiB
+    {32, 32, 6, 40, 1, 4, false},  // 192 KiB
+    {64, 32, 4, 40, 1, 4, false},  // 192 KiB
 };
 inline constexpr int kFp8GemmConfigCount =
     static_cast<int>(sizeof(kFp8GemmConfigs) / sizeof(kFp8GemmConfigs[0]));
@@ -76,6 +91,10 @@ inline constexpr int kFp8GemmConfigCount =
 struct Fp8GemmPlan {
   int config = 0;  // index into kFp8GemmConfigs
   int ctas = 0;    // persistent CTAs (each walks the tiles ctas apart)
+  // Entries with several K groups a stage: each operand's groups of a stage in one TMA copy (a
+  // 3-d map) where K is whole groups; false (a setting, for timing and bisecting) copies one
+  // group at a time. The same bytes land in the same places.
+  bool stage_boxes = true;
 };
 
 // True where the sm_90a kernel is compiled in and the driver can encode TMA maps.

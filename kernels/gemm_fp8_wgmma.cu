@@ -40,12 +40,28 @@ namespace {
 
 constexpr int kGroupK = 128;  // e4m3 codes per K group: one 128-byte swizzle row
 
-template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PER_GROUP>
+// GSUB: K groups a ring stage holds (GSUB A sub-tiles, then GSUB W sub-tiles). ROWS: the tile's
+// rows of A, 64 a consumer, or a short tile of fewer with one consumer (kFp8GemmConfigs), whose
+// wgmma reads 64 rows all the same: those past ROWS read the shared memory that follows (the
+// stage's next sub-tiles, past the ring's end kOverreadBytes of padding) and are never stored.
+// Short tiles and several groups a stage: one scale per row and column along K only (the scale
+// ring holds one K group a slot, for the tile's 64-row multiple of rows).
+template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PER_GROUP, int GSUB = 1,
+          int ROWS = 64 * CONSUMERS>
 struct Fp8Shape {
-  static constexpr int kTileM = 64 * CONSUMERS;
+  static_assert(ROWS == 64 * CONSUMERS ||
+                    (CONSUMERS == 1 && CLUSTER == 1 && ROWS % 8 == 0 && ROWS < 64),
+                "fewer rows than the wgmma's 64 only with one consumer, in whole swizzle atoms");
+  static_assert((GSUB == 1 && ROWS == 64 * CONSUMERS) || !PER_GROUP,
+                "scales per K group: one group a stage, whole 64-row tiles");
+  static_assert(GSUB == 1 || CLUSTER == 1, "several groups a stage: no cluster");
+  static constexpr int kTileM = ROWS;
   static constexpr int kABytes = kTileM * kGroupK;  // one K group of A (at most kTileM rows)
   static constexpr int kWBytes = TILE_N * kGroupK;
-  static constexpr int kStageBytes = kABytes + kWBytes;
+  static constexpr int kStageBytes = GSUB * (kABytes + kWBytes);
+  // Bytes a short tile's wgmma reads past the last stage (a multiple of 1024: the staging buffer
+  // after it stays aligned).
+  static constexpr int kOverreadBytes = (64 - ROWS % 64) % 64 * kGroupK;
   // The part of the W tile one CTA of a cluster loads: whole 8-row swizzle atoms (1024 bytes), so
   // the 128-byte swizzle of each part is the one a single box would give.
   static constexpr int kWPartRows = TILE_N / CLUSTER;
@@ -55,7 +71,7 @@ struct Fp8Shape {
   static_assert(kRegs == WgmmaE4m3<TILE_N>::kRegs, "one accumulator per 2 columns");
   // The epilogue's staging buffer for TMA stores of 16-bit outputs (tiles at least 64 wide):
   // each consumer's 64 rows x TILE_N columns.
-  static constexpr bool kStagedStores = TILE_N >= 64;
+  static constexpr bool kStagedStores = TILE_N >= 64 && ROWS == 64 * CONSUMERS;
   static constexpr int kOutConsumerBytes = kStagedStores ? 64 * TILE_N * 2 : 0;
   // Scales per K group (PER_GROUP): a ring of its own beside the tiles' (same slots, same
   // barriers), each slot the group's scales of the tile's rows of A, then of its columns of W,
@@ -63,8 +79,9 @@ struct Fp8Shape {
   static constexpr int kScaleSlotBytes = PER_GROUP ? (kTileM + TILE_N) * 4 : 0;
   // Tiles, the staging buffer, the scales, then the barriers; +1024 so the tiles can be aligned
   // to the 128B-swizzle atom.
-  static constexpr int kSmemBytes = STAGES * kStageBytes + CONSUMERS * kOutConsumerBytes +
-                                    STAGES * kScaleSlotBytes + 2 * STAGES * 8 + 1024;
+  static constexpr int kSmemBytes = STAGES * kStageBytes + kOverreadBytes +
+                                    CONSUMERS * kOutConsumerBytes + STAGES * kScaleSlotBytes +
+                                    2 * STAGES * 8 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "an sm_90 CTA's shared memory");
 };
 
@@ -74,6 +91,9 @@ struct Fp8KernelParams {
   int a_box_rows;  // rows of A per TMA load
   int pair_out;    // out and ldo allow storing two neighbouring columns at once
   int staged_out;  // the epilogue stages the tile in shared memory and TMA stores it (map_out)
+  // Several K groups a stage: the operands whose maps are 3-d stage maps, one copy a stage
+  // (bit 0 A, bit 1 W); the others one copy a group.
+  int stage_boxes;
 };
 
 #ifdef NVDET_SM90A_DEVICE
@@ -130,7 +150,7 @@ struct EpilogueValues {
 // row_base + 8 (e >> 1), column col_base + 8j + (e & 1).
 template <typename Out, bool PER_GROUP, int R>
 __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, const float (&acc)[R],
-                                                  int row_base, int col_base) {
+                                                  int row_base, int col_base, int row_end) {
   const Fp8GemmProblem& p = kp.p;
   Out* const out = static_cast<Out*>(p.out);
   const EpilogueValues<PER_GROUP, R / 4> ev(p, row_base, col_base);
@@ -143,7 +163,7 @@ __device__ __forceinline__ void store_fp8_tile_as(const Fp8KernelParams& kp, con
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_base + 8 * h;
-      if (row >= p.m) continue;
+      if (row >= row_end) continue;
       const float v0 = ev.finish(acc, j, h, 0), v1 = ev.finish(acc, j, h, 1);
       Out* const at = out + static_cast<long long>(row) * p.ldo + col;
       if (pair) {
@@ -193,16 +213,17 @@ __device__ __forceinline__ void stage_fp8_tile(const Fp8KernelParams& kp, const 
   }
 }
 
-// The tile's epilogue: the output type chosen once, outside the element loops.
+// The tile's epilogue: the output type chosen once, outside the element loops. Rows from row_end
+// on are not stored (past M, or past a short tile's rows).
 template <bool PER_GROUP, int R>
 __device__ __forceinline__ void store_fp8_tile(const Fp8KernelParams& kp, const float (&acc)[R],
-                                               int row_base, int col_base) {
+                                               int row_base, int col_base, int row_end) {
   if (kp.p.out_type == ElemType::kBF16) {
-    store_fp8_tile_as<__nv_bfloat16, PER_GROUP>(kp, acc, row_base, col_base);
+    store_fp8_tile_as<__nv_bfloat16, PER_GROUP>(kp, acc, row_base, col_base, row_end);
   } else if (kp.p.out_type == ElemType::kFP16) {
-    store_fp8_tile_as<__half, PER_GROUP>(kp, acc, row_base, col_base);
+    store_fp8_tile_as<__half, PER_GROUP>(kp, acc, row_base, col_base, row_end);
   } else {
-    store_fp8_tile_as<float, PER_GROUP>(kp, acc, row_base, col_base);
+    store_fp8_tile_as<float, PER_GROUP>(kp, acc, row_base, col_base, row_end);
   }
 }
 
@@ -285,9 +306,10 @@ __device__ __forceinline__ void wait_group_mma(float (&d)[R]) {
 // PER_GROUP: the scales change along K (applied at each promotion; promoted only), as a template
 // parameter so that each kernel holds one promotion and one epilogue, not both behind a branch.
 // CLUSTER: the launch's cluster size (1: none; else gridDim.x a multiple of it and the W map's box
-// kWPartRows rows). W_BLOCK: see promote.
+// kWPartRows rows). W_BLOCK: see promote. GSUB, ROWS: Fp8Shape (the launch takes GSUB > 1 only
+// where it divides the K groups).
 template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP,
-          bool W_BLOCK>
+          bool W_BLOCK, int GSUB = 1, int ROWS = 64 * CONSUMERS>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     fp8_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                     const __grid_constant__ CUtensorMap map_w,
@@ -297,12 +319,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                     // parameter is then copied to local memory (as in gemm_invariant_wgmma.cu).
                     const __grid_constant__ Fp8KernelParams kp) {
 #ifdef NVDET_SM90A_DEVICE
-  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER, PER_GROUP>;
+  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER, PER_GROUP, GSUB, ROWS>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t tiles = (raw + 1023) & ~1023u;
-  // The staging buffer follows the ring: 1024-aligned, as every stage is a multiple of 1024 bytes.
-  const uint32_t out_stage = tiles + STAGES * S::kStageBytes;
+  // The staging buffer follows the ring (and a short tile's overread): 1024-aligned, as every
+  // stage is a multiple of 1024 bytes.
+  const uint32_t out_stage = tiles + STAGES * S::kStageBytes + S::kOverreadBytes;
   const uint32_t scale_ring = out_stage + CONSUMERS * S::kOutConsumerBytes;
   const uint32_t bars = scale_ring + STAGES * S::kScaleSlotBytes;
   // Slot s of the scale ring, as a generic pointer (written and read by ordinary instructions).
@@ -311,8 +334,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   };
   auto full_bar = [&](int s) { return bars + 8 * s; };
   auto empty_bar = [&](int s) { return bars + 8 * (STAGES + s); };
-  auto stage_a = [&](int s) { return tiles + s * S::kStageBytes; };
-  auto stage_w = [&](int s) { return tiles + s * S::kStageBytes + S::kABytes; };
+  // Stage s: its GSUB K groups of A (kTileM rows of 128 bytes each), then of W.
+  auto stage_a = [&](int s, int sub = 0) { return tiles + s * S::kStageBytes + sub * S::kABytes; };
+  auto stage_w = [&](int s, int sub = 0) {
+    return tiles + s * S::kStageBytes + GSUB * S::kABytes + sub * S::kWBytes;
+  };
+  const int k_stages = kp.k_groups / GSUB;
 
   // With clusters, `tile` counts groups of CLUSTER vertically adjacent tiles, walked by clusters
   // (a 1-D grid's clusters are runs of CLUSTER consecutive CTAs, ranked in blockIdx order).
@@ -361,18 +388,33 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         int tm, tn;
         tile_at(tile, &tm, &tn);
         const int a_row = tm < kp.m_tiles ? tm * S::kTileM : 0;  // past M: rows that exist
-        for (int g = 0; g < kp.k_groups; ++g, ring.advance()) {
+        for (int ks = 0; ks < k_stages; ++ks, ring.advance()) {
           const int s = ring.slot;
           mbar_wait(empty_bar(s), ring.phase ^ 1u);
           // The whole W tile arrives on every CTA's barrier, from every producer of the cluster.
-          mbar_expect_tx(full_bar(s), kp.a_box_rows * kGroupK + S::kWBytes);
-          tma_load_2d(stage_a(s), &map_a, full_bar(s), g * kGroupK, a_row);
-          if constexpr (CLUSTER > 1) {
-            tma_load_2d_multicast(stage_w(s) + rank * S::kWPartRows * kGroupK, &map_w,
-                                  full_bar(s), g * kGroupK, tn * TILE_N + rank * S::kWPartRows,
-                                  static_cast<uint16_t>((1u << CLUSTER) - 1));
-          } else {
-            tma_load_2d(stage_w(s), &map_w, full_bar(s), g * kGroupK, tn * TILE_N);
+          mbar_expect_tx(full_bar(s), GSUB * (kp.a_box_rows * kGroupK + S::kWBytes));
+          // Each operand whose map holds whole stages (the launch): its groups in one copy.
+          if (GSUB > 1 && (kp.stage_boxes & 1)) {
+            tma_load_3d(stage_a(s), &map_a, full_bar(s), 0, a_row, ks * GSUB);
+          }
+          if (GSUB > 1 && (kp.stage_boxes & 2)) {
+            tma_load_3d(stage_w(s), &map_w, full_bar(s), 0, tn * TILE_N, ks * GSUB);
+          }
+#pragma unroll
+          for (int sub = 0; sub < GSUB; ++sub) {
+            const int k0 = (ks * GSUB + sub) * kGroupK;
+            if (!(GSUB > 1 && (kp.stage_boxes & 1))) {
+              tma_load_2d(stage_a(s, sub), &map_a, full_bar(s), k0, a_row);
+            }
+            if (GSUB > 1 && (kp.stage_boxes & 2)) {
+              // Loaded whole above.
+            } else if constexpr (CLUSTER > 1) {
+              tma_load_2d_multicast(stage_w(s) + rank * S::kWPartRows * kGroupK, &map_w,
+                                    full_bar(s), k0, tn * TILE_N + rank * S::kWPartRows,
+                                    static_cast<uint16_t>((1u << CLUSTER) - 1));
+            } else {
+              tma_load_2d(stage_w(s, sub), &map_w, full_bar(s), k0, tn * TILE_N);
+            }
           }
         }
       }
@@ -427,16 +469,28 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const uint64_t desc_w0 = smem_desc(stage_w(0));
     constexpr uint32_t kStageUnits = S::kStageBytes >> 4;
     RingCursor<STAGES> ring;  // the slot of the next group to issue
-    // The slots of the last two groups issued: `newest`, and `older` (issued before it).
+    // The slots of the last two groups issued: `newest`, and `older` (issued before it); with
+    // several groups a stage, whether each was its slot's last (the slot is handed back then).
     int newest = 0, older = 0;
-    // Waits for the next group's slot to fill, then issues its four wgmma into d.
+    bool newest_ends = true, older_ends = true;
+    int sub = 0;  // the next group's place in its stage (GSUB > 1)
+    // Waits for the next group's slot to fill (at a stage's first group), then issues its four
+    // wgmma into d.
     auto issue = [&](float(&d)[S::kRegs], bool from_zero) {
-      mbar_wait(full_bar(ring.slot), ring.phase);
+      if (GSUB == 1 || sub == 0) mbar_wait(full_bar(ring.slot), ring.phase);
       const uint32_t units = static_cast<uint32_t>(ring.slot) * kStageUnits;
-      issue_group_mma<TILE_N>(d, desc_advance(desc_a0, units), desc_advance(desc_w0, units),
+      const uint32_t a_units = GSUB > 1 ? units + sub * (S::kABytes >> 4) : units;
+      const uint32_t w_units = GSUB > 1 ? units + sub * (S::kWBytes >> 4) : units;
+      issue_group_mma<TILE_N>(d, desc_advance(desc_a0, a_units), desc_advance(desc_w0, w_units),
                               from_zero);
       older = newest;
       newest = ring.slot;
+      if constexpr (GSUB > 1) {
+        older_ends = newest_ends;
+        newest_ends = sub == GSUB - 1;
+        if (++sub < GSUB) return;
+        sub = 0;
+      }
       ring.advance();
     };
     // One thread's arrival on ring slot s's empty barrier: this CTA's producer's, and with
@@ -475,13 +529,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         // the warp after __syncwarp is as correct, but compute-sanitizer's racecheck does not
         // follow that ordering and reported every reuse of a slot as a hazard; the per-thread
         // arrivals were also 0.5-3% faster on an H100, reports/h100/fp8-fma-promotion-2026-12-07.)
-        auto retire = [&](float(&part)[S::kRegs], int s, bool last) {
+        auto retire = [&](float(&part)[S::kRegs], int s, bool ends, bool last) {
           if (last) {
             wait_group_mma<0>(part);
           } else {
             wait_group_mma<1>(part);
           }
-          if constexpr (!PER_GROUP) release(s);
+          if constexpr (!PER_GROUP) {
+            if (ends) release(s);
+          }
           promote<PER_GROUP, W_BLOCK>(acc, part, scale_slot(s), row_base - tm * S::kTileM, S::kTileM,
                              col_base - tn * TILE_N);
           if constexpr (PER_GROUP) release_lane(s);
@@ -491,16 +547,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           // Group g into one partial while group g - 1 (the other) finishes and is promoted.
           if (g & 1) {
             issue(part1, true);
-            retire(part0, older, false);
+            retire(part0, older, older_ends, false);
           } else {
             issue(part0, true);
-            retire(part1, older, false);
+            retire(part1, older, older_ends, false);
           }
         }
+        // A tile's last group ends its stage (the launch takes GSUB dividing the groups).
         if ((k_groups - 1) & 1) {
-          retire(part1, newest, true);
+          retire(part1, newest, true, true);
         } else {
-          retire(part0, newest, true);
+          retire(part0, newest, true, true);
         }
       } else {
         // Fast accumulation: one chain over the whole of K in the tensor cores' accumulator, one
@@ -509,7 +566,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         for (int g = 1; g < k_groups; ++g) {
           issue(acc, false);
           wait_group_mma<1>(acc);
-          release(older);
+          if (older_ends) release(older);
         }
         wait_group_mma<0>(acc);
         release(newest);
@@ -539,7 +596,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           continue;
         }
       }
-      store_fp8_tile<PER_GROUP>(kp, acc, row_base, col_base);
+      // A short tile stores its own rows only: the wgmma's others read no row of A.
+      store_fp8_tile<PER_GROUP>(kp, acc, row_base, col_base,
+                                min(kp.p.m, tm * S::kTileM + S::kTileM));
     }
   }
   // The last TMA stores read this CTA's shared memory: they finish before it exits.
@@ -561,11 +620,13 @@ bool make_byte_map(CUtensorMap* map, const void* base, int rows, int k, long lon
 }
 
 template <int CONSUMERS, int TILE_N, int STAGES, int CLUSTER, bool PROMOTED, bool PER_GROUP,
-          bool W_BLOCK>
-cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t stream) {
+          bool W_BLOCK, int GSUB = 1, int ROWS = 64 * CONSUMERS>
+cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, bool stage_boxes,
+                              cudaStream_t stream) {
   static_assert(128 % TILE_N == 0, "a tile in one 128-column block of weight scales (W_BLOCK)");
-  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER, PER_GROUP>;
-  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, CLUSTER, PROMOTED, PER_GROUP, W_BLOCK>;
+  using S = Fp8Shape<CONSUMERS, TILE_N, STAGES, CLUSTER, PER_GROUP, GSUB, ROWS>;
+  auto kernel = fp8_gemm_kernel<CONSUMERS, TILE_N, STAGES, CLUSTER, PROMOTED, PER_GROUP, W_BLOCK,
+                                GSUB, ROWS>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
   if (attr != cudaSuccess) return attr;
@@ -576,6 +637,7 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
   kp.m_tiles = (p.m + S::kTileM - 1) / S::kTileM;
   kp.n_tiles = (p.n + TILE_N - 1) / TILE_N;
   kp.k_groups = (p.k + kGroupK - 1) / kGroupK;
+  if (kp.k_groups % GSUB != 0) return cudaErrorInvalidValue;  // launch_fp8_short falls back
   const size_t out_bytes = p.out_type == ElemType::kFP32 ? 4 : 2;
   kp.pair_out = (p.ldo % 2 == 0) &&
                 (reinterpret_cast<uintptr_t>(p.out) % (2 * out_bytes) == 0);
@@ -594,6 +656,28 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
   if (!make_byte_map(&map_a, p.a, p.m, p.k, p.lda, kp.a_box_rows) ||
       !make_byte_map(&map_w, p.w, p.n, p.k, p.ldw, S::kWPartRows)) {
     return cudaErrorInvalidValue;
+  }
+  // One copy a stage per operand where K is whole groups (a 3-d view would read past a row's K
+  // where the 2-d map zero-fills): A where its box is the tile's rows (so that the stage's groups
+  // are the box's rows apart); W always (no cluster with several groups a stage). The same bytes
+  // land in the same places as one copy a group, so the consumers and the bits are unchanged.
+  kp.stage_boxes = 0;
+  if (GSUB > 1 && stage_boxes && p.k % kGroupK == 0) {
+    const uint64_t groups = static_cast<uint64_t>(kp.k_groups);
+    CUtensorMap stage_a_map, stage_w_map;
+    if (kp.a_box_rows == S::kTileM &&
+        encode_swizzled_stage_map(&stage_a_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, p.a,
+                                  static_cast<uint64_t>(p.m), groups,
+                                  static_cast<uint64_t>(p.lda), S::kTileM, GSUB)) {
+      map_a = stage_a_map;
+      kp.stage_boxes |= 1;
+    }
+    if (encode_swizzled_stage_map(&stage_w_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, p.w,
+                                  static_cast<uint64_t>(p.n), groups,
+                                  static_cast<uint64_t>(p.ldw), TILE_N, GSUB)) {
+      map_w = stage_w_map;
+      kp.stage_boxes |= 2;
+    }
   }
   // Tiles, or with clusters groups of CLUSTER row tiles.
   const long long total = static_cast<long long>(kp.m_tiles + CLUSTER - 1) / CLUSTER * kp.n_tiles;
@@ -618,23 +702,55 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, cudaStream_t st
 
 constexpr bool fp8_config_is(int i, int consumers, int tile_n, int stages, int cluster = 1) {
   return kFp8GemmConfigs[i].tile_m == 64 * consumers && kFp8GemmConfigs[i].tile_n == tile_n &&
-         kFp8GemmConfigs[i].stages == stages && kFp8GemmConfigs[i].cluster_m == cluster;
+         kFp8GemmConfigs[i].stages == stages && kFp8GemmConfigs[i].cluster_m == cluster &&
+         kFp8GemmConfigs[i].groups_per_stage == 1;
 }
-static_assert(kFp8GemmConfigCount == 5 && fp8_config_is(0, 2, 128, 6) &&
+// A decode entry: rows of A (one consumer), 32 columns, four K groups a stage.
+constexpr bool fp8_short_is(int i, int rows, int stages) {
+  return kFp8GemmConfigs[i].tile_m == rows && kFp8GemmConfigs[i].tile_n == 32 &&
+         kFp8GemmConfigs[i].stages == stages && kFp8GemmConfigs[i].cluster_m == 1 &&
+         kFp8GemmConfigs[i].groups_per_stage == 4;
+}
+static_assert(kFp8GemmConfigCount == 9 && fp8_config_is(0, 2, 128, 6) &&
                   fp8_config_is(1, 1, 128, 8) && fp8_config_is(2, 1, 64, 12) &&
-                  fp8_config_is(3, 1, 32, 16) && fp8_config_is(4, 2, 128, 6, 2),
+                  fp8_config_is(3, 1, 32, 16) && fp8_config_is(4, 2, 128, 6, 2) &&
+                  fp8_short_is(5, 8, 9) && fp8_short_is(6, 16, 8) && fp8_short_is(7, 32, 6) &&
+                  fp8_short_is(8, 64, 4),
               "launch_fp8's instantiations must follow kFp8GemmConfigs");
 
+// A decode entry (ROWS rows of A, 32 columns, four K groups a stage) where the groups divide K's,
+// else the same ring bytes one group a stage; scales per K group take entry 3's ring (Fp8Shape).
+template <int ROWS, int STAGES, bool PROMOTED, bool PER_GROUP, bool W_BLOCK>
+cudaError_t launch_fp8_short(const Fp8GemmProblem& p, int ctas, bool stage_boxes,
+                             cudaStream_t stream) {
+  if constexpr (PER_GROUP) {
+    return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stage_boxes,
+                                                                        stream);
+  } else {
+    const int k_groups = (p.k + kGroupK - 1) / kGroupK;
+    return k_groups % 4 == 0
+               ? launch_fp8_config<1, 32, STAGES, 1, PROMOTED, false, W_BLOCK, 4, ROWS>(
+                     p, ctas, stage_boxes, stream)
+               : launch_fp8_config<1, 32, STAGES * 4, 1, PROMOTED, false, W_BLOCK, 1, ROWS>(
+                     p, ctas, stage_boxes, stream);
+  }
+}
+
 template <bool PROMOTED, bool PER_GROUP, bool W_BLOCK = false>
-cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, cudaStream_t stream) {
+cudaError_t launch_fp8(const Fp8GemmProblem& p, int config, int ctas, bool boxes,
+                       cudaStream_t stream) {
   switch (config) {
     // The 128-row tiles' rings hold a stage fewer with scales per K group (the scale ring does not
     // fit beside six).
-    case 0: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
-    case 1: return launch_fp8_config<1, 128, 8, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
-    case 2: return launch_fp8_config<1, 64, 12, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
-    case 3: return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
-    case 4: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 2, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, stream);
+    case 0: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 1: return launch_fp8_config<1, 128, 8, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 2: return launch_fp8_config<1, 64, 12, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 3: return launch_fp8_config<1, 32, 16, 1, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 4: return launch_fp8_config<2, 128, PER_GROUP ? 5 : 6, 2, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 5: return launch_fp8_short<8, 9, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 6: return launch_fp8_short<16, 8, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 7: return launch_fp8_short<32, 6, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
+    case 8: return launch_fp8_short<64, 4, PROMOTED, PER_GROUP, W_BLOCK>(p, ctas, boxes, stream);
     default: break;
   }
   return cudaErrorInvalidValue;
@@ -684,6 +800,7 @@ Fp8GemmPlan fp8_gemm_plan(const Fp8GemmProblem& p, int sm_count, int force_confi
     double best_cost = 0.0;
     for (int i = 0; i < kFp8GemmConfigCount; ++i) {
       const Fp8GemmConfig& c = kFp8GemmConfigs[i];
+      if (!c.auto_pick) continue;
       const long long tiles =
           static_cast<long long>(ceil_div_int(p.m, c.tile_m)) * ceil_div_int(p.n, c.tile_n);
       const long long waves = (tiles + sms - 1) / sms;
@@ -706,10 +823,12 @@ cudaError_t fp8_gemm_launch(const Fp8GemmProblem& p, const Fp8GemmPlan& plan,
                             cudaStream_t stream) {
   if (fp8_gemm_unsupported(p) != nullptr || plan.ctas <= 0) return cudaErrorInvalidValue;
   // fp8_gemm_unsupported refuses scales per K group with fast accumulation.
-  if (!p.promoted) return launch_fp8<false, false>(p, plan.config, plan.ctas, stream);
-  if (!p.per_group) return launch_fp8<true, false>(p, plan.config, plan.ctas, stream);
-  return p.w_scale_blocks_of_128 ? launch_fp8<true, true, true>(p, plan.config, plan.ctas, stream)
-                                 : launch_fp8<true, true>(p, plan.config, plan.ctas, stream);
+  const bool boxes = plan.stage_boxes;
+  if (!p.promoted) return launch_fp8<false, false>(p, plan.config, plan.ctas, boxes, stream);
+  if (!p.per_group) return launch_fp8<true, false>(p, plan.config, plan.ctas, boxes, stream);
+  return p.w_scale_blocks_of_128
+             ? launch_fp8<true, true, true>(p, plan.config, plan.ctas, boxes, stream)
+             : launch_fp8<true, true>(p, plan.config, plan.ctas, boxes, stream);
 }
 
 }  // namespace nvdet::kernels

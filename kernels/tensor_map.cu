@@ -48,10 +48,18 @@ bool encode_swizzled_tile_map(CUtensorMap* map, CUtensorMapDataType type, const 
 bool encode_swizzled_stage_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
                                uint64_t rows, uint64_t k_tiles, uint64_t row_bytes,
                                uint32_t box_rows, uint32_t box_k_tiles) {
-  // Dimension 2 steps one k tile (64 two-byte elements) along the row; dimension 1 one row.
-  const cuuint64_t dims[3] = {64, rows, k_tiles};
+  // Dimension 2 steps one k tile of 128 bytes along the row (64 two-byte elements or 128 one-byte
+  // codes); dimension 1 one row.
+  uint64_t tile_elems = 0;
+  switch (type) {
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16: tile_elems = 64; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT8: tile_elems = 128; break;
+    default: return false;
+  }
+  const cuuint64_t dims[3] = {tile_elems, rows, k_tiles};
   const cuuint64_t strides[2] = {row_bytes, 128};
-  const cuuint32_t box[3] = {64, box_rows, box_k_tiles};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(tile_elems), box_rows, box_k_tiles};
   return encode_swizzled(map, type, base, 3, dims, strides, box);
 }
 

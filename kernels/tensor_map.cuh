@@ -19,11 +19,12 @@ bool encode_swizzled_tile_map(CUtensorMap* map, CUtensorMapDataType type, const 
                               uint64_t rows, uint64_t cols, uint64_t row_bytes, uint32_t box_cols,
                               uint32_t box_rows);
 
-// The same matrix, K a whole number of 64-element k tiles, seen as [k_tiles][rows][64] (the k
-// tile index outermost, with a stride of 128 bytes): a box of box_k_tiles k tiles of box_rows rows
-// lands as box_k_tiles consecutive [box_rows][64] tiles, each laid out (and swizzled) as the 2-d
-// map's box at its k tile, so one copy fills a ring stage's k tiles of one operand. False when
-// the driver has no encoder or refuses the map.
+// The same matrix, K a whole number of 128-byte k tiles (64 16-bit elements, or 128 one-byte
+// codes of `type` UINT8), seen as [k_tiles][rows][128 bytes] (the k tile index outermost, with a
+// stride of 128 bytes): a box of box_k_tiles k tiles of box_rows rows lands as box_k_tiles
+// consecutive [box_rows][128 bytes] tiles, each laid out (and swizzled) as the 2-d map's box at
+// its k tile, so one copy fills a ring stage's k tiles of one operand. False for other types,
+// when the driver has no encoder or when it refuses the map.
 bool encode_swizzled_stage_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
                                uint64_t rows, uint64_t k_tiles, uint64_t row_bytes,
                                uint32_t box_rows, uint32_t box_k_tiles);

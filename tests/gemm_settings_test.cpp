@@ -97,6 +97,25 @@ TEST(GemmSettings, PinnedFp8PlanTakesTheEntryAndCtas) {
   EXPECT_EQ(kernels::fp8_gemm_plan(p, 132).config, 3);
 }
 
+// Entries not yet timed (auto_pick false: the decode tiles with several K groups a stage) are
+// taken only when pinned, and the pinned plan keeps one copy a stage unless told otherwise.
+TEST(GemmSettings, Fp8PlanTakesOnlyEntriesItMayPick) {
+  kernels::Fp8GemmProblem p;
+  p.n = 4096;
+  p.k = 4096;
+  int not_picked = 0;
+  for (int config = 0; config < kernels::kFp8GemmConfigCount; ++config) {
+    not_picked += !kernels::kFp8GemmConfigs[config].auto_pick;
+  }
+  EXPECT_GT(not_picked, 0);
+  for (p.m = 1; p.m <= 8192; p.m = p.m * 2 + 1) {
+    const kernels::Fp8GemmPlan plan = kernels::fp8_gemm_plan(p, 132);
+    EXPECT_TRUE(kernels::kFp8GemmConfigs[plan.config].auto_pick) << "m " << p.m;
+    EXPECT_TRUE(plan.stage_boxes);
+  }
+  EXPECT_EQ(kernels::fp8_gemm_plan(p, 132, 6).config, 6);
+}
+
 #else
 TEST(GemmSettings, NeedTheCudaBuild) { GTEST_SKIP() << "built without CUDA"; }
 #endif

@@ -148,11 +148,12 @@ TEST(GpuFp8Invariant, ARowsBitsDoNotDependOnTheBatch) {
 }
 
 #ifdef NVDET_WITH_CUDA
-// Kernel level: an m = 300, n = 520 problem (partial tiles in m and n) with K deep under every
-// scheme, configuration and CTA count, bitwise; with scales per K group and weight scales in
-// 128-column blocks (block_128x128, tensor), both forms of the promotion (w_scale_blocks_of_128).
-void expect_every_configuration_agrees(int k) {
-  const int m = 300, n = 520;
+// Kernel level: an m x 520 problem (partial tiles in m and n) with K deep under every scheme,
+// configuration and CTA count, bitwise; with scales per K group and weight scales in 128-column
+// blocks (block_128x128, tensor), both forms of the promotion (w_scale_blocks_of_128); the
+// entries with several K groups a stage with one copy a stage and one a group.
+void expect_every_configuration_agrees(int k, int m) {
+  const int n = 520;
   const HostTensor a = seeded({m, k}, 11, 1.0f);
   const HostTensor w = seeded({n, k}, 12, 0.05f);
   testing::DeviceArrays dev;
@@ -186,25 +187,32 @@ void expect_every_configuration_agrees(int k) {
       if (blocks && !blocks_possible) continue;
       p.w_scale_blocks_of_128 = blocks;
       for (int config = 0; config < kernels::kFp8GemmConfigCount; ++config) {
+        const bool several = kernels::kFp8GemmConfigs[config].groups_per_stage > 1;
         for (const int ctas : {1, 7, 132}) {
-          ASSERT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten
-          const kernels::Fp8GemmPlan plan = kernels::fp8_gemm_plan(p, 132, config, ctas);
-          ASSERT_EQ(kernels::fp8_gemm_launch(p, plan, nullptr), cudaSuccess);
-          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          std::vector<uint8_t> bytes(size_t(m) * n * 4);
-          ASSERT_EQ(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost),
-                    cudaSuccess);
-          for (size_t i = 0; i < bytes.size(); i += 4) {
-            float v;
-            std::memcpy(&v, &bytes[i], 4);
-            ASSERT_TRUE(std::isfinite(v)) << "element " << i / 4 << " unwritten, config " << config;
-          }
-          if (first.empty()) {
-            first = bytes;
-          } else {
-            EXPECT_EQ(bytes, first)
-                << fp8_scheme_text(scheme) << ": config " << config << ", " << ctas << " CTAs"
-                << (blocks ? ", weight scales as 128-column blocks" : "");
+          for (const bool stage_boxes : {true, false}) {
+            if (!stage_boxes && !several) continue;
+            ASSERT_EQ(cudaMemset(out, 0xff, size_t(m) * n * 4), cudaSuccess);  // NaN: unwritten
+            kernels::Fp8GemmPlan plan = kernels::fp8_gemm_plan(p, 132, config, ctas);
+            plan.stage_boxes = stage_boxes;
+            ASSERT_EQ(kernels::fp8_gemm_launch(p, plan, nullptr), cudaSuccess);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            std::vector<uint8_t> bytes(size_t(m) * n * 4);
+            ASSERT_EQ(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost),
+                      cudaSuccess);
+            for (size_t i = 0; i < bytes.size(); i += 4) {
+              float v;
+              std::memcpy(&v, &bytes[i], 4);
+              ASSERT_TRUE(std::isfinite(v))
+                  << "element " << i / 4 << " unwritten, config " << config;
+            }
+            if (first.empty()) {
+              first = bytes;
+            } else {
+              EXPECT_EQ(bytes, first)
+                  << fp8_scheme_text(scheme) << ": config " << config << ", " << ctas << " CTAs"
+                  << (blocks ? ", weight scales as 128-column blocks" : "")
+                  << (stage_boxes ? "" : ", one copy a K group");
+            }
           }
         }
       }
@@ -215,10 +223,15 @@ void expect_every_configuration_agrees(int k) {
 TEST(GpuFp8Invariant, EveryConfigurationAndCtaCountGivesTheSameBits) {
   REQUIRE_GPU();
   if (!kernels::fp8_gemm_available()) GTEST_SKIP() << "no sm_90a FP8 kernel on this device";
-  // A last K group of 16, with 6 K groups and with 4.
-  for (const int k : {656, 400}) {
-    SCOPED_TRACE("k " + std::to_string(k));
-    ASSERT_NO_FATAL_FAILURE(expect_every_configuration_agrees(k));
+  // A last K group of 16, with 6 K groups and with 4; 8 whole K groups (the decode entries' one
+  // copy a stage), also at m = 5 (A's box of 8 rows: a whole box of the 8-row tile, part of the
+  // others).
+  struct Case {
+    int k, m;
+  };
+  for (const Case c : {Case{656, 300}, Case{400, 300}, Case{1024, 300}, Case{1024, 5}}) {
+    SCOPED_TRACE("k " + std::to_string(c.k) + ", m " + std::to_string(c.m));
+    ASSERT_NO_FATAL_FAILURE(expect_every_configuration_agrees(c.k, c.m));
   }
 }
 #endif

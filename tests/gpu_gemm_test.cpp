@@ -641,21 +641,26 @@ TEST_F(InvariantKernels, OneCopyAStageGivesTheBitsOfOneCopyAKTile) {
   if (wgmma_seen) EXPECT_TRUE(nvdet::kernels::gemm_invariant_stage_copies_available());
 }
 
-// The stage maps the launch encodes: A's rows at decode sizes are fewer than the box's (m = 1 in a
-// box of 8, the rows past m zero-filled), W's a partial last tile; a refused map would leave that
-// side on one copy a k tile, silently (the bits test above would still pass), so each is encoded
-// here as the launch encodes it.
+// The stage maps the launches encode: A's rows at decode sizes are fewer than the box's (m = 1 in
+// a box of 8, the rows past m zero-filled), W's a partial last tile; a refused map would leave
+// that side on one copy a k tile, silently (the bits tests would still pass), so each is encoded
+// here as the launches encode it: 16-bit elements (the GEMM's k tiles) and FP8 codes (its K
+// groups of 128).
 TEST_F(InvariantKernels, StageMapsEncodeForEveryRowCountTheLaunchAsksFor) {
   if (nvdet::kernels::tensor_map_encoder() == nullptr) GTEST_SKIP() << "no TMA map encoder";
   const void* base = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // never dereferenced
-  for (uint64_t rows : {1, 5, 8, 9, 63, 64, 4095, 4096}) {
-    for (uint32_t box_rows : {8u, 16u, 32u, 64u}) {
-      for (uint32_t box_k_tiles : {2u, 4u}) {
-        CUtensorMap map;
-        EXPECT_TRUE(
-            nvdet::kernels::encode_swizzled_stage_map(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base,
-                                                      rows, 64, 4096 * 2, box_rows, box_k_tiles))
-            << rows << " rows, a box of " << box_rows << " rows by " << box_k_tiles << " k tiles";
+  for (const CUtensorMapDataType type :
+       {CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_UINT8}) {
+    const uint64_t row_bytes = type == CU_TENSOR_MAP_DATA_TYPE_UINT8 ? 4096 : 4096 * 2;
+    for (uint64_t rows : {1, 5, 8, 9, 63, 64, 4095, 4096}) {
+      for (uint32_t box_rows : {8u, 16u, 32u, 64u}) {
+        for (uint32_t box_k_tiles : {2u, 4u}) {
+          CUtensorMap map;
+          EXPECT_TRUE(nvdet::kernels::encode_swizzled_stage_map(
+              &map, type, base, rows, row_bytes / 128, row_bytes, box_rows, box_k_tiles))
+              << (type == CU_TENSOR_MAP_DATA_TYPE_UINT8 ? "FP8 codes, " : "bf16, ") << rows
+              << " rows, a box of " << box_rows << " rows by " << box_k_tiles << " k tiles";
+        }
       }
     }
   }

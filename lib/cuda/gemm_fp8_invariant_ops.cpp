@@ -104,8 +104,9 @@ PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args
     throw_input_error(std::string("backend 'cuda-invariant': ") + why + " (m=" + std::to_string(m) +
                       ", n=" + std::to_string(n) + ", k=" + std::to_string(k) + ")");
   }
-  const kernels::Fp8GemmPlan plan =
+  kernels::Fp8GemmPlan plan =
       kernels::fp8_gemm_plan(p, ctx.sm_count(), forced_fp8_config(), forced_gemm_ctas());
+  plan.stage_boxes = gemm_stage_copies();
   if (notes) {
     const kernels::Fp8GemmConfig& c = kernels::kFp8GemmConfigs[plan.config];
     (*notes)["kernel"] = "wgmma-m64nNk32-e4m3-tma";
@@ -118,6 +119,7 @@ PreparedCall prepare_invariant_fp8_gemm(DeviceContext& ctx, const GemmArgs& args
     (*notes)["tile"] =
         std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x128 (m x n x k)";
     (*notes)["stages"] = std::to_string(c.stages);
+    (*notes)["k_groups_a_stage"] = std::to_string(c.groups_per_stage);
     (*notes)["cluster"] = std::to_string(c.cluster_m);
     (*notes)["ctas"] = std::to_string(plan.ctas);
     (*notes)["split_k"] = "1";
