@@ -41,6 +41,20 @@ NVDET_TILES_FN bool cluster_tile(int linear, int m_tiles, int n_tiles, int clust
   return *tm < m_tiles;
 }
 
+// The swapped decode form's walk (A's rows on wgmma's N side, W's on its 64-row side), whose
+// clusters of `cluster` CTAs share one tile row of A and take `cluster` horizontally adjacent
+// tile columns (rows of W): `linear` counts those groups in grouped order over m_tiles rows and
+// ceil(n_tiles / cluster) columns of groups, and the CTA of cluster rank `rank` takes the rank-th
+// column. Returns whether that column lies inside N (one past it, at an odd count of column
+// tiles, is computed on rows of W that exist and never stored). The groups number
+// m_tiles * ceil(n_tiles / cluster); with cluster 1 this is grouped_tile.
+NVDET_TILES_FN bool swapped_cluster_tile(int linear, int m_tiles, int n_tiles, int cluster,
+                                         int rank, int* tm, int* tn) {
+  grouped_tile(linear, m_tiles, (n_tiles + cluster - 1) / cluster, 8, tm, tn);
+  *tn = *tn * cluster + rank;
+  return *tn < n_tiles;
+}
+
 // Where one output tile lies: the first row of A and of out, the first row of the stacked W, the
 // row past the tile's group (rows from there on are not stored) and the first column.
 struct GroupedTileSite {

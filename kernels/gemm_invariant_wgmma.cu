@@ -239,12 +239,11 @@ template <int W_ROWS, int A_ROWS, int CLUSTER>
 __device__ __forceinline__ GroupedTileSite swapped_tile_site(const GemmKernelParams& p, int tile,
                                                              int rank) {
   int tm, tn;
-  grouped_tile(tile, p.m_tiles, (p.n_tiles + CLUSTER - 1) / CLUSTER, 8, &tm, &tn);
-  tn = tn * CLUSTER + rank;
+  const bool inside = swapped_cluster_tile(tile, p.m_tiles, p.n_tiles, CLUSTER, rank, &tm, &tn);
   GroupedTileSite site;
   site.out_row = site.w_row = tm * A_ROWS;
   site.col = tn * W_ROWS;
-  site.a_row = tn < p.n_tiles ? site.col : 0;
+  site.a_row = inside ? site.col : 0;
   site.row_end = p.m;
   return site;
 }

@@ -130,6 +130,66 @@ TEST(GemmGroupedTiles, PlainAndClusterWalksComputeEveryTileOnce) {
   }
 }
 
+// The swapped decode form's clusters (kernels/gemm_invariant_wgmma.cu, entries 32-35): persistent
+// clusters walk the groups `clusters` apart, every rank of a group has the group's one tile row of
+// A (the multicast side) and its own adjacent tile column, every tile is computed once, and only
+// the last, partial group of columns has a rank past N.
+void check_swapped_walk(int m_tiles, int n_tiles, int cluster, int ctas) {
+  SCOPED_TRACE(::testing::Message() << m_tiles << " x " << n_tiles << " tiles, cluster " << cluster
+                                    << ", " << ctas << " CTAs");
+  std::vector<int> computed(static_cast<size_t>(m_tiles) * n_tiles, 0);
+  const int total = m_tiles * ((n_tiles + cluster - 1) / cluster);
+  const int clusters = ctas / cluster;
+  ASSERT_GT(clusters, 0);
+  for (int c = 0; c < clusters; ++c) {
+    for (int linear = c; linear < total; linear += clusters) {
+      int tm0 = -1, tn0 = -1;
+      for (int rank = 0; rank < cluster; ++rank) {
+        int tm = -1, tn = -1;
+        const bool inside = swapped_cluster_tile(linear, m_tiles, n_tiles, cluster, rank, &tm, &tn);
+        ASSERT_GE(tm, 0);
+        ASSERT_LT(tm, m_tiles);
+        ASSERT_EQ(inside, tn < n_tiles);
+        if (rank == 0) {
+          tm0 = tm;
+          tn0 = tn;
+          ASSERT_EQ(tn % cluster, 0) << "a cluster's first tile starts a group of column tiles";
+          if (cluster == 1) {
+            int gm = -1, gn = -1;
+            grouped_tile(linear, m_tiles, n_tiles, 8, &gm, &gn);
+            ASSERT_EQ(tm, gm) << "without clusters, the plain grouped order";
+            ASSERT_EQ(tn, gn);
+          }
+        } else {
+          ASSERT_EQ(tm, tm0) << "one A tile for the whole cluster";
+          ASSERT_EQ(tn, tn0 + rank);
+        }
+        if (!inside) {
+          ASSERT_NE(n_tiles % cluster, 0) << "a tile past N only in the last, partial group";
+          continue;
+        }
+        ++computed[static_cast<size_t>(tm) * n_tiles + tn];
+      }
+    }
+  }
+  for (int tm = 0; tm < m_tiles; ++tm) {
+    for (int tn = 0; tn < n_tiles; ++tn) {
+      ASSERT_EQ(computed[static_cast<size_t>(tm) * n_tiles + tn], 1) << tm << ", " << tn;
+    }
+  }
+}
+
+TEST(GemmGroupedTiles, SwappedClusterWalkComputesEveryTileOnce) {
+  for (const int cluster : {1, 2, 4}) {
+    for (const int m_tiles : {1, 2, 3, 9}) {
+      for (const int n_tiles : {1, 5, 17, 128, 129, 448}) {
+        for (const int ctas : {cluster, 12, 132, 264})
+          check_swapped_walk(m_tiles, n_tiles, cluster, ctas);
+      }
+    }
+  }
+}
+
 TEST(GemmGroupedTiles, AllGroupsEmptyMeansNoTiles) {
   const std::vector<int> first_row = {0, 0, 0, 0};
   std::vector<int> first_tile(4);
