@@ -67,47 +67,26 @@ TEST(GemmGroupedTiles, EveryRowOfEveryGroupIsStoredOnce) {
   }
 }
 
-// The plain launches' walks, as the persistent CTAs of the 16-bit and FP8 kernels take them:
-// `ctas` CTAs (in clusters of `cluster`, cluster index = CTA / cluster, rank = CTA % cluster) each
-// walk the indices first, first + step, ... Every tile inside M is computed exactly once; with
-// clusters, both CTAs of a cluster take the same tile column at every step, vertically adjacent
-// row tiles, and the same number of steps (their rings run in lockstep), and the only tiles past M
-// are the last ones of the last group of row tiles.
-void check_plain_walk(int m_tiles, int n_tiles, int cluster, int ctas) {
+// `ctas` persistent CTAs in clusters of `cluster` (cluster index = CTA / cluster, rank = CTA %
+// cluster) walk the groups of tiles first, first + step, ... up to `total`, each rank of a cluster
+// taking the tile visit(linear, rank, &tm, &tn) gives (true: inside the output, to be computed);
+// every tile of the m_tiles x n_tiles output must be computed exactly once.
+template <class Visit>
+void expect_every_tile_once(int m_tiles, int n_tiles, int cluster, int ctas, int total,
+                            Visit visit) {
   SCOPED_TRACE(::testing::Message() << m_tiles << " x " << n_tiles << " tiles, cluster " << cluster
                                     << ", " << ctas << " CTAs");
   std::vector<int> computed(static_cast<size_t>(m_tiles) * n_tiles, 0);
-  const int total = (m_tiles + cluster - 1) / cluster * n_tiles;
   const int clusters = ctas / cluster;
   ASSERT_GT(clusters, 0);
   for (int c = 0; c < clusters; ++c) {
     for (int linear = c; linear < total; linear += clusters) {
-      int tm0 = -1, tn0 = -1;
       for (int rank = 0; rank < cluster; ++rank) {
         int tm = -1, tn = -1;
-        bool inside = true;
-        if (cluster == 1) {
-          grouped_tile(linear, m_tiles, n_tiles, 8, &tm, &tn);
-        } else {
-          inside = cluster_tile(linear, m_tiles, n_tiles, cluster, rank, &tm, &tn);
-        }
-        ASSERT_GE(tn, 0);
-        ASSERT_LT(tn, n_tiles);
-        ASSERT_EQ(inside, tm < m_tiles);
-        if (rank == 0) {
-          tm0 = tm;
-          tn0 = tn;
-          ASSERT_EQ(tm % cluster, 0) << "a cluster's first tile starts a group of row tiles";
-        } else {
-          ASSERT_EQ(tn, tn0) << "one W tile for the whole cluster";
-          ASSERT_EQ(tm, tm0 + rank);
-        }
-        if (!inside) {
-          ASSERT_NE(m_tiles % cluster, 0) << "a tile past M only in the last, partial group";
-          ASSERT_LT(tm, (m_tiles + cluster - 1) / cluster * cluster);
-          continue;
-        }
-        ASSERT_GE(tm, 0);
+        bool inside = false;
+        ASSERT_NO_FATAL_FAILURE(visit(linear, rank, &tm, &tn, &inside));
+        if (!inside) continue;
+        ASSERT_TRUE(tm >= 0 && tm < m_tiles && tn >= 0 && tn < n_tiles) << tm << ", " << tn;
         ++computed[static_cast<size_t>(tm) * n_tiles + tn];
       }
     }
@@ -117,6 +96,40 @@ void check_plain_walk(int m_tiles, int n_tiles, int cluster, int ctas) {
       ASSERT_EQ(computed[static_cast<size_t>(tm) * n_tiles + tn], 1) << tm << ", " << tn;
     }
   }
+}
+
+// The plain launches' walks, as the persistent CTAs of the 16-bit and FP8 kernels take them.
+// Every tile inside M is computed exactly once; with clusters, the CTAs of a cluster take the same
+// tile column at every step, vertically adjacent row tiles, and the same number of steps (their
+// rings run in lockstep), and the only tiles past M are the last ones of the last group of row
+// tiles.
+void check_plain_walk(int m_tiles, int n_tiles, int cluster, int ctas) {
+  int tm0 = -1, tn0 = -1;
+  expect_every_tile_once(
+      m_tiles, n_tiles, cluster, ctas, (m_tiles + cluster - 1) / cluster * n_tiles,
+      [&](int linear, int rank, int* tm, int* tn, bool* inside) {
+        *inside = true;
+        if (cluster == 1) {
+          grouped_tile(linear, m_tiles, n_tiles, 8, tm, tn);
+        } else {
+          *inside = cluster_tile(linear, m_tiles, n_tiles, cluster, rank, tm, tn);
+        }
+        ASSERT_GE(*tn, 0);
+        ASSERT_LT(*tn, n_tiles);
+        ASSERT_EQ(*inside, *tm < m_tiles);
+        if (rank == 0) {
+          tm0 = *tm;
+          tn0 = *tn;
+          ASSERT_EQ(*tm % cluster, 0) << "a cluster's first tile starts a group of row tiles";
+        } else {
+          ASSERT_EQ(*tn, tn0) << "one W tile for the whole cluster";
+          ASSERT_EQ(*tm, tm0 + rank);
+        }
+        if (!*inside) {
+          ASSERT_NE(m_tiles % cluster, 0) << "a tile past M only in the last, partial group";
+          ASSERT_LT(*tm, (m_tiles + cluster - 1) / cluster * cluster);
+        }
+      });
 }
 
 TEST(GemmGroupedTiles, PlainAndClusterWalksComputeEveryTileOnce) {
@@ -130,53 +143,37 @@ TEST(GemmGroupedTiles, PlainAndClusterWalksComputeEveryTileOnce) {
   }
 }
 
-// The swapped decode form's clusters (kernels/gemm_invariant_wgmma.cu, entries 32-35): persistent
-// clusters walk the groups `clusters` apart, every rank of a group has the group's one tile row of
-// A (the multicast side) and its own adjacent tile column, every tile is computed once, and only
-// the last, partial group of columns has a rank past N.
+// The swapped decode form's clusters (kernels/gemm_invariant_wgmma.cu, entries 32-35): every rank
+// of a group has the group's one tile row of A (the multicast side) and its own adjacent tile
+// column, every tile is computed once, only the last, partial group of columns has a rank past N,
+// and without clusters the walk is the plain grouped order.
 void check_swapped_walk(int m_tiles, int n_tiles, int cluster, int ctas) {
-  SCOPED_TRACE(::testing::Message() << m_tiles << " x " << n_tiles << " tiles, cluster " << cluster
-                                    << ", " << ctas << " CTAs");
-  std::vector<int> computed(static_cast<size_t>(m_tiles) * n_tiles, 0);
-  const int total = m_tiles * ((n_tiles + cluster - 1) / cluster);
-  const int clusters = ctas / cluster;
-  ASSERT_GT(clusters, 0);
-  for (int c = 0; c < clusters; ++c) {
-    for (int linear = c; linear < total; linear += clusters) {
-      int tm0 = -1, tn0 = -1;
-      for (int rank = 0; rank < cluster; ++rank) {
-        int tm = -1, tn = -1;
-        const bool inside = swapped_cluster_tile(linear, m_tiles, n_tiles, cluster, rank, &tm, &tn);
-        ASSERT_GE(tm, 0);
-        ASSERT_LT(tm, m_tiles);
-        ASSERT_EQ(inside, tn < n_tiles);
+  int tm0 = -1, tn0 = -1;
+  expect_every_tile_once(
+      m_tiles, n_tiles, cluster, ctas, m_tiles * ((n_tiles + cluster - 1) / cluster),
+      [&](int linear, int rank, int* tm, int* tn, bool* inside) {
+        *inside = swapped_cluster_tile(linear, m_tiles, n_tiles, cluster, rank, tm, tn);
+        ASSERT_GE(*tm, 0);
+        ASSERT_LT(*tm, m_tiles);
+        ASSERT_EQ(*inside, *tn < n_tiles);
         if (rank == 0) {
-          tm0 = tm;
-          tn0 = tn;
-          ASSERT_EQ(tn % cluster, 0) << "a cluster's first tile starts a group of column tiles";
+          tm0 = *tm;
+          tn0 = *tn;
+          ASSERT_EQ(*tn % cluster, 0) << "a cluster's first tile starts a group of column tiles";
           if (cluster == 1) {
             int gm = -1, gn = -1;
             grouped_tile(linear, m_tiles, n_tiles, 8, &gm, &gn);
-            ASSERT_EQ(tm, gm) << "without clusters, the plain grouped order";
-            ASSERT_EQ(tn, gn);
+            ASSERT_EQ(*tm, gm) << "without clusters, the plain grouped order";
+            ASSERT_EQ(*tn, gn);
           }
         } else {
-          ASSERT_EQ(tm, tm0) << "one A tile for the whole cluster";
-          ASSERT_EQ(tn, tn0 + rank);
+          ASSERT_EQ(*tm, tm0) << "one A tile for the whole cluster";
+          ASSERT_EQ(*tn, tn0 + rank);
         }
-        if (!inside) {
+        if (!*inside) {
           ASSERT_NE(n_tiles % cluster, 0) << "a tile past N only in the last, partial group";
-          continue;
         }
-        ++computed[static_cast<size_t>(tm) * n_tiles + tn];
-      }
-    }
-  }
-  for (int tm = 0; tm < m_tiles; ++tm) {
-    for (int tn = 0; tn < n_tiles; ++tn) {
-      ASSERT_EQ(computed[static_cast<size_t>(tm) * n_tiles + tn], 1) << tm << ", " << tn;
-    }
-  }
+      });
 }
 
 TEST(GemmGroupedTiles, SwappedClusterWalkComputesEveryTileOnce) {
