@@ -343,7 +343,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   // With clusters, `tile` counts groups of CLUSTER vertically adjacent tiles, walked by clusters
   // (a 1-D grid's clusters are runs of CLUSTER consecutive CTAs, ranked in blockIdx order).
-  const int total_tiles = (kp.m_tiles + CLUSTER - 1) / CLUSTER * kp.n_tiles;
+  const int total_tiles =
+      static_cast<int>(cluster_tile_groups(kp.m_tiles, kp.n_tiles, CLUSTER, false));
   const int rank = static_cast<int>(blockIdx.x % CLUSTER);
   const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
   auto tile_at = [&](int tile, int* tm, int* tn) {
@@ -680,7 +681,7 @@ cudaError_t launch_fp8_config(const Fp8GemmProblem& p, int ctas, bool stage_boxe
     }
   }
   // Tiles, or with clusters groups of CLUSTER row tiles.
-  const long long total = static_cast<long long>(kp.m_tiles + CLUSTER - 1) / CLUSTER * kp.n_tiles;
+  const long long total = cluster_tile_groups(kp.m_tiles, kp.n_tiles, CLUSTER, false);
   if (total > INT32_MAX) return cudaErrorInvalidValue;
   if constexpr (CLUSTER == 1) {
     const int grid = static_cast<int>(std::min<long long>(total, ctas));

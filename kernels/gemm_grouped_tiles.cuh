@@ -55,6 +55,15 @@ NVDET_TILES_FN bool swapped_cluster_tile(int linear, int m_tiles, int n_tiles, i
   return *tn < n_tiles;
 }
 
+// The groups of `cluster` tiles the walks above count over an m_tiles x n_tiles output:
+// ceil(m_tiles / cluster) * n_tiles (cluster_tile; grouped_tile with cluster 1), or m_tiles *
+// ceil(n_tiles / cluster) (swapped_cluster_tile).
+NVDET_TILES_FN long long cluster_tile_groups(int m_tiles, int n_tiles, int cluster,
+                                             bool swapped) {
+  return swapped ? static_cast<long long>(m_tiles) * ((n_tiles + cluster - 1) / cluster)
+                 : static_cast<long long>((m_tiles + cluster - 1) / cluster) * n_tiles;
+}
+
 // Where one output tile lies: the first row of A and of out, the first row of the stacked W, the
 // row past the tile's group (rows from there on are not stored) and the first column.
 struct GroupedTileSite {

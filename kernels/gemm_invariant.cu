@@ -5,6 +5,7 @@
 // invariance arguments show do not change any element's operation sequence.
 #include <algorithm>
 
+#include "kernels/gemm_grouped_tiles.cuh"
 #include "kernels/gemm_invariant_device.cuh"
 
 namespace nvdet::kernels {
@@ -34,15 +35,13 @@ bool row_read_in_place(const void* rows_start, int rows) {
 constexpr int kWgmmaTileK = 64;
 
 // Output tiles an entry walks for an M x N output, counting a cluster's tiles past M (a cluster
-// takes cluster_m vertically adjacent tiles together; those past M are computed, never stored).
+// takes cluster_m vertically adjacent tiles together, horizontally adjacent ones in the swapped
+// form; those past M or N are computed, never stored).
 int64_t wgmma_tiles(int m, int n, const GemmWgmmaConfig& c) {
   // Clusters take groups of cluster_m tiles: along M, or along N in the swapped form.
-  if (c.swapped) {
-    return int64_t{ceil_div(m, c.tile_m)} *
-           (int64_t{ceil_div(ceil_div(n, c.tile_n), c.cluster_m)} * c.cluster_m);
-  }
-  const int64_t row_tiles = int64_t{ceil_div(ceil_div(m, c.tile_m), c.cluster_m)} * c.cluster_m;
-  return row_tiles * ceil_div(n, c.tile_n);
+  return cluster_tile_groups(ceil_div(m, c.tile_m), ceil_div(n, c.tile_n), c.cluster_m,
+                             c.swapped) *
+         c.cluster_m;
 }
 
 }  // namespace

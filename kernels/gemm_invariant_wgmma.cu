@@ -274,8 +274,7 @@ __device__ __forceinline__ void store_tile_swapped(const GemmKernelParams& p, co
 template <int TILE_M, int CLUSTER, bool SWAP>
 __device__ __forceinline__ int load_group_table(const GemmKernelParams& p, GroupTable& t) {
   if (p.groups == 0) {
-    return SWAP ? p.m_tiles * ((p.n_tiles + CLUSTER - 1) / CLUSTER)
-                : (p.m_tiles + CLUSTER - 1) / CLUSTER * p.n_tiles;
+    return static_cast<int>(cluster_tile_groups(p.m_tiles, p.n_tiles, CLUSTER, SWAP));
   }
   for (int g = threadIdx.x; g <= p.groups; g += blockDim.x) t.first_row[g] = p.group_rows[g];
   __syncthreads();
@@ -661,9 +660,7 @@ cudaError_t launch_config(const GemmKernelParams& p, int ctas, CUtensorMapDataTy
     static const int resident = max_active_clusters(
         kernel, CLUSTER, S::kThreads, S::kSmemBytes + (kStagedStores ? S::kStagingBytes : 0));
     if (resident <= 0) return cudaErrorInvalidConfiguration;
-    const long long groups_of_tiles =
-        SWAP ? static_cast<long long>(q.m_tiles) * ((q.n_tiles + CLUSTER - 1) / CLUSTER)
-             : static_cast<long long>((q.m_tiles + CLUSTER - 1) / CLUSTER) * q.n_tiles;
+    const long long groups_of_tiles = cluster_tile_groups(q.m_tiles, q.n_tiles, CLUSTER, SWAP);
     const long long clusters =
         std::max(1LL, std::min({groups_of_tiles, static_cast<long long>(ctas / CLUSTER),
                                 static_cast<long long>(resident)}));
